@@ -1,0 +1,77 @@
+// kfactor: the command-line driver. Parses, then hands over to the selected
+// subcommand; maps kfactor's error kinds to exit codes 2 (usage), 3 (input)
+// and 4 (runtime).
+#include "cli.hpp"
+
+#include <kfactor/config.hpp>
+#include <kfactor/core/build_info.hpp>
+#include <kfactor/core/error.hpp>
+
+#include <Kokkos_Core.hpp>
+
+#include <cstdio>
+#include <exception>
+#include <new>
+
+#if defined(KFACTOR_HAVE_MPI)
+#include <mpi.h>
+#endif
+
+namespace {
+
+std::string version_text() {
+  const auto b = kfactor::build_info();
+  auto yn = [](bool v) { return v ? "yes" : "no"; };
+  return "kfactor " + b.version + " (Kokkos " + b.kokkos_version + "; spaces " + b.execution_spaces +
+         "; default " + b.default_space + "; Kokkos Kernels " + yn(b.kokkos_kernels) + ", CBLAS " + yn(b.cblas) +
+         ", MPI " + yn(b.mpi) + ", HDF5 " + yn(b.hdf5) + ")";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{
+      "kfactor: matrix factorization on Kokkos (NMF/ALO-NMF, ALS/BALS, Boolean MF/CuBin, manifold NMF/CUMNMF, "
+      "tiled SDDMM).\nRun `kfactor COMMAND --help` for a command's options."};
+  app.set_version_flag("--version", version_text());
+  app.require_subcommand(1);
+  std::function<void()> action;
+  std::vector<std::pair<CLI::App*, std::function<void()>>> actions;
+  for (auto& command : kfactor::cli::registry()) {
+    auto* sub = app.add_subcommand(command.name, command.summary);
+    actions.emplace_back(sub, command.setup(*sub));
+  }
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int code = app.exit(e);
+    return code == 0 ? 0 : 2;
+  }
+  for (auto& [sub, act] : actions)
+    if (sub->parsed()) action = act;
+
+  int code = 0;
+#if defined(KFACTOR_HAVE_MPI)
+  int mpi_initialized = 0;
+  MPI_Initialized(&mpi_initialized);
+  if (!mpi_initialized) MPI_Init(nullptr, nullptr);
+#endif
+  Kokkos::initialize(Kokkos::InitializationSettings().set_disable_warnings(true));
+  try {
+    action();
+  } catch (const kfactor::Error& e) {
+    std::fprintf(stderr, "kfactor: error: %s\n", e.what());
+    code = e.exit_code();
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "kfactor: error: out of memory\n");
+    code = 4;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "kfactor: error: %s\n", e.what());
+    code = 4;
+  }
+  Kokkos::finalize();
+#if defined(KFACTOR_HAVE_MPI)
+  MPI_Finalize();
+#endif
+  return code;
+}

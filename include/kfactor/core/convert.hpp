@@ -1,0 +1,166 @@
+#pragma once
+/// \file
+/// Conversions between matrix forms, run in an execution space:
+/// COO -> CSR, CSR -> CSR transpose, deep copies to another space.
+/// Every result is deterministic: rows are sorted by column, whatever the
+/// thread count or backend.
+
+#include <kfactor/core/error.hpp>
+#include <kfactor/core/matrix.hpp>
+
+#include <Kokkos_Core.hpp>
+#include <Kokkos_Sort.hpp>
+
+#include <cstdint>
+#include <limits>
+#include <string>
+
+namespace kfactor {
+
+namespace detail {
+
+/// Sorted CSR from device triplets; `rows`/`cols`/`vals` have one entry per
+/// nonzero, any order, no duplicate (row, col) pairs.
+template <class ExecutionSpace, class T, class MemorySpace>
+CsrMatrix<T, MemorySpace> csr_from_triplets(const ExecutionSpace& exec,
+                                            Kokkos::View<const ordinal_t*, MemorySpace> rows,
+                                            Kokkos::View<const ordinal_t*, MemorySpace> cols,
+                                            Kokkos::View<const T*, MemorySpace> vals,
+                                            ordinal_t num_rows, ordinal_t num_cols) {
+  using size_type = offset_t;
+  const size_type nnz = rows.extent(0);
+  Kokkos::View<std::uint64_t*, MemorySpace> keys(Kokkos::view_alloc(exec, "kfactor::csr_keys"), nnz);
+  Kokkos::View<size_type*, MemorySpace> perm(Kokkos::view_alloc(exec, "kfactor::csr_perm"), nnz);
+  const auto ncols64 = static_cast<std::uint64_t>(num_cols);
+  Kokkos::parallel_for(
+      "kfactor::csr_keys", Kokkos::RangePolicy<ExecutionSpace>(exec, 0, nnz), KOKKOS_LAMBDA(size_type e) {
+        keys(e) = static_cast<std::uint64_t>(rows(e)) * ncols64 + static_cast<std::uint64_t>(cols(e));
+        perm(e) = e;
+      });
+  if (nnz > 1) Kokkos::Experimental::sort_by_key(exec, keys, perm);
+
+  CsrMatrix<T, MemorySpace> out;
+  out.num_cols = num_cols;
+  out.row_map = Kokkos::View<size_type*, MemorySpace>(Kokkos::view_alloc(exec, "kfactor::row_map"),
+                                                      static_cast<size_type>(num_rows) + 1);
+  out.entries = Kokkos::View<ordinal_t*, MemorySpace>(
+      Kokkos::view_alloc(exec, Kokkos::WithoutInitializing, "kfactor::entries"), nnz);
+  out.values =
+      Kokkos::View<T*, MemorySpace>(Kokkos::view_alloc(exec, Kokkos::WithoutInitializing, "kfactor::values"), nnz);
+  auto row_map = out.row_map;
+  auto entries = out.entries;
+  auto values = out.values;
+  const bool has_values = vals.extent(0) == nnz;
+  Kokkos::parallel_for(
+      "kfactor::csr_scatter", Kokkos::RangePolicy<ExecutionSpace>(exec, 0, nnz), KOKKOS_LAMBDA(size_type e) {
+        const auto src = perm(e);
+        entries(e) = cols(src);
+        values(e) = has_values ? vals(src) : T(1);
+        const auto r = static_cast<ordinal_t>(keys(e) / ncols64);
+        // The first nonzero of each row (and every empty row before it) sets the offsets.
+        const ordinal_t prev = e == 0 ? -1 : static_cast<ordinal_t>(keys(e - 1) / ncols64);
+        for (ordinal_t q = prev + 1; q <= r; ++q) row_map(q) = e;
+      });
+  Kokkos::parallel_for(
+      "kfactor::csr_tail", Kokkos::RangePolicy<ExecutionSpace>(exec, 0, static_cast<size_type>(num_rows) + 1),
+      KOKKOS_LAMBDA(size_type q) {
+        // Rows after the last nonzero's row point at nnz.
+        const ordinal_t last_row = nnz == 0 ? -1 : static_cast<ordinal_t>(keys(nnz - 1) / ncols64);
+        if (static_cast<std::int64_t>(q) > last_row) row_map(q) = nnz;
+      });
+  return out;
+}
+
+}  // namespace detail
+
+/// Checks that every index is inside the declared shape; throws InputError.
+template <class T>
+void validate_coo(const CooMatrix<T>& coo, const std::string& what = "matrix") {
+  if (coo.num_rows < 0 || coo.num_cols < 0 || coo.num_rows > std::numeric_limits<ordinal_t>::max() ||
+      coo.num_cols > std::numeric_limits<ordinal_t>::max())
+    throw InputError(what + ": shape " + std::to_string(coo.num_rows) + " x " + std::to_string(coo.num_cols) +
+                     " is outside 0..2^31-1");
+  if (coo.rows.size() != coo.cols.size() || (!coo.values.empty() && coo.values.size() != coo.rows.size()))
+    throw InputError(what + ": triplet arrays have different lengths");
+  for (std::size_t e = 0; e < coo.rows.size(); ++e) {
+    if (coo.rows[e] < 0 || coo.rows[e] >= coo.num_rows || coo.cols[e] < 0 || coo.cols[e] >= coo.num_cols)
+      throw InputError(what + ": entry " + std::to_string(e) + " at (" + std::to_string(coo.rows[e]) + ", " +
+                       std::to_string(coo.cols[e]) + ") is outside its " + std::to_string(coo.num_rows) + " x " +
+                       std::to_string(coo.num_cols) + " shape");
+  }
+}
+
+/// CSR in ExecutionSpace's memory from host triplets (no duplicate pairs;
+/// an empty `values` means a pattern matrix, stored as ones).
+template <class ExecutionSpace, class T>
+CsrMatrix<T, typename ExecutionSpace::memory_space> to_csr(const ExecutionSpace& exec, const CooMatrix<T>& coo) {
+  using MemorySpace = typename ExecutionSpace::memory_space;
+  validate_coo(coo);
+  const std::size_t nnz = coo.nnz();
+  using Unmanaged = Kokkos::MemoryTraits<Kokkos::Unmanaged>;
+  Kokkos::View<const ordinal_t*, Kokkos::HostSpace, Unmanaged> hr(coo.rows.data(), nnz);
+  Kokkos::View<const ordinal_t*, Kokkos::HostSpace, Unmanaged> hc(coo.cols.data(), nnz);
+  Kokkos::View<ordinal_t*, MemorySpace> dr(Kokkos::view_alloc(exec, Kokkos::WithoutInitializing, "kfactor::coo_rows"), nnz);
+  Kokkos::View<ordinal_t*, MemorySpace> dc(Kokkos::view_alloc(exec, Kokkos::WithoutInitializing, "kfactor::coo_cols"), nnz);
+  Kokkos::View<T*, MemorySpace> dv(Kokkos::view_alloc(exec, Kokkos::WithoutInitializing, "kfactor::coo_vals"),
+                                   coo.values.empty() ? 0 : nnz);
+  Kokkos::deep_copy(exec, dr, hr);
+  Kokkos::deep_copy(exec, dc, hc);
+  if (!coo.values.empty())
+    Kokkos::deep_copy(exec, dv, Kokkos::View<const T*, Kokkos::HostSpace, Unmanaged>(coo.values.data(), nnz));
+  auto csr = detail::csr_from_triplets<ExecutionSpace, T, MemorySpace>(
+      exec, dr, dc, dv, static_cast<ordinal_t>(coo.num_rows), static_cast<ordinal_t>(coo.num_cols));
+  exec.fence();  // the host vectors may go away after return
+  return csr;
+}
+
+/// Row index of every nonzero, expanded from the row map.
+template <class ExecutionSpace, class T, class MemorySpace>
+Kokkos::View<ordinal_t*, MemorySpace> expand_rows(const ExecutionSpace& exec, const CsrMatrix<T, MemorySpace>& A) {
+  Kokkos::View<ordinal_t*, MemorySpace> rows(Kokkos::view_alloc(exec, Kokkos::WithoutInitializing, "kfactor::rows"),
+                                             A.nnz());
+  auto row_map = A.row_map;
+  Kokkos::parallel_for(
+      "kfactor::expand_rows", Kokkos::TeamPolicy<ExecutionSpace>(exec, A.num_rows(), Kokkos::AUTO),
+      KOKKOS_LAMBDA(const typename Kokkos::TeamPolicy<ExecutionSpace>::member_type& team) {
+        const auto r = team.league_rank();
+        Kokkos::parallel_for(Kokkos::TeamVectorRange(team, row_map(r), row_map(r + 1)),
+                             [&](offset_t e) { rows(e) = r; });
+      });
+  return rows;
+}
+
+/// A^T as a sorted CSR in the same space (the CSC of A).
+template <class ExecutionSpace, class T, class MemorySpace>
+CsrMatrix<T, MemorySpace> transpose(const ExecutionSpace& exec, const CsrMatrix<T, MemorySpace>& A) {
+  auto rows = expand_rows(exec, A);
+  return detail::csr_from_triplets<ExecutionSpace, T, MemorySpace>(
+      exec, A.entries, Kokkos::View<const ordinal_t*, MemorySpace>(rows), A.values, A.num_cols, A.num_rows());
+}
+
+/// Deep copy of a CSR into another memory space (e.g. a host mirror).
+template <class DstMemorySpace, class T, class SrcMemorySpace>
+CsrMatrix<T, DstMemorySpace> copy_to(const CsrMatrix<T, SrcMemorySpace>& A) {
+  CsrMatrix<T, DstMemorySpace> out;
+  out.num_cols = A.num_cols;
+  out.row_map = Kokkos::create_mirror_view_and_copy(DstMemorySpace{}, A.row_map);
+  out.entries = Kokkos::create_mirror_view_and_copy(DstMemorySpace{}, A.entries);
+  out.values = Kokkos::create_mirror_view_and_copy(DstMemorySpace{}, A.values);
+  return out;
+}
+
+/// Dense row-major copy of a CSR (tests and small inputs only: V x D memory).
+template <class ExecutionSpace, class T, class MemorySpace>
+DenseMatrix<T, MemorySpace> to_dense(const ExecutionSpace& exec, const CsrMatrix<T, MemorySpace>& A) {
+  DenseMatrix<T, MemorySpace> D(Kokkos::view_alloc(exec, "kfactor::dense"), A.num_rows(), A.num_cols);
+  auto row_map = A.row_map;
+  auto entries = A.entries;
+  auto values = A.values;
+  Kokkos::parallel_for(
+      "kfactor::to_dense", Kokkos::RangePolicy<ExecutionSpace>(exec, 0, A.num_rows()), KOKKOS_LAMBDA(ordinal_t r) {
+        for (auto e = row_map(r); e < row_map(r + 1); ++e) D(r, entries(e)) = values(e);
+      });
+  return D;
+}
+
+}  // namespace kfactor

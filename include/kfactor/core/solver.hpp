@@ -1,0 +1,153 @@
+#pragma once
+/// \file
+/// The solver-loop contract shared by nmf, als, bmf and mnmf.
+///
+/// Every solver family `X` provides, in namespace kfactor::X:
+/// ```
+///   struct Options;                 // plain data; validate() throws UsageError
+///   template <class T, class Mem> struct State;
+///                                   // everything that decides the next iterate:
+///                                   // factors, iteration, RNG key/counter,
+///                                   // MetricHistory; plus visit(f) listing its
+///                                   // fields for checkpoints
+///   init(exec, problem, options)            -> State
+///   step(exec, problem, options, state)     one iteration; no I/O, no printing
+///   evaluate(exec, problem, state)          -> Metrics
+///   solve(exec, problem, options, observer) the loop below
+/// ```
+/// solve() runs step, evaluate, observer and the stop rules through
+/// run_solver_loop(), so progress output, checkpoints and an application's own
+/// early stop all plug in through the Observer. The library never prints.
+
+#include <chrono>
+#include <cmath>
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace kfactor {
+
+/// Named scalar metrics of one iteration, in a fixed order per solver.
+struct Metrics {
+  std::vector<std::pair<std::string, double>> items;
+
+  void set(const std::string& name, double value) {
+    for (auto& [n, v] : items)
+      if (n == name) {
+        v = value;
+        return;
+      }
+    items.emplace_back(name, value);
+  }
+  [[nodiscard]] bool has(const std::string& name) const {
+    for (const auto& [n, v] : items)
+      if (n == name) return true;
+    return false;
+  }
+  /// Value of `name`; NaN when absent.
+  [[nodiscard]] double get(const std::string& name) const {
+    for (const auto& [n, v] : items)
+      if (n == name) return v;
+    return std::nan("");
+  }
+};
+
+/// Metric history as a table: one row per evaluated iteration.
+struct MetricHistory {
+  std::vector<std::string> names;
+  std::vector<int> iterations;
+  std::vector<std::vector<double>> rows;  ///< rows[r][c] is names[c] at iterations[r]
+
+  void append(int iteration, const Metrics& m) {
+    if (names.empty())
+      for (const auto& [n, v] : m.items) names.push_back(n);
+    std::vector<double> row(names.size(), std::nan(""));
+    for (std::size_t c = 0; c < names.size(); ++c) row[c] = m.get(names[c]);
+    iterations.push_back(iteration);
+    rows.push_back(std::move(row));
+  }
+  [[nodiscard]] std::size_t size() const { return rows.size(); }
+  /// Metrics of the last row (empty when none).
+  [[nodiscard]] Metrics last() const {
+    Metrics m;
+    if (!rows.empty())
+      for (std::size_t c = 0; c < names.size(); ++c) m.set(names[c], rows.back()[c]);
+    return m;
+  }
+};
+
+/// What the observer sees after each iteration.
+struct IterationEvent {
+  int iteration = 0;       ///< iterations completed so far (1-based after the first step)
+  double seconds = 0.0;    ///< wall time of the loop so far (this run only)
+  const Metrics* metrics = nullptr;
+};
+
+enum class ObserverAction { proceed, stop };
+
+/// Called after every evaluated iteration; may save checkpoints, print, or stop.
+using Observer = std::function<ObserverAction(const IterationEvent&)>;
+
+/// Why a solve returned.
+enum class StopReason { max_iterations, converged, target_reached, observer };
+
+inline const char* to_string(StopReason r) {
+  switch (r) {
+    case StopReason::max_iterations: return "max_iterations";
+    case StopReason::converged: return "converged";
+    case StopReason::target_reached: return "target_reached";
+    case StopReason::observer: return "observer";
+  }
+  return "unknown";
+}
+
+/// Generic stop rules every solver honours.
+struct StopRule {
+  int max_iterations = 100;
+  /// Stop when |m_t - m_{t-1}| <= tolerance * |m_{t-1}| for the solver's
+  /// primary metric (0 disables).
+  double tolerance = 0.0;
+};
+
+/// The loop: while the state's iteration < max_iterations, `step()`, then
+/// `evaluate()` (returns Metrics), record it, call the observer, and stop on
+/// convergence of `primary`, on `extra_stop(metrics)` (returns true to stop,
+/// e.g. a target error reached) or on the observer's request.
+/// `iteration` is a reference to the state's own counter so a restarted state
+/// continues where it left off; `history` is the state's history.
+template <class StepFn, class EvaluateFn, class ExtraStopFn>
+StopReason run_solver_loop(int& iteration, MetricHistory& history, const StopRule& rule,
+                           const std::string& primary, const Observer& observer, StepFn&& step,
+                           EvaluateFn&& evaluate, ExtraStopFn&& extra_stop, double* seconds_out = nullptr) {
+  const auto t0 = std::chrono::steady_clock::now();
+  if (seconds_out) *seconds_out = 0.0;
+  StopReason reason = StopReason::max_iterations;
+  double previous = history.size() > 0 ? history.last().get(primary) : std::nan("");
+  while (iteration < rule.max_iterations) {
+    step();
+    ++iteration;
+    const Metrics m = evaluate();
+    history.append(iteration, m);
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (seconds_out) *seconds_out = seconds;
+    if (observer && observer(IterationEvent{iteration, seconds, &m}) == ObserverAction::stop) {
+      reason = StopReason::observer;
+      break;
+    }
+    if (extra_stop(m)) {
+      reason = StopReason::target_reached;
+      break;
+    }
+    const double current = m.get(primary);
+    if (rule.tolerance > 0 && std::isfinite(previous) && std::isfinite(current) &&
+        std::abs(current - previous) <= rule.tolerance * std::abs(previous)) {
+      reason = StopReason::converged;
+      break;
+    }
+    previous = current;
+  }
+  return reason;
+}
+
+}  // namespace kfactor

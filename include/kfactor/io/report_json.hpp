@@ -1,0 +1,17 @@
+#pragma once
+/// \file
+/// The JSON form of a Report: the CLI's `--json` object and the record perf/
+/// benchmarks write. Fields: command, backend, precision, rows, cols, nnz,
+/// rank, iterations, seconds, stop_reason, every final metric at top level
+/// (relative_error, rmse, mae, hamming_error, gflops, ...), `timings`,
+/// `info` and `history` ({"iteration": [...], "<metric>": [...]}).
+
+#include <kfactor/core/report.hpp>
+
+#include <nlohmann/json.hpp>
+
+namespace kfactor {
+
+nlohmann::json to_json(const Report& r);
+
+}  // namespace kfactor

@@ -1,0 +1,71 @@
+#pragma once
+/// \file
+/// C = alpha * op(A) * op(B) + beta * C for rank-2 Views, with vendor dispatch
+/// decided at compile time, in this one place:
+///   1. Kokkos Kernels (cuBLAS on CUDA, host BLAS through its TPLs) when
+///      kfactor was configured with it;
+///   2. host CBLAS (OpenBLAS) for host execution spaces with contiguous
+///      float/double operands;
+///   3. the portable Kokkos kernel in detail/gemm_portable.hpp otherwise.
+/// Solvers call kfactor::gemm and never see which one ran; gemm_path() names
+/// it for reports, and tests call each available path directly.
+
+#include <kfactor/config.hpp>
+#include <kfactor/core/error.hpp>
+#include <kfactor/core/spaces.hpp>
+#include <kfactor/kernels/detail/gemm_cblas.hpp>
+#include <kfactor/kernels/detail/gemm_portable.hpp>
+
+#if defined(KFACTOR_HAVE_KOKKOSKERNELS)
+#include <KokkosBlas3_gemm.hpp>
+#endif
+
+#include <string>
+
+namespace kfactor {
+
+enum class Trans : char { none = 'N', transpose = 'T' };
+
+namespace detail {
+template <class AV, class BV, class CV>
+void check_gemm_shapes(Trans ta, Trans tb, const AV& A, const BV& B, const CV& C) {
+  const auto m = ta == Trans::none ? A.extent(0) : A.extent(1);
+  const auto k = ta == Trans::none ? A.extent(1) : A.extent(0);
+  const auto kb = tb == Trans::none ? B.extent(0) : B.extent(1);
+  const auto n = tb == Trans::none ? B.extent(1) : B.extent(0);
+  if (k != kb || C.extent(0) != m || C.extent(1) != n)
+    throw UsageError("gemm: op(A) is " + std::to_string(m) + " x " + std::to_string(k) + ", op(B) is " +
+                     std::to_string(kb) + " x " + std::to_string(n) + ", C is " + std::to_string(C.extent(0)) +
+                     " x " + std::to_string(C.extent(1)));
+}
+}  // namespace detail
+
+/// Which implementation kfactor::gemm uses for these operand types.
+template <class ExecutionSpace, class AV, class BV, class CV>
+std::string gemm_path() {
+#if defined(KFACTOR_HAVE_KOKKOSKERNELS)
+  return "kokkos-kernels";
+#else
+  if constexpr (detail::cblas_applicable_v<ExecutionSpace, AV, BV, CV>)
+    return "cblas";
+  else
+    return "portable";
+#endif
+}
+
+template <class ExecutionSpace, class AV, class BV, class CV>
+void gemm(const ExecutionSpace& exec, Trans ta, Trans tb, typename CV::non_const_value_type alpha, const AV& A,
+          const BV& B, typename CV::non_const_value_type beta, const CV& C) {
+  detail::check_gemm_shapes(ta, tb, A, B, C);
+#if defined(KFACTOR_HAVE_KOKKOSKERNELS)
+  const char tac = static_cast<char>(ta), tbc = static_cast<char>(tb);
+  KokkosBlas::gemm(exec, &tac, &tbc, alpha, A, B, beta, C);
+#else
+  if constexpr (detail::cblas_applicable_v<ExecutionSpace, AV, BV, CV>)
+    detail::gemm_cblas(exec, ta == Trans::transpose, tb == Trans::transpose, alpha, A, B, beta, C);
+  else
+    detail::gemm_portable(exec, ta == Trans::transpose, tb == Trans::transpose, alpha, A, B, beta, C);
+#endif
+}
+
+}  // namespace kfactor
