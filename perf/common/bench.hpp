@@ -1,0 +1,70 @@
+#pragma once
+// Shared benchmark plumbing: timing (median of repetitions after warm-up,
+// fenced), machine metadata and one JSON record per measurement in the
+// Report schema, so perf/plot.py reads every benchmark the same way.
+#include <kfactor/core/build_info.hpp>
+#include <kfactor/core/report.hpp>
+#include <kfactor/io/report_json.hpp>
+
+#include <Kokkos_Core.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <string>
+#include <thread>
+#include <unistd.h>
+#include <vector>
+
+namespace kfactor::bench {
+
+/// Median wall time in seconds of `fn` over `reps` runs after `warmup` runs;
+/// `exec` is fenced around every run.
+template <class ExecutionSpace, class Fn>
+double median_seconds(const ExecutionSpace& exec, Fn&& fn, int reps = 20, int warmup = 3) {
+  for (int i = 0; i < warmup; ++i) fn();
+  exec.fence();
+  std::vector<double> t;
+  for (int i = 0; i < reps; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    fn();
+    exec.fence();
+    t.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+/// Machine metadata attached to every record.
+inline nlohmann::json machine() {
+  const auto b = build_info();
+  char host[256] = {0};
+  gethostname(host, sizeof host - 1);
+  nlohmann::json m{{"host", host},
+                   {"kfactor", b.version},
+                   {"kokkos", b.kokkos_version},
+                   {"spaces", b.execution_spaces},
+                   {"default_space", b.default_space},
+                   {"kokkos_kernels", b.kokkos_kernels},
+                   {"hardware_threads", std::thread::hardware_concurrency()},
+                   {"concurrency", Kokkos::DefaultExecutionSpace().concurrency()}};
+  return m;
+}
+
+/// Appends one record (a Report plus `extra` fields and machine metadata) as a
+/// JSON line to stdout, or to the file named by $KFACTOR_BENCH_OUT.
+inline void emit(const Report& r, const nlohmann::json& extra = {}) {
+  auto j = to_json(r);
+  j["machine"] = machine();
+  for (auto it = extra.begin(); extra.is_object() && it != extra.end(); ++it) j[it.key()] = it.value();
+  const char* path = std::getenv("KFACTOR_BENCH_OUT");
+  if (path && *path) {
+    std::ofstream(path, std::ios::app) << j.dump() << "\n";
+  } else {
+    std::cout << j.dump() << std::endl;
+  }
+}
+
+}  // namespace kfactor::bench
