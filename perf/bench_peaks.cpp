@@ -10,6 +10,7 @@
 
 #include "common/bench.hpp"
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 #include <tuple>
@@ -19,6 +20,7 @@ using namespace kfactor;
 
 template <class Space>
 void measure(std::size_t mib, int n) {
+  if (is_host_space_v<Space>) mib = std::min<std::size_t>(mib, 512);
   const Space exec;
   using Mem = typename Space::memory_space;
   {
@@ -50,6 +52,7 @@ void measure(std::size_t mib, int n) {
     r.metrics.set("gflops", 2.0 * n * double(n) * n / t / 1e9);
     bench::emit(r, {{"kernel", "peak"}, {"case", "gemm"}, {"path", gemm_path<Space, decltype(A), decltype(B), decltype(C)>()}});
   };
+  if (is_host_space_v<Space>) n = std::min(n, 2048);  // host GEMMs are ~1000x slower
   gemm_rate(float{});
   gemm_rate(double{});
 }
