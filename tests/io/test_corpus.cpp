@@ -76,6 +76,9 @@ TEST(Corpus, WellFormedFilesHaveTheExpectedContent) {
   EXPECT_EQ(d.num_rows, 3);
   EXPECT_EQ(d.num_cols, 4);
   EXPECT_EQ(d.nnz(), 5u);
+  // read_file refuses a file larger than the memory limit before reading it
+  kfactor::test::expect_input_error([&] { (void)io::read_file(dir + "mm_ok_crlf.mtx", 10); }, dir + "mm_ok_crlf.mtx",
+                                    0, "memory limit");
 }
 
 }  // namespace

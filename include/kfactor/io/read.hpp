@@ -26,6 +26,7 @@
 ///   No reserve() is ever sized by a header alone.
 /// - The result is sorted by (row, column) with no duplicate pairs, so it can
 ///   go to kfactor::to_csr directly. num_rows/num_cols fit ordinal_t.
+///   `values` always has one entry per nonzero (1 for pattern inputs).
 /// - Negative values are accepted (solvers that need non-negative data reject
 ///   them); has_negative() reports them.
 ///
@@ -55,7 +56,8 @@
 ///   line holding a single integer (a node or edge count, as in SNAP's
 ///   p2p-Gnutella08.txt) is skipped and kept in ReadInfo::header_count.
 ///   Shape: n x n with n = max id + 1 (ReadOptions::square), or
-///   (max u + 1) x (max v + 1). ReadOptions::symmetrize adds (v, u) too.
+///   (max u + 1) x (max v + 1). ReadOptions::symmetrize adds (v, u) too
+///   (and implies the square shape); the pair listed both ways then merges.
 ///   Without a weight column the values are 1 (a pattern input).
 /// - `ratings`: `user item rating [timestamp]` (or `user item`, implicit 1)
 ///   with separator `,` (MovieLens CSV), `::` (MovieLens .dat) or
