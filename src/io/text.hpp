@@ -181,15 +181,15 @@ struct Context {
   std::int64_t integer(std::int64_t line, std::string_view t, const char* what) const {
     std::int64_t v = 0;
     if (try_int(t, v)) return v;
+    const std::string_view body = !t.empty() && t[0] == '-' ? t.substr(1) : drop_plus(t);
+    bool digits = !body.empty();
+    for (char c : body) digits = digits && c >= '0' && c <= '9';
+    if (digits) fail(line, std::string(what) + " " + show(t) + " is out of the 64-bit integer range");
     double d;
     if (try_real(t, d)) {
       if (std::isfinite(d)) fail(line, std::string(what) + " must be an integer, found " + show(t));
       fail(line, std::string(what) + " is NaN or Inf: " + show(t));
     }
-    bool digits = !t.empty();
-    for (char c : drop_plus(t.substr(t.size() && t[0] == '-' ? 1 : 0)))
-      digits = digits && c >= '0' && c <= '9';
-    if (digits) fail(line, std::string(what) + " " + show(t) + " is out of the 64-bit integer range");
     fail(line, std::string(what) + " is not a number: " + show(t));
   }
 

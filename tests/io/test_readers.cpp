@@ -134,6 +134,11 @@ TEST(Readers, MatrixMarketErrorsNameLine) {
   expect_input_error([&] { (void)parse_matrix_market<double>("", "x.mtx"); }, "x.mtx", 1, "empty");
   expect_input_error([&] { (void)parse_matrix_market<float>(h + "1 1 1\n1 1 1e300\n", "x.mtx"); }, "x.mtx", 3,
                      "float");
+  for (auto [tok, msg] : {std::pair{"99999999999999999999", "64-bit integer range"}, std::pair{"1.5", "must be an integer"},
+                          std::pair{"abc", "not a number"}, std::pair{"-", "not a number"},
+                          std::pair{"inf", "NaN or Inf"}, std::pair{"\x01\x02", "'\\x01\\x02'"}})
+    expect_input_error([&] { (void)parse_matrix_market<double>(h + "3 3 1\n1 " + tok + " 1\n", "t.mtx"); }, "t.mtx", 3,
+                       msg);
   // the same value is fine in double
   EXPECT_EQ(parse_matrix_market<double>(h + "1 1 1\n1 1 1e300\n", "x.mtx").values[0], 1e300);
 }
