@@ -1,0 +1,106 @@
+// `kfactor info`: read an input file and describe it (shape, nnz, density,
+// value range, duplicates merged, empty rows/columns, detected format).
+// Exit 3 with `file:line: message` on stderr for bad input.
+#include "cli.hpp"
+
+#include <kfactor/io/read.hpp>
+#include <kfactor/io/report_json.hpp>
+
+#include <chrono>
+#include <cstdio>
+#include <memory>
+
+namespace kfactor::cli {
+namespace {
+
+struct InfoOptions {
+  std::string input;
+  std::string format = "auto";
+  std::string duplicates = "auto";
+  bool symmetrize = false;
+  bool one_based = false;
+  bool json = false;
+};
+
+Report info_report(const InfoOptions& o) {
+  const auto t0 = std::chrono::steady_clock::now();
+  io::ReadOptions ropt;
+  ropt.duplicates = io::parse_duplicate_policy(o.duplicates);
+  ropt.symmetrize = o.symmetrize;
+  ropt.one_based = o.one_based;
+  const io::Format format = io::parse_format(o.format);
+  io::ReadInfo info;
+  const auto text = io::read_file(o.input, ropt.memory_limit);
+  const io::Format used = format == io::Format::automatic ? io::detect_format(text, o.input) : format;
+  Report r;
+  r.command = "info";
+  r.backend = "host";
+  CooMatrix<double> A;
+  if (used == io::Format::ratings) {
+    auto data = io::parse_ratings<double>(text, o.input, ropt, &info);
+    A = std::move(data.matrix);
+    if (!data.user_ids.empty()) {
+      r.info["user_id_range"] = std::to_string(data.user_ids.front()) + ".." + std::to_string(data.user_ids.back());
+      r.info["item_id_range"] = std::to_string(data.item_ids.front()) + ".." + std::to_string(data.item_ids.back());
+    }
+  } else {
+    A = io::parse_matrix<double>(text, o.input, used, ropt, &info);
+  }
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const auto s = io::coo_stats(A);
+  r.rows = A.num_rows;
+  r.cols = A.num_cols;
+  r.nnz = static_cast<std::int64_t>(A.nnz());
+  r.seconds = seconds;
+  r.metrics.items = {{"density", s.density},
+                     {"min_value", s.min_value},
+                     {"max_value", s.max_value},
+                     {"entries_read", double(info.entries_read)},
+                     {"duplicates_merged", double(info.duplicates)},
+                     {"empty_rows", double(s.empty_rows)},
+                     {"empty_cols", double(s.empty_cols)},
+                     {"negative_values", double(s.negatives)},
+                     {"explicit_zeros", double(s.zeros)},
+                     {"lines", double(info.lines)}};
+  r.timings.items = {{"read", seconds}};
+  r.info["input"] = o.input;
+  r.info["format"] = std::string(io::format_name(info.format));
+  r.info["format_detail"] = info.detail;
+  r.info["format_requested"] = o.format;
+  r.info["pattern"] = info.pattern ? "true" : "false";
+  r.info["duplicate_policy"] = o.duplicates;
+  if (info.header_count) r.info["header_count"] = std::to_string(*info.header_count);
+  return r;
+}
+
+const Registrar info_command{Command{
+    "info", "read an input file and describe it: shape, nnz, density, value range, duplicates, empty rows/columns",
+    [](CLI::App& cmd) -> std::function<void()> {
+      auto o = std::make_shared<InfoOptions>();
+      cmd.add_option("-i,--input", o->input, "input matrix file")->required();
+      cmd.add_option("--format", o->format, "input format: auto|mm|edges|ratings|bmf|dense")->capture_default_str();
+      cmd.add_option("--duplicates", o->duplicates,
+                     "duplicate (row, col) policy: auto (error with values, merge for patterns)|error|sum|last")
+          ->capture_default_str();
+      cmd.add_flag("--symmetrize", o->symmetrize, "edge lists: add (v, u) for every edge (u, v)");
+      cmd.add_flag("--one-based", o->one_based, "edge lists: ids start at 1");
+      cmd.add_flag("--json", o->json, "print exactly one JSON object on stdout");
+      return [o] {
+        const Report r = info_report(*o);
+        if (o->json) {
+          std::printf("%s\n", to_json(r).dump().c_str());
+          return;
+        }
+        std::printf("%s: %s (%s)\n", o->input.c_str(), r.info.at("format").c_str(), r.info.at("format_detail").c_str());
+        std::printf("  %-20s %lld x %lld\n", "shape", static_cast<long long>(r.rows), static_cast<long long>(r.cols));
+        std::printf("  %-20s %lld\n", "nnz", static_cast<long long>(r.nnz));
+        for (const auto& [name, value] : r.metrics.items) std::printf("  %-20s %.6g\n", name.c_str(), value);
+        for (const auto& key : {"header_count", "user_id_range", "item_id_range"})
+          if (auto it = r.info.find(key); it != r.info.end())
+            std::printf("  %-20s %s\n", key, it->second.c_str());
+        std::printf("  %-20s %.4f s\n", "read time", r.seconds);
+      };
+    }}};
+
+}  // namespace
+}  // namespace kfactor::cli

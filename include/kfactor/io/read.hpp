@@ -1,0 +1,224 @@
+#pragma once
+/// \file
+/// Readers: Matrix Market, SNAP-style edge lists, rating files (MovieLens CSV,
+/// MovieLens `::`, tab/space separated), the CuBin thesis Boolean format and
+/// dense 0/1 text, all producing a host kfactor::CooMatrix<T> (T = float or
+/// double).
+///
+/// Every format has two entry points: `read_X(path, ...)` reads the whole file
+/// into memory and calls `parse_X(text, name, ...)`, which parses a memory
+/// buffer (the fuzzers and tests use it; `name` is what error messages call the
+/// input). Parsing uses std::from_chars on the buffer, not iostreams.
+///
+/// ## What every reader guarantees
+/// - Bad input throws kfactor::InputError whose message starts with
+///   `name:LINE: ` (1-based line; for a file that ends too early, the last
+///   line). Nothing else escapes for bad data: no crash, no hang, no silent
+///   garbage. Checked: malformed lines, non-numeric fields, wrong field counts,
+///   indices out of range / negative / 0 in 1-based formats, NaN and Inf
+///   values, values that overflow T, header counts that disagree with the
+///   entries, empty files, binary junk.
+/// - CRLF line ends, blank lines and a missing final newline are accepted.
+/// - Resource limits: sizes in a header are checked BEFORE anything is
+///   allocated from them: dimensions must fit the 32-bit `ordinal_t`
+///   (< 2^31), a claimed entry count must fit in the matrix, in the bytes left
+///   in the file and in ReadOptions::memory_limit (default: physical memory).
+///   No reserve() is ever sized by a header alone.
+/// - The result is sorted by (row, column) with no duplicate pairs, so it can
+///   go to kfactor::to_csr directly. num_rows/num_cols fit ordinal_t.
+///   `values` always has one entry per nonzero (1 for pattern inputs).
+/// - Negative values are accepted (solvers that need non-negative data reject
+///   them); has_negative() reports them.
+///
+/// ## Duplicate (row, col) pairs: DuplicatePolicy
+/// `automatic` (default): an input WITH values (Matrix Market real/integer,
+/// weighted edge lists, ratings, dense) rejects duplicates with an InputError
+/// naming both lines; a PATTERN input (Matrix Market pattern, unweighted edge
+/// lists, the Boolean format) merges them into one entry of value 1 (undirected
+/// edge lists often list an edge twice). `error` rejects duplicates in every
+/// format, `sum` adds values (pattern entries stay 1), `last` keeps the last
+/// one in file order. ReadInfo::duplicates counts the entries merged away.
+/// A Matrix Market symmetric file that stores both (i, j) and (j, i) has a
+/// duplicate after expansion and follows the same policy.
+///
+/// ## Formats
+/// - `mm`: `%%MatrixMarket matrix coordinate|array real|double|integer|pattern
+///   general|symmetric|skew-symmetric`; complex and hermitian are refused.
+///   Coordinate: size line `m n nnz`, then exactly nnz lines `i j [v]`,
+///   1-based. Array: size line `m n`, then the values in column-major order
+///   (lower triangle for symmetric, strictly lower for skew-symmetric), any
+///   number per line. Symmetric entries are mirrored (diagonal once);
+///   skew-symmetric ones mirrored negated (a diagonal entry is an error).
+///   Explicit zeros of array files are dropped unless ReadOptions::keep_zeros.
+/// - `edges`: one `u v` or `u v w` per line (all lines the same count),
+///   separated by spaces and/or tabs, 0-based ids (1-based with
+///   ReadOptions::one_based); `#` and `%` comment lines; an optional leading
+///   line holding a single integer (a node or edge count, as in SNAP's
+///   p2p-Gnutella08.txt) is skipped and kept in ReadInfo::header_count.
+///   Shape: n x n with n = max id + 1 (ReadOptions::square), or
+///   (max u + 1) x (max v + 1). ReadOptions::symmetrize adds (v, u) too
+///   (and implies the square shape); the pair listed both ways then merges.
+///   Without a weight column the values are 1 (a pattern input).
+/// - `ratings`: `user item rating [timestamp]` (or `user item`, implicit 1)
+///   with separator `,` (MovieLens CSV), `::` (MovieLens .dat) or
+///   whitespace, chosen from the first data line; a first line whose first
+///   field is not a number is a header and skipped; `#` comments. User and item
+///   ids are any 64-bit integers, remapped to 0..n-1 in ASCENDING order of the
+///   original id (so the mapping does not depend on line order); RatingData
+///   keeps the maps.
+/// - `bmf`: the CuBin thesis Boolean format: first line `rows cols nnz`, then
+///   exactly nnz lines `row col`, 0-based.
+/// - `dense`: one matrix row per line, numbers separated by whitespace, every
+///   row the same length; zeros dropped unless ReadOptions::keep_zeros.
+///
+/// ## Format::automatic (detect_format)
+/// In order: text starting with `%%MatrixMarket` (any case) or extension
+/// `.mtx`/`.mm` -> mm; extension `.csv`/`.dat`, or a first data line holding
+/// `,` or `::`, or a first field that is not a number (a header) -> ratings;
+/// a first data line of 3 integers followed by a line of 2 fields -> bmf;
+/// a first data line of 4 fields -> ratings; of 5 or more -> dense; anything
+/// else (2-3 fields, a single count) -> edges. Pass the format explicitly for
+/// files that these rules misjudge (a dense file with 2-4 columns, say).
+
+#include <kfactor/core/error.hpp>
+#include <kfactor/core/matrix.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace kfactor::io {
+
+/// Input file formats (CLI `--format auto|mm|edges|ratings|bmf|dense`).
+enum class Format { automatic, matrix_market, edges, ratings, bmf, dense };
+
+/// Parses a CLI format name (`auto`, `mm`/`mtx`, `edges`, `ratings`, `bmf`,
+/// `dense`); throws UsageError for anything else.
+Format parse_format(std::string_view name);
+/// The CLI name of a format (`auto`, `mm`, ...).
+std::string_view format_name(Format f);
+
+enum class DuplicatePolicy { automatic, error, sum, last };
+DuplicatePolicy parse_duplicate_policy(std::string_view name);  ///< auto|error|sum|last; UsageError
+std::string_view duplicate_policy_name(DuplicatePolicy p);
+
+struct ReadOptions {
+  DuplicatePolicy duplicates = DuplicatePolicy::automatic;
+  bool square = true;       ///< edges: n x n with n = max id + 1; false: (max u + 1) x (max v + 1)
+  bool symmetrize = false;  ///< edges: add (v, u) for every (u, v)
+  bool one_based = false;   ///< edges: ids start at 1
+  bool keep_zeros = false;  ///< mm array / dense: keep explicit zero entries
+  /// Bytes a read may use (file text plus entries); 0 = this machine's
+  /// physical memory. Checked before reading a file and before trusting a
+  /// header's entry count.
+  std::uint64_t memory_limit = 0;
+};
+
+/// What a reader saw, for `kfactor info` and diagnostics.
+struct ReadInfo {
+  Format format = Format::automatic;  ///< the format actually parsed
+  std::string detail;                 ///< e.g. "coordinate real symmetric", "ratings ',' with header"
+  std::int64_t lines = 0;             ///< lines in the input
+  std::int64_t entries_read = 0;      ///< entries in the file (before mirroring and duplicate handling)
+  std::int64_t duplicates = 0;        ///< entries merged away by the duplicate policy
+  bool pattern = false;               ///< the file has no values (all 1)
+  std::optional<std::int64_t> header_count;  ///< edges: the skipped leading count line
+};
+
+/// Ratings with the original ids: row r of `matrix` is user user_ids[r],
+/// column c is item item_ids[c] (both ascending).
+template <class T>
+struct RatingData {
+  CooMatrix<T> matrix;
+  std::vector<std::int64_t> user_ids;
+  std::vector<std::int64_t> item_ids;
+};
+
+/// Reads a whole file into memory; InputError (line 0) if it cannot be opened
+/// or is larger than `memory_limit` (0 = physical memory).
+std::string read_file(const std::string& path, std::uint64_t memory_limit = 0);
+
+/// Guesses the format of `text` (see the file comment); `path` may be empty.
+Format detect_format(std::string_view text, std::string_view path = {});
+
+// ---- one format each: parse from memory, or read a file ---------------------
+template <class T>
+CooMatrix<T> parse_matrix_market(std::string_view text, const std::string& name, const ReadOptions& opt = {},
+                                 ReadInfo* info = nullptr);
+template <class T>
+CooMatrix<T> parse_edges(std::string_view text, const std::string& name, const ReadOptions& opt = {},
+                         ReadInfo* info = nullptr);
+template <class T>
+RatingData<T> parse_ratings(std::string_view text, const std::string& name, const ReadOptions& opt = {},
+                            ReadInfo* info = nullptr);
+template <class T>
+CooMatrix<T> parse_bmf(std::string_view text, const std::string& name, const ReadOptions& opt = {},
+                       ReadInfo* info = nullptr);
+template <class T>
+CooMatrix<T> parse_dense(std::string_view text, const std::string& name, const ReadOptions& opt = {},
+                         ReadInfo* info = nullptr);
+
+/// Any format (ratings lose their id maps; use read_ratings to keep them).
+template <class T>
+CooMatrix<T> parse_matrix(std::string_view text, const std::string& name, Format format = Format::automatic,
+                          const ReadOptions& opt = {}, ReadInfo* info = nullptr);
+
+template <class T>
+CooMatrix<T> read_matrix_market(const std::string& path, const ReadOptions& opt = {}, ReadInfo* info = nullptr);
+template <class T>
+CooMatrix<T> read_edges(const std::string& path, const ReadOptions& opt = {}, ReadInfo* info = nullptr);
+template <class T>
+RatingData<T> read_ratings(const std::string& path, const ReadOptions& opt = {}, ReadInfo* info = nullptr);
+template <class T>
+CooMatrix<T> read_bmf(const std::string& path, const ReadOptions& opt = {}, ReadInfo* info = nullptr);
+template <class T>
+CooMatrix<T> read_dense(const std::string& path, const ReadOptions& opt = {}, ReadInfo* info = nullptr);
+/// Reads `path` in `format` (automatic: detect_format on its content and name).
+template <class T>
+CooMatrix<T> read_matrix(const std::string& path, Format format = Format::automatic, const ReadOptions& opt = {},
+                         ReadInfo* info = nullptr);
+
+// ---- small facts about a matrix --------------------------------------------
+template <class T>
+bool has_negative(const CooMatrix<T>& A) {
+  for (const T v : A.values)
+    if (v < T(0)) return true;
+  return false;
+}
+
+struct CooStats {
+  std::int64_t empty_rows = 0, empty_cols = 0;
+  std::int64_t negatives = 0, zeros = 0;
+  double min_value = 0.0, max_value = 0.0;  ///< over stored entries (0 when nnz == 0)
+  double density = 0.0;                     ///< nnz / (rows * cols)
+};
+template <class T>
+CooStats coo_stats(const CooMatrix<T>& A);
+
+#define KFACTOR_IO_EXTERN(T)                                                                                  \
+  extern template CooMatrix<T> parse_matrix_market<T>(std::string_view, const std::string&, const ReadOptions&, \
+                                                      ReadInfo*);                                             \
+  extern template CooMatrix<T> parse_edges<T>(std::string_view, const std::string&, const ReadOptions&,       \
+                                              ReadInfo*);                                                     \
+  extern template RatingData<T> parse_ratings<T>(std::string_view, const std::string&, const ReadOptions&,    \
+                                                 ReadInfo*);                                                  \
+  extern template CooMatrix<T> parse_bmf<T>(std::string_view, const std::string&, const ReadOptions&,         \
+                                            ReadInfo*);                                                       \
+  extern template CooMatrix<T> parse_dense<T>(std::string_view, const std::string&, const ReadOptions&,       \
+                                              ReadInfo*);                                                     \
+  extern template CooMatrix<T> parse_matrix<T>(std::string_view, const std::string&, Format,                  \
+                                               const ReadOptions&, ReadInfo*);                                \
+  extern template CooMatrix<T> read_matrix_market<T>(const std::string&, const ReadOptions&, ReadInfo*);      \
+  extern template CooMatrix<T> read_edges<T>(const std::string&, const ReadOptions&, ReadInfo*);              \
+  extern template RatingData<T> read_ratings<T>(const std::string&, const ReadOptions&, ReadInfo*);           \
+  extern template CooMatrix<T> read_bmf<T>(const std::string&, const ReadOptions&, ReadInfo*);                \
+  extern template CooMatrix<T> read_dense<T>(const std::string&, const ReadOptions&, ReadInfo*);              \
+  extern template CooMatrix<T> read_matrix<T>(const std::string&, Format, const ReadOptions&, ReadInfo*);     \
+  extern template CooStats coo_stats<T>(const CooMatrix<T>&);
+KFACTOR_IO_EXTERN(float)
+KFACTOR_IO_EXTERN(double)
+#undef KFACTOR_IO_EXTERN
+
+}  // namespace kfactor::io

@@ -1,0 +1,204 @@
+#pragma once
+// Private helpers of the readers: a line scanner over a memory buffer, field
+// splitting, checked number parsing, and error construction. Host only.
+#include <kfactor/core/error.hpp>
+
+#include <array>
+#include <charconv>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <string_view>
+#include <system_error>
+
+namespace kfactor::io::detail {
+
+inline bool is_space(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f'; }
+
+inline std::string_view trim(std::string_view s) {
+  std::size_t b = 0, e = s.size();
+  while (b < e && is_space(s[b])) ++b;
+  while (e > b && is_space(s[e - 1])) --e;
+  return s.substr(b, e - b);
+}
+
+inline char lower(char c) { return (c >= 'A' && c <= 'Z') ? char(c - 'A' + 'a') : c; }
+
+inline bool iequals(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    if (lower(a[i]) != lower(b[i])) return false;
+  return true;
+}
+
+/// A token as error messages show it: quoted, at most 40 characters,
+/// non-printable bytes as \xHH.
+inline std::string show(std::string_view t) {
+  std::string out = "'";
+  const std::size_t n = t.size() < 40 ? t.size() : 40;
+  for (std::size_t i = 0; i < n; ++i) {
+    const auto c = static_cast<unsigned char>(t[i]);
+    if (c >= 0x20 && c < 0x7f) {
+      out += static_cast<char>(c);
+    } else {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\x%02x", c);
+      out += buf;
+    }
+  }
+  if (t.size() > n) out += "...";
+  return out + "'";
+}
+
+/// Raises InputError(name, line, msg); line 0 becomes 1 so that every
+/// message about content names a line.
+[[noreturn]] inline void fail(const std::string& name, std::int64_t line, const std::string& msg) {
+  throw InputError(name, line > 0 ? line : 1, msg);
+}
+
+/// One line at a time from a buffer: '\n' ends a line, a trailing '\r' is
+/// dropped (CRLF), a UTF-8 byte-order mark at the very start is skipped.
+class Lines {
+ public:
+  explicit Lines(std::string_view text) : text_(text) {
+    if (text_.size() >= 3 && text_.substr(0, 3) == "\xEF\xBB\xBF") pos_ = 3;
+  }
+  bool next(std::string_view& line) {
+    if (pos_ >= text_.size()) return false;
+    const std::size_t nl = text_.find('\n', pos_);
+    const std::size_t end = nl == std::string_view::npos ? text_.size() : nl;
+    line = text_.substr(pos_, end - pos_);
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    pos_ = nl == std::string_view::npos ? text_.size() : nl + 1;
+    ++no_;
+    return true;
+  }
+  /// 1-based number of the line last returned (0 before the first).
+  [[nodiscard]] std::int64_t number() const { return no_; }
+  /// Bytes not yet scanned.
+  [[nodiscard]] std::size_t remaining() const { return text_.size() - pos_; }
+
+ private:
+  std::string_view text_;
+  std::size_t pos_ = 0;
+  std::int64_t no_ = 0;
+};
+
+/// Up to 8 fields of a line; `n` counts all fields (may exceed 8).
+struct Fields {
+  std::array<std::string_view, 8> f{};
+  int n = 0;
+  std::string_view operator[](int i) const { return f[static_cast<std::size_t>(i)]; }
+  void push(std::string_view t) {
+    if (n < static_cast<int>(f.size())) f[static_cast<std::size_t>(n)] = t;
+    ++n;
+  }
+};
+
+/// Calls fn(token) for every whitespace-separated token of `line`.
+template <class Fn>
+void for_each_token(std::string_view line, Fn&& fn) {
+  std::size_t i = 0;
+  const std::size_t n = line.size();
+  while (true) {
+    while (i < n && is_space(line[i])) ++i;
+    if (i >= n) return;
+    const std::size_t b = i;
+    while (i < n && !is_space(line[i])) ++i;
+    fn(line.substr(b, i - b));
+  }
+}
+
+inline Fields split_ws(std::string_view line) {
+  Fields out;
+  for_each_token(line, [&](std::string_view t) { out.push(t); });
+  return out;
+}
+
+/// Splits on `sep` (e.g. "," or "::"), trimming blanks around each field.
+inline Fields split_sep(std::string_view line, std::string_view sep) {
+  Fields out;
+  std::size_t b = 0;
+  while (true) {
+    const std::size_t p = line.find(sep, b);
+    if (p == std::string_view::npos) {
+      out.push(trim(line.substr(b)));
+      return out;
+    }
+    out.push(trim(line.substr(b, p - b)));
+    b = p + sep.size();
+  }
+}
+
+/// Is the line blank or a comment starting with one of `comment_chars`?
+inline bool skip_line(std::string_view line, std::string_view comment_chars) {
+  const auto t = trim(line);
+  return t.empty() || comment_chars.find(t.front()) != std::string_view::npos;
+}
+
+inline std::string_view drop_plus(std::string_view t) {
+  if (t.size() > 1 && t[0] == '+' && t[1] != '-' && t[1] != '+') t.remove_prefix(1);
+  return t;
+}
+
+/// Whole-token integer parse; false if not an integer (or out of int64 range).
+inline bool try_int(std::string_view t, std::int64_t& v) {
+  t = drop_plus(t);
+  if (t.empty()) return false;
+  const auto r = std::from_chars(t.data(), t.data() + t.size(), v);
+  return r.ec == std::errc() && r.ptr == t.data() + t.size();
+}
+
+/// Whole-token real parse; false if not a number. May yield NaN/Inf.
+inline bool try_real(std::string_view t, double& v) {
+  t = drop_plus(t);
+  if (t.empty()) return false;
+  const auto r = std::from_chars(t.data(), t.data() + t.size(), v, std::chars_format::general);
+  if (r.ptr != t.data() + t.size()) return false;
+  if (r.ec == std::errc()) return true;
+  if (r.ec == std::errc::result_out_of_range) {
+    // Overflow gives Inf (rejected by the caller), underflow a tiny or zero value.
+    const std::string copy(t);
+    v = std::strtod(copy.c_str(), nullptr);
+    return true;
+  }
+  return false;
+}
+
+inline bool is_number(std::string_view t) {
+  double v;
+  return try_real(t, v);
+}
+
+/// Checked parsing with file:line errors.
+struct Context {
+  const std::string& name;
+
+  [[noreturn]] void fail(std::int64_t line, const std::string& msg) const { detail::fail(name, line, msg); }
+
+  std::int64_t integer(std::int64_t line, std::string_view t, const char* what) const {
+    std::int64_t v = 0;
+    if (try_int(t, v)) return v;
+    const std::string_view body = !t.empty() && t[0] == '-' ? t.substr(1) : drop_plus(t);
+    bool digits = !body.empty();
+    for (char c : body) digits = digits && c >= '0' && c <= '9';
+    if (digits) fail(line, std::string(what) + " " + show(t) + " is out of the 64-bit integer range");
+    double d;
+    if (try_real(t, d)) {
+      if (std::isfinite(d)) fail(line, std::string(what) + " must be an integer, found " + show(t));
+      fail(line, std::string(what) + " is NaN or Inf: " + show(t));
+    }
+    fail(line, std::string(what) + " is not a number: " + show(t));
+  }
+
+  double real(std::int64_t line, std::string_view t, const char* what) const {
+    double v = 0;
+    if (!try_real(t, v)) fail(line, std::string(what) + " is not a number: " + show(t));
+    if (!std::isfinite(v)) fail(line, std::string(what) + " is NaN or Inf (or overflows): " + show(t));
+    return v;
+  }
+};
+
+}  // namespace kfactor::io::detail

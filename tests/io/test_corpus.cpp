@@ -1,0 +1,84 @@
+// Every file of the malformed-input corpus through the library: err files
+// raise InputError naming the file and the expected line (in float and
+// double, from disk and from memory); ok files read. Automatic detection
+// must never crash either way.
+#include <kfactor/io/read.hpp>
+
+#include "corpus.hpp"
+#include "io_test_util.hpp"
+
+namespace {
+using namespace kfactor;
+using kfactor::test::corpus_files;
+
+TEST(Corpus, HasAtLeastFiftyMalformedFiles) {
+  const auto files = corpus_files();
+  const auto bad = std::count_if(files.begin(), files.end(), [](const auto& c) { return !c.ok; });
+  EXPECT_GE(bad, 50);
+  for (const auto& c : files) EXPECT_FALSE(c.format.empty()) << "badly named corpus file " << c.filename;
+  for (const char* f : {"mm", "edges", "ratings", "bmf", "dense"})
+    EXPECT_TRUE(std::any_of(files.begin(), files.end(), [&](const auto& c) { return c.format == f && !c.ok; }))
+        << "no malformed " << f << " file";
+}
+
+template <class T>
+void check_file(const kfactor::test::CorpusFile& c) {
+  SCOPED_TRACE(c.filename);
+  io::ReadOptions opt;
+  if (c.strict_duplicates) opt.duplicates = io::DuplicatePolicy::error;
+  const auto format = io::parse_format(c.format);
+  if (c.ok) {
+    io::ReadInfo info;
+    CooMatrix<T> A;
+    ASSERT_NO_THROW(A = io::read_matrix<T>(c.path, format, opt, &info));
+    kfactor::test::expect_canonical(A);
+    EXPECT_GT(A.nnz(), 0u);
+    return;
+  }
+  ASSERT_GT(c.line, 0) << "err files name their expected line";
+  kfactor::test::expect_input_error([&] { (void)io::read_matrix<T>(c.path, format, opt); }, c.path, c.line);
+  const std::string text = io::read_file(c.path);
+  kfactor::test::expect_input_error([&] { (void)io::parse_matrix<T>(text, "buffer", format, opt); }, "buffer",
+                                    c.line);
+  // Automatic detection may misjudge a broken file, but must fail cleanly or
+  // produce a canonical matrix.
+  try {
+    kfactor::test::expect_canonical(io::parse_matrix<T>(text, c.filename, io::Format::automatic, opt));
+  } catch (const InputError& e) {
+    EXPECT_GE(e.line(), 1) << e.what();
+    EXPECT_EQ(e.file(), c.filename);
+  }
+}
+
+TEST(Corpus, EveryFileGivesItsOutcome) {
+  for (const auto& c : corpus_files()) {
+    check_file<double>(c);
+    check_file<float>(c);
+  }
+}
+
+TEST(Corpus, WellFormedFilesHaveTheExpectedContent) {
+  const std::string dir = std::string(KFACTOR_SOURCE_DIR) + "/tests/io/malformed/";
+  const auto crlf = io::read_matrix_market<double>(dir + "mm_ok_crlf.mtx");
+  EXPECT_EQ((kfactor::test::as_map(crlf)), (std::map<std::pair<int, int>, double>{{{0, 0}, 1.5}, {{2, 1}, -2}}));
+  io::ReadInfo info;
+  const auto g = io::read_edges<double>(dir + "edges_ok_crlf_tabs_count_line.txt", {}, &info);
+  EXPECT_EQ(g.num_rows, 5);
+  EXPECT_EQ(g.nnz(), 3u);
+  EXPECT_EQ(info.header_count.value_or(-1), 5);
+  const auto r = io::read_ratings<double>(dir + "ratings_ok_crlf.csv");
+  EXPECT_EQ(r.user_ids, (std::vector<std::int64_t>{1, 6}));
+  EXPECT_EQ(r.matrix.nnz(), 3u);
+  const auto b = io::read_bmf<double>(dir + "bmf_ok_duplicates_merged.in", {}, &info);
+  EXPECT_EQ(b.nnz(), 2u);
+  EXPECT_EQ(info.duplicates, 1);
+  const auto d = io::read_dense<double>(dir + "dense_ok_crlf.txt");
+  EXPECT_EQ(d.num_rows, 3);
+  EXPECT_EQ(d.num_cols, 4);
+  EXPECT_EQ(d.nnz(), 5u);
+  // read_file refuses a file larger than the memory limit before reading it
+  kfactor::test::expect_input_error([&] { (void)io::read_file(dir + "mm_ok_crlf.mtx", 10); }, dir + "mm_ok_crlf.mtx",
+                                    0, "memory limit");
+}
+
+}  // namespace
