@@ -10,6 +10,8 @@
 #endif
 
 #include <fcntl.h>
+#include <signal.h>
+#include <sys/types.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -118,6 +120,28 @@ void fsync_path(const std::string& p, bool directory) {
   const int err = errno;
   ::close(fd);
   if (rc != 0 && !directory) throw RuntimeFailure("checkpoint: fsync of " + p + " failed: " + std::strerror(err));
+}
+
+/// Removes `path.tmp.<pid>` files left by writers that were killed (their
+/// process no longer exists), so repeated preemption does not fill the disk.
+void remove_stale_temporaries(const std::string& path) {
+  namespace fs = std::filesystem;
+  const fs::path p(path);
+  const fs::path dir = p.parent_path().empty() ? fs::path(".") : p.parent_path();
+  const std::string prefix = p.filename().string() + ".tmp.";
+  std::error_code ec;
+  std::vector<fs::path> stale;
+  for (auto it = fs::directory_iterator(dir, ec); !ec && it != fs::directory_iterator(); it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.rfind(prefix, 0) != 0) continue;
+    const std::string digits = name.substr(prefix.size());
+    if (digits.empty() || digits.size() > 9 ||
+        !std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; }))
+      continue;
+    const auto pid = static_cast<pid_t>(std::stol(digits));
+    if (pid != ::getpid() && ::kill(pid, 0) == -1 && errno == ESRCH) stale.push_back(it->path());
+  }
+  for (const auto& f : stale) fs::remove(f, ec);
 }
 
 /// fsync the temporary, rename it over the target, fsync the directory.
@@ -309,6 +333,7 @@ CheckpointWriter::CheckpointWriter(const std::string& path, const CheckpointMeta
   impl_->path = path;
   impl_->tmp = path + ".tmp." + std::to_string(::getpid());
   impl_->meta = meta;
+  remove_stale_temporaries(path);
   try {
     auto fapl = file_access(h5::Mode::write);
     impl_->open_file(fapl);
@@ -344,6 +369,7 @@ CheckpointWriter::CheckpointWriter(const std::string& path, const CheckpointMeta
 #if defined(KFACTOR_HAVE_PARALLEL_HDF5)
     std::exception_ptr error;
     try {
+      if (m.mpi_rank == 0) remove_stale_temporaries(path);
       auto fapl = file_access(h5::Mode::write);
       h5::check(H5Pset_fapl_mpio(fapl, comm, MPI_INFO_NULL), h5::Mode::write, "selecting the MPI-IO driver");
       h5::check(H5Pset_all_coll_metadata_ops(fapl, true), h5::Mode::write, "collective metadata reads");
@@ -358,6 +384,7 @@ CheckpointWriter::CheckpointWriter(const std::string& path, const CheckpointMeta
     m.has_file = m.mpi_rank == 0;
     std::exception_ptr error;
     if (m.has_file) try {
+        remove_stale_temporaries(path);
         auto fapl = file_access(h5::Mode::write);
         m.open_file(fapl);
       } catch (...) {

@@ -338,6 +338,15 @@ TEST(CheckpointRefusal, CorruptDataFailsItsChecksum) {
   EXPECT_NO_THROW(inspect_checkpoint(tmp / "bad.h5", false));
 }
 
+/// B with one entry changed by 1e-9 (a free function: CUDA lambdas cannot live in a test body).
+template <class Exec, class View>
+View nudged(const Exec& exec, View B) {
+  Kokkos::parallel_for(
+      "nudge", Kokkos::RangePolicy<Exec>(exec, 0, 1), KOKKOS_LAMBDA(int) { B(7, 3) += 1e-9; });
+  exec.fence();
+  return B;
+}
+
 TEST(CheckpointRefusal, MetadataMismatches) {
   TempDir tmp;
   Fixture fx(tmp);
@@ -351,10 +360,7 @@ TEST(CheckpointRefusal, MetadataMismatches) {
   expect([](CheckpointMeta& m) { m.precision = "float"; }, "holds double factors; this run uses float");
   expect([](CheckpointMeta& m) { m.rank = 4; }, "rank K = 6; this run asks for K = 4");
   // Another matrix: one value changed.
-  auto B = toy::planted<double>(fx.exec, 30, 20, 3, 2);
-  Kokkos::parallel_for(
-      Kokkos::RangePolicy<Fixture::Exec>(fx.exec, 0, 1), KOKKOS_LAMBDA(int) { B(7, 3) += 1e-9; });
-  const auto fb = fingerprint(fx.exec, B);
+  const auto fb = fingerprint(fx.exec, nudged(fx.exec, toy::planted<double>(fx.exec, 30, 20, 3, 2)));
   EXPECT_EQ(fb.rows, fx.meta.input.rows);
   EXPECT_NE(fb.checksum, fx.meta.input.checksum);
   expect([&](CheckpointMeta& m) { m.input = fb; }, "another input matrix");

@@ -82,6 +82,7 @@ TEST(CheckpointKill, SigkillAtRandomPointsNeverLosesTheLastCheckpoint) {
 
   const CounterRng schedule(2026, RngStream::user);
   int killed = 0, last_iteration = 0;
+  std::size_t partial_writes = 0;  // kills that landed inside a write
   for (int round = 0; round < 10; ++round) {
     const pid_t pid = spawn(cmd);
     ASSERT_GT(pid, 0);
@@ -93,6 +94,11 @@ TEST(CheckpointKill, SigkillAtRandomPointsNeverLosesTheLastCheckpoint) {
     ASSERT_EQ(::waitpid(pid, &status, 0), pid);
     if (WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) ++killed;
     else ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "child failed on its own";
+    std::size_t temporaries = 0;
+    for (const auto& e : fs::directory_iterator(dir))
+      if (e.path().filename().string().rfind("run.h5.tmp.", 0) == 0) ++temporaries;
+    EXPECT_LE(temporaries, 1u) << "stale temporaries of earlier kills were not removed";
+    partial_writes += temporaries;
     if (!fs::exists(ckpt)) continue;  // killed before its first save completed
     auto s = toy::init<double>(exec, A, o);
     const auto stored = load_checkpoint(ckpt, s, meta);  // must not throw
@@ -110,8 +116,9 @@ TEST(CheckpointKill, SigkillAtRandomPointsNeverLosesTheLastCheckpoint) {
   std::size_t temporaries = 0;
   for (const auto& e : fs::directory_iterator(dir))
     if (e.path().filename().string().rfind("run.h5.tmp.", 0) == 0) ++temporaries;
-  std::printf("%d of 10 children killed; last checkpoint at iteration %d; %zu partial temporaries left\n", killed,
-              last_iteration, temporaries);
+  std::printf("%d of 10 children killed, %zu inside a write; last checkpoint at iteration %d (of %d)\n", killed,
+              partial_writes, last_iteration, iters);
+  EXPECT_EQ(temporaries, 0u) << "the last run did not remove the temporaries of the killed ones";
   ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 
   auto reference = toy::init<double>(exec, A, o);
