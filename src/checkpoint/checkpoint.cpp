@@ -87,12 +87,20 @@ std::size_t size_of(CheckpointType t) {
 std::uint64_t block_checksum(const void* data, CheckpointType type, std::int64_t first_index, std::int64_t count) {
   const std::size_t w = size_of(type);
   const auto* p = static_cast<const unsigned char*>(data);
-  std::uint64_t sum = 0;
-  for (std::int64_t e = 0; e < count; ++e) {
+  auto term = [=](std::int64_t e) {
     std::uint64_t bits = 0;
     std::memcpy(&bits, p + static_cast<std::size_t>(e) * w, w);  // little-endian hosts: zero-extended
     const auto index = static_cast<std::uint64_t>(first_index + e);
-    sum += CounterRng::mix(CounterRng::mix(index) ^ (bits * 0x9E3779B97F4A7C15ULL + w));
+    return CounterRng::mix(CounterRng::mix(index) ^ (bits * 0x9E3779B97F4A7C15ULL + w));
+  };
+  std::uint64_t sum = 0;
+  // Wrapping sums are associative and commutative: any split gives the same value.
+  if (count > 65536 && Kokkos::is_initialized()) {
+    Kokkos::parallel_reduce(
+        "kfactor::checkpoint_checksum", Kokkos::RangePolicy<Kokkos::DefaultHostExecutionSpace>(0, count),
+        [=](std::int64_t e, std::uint64_t& s) { s += term(e); }, sum);
+  } else {
+    for (std::int64_t e = 0; e < count; ++e) sum += term(e);
   }
   return sum;
 }
