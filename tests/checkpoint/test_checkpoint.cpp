@@ -514,3 +514,41 @@ TEST(CheckpointObservers, ChainCallsBothAndStopsWhenEitherAsks) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(CheckpointChecksum, BlocksAddUpToTheWholeWhateverTheSplit) {
+  // Large enough that the whole is summed in parallel and the halves serially.
+  std::vector<double> v(100003);
+  const CounterRng rng(5, RngStream::user);
+  for (std::size_t i = 0; i < v.size(); ++i) v[i] = rng.uniform(i);
+  const auto n = static_cast<std::int64_t>(v.size());
+  const auto whole = detail::block_checksum(v.data(), detail::CheckpointType::f64, 0, n);
+  const std::int64_t cut = 40000;
+  EXPECT_EQ(detail::block_checksum(v.data(), detail::CheckpointType::f64, 0, cut) +
+                detail::block_checksum(v.data() + cut, detail::CheckpointType::f64, cut, n - cut),
+            whole);
+  v[77777] = std::nextafter(v[77777], 1.0);
+  EXPECT_NE(detail::block_checksum(v.data(), detail::CheckpointType::f64, 0, n), whole);
+  std::swap(v[1], v[2]);  // position matters, not only the multiset of values
+  v[77777] = std::nextafter(v[77777], 0.0);
+  EXPECT_NE(detail::block_checksum(v.data(), detail::CheckpointType::f64, 0, n), whole);
+}
+
+TEST(CheckpointChecksum, BalancedRowBlocksTileTheRows) {
+  for (int size : {1, 2, 3, 7})
+    for (std::int64_t rows : {0, 1, 5, 23}) {
+      std::int64_t next = 0;
+      for (int r = 0; r < size; ++r) {
+        const auto b = balanced_row_block(rows, size, r);
+        EXPECT_EQ(b.global_rows, rows);
+        EXPECT_EQ(b.first_row, next);
+        next = r + 1 < size ? balanced_row_block(rows, size, r + 1).first_row : rows;
+        EXPECT_LE(next - b.first_row, rows / size + 1);
+        EXPECT_GE(next - b.first_row, rows / size);
+      }
+    }
+  EXPECT_THROW(balanced_row_block(5, 2, 2), UsageError);
+}
+
+}  // namespace
