@@ -257,7 +257,9 @@ TYPED_TEST(CheckpointKinds, EveryElementTypeLayoutAndScalarRoundTrips) {
   // The parent's columns outside the strided block keep b's values.
   auto ca = contents(a), cb = contents(b);
   for (std::size_t f = 0; f < ca.size(); ++f)
-    if (f != 9) EXPECT_EQ(ca[f], cb[f]) << "field " << f;
+    if (f != 9) {
+      EXPECT_EQ(ca[f], cb[f]) << "field " << f;
+    }
   EXPECT_NE(ca[9], cb[9]);
 
   const auto info = inspect_checkpoint(tmp / "k.h5");
@@ -485,7 +487,9 @@ TYPED_TEST(CheckpointFingerprint, SparseAndDenseAgreeAndEveryChangeShows) {
   bool clash = false;
   for (std::size_t q = 0; q < moved.rows.size(); ++q)
     clash = clash || (q != 5 && moved.rows[q] == moved.rows[5] && moved.cols[q] == moved.cols[5]);
-  if (!clash) EXPECT_NE(fingerprint(exec, to_csr(exec, moved)).checksum, f.checksum);
+  if (!clash) {
+    EXPECT_NE(fingerprint(exec, to_csr(exec, moved)).checksum, f.checksum);
+  }
   auto wider = coo;
   wider.num_cols = 41;
   EXPECT_NE(fingerprint(exec, to_csr(exec, wider)), f);
