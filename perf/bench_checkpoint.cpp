@@ -8,6 +8,7 @@
 #include <kfactor/core/spaces.hpp>
 #include <kfactor/io/checkpoint.hpp>
 
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <string>
@@ -96,7 +97,12 @@ int main(int argc, char** argv) {
     else if (a == "--dir") dir = argv[i + 1];
   }
   Kokkos::ScopeGuard guard(argc, argv);
-  run<float>(rows, rank, reps, dir);
-  run<double>(rows, rank, reps, dir);
+  try {
+    run<float>(rows, rank, reps, dir);
+    run<double>(rows, rank, reps, dir);
+  } catch (const kfactor::Error& e) {
+    std::fprintf(stderr, "bench_checkpoint: %s\n", e.what());
+    return e.exit_code();
+  }
   return 0;
 }

@@ -55,13 +55,9 @@ void write_bytes(const std::string& path, const std::string& bytes) {
 template <class T, class Exec>
 CheckpointMeta toy_meta(const Exec& exec, const DenseMatrix<T, typename Exec::memory_space>& A,
                         const toy::Options& o) {
-  CheckpointMeta m;
-  m.solver = "toy";
-  m.options = o.json();
-  m.input = fingerprint(exec, A);
-  m.precision = precision_name<T>();
-  m.rank = o.rank;
-  m.backend = backend_name<Exec>();
+  auto m = checkpoint_meta<T, Exec>("toy", o.json(), fingerprint(exec, A), o.rank);
+  EXPECT_EQ(m.precision, sizeof(T) == 4 ? "float" : "double");
+  EXPECT_EQ(m.backend, backend_name<Exec>());
   return m;
 }
 

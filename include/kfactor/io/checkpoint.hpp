@@ -44,6 +44,7 @@
 #include <kfactor/core/matrix.hpp>
 #include <kfactor/core/random.hpp>
 #include <kfactor/core/solver.hpp>
+#include <kfactor/core/spaces.hpp>
 #include <kfactor/io/detail/checkpoint_fields.hpp>
 
 #include <Kokkos_BitManipulation.hpp>
@@ -100,6 +101,21 @@ std::string precision_name() {
   if constexpr (std::is_same_v<std::remove_cv_t<T>, float>) return "float";
   else if constexpr (std::is_same_v<std::remove_cv_t<T>, double>) return "double";
   else return detail::to_string(detail::checkpoint_type_of<T>());
+}
+
+/// Metadata for a solver running in ExecutionSpace on T factors: fills
+/// precision and backend from the types.
+template <class T, class ExecutionSpace>
+CheckpointMeta checkpoint_meta(std::string solver, std::string options_json, const InputFingerprint& input,
+                               std::int64_t rank) {
+  CheckpointMeta m;
+  m.solver = std::move(solver);
+  m.options = std::move(options_json);
+  m.input = input;
+  m.precision = precision_name<T>();
+  m.rank = rank;
+  m.backend = backend_name<ExecutionSpace>();
+  return m;
 }
 
 // ---- fingerprints -----------------------------------------------------------
