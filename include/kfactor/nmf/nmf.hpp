@@ -201,3 +201,30 @@ Report resume(const ExecutionSpace& exec, const Matrix& A, const Options& option
 }  // namespace kfactor::nmf
 
 #include <kfactor/nmf/detail/nmf_impl.hpp>
+
+// Explicit instantiations live in src/nmf/nmf.cpp (every enabled space,
+// float and double, dense and CSR input).
+#define KFACTOR_NMF_ETI_MATRIX(EXTERN, S, T, M)                                                                      \
+  EXTERN template StateFor<M> init<S, M>(const S&, const M&, const Options&);                                      \
+  EXTERN template StateFor<M> init_with<S, M>(const S&, const M&, const Options&,                                  \
+                                               const DenseMatrix<T, S::memory_space>&,                             \
+                                               const DenseMatrix<T, S::memory_space>&);                            \
+  EXTERN template void step<S, M, T, S::memory_space>(const S&, const M&, const Options&,                          \
+                                                      State<T, S::memory_space>&);                                 \
+  EXTERN template Metrics evaluate<S, M, T, S::memory_space>(const S&, const M&, const Options&,                   \
+                                                             State<T, S::memory_space>&);                          \
+  EXTERN template Report resume<S, M, T, S::memory_space>(const S&, const M&, const Options&,                      \
+                                                          State<T, S::memory_space>&, const Observer&);            \
+  EXTERN template ResultFor<M> solve<S, M>(const S&, const M&, const Options&, const Observer&);
+#define KFACTOR_NMF_ETI(EXTERN, S, T)                                        \
+  KFACTOR_NMF_ETI_MATRIX(EXTERN, S, T, KFACTOR_NMF_DENSE(T, S::memory_space)) \
+  KFACTOR_NMF_ETI_MATRIX(EXTERN, S, T, KFACTOR_NMF_CSR(T, S::memory_space))
+#define KFACTOR_NMF_DENSE(T, M) ::kfactor::DenseMatrix<T, M>
+#define KFACTOR_NMF_CSR(T, M) ::kfactor::CsrMatrix<T, M>
+#define KFACTOR_NMF_EXTERN(S, T) KFACTOR_NMF_ETI(extern, S, T)
+
+#if !defined(KFACTOR_NMF_INSTANTIATING)
+namespace kfactor::nmf {
+KFACTOR_ETI_FOR_EACH(KFACTOR_NMF_EXTERN)
+}  // namespace kfactor::nmf
+#endif
