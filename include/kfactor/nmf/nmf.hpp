@@ -40,8 +40,11 @@
 /// **Initialisation.** W0(i,k) ~ U[0,1) (CounterRng stream factor_w), then
 /// every column scaled to unit l2 norm (without it the first epoch overshoots:
 /// error 0.25 -> 0.57 in the digest). H0 = alpha U, U(k,d) ~ U[0,1) (stream
-/// factor_h), with alpha = ||A||_F / ||W0 U||_F so that ||W0 H0||_F = ||A||_F:
-/// H0 scales with A, so A -> cA gives H0 -> cH0 and the same W iterates.
+/// factor_h), with alpha = <A, W0 U> / ||W0 U||_F^2, the least-squares scale
+/// of the model W0 U (so the start has relative error < 1; scaling so that
+/// ||W0 H0|| = ||A|| instead overshoots on sparse graphs, collapses columns in
+/// epoch 1 and ends in worse local minima than scikit-learn). H0 scales with
+/// A, so A -> cA gives H0 -> cH0 and the same W iterates.
 ///
 /// **Relative error** ||A - WH||_F / ||A||_F is computed every epoch from the
 /// products the epoch already has: ||A-WH||^2 = ||A||^2 - 2<W, P> + <W^T W, Q>

@@ -345,13 +345,19 @@ StateFor<Matrix> init(const ExecutionSpace& exec, const Matrix& A, const Options
         "kfactor::nmf::normalize_w0", Kokkos::MDRangePolicy<ExecutionSpace, Kokkos::Rank<2>>(exec, {0, 0}, {W.extent(0), W.extent(1)}),
         KOKKOS_LAMBDA(std::size_t i, std::size_t k) { W(i, k) = T(double(W(i, k)) / Kokkos::sqrt(double(S(k, k)))); });
   }
-  // alpha = ||A|| / ||W0 U||, ||W0 U||^2 = <W0^T W0, U U^T>.
+  // alpha = <A, W0 U> / ||W0 U||^2 (the least-squares scale of the model W0 U):
+  // <A, W0 U> = <A^T W0, U^T>, ||W0 U||^2 = <W0^T W0, U U^T>.
   detail::gram(exec, s.W, ws.S);
   detail::gram(exec, s.Ht, ws.Q);
+  detail::product_AtX(exec, A, ws, s.W, ws.R);
+  detail::frobenius_dot(exec, ws.R, s.Ht, Kokkos::View<double, Mem>(ws.scal.data()));
   detail::frobenius_dot(exec, ws.S, ws.Q, Kokkos::View<double, Mem>(ws.scal.data() + 1));
   exec.fence();
-  const double model2 = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, ws.scal)(1);
-  const T alpha = static_cast<T>(std::sqrt(ws.normA2 / model2));
+  const auto hs = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, ws.scal);
+  const double cross = hs(0), model2 = hs(1);
+  // A non-zero A and a positive W0 U have <A, W0 U> > 0 unless their supports
+  // miss each other (impossible: U > 0 almost surely); guard anyway.
+  const T alpha = static_cast<T>(cross > 0.0 ? cross / model2 : std::sqrt(ws.normA2 / model2));
   {
     auto Ht = s.Ht;
     Kokkos::parallel_for(
