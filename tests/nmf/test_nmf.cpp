@@ -557,3 +557,18 @@ TYPED_TEST(NmfTest, ReportNamesTileAndMetrics) {
 }
 
 }  // namespace
+
+namespace {
+// ALO's phase-1/3 GEMMs run on column subviews of the row-major factors; they
+// must stay LayoutRight (strided rows) so the vendor paths take them.
+TEST(NmfModel, ColumnSubviewsKeepBlasLayout) {
+  using Mem = Kokkos::DefaultExecutionSpace::memory_space;
+  kfactor::DenseMatrix<double, Mem> W("W", 10, 8);
+  auto sub = Kokkos::subview(W, Kokkos::ALL, Kokkos::make_pair(2, 5));
+  auto blk = Kokkos::subview(W, Kokkos::make_pair(1, 4), Kokkos::make_pair(2, 5));
+  static_assert(std::is_same_v<decltype(sub)::array_layout, Kokkos::LayoutRight>);
+  static_assert(std::is_same_v<decltype(blk)::array_layout, Kokkos::LayoutRight>);
+  EXPECT_EQ(sub.stride(0), 8u);
+  EXPECT_EQ(blk.stride(0), 8u);
+}
+}  // namespace
