@@ -4,9 +4,10 @@
 ///   C = alpha * A * B + beta * C,  A: m x n CSR, B: n x k, C: m x k (row-major).
 /// One team handles `rows_per_team` rows (one team thread per row) and the
 /// vector lanes of that thread run over the k columns, so a nonzero's row of B
-/// is read contiguously (coalesced on a GPU). On a host space a team is one
-/// thread with one lane and a chunk of rows. Accumulation is in T with the
-/// nonzeros of a row in stored order, so the result is deterministic.
+/// is read contiguously (coalesced on a GPU). On a host space one thread owns
+/// a row and adds alpha*a_ij*B(j,:) nonzero by nonzero (a vectorised axpy on
+/// contiguous rows). Accumulation is in T with the nonzeros of a row in stored
+/// order, so the result is deterministic.
 
 #include <kfactor/core/matrix.hpp>
 #include <kfactor/core/spaces.hpp>
@@ -59,19 +60,35 @@ void spmm_portable(const ExecutionSpace& exec, typename CV::non_const_value_type
   auto entries = A.entries;
   auto values = A.values;
   const Policy policy = Shape::host ? Policy(exec, league, 1, 1) : Policy(exec, league, rpt, vlen);
-  Kokkos::parallel_for(
-      "kfactor::spmm_portable", policy, KOKKOS_LAMBDA(const typename Policy::member_type& team) {
-        const int r0 = team.league_rank() * rpt;
-        const int r1 = r0 + rpt < m ? r0 + rpt : m;
-        Kokkos::parallel_for(Kokkos::TeamThreadRange(team, r0, r1), [&](int i) {
-          const auto e0 = row_map(i), e1 = row_map(i + 1);
-          Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, k), [&](int c) {
-            S acc = S(0);
-            for (auto e = e0; e < e1; ++e) acc += S(values(e)) * S(B(entries(e), c));
-            C(i, c) = alpha * acc + (beta == S(0) ? S(0) : beta * C(i, c));
+  if constexpr (Shape::host) {
+    // Host: row i of C is accumulated nonzero by nonzero over contiguous rows
+    // of B (the inner loop over the k columns vectorises).
+    Kokkos::parallel_for(
+        "kfactor::spmm_portable_host", Kokkos::RangePolicy<ExecutionSpace>(exec, 0, m), KOKKOS_LAMBDA(int i) {
+          for (int c = 0; c < k; ++c) C(i, c) = beta == S(0) ? S(0) : beta * C(i, c);
+          for (auto e = row_map(i); e < row_map(i + 1); ++e) {
+            const S a = alpha * S(values(e));
+            const auto j = entries(e);
+            for (int c = 0; c < k; ++c) C(i, c) += a * S(B(j, c));
+          }
+        });
+  } else {
+    // Device: a team thread per row, vector lanes over the k columns, each
+    // lane accumulating its columns in a register over the row's nonzeros.
+    Kokkos::parallel_for(
+        "kfactor::spmm_portable", policy, KOKKOS_LAMBDA(const typename Policy::member_type& team) {
+          const int r0 = team.league_rank() * rpt;
+          const int r1 = r0 + rpt < m ? r0 + rpt : m;
+          Kokkos::parallel_for(Kokkos::TeamThreadRange(team, r0, r1), [&](int i) {
+            const auto e0 = row_map(i), e1 = row_map(i + 1);
+            Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, k), [&](int c) {
+              S acc = S(0);
+              for (auto e = e0; e < e1; ++e) acc += S(values(e)) * S(B(entries(e), c));
+              C(i, c) = alpha * acc + (beta == S(0) ? S(0) : beta * C(i, c));
+            });
           });
         });
-      });
+  }
 }
 
 }  // namespace kfactor::detail
