@@ -1,0 +1,511 @@
+#pragma once
+/// \file
+/// Definitions of kfactor/nmf/nmf.hpp (included at its end).
+
+#include <kfactor/core/convert.hpp>
+#include <kfactor/core/random.hpp>
+#include <kfactor/core/spaces.hpp>
+#include <kfactor/kernels/gemm.hpp>
+#include <kfactor/kernels/spmm.hpp>
+#include <kfactor/nmf/detail/sweep.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <string>
+#include <utility>
+
+namespace kfactor::nmf {
+
+inline Algorithm parse_algorithm(const std::string& name) {
+  if (name == "hals") return Algorithm::hals;
+  if (name == "alo") return Algorithm::alo;
+  if (name == "mu") return Algorithm::mu;
+  throw UsageError("nmf: unknown algorithm '" + name + "' (expected hals, alo or mu)");
+}
+
+inline const char* to_string(Algorithm a) {
+  switch (a) {
+    case Algorithm::hals: return "hals";
+    case Algorithm::alo: return "alo";
+    case Algorithm::mu: return "mu";
+  }
+  return "unknown";
+}
+
+inline void Options::validate() const {
+  if (rank < 1) throw UsageError("nmf: rank must be >= 1, got " + std::to_string(rank));
+  if (max_iterations < 0) throw UsageError("nmf: iterations must be >= 0, got " + std::to_string(max_iterations));
+  if (!(tolerance >= 0.0)) throw UsageError("nmf: tolerance must be >= 0");
+  if (tile < 0) throw UsageError("nmf: tile must be >= 0 (0 = default), got " + std::to_string(tile));
+  if (!(epsilon >= 0.0) || !std::isfinite(epsilon)) throw UsageError("nmf: epsilon must be finite and >= 0 (0 = machine epsilon)");
+}
+
+inline double alo_tile_model(int K, double C) {
+  if (!(C > 4.0)) throw UsageError("nmf: the tile model needs a cache size C > 4 (sqrt(C) - 2 > 0)");
+  const double r = std::sqrt(C);
+  return std::sqrt(double(K) * r / (r - 2.0));
+}
+
+inline int default_tile(int K) {
+  if (K < 1) return 1;
+  switch (K) {
+    case 64: return 8;
+    case 128: return 16;
+    case 256: return 16;
+    case 512: return 32;
+    case 1024: return 64;
+    default: break;
+  }
+  const double t = alo_tile_model(K, 33.0);
+  const int p = static_cast<int>(std::lround(std::log2(t)));
+  return std::clamp(1 << std::max(p, 0), 1, K);
+}
+
+inline int resolve_tile(int K, int tile) { return std::clamp(tile > 0 ? tile : default_tile(K), 1, std::max(K, 1)); }
+
+inline double hals_w_data_movement(double V, double K) { return K * (V * K + K + 6.0 * V + 1.0); }
+
+inline double alo_w_data_movement(double V, double K, double T, double C) {
+  return V * (1.0 / T + 2.0 / std::sqrt(C)) * (K * K - K * T) + K * V * T;
+}
+
+namespace detail {
+
+/// Buffers and products derived from the state (rebuilt on demand).
+template <class T, class MemorySpace>
+struct Workspace {
+  DenseMatrix<T, MemorySpace> R, P;        ///< A^T W (D x K), A Ht (V x K)
+  DenseMatrix<T, MemorySpace> S, Q;        ///< W^T W, Ht^T Ht (K x K)
+  DenseMatrix<T, MemorySpace> Wbuf, Hbuf;  ///< ALO double buffers / MU products
+  Kokkos::View<double*, MemorySpace> norms2;  ///< squared pre-normalisation column norms of W
+  Kokkos::View<double*, MemorySpace> scal;    ///< [0] = <W, P>, [1] = <W^T W, Q>
+  CsrMatrix<T, MemorySpace> At;               ///< stored transpose of a sparse A
+  bool have_At = false;
+  double normA2 = 0.0;
+  int S_iteration = -1;      ///< S = W^T W is valid for this state.iteration
+  int error_iteration = -1;  ///< scal holds the error of this state.iteration
+  double t_products = 0.0, t_h = 0.0, t_w = 0.0;  ///< Options::timing_breakdown
+};
+
+template <class ExecutionSpace, class T, class... P>
+std::pair<double, std::int64_t> check_values(const ExecutionSpace& exec, const Kokkos::View<T**, P...>& A) {
+  double s = 0.0;
+  std::int64_t bad = 0;
+  Kokkos::parallel_reduce(
+      "kfactor::nmf::check_dense",
+      Kokkos::MDRangePolicy<ExecutionSpace, Kokkos::Rank<2>>(exec, {0, 0}, {A.extent(0), A.extent(1)}),
+      KOKKOS_LAMBDA(std::size_t i, std::size_t j, double& acc, std::int64_t& nb) {
+        const double a = A(i, j);
+        if (!(a >= 0.0) || Kokkos::isinf(a)) ++nb;
+        else acc += a * a;
+      },
+      s, bad);
+  return {s, bad};
+}
+
+template <class ExecutionSpace, class T, class MemorySpace>
+std::pair<double, std::int64_t> check_values(const ExecutionSpace& exec, const CsrMatrix<T, MemorySpace>& A) {
+  double s = 0.0;
+  std::int64_t bad = 0;
+  auto values = A.values;
+  Kokkos::parallel_reduce(
+      "kfactor::nmf::check_sparse", Kokkos::RangePolicy<ExecutionSpace>(exec, 0, values.extent(0)),
+      KOKKOS_LAMBDA(std::size_t e, double& acc, std::int64_t& nb) {
+        const double a = values(e);
+        if (!(a >= 0.0) || Kokkos::isinf(a)) ++nb;
+        else acc += a * a;
+      },
+      s, bad);
+  return {s, bad};
+}
+
+template <class Matrix>
+std::int64_t rows_of(const Matrix& A) {
+  if constexpr (MatrixTraits<Matrix>::sparse) return A.num_rows();
+  else return static_cast<std::int64_t>(A.extent(0));
+}
+template <class Matrix>
+std::int64_t cols_of(const Matrix& A) {
+  if constexpr (MatrixTraits<Matrix>::sparse) return A.num_cols;
+  else return static_cast<std::int64_t>(A.extent(1));
+}
+template <class Matrix>
+std::int64_t nnz_of(const Matrix& A) {
+  if constexpr (MatrixTraits<Matrix>::sparse) return static_cast<std::int64_t>(A.nnz());
+  else return static_cast<std::int64_t>(A.extent(0) * A.extent(1));
+}
+
+template <class T>
+T resolve_epsilon(const Options& o) {
+  return o.epsilon > 0.0 ? static_cast<T>(o.epsilon) : std::numeric_limits<T>::epsilon();
+}
+
+template <class T, class MemorySpace>
+DenseMatrix<T, MemorySpace> alloc(const std::string& name, std::int64_t rows, std::int64_t cols) {
+  try {
+    return DenseMatrix<T, MemorySpace>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kfactor::nmf::" + name),
+                                       rows, cols);
+  } catch (const std::exception& e) {
+    throw RuntimeFailure("nmf: cannot allocate " + name + " (" + std::to_string(rows) + " x " + std::to_string(cols) +
+                         " of " + std::to_string(sizeof(T)) + "-byte values): " + e.what());
+  }
+}
+
+/// Validates A and the rank; allocates the workspace; builds A^T for CSR.
+template <class ExecutionSpace, class Matrix>
+std::shared_ptr<Workspace<typename MatrixTraits<Matrix>::value_type, typename MatrixTraits<Matrix>::memory_space>>
+make_workspace(const ExecutionSpace& exec, const Matrix& A, const Options& options) {
+  using T = typename MatrixTraits<Matrix>::value_type;
+  using Mem = typename MatrixTraits<Matrix>::memory_space;
+  options.validate();
+  const std::int64_t V = rows_of(A), D = cols_of(A);
+  const int K = options.rank;
+  if (V == 0 || D == 0) throw InputError("nmf: the input matrix is empty (" + std::to_string(V) + " x " + std::to_string(D) + ")");
+  if (K > std::min(V, D))
+    throw UsageError("nmf: rank " + std::to_string(K) + " exceeds min(rows, cols) = " + std::to_string(std::min(V, D)) +
+                     " of the " + std::to_string(V) + " x " + std::to_string(D) + " input");
+  const auto [norm2, bad] = check_values(exec, A);
+  if (bad > 0)
+    throw InputError("nmf: the input has " + std::to_string(bad) +
+                     " negative, NaN or infinite entries; NMF needs finite non-negative values");
+  if (!(norm2 > 0.0)) throw InputError("nmf: the input matrix is all zero; there is nothing to factorize");
+  auto ws = std::make_shared<Workspace<T, Mem>>();
+  ws->normA2 = norm2;
+  ws->R = alloc<T, Mem>("R", D, K);
+  ws->P = alloc<T, Mem>("P", V, K);
+  ws->S = alloc<T, Mem>("S", K, K);
+  ws->Q = alloc<T, Mem>("Q", K, K);
+  if (options.algorithm != Algorithm::hals) {
+    ws->Wbuf = alloc<T, Mem>("Wbuf", V, K);
+    ws->Hbuf = alloc<T, Mem>("Hbuf", D, K);
+  }
+  ws->norms2 = Kokkos::View<double*, Mem>("kfactor::nmf::norms2", K);
+  ws->scal = Kokkos::View<double*, Mem>("kfactor::nmf::scal", 2);
+  if constexpr (MatrixTraits<Matrix>::sparse) {
+    try {
+      ws->At = kfactor::transpose(exec, A);
+    } catch (const std::exception& e) {
+      throw RuntimeFailure("nmf: cannot store the transpose of A (nnz " + std::to_string(A.nnz()) + "): " + e.what());
+    }
+    ws->have_At = true;
+  }
+  return ws;
+}
+
+template <class ExecutionSpace, class Matrix, class XV, class OV>
+void product_AX(const ExecutionSpace& exec, const Matrix& A, const XV& X, const OV& out) {  // out = A X
+  using T = typename MatrixTraits<Matrix>::value_type;
+  if constexpr (MatrixTraits<Matrix>::sparse) spmm(exec, T(1), A, X, T(0), out);
+  else gemm(exec, Trans::none, Trans::none, T(1), A, X, T(0), out);
+}
+
+template <class ExecutionSpace, class Matrix, class WS, class XV, class OV>
+void product_AtX(const ExecutionSpace& exec, const Matrix& A, const WS& ws, const XV& X, const OV& out) {  // A^T X
+  using T = typename MatrixTraits<Matrix>::value_type;
+  if constexpr (MatrixTraits<Matrix>::sparse) spmm(exec, T(1), ws.At, X, T(0), out);
+  else gemm(exec, Trans::transpose, Trans::none, T(1), A, X, T(0), out);
+}
+
+template <class ExecutionSpace, class XV, class GV>
+void gram(const ExecutionSpace& exec, const XV& X, const GV& G) {  // G = X^T X
+  using T = typename XV::non_const_value_type;
+  gemm(exec, Trans::transpose, Trans::none, T(1), X, X, T(0), G);
+}
+
+/// The ALO update of one factor (Algs. 2/3): Xn <- Xo updated with Gram G and
+/// right-hand side B, in tiles of `tile` columns; W-style (normalised,
+/// base X G_tt) when `normalize`, H-style otherwise.
+template <class ExecutionSpace, class XV, class BV, class GV, class NV>
+void alo_update(const ExecutionSpace& exec, const XV& Xn, const XV& Xo, const BV& B, const GV& G, int tile,
+                typename XV::non_const_value_type eps, bool normalize, const NV& norms2) {
+  using T = typename XV::non_const_value_type;
+  using Kokkos::ALL;
+  using Kokkos::make_pair;
+  const int K = static_cast<int>(G.extent(0));
+  const int ntiles = (K + tile - 1) / tile;
+  alo_init(exec, Xn, Xo, G, normalize);
+  // Phase 1 (needs only X_old): X_new[:, 0:tT) -= X_old[:, tile t] G[tile t, 0:tT).
+  for (int tau = 1; tau < ntiles; ++tau) {
+    const int t0 = tau * tile, t1 = std::min(K, t0 + tile);
+    gemm(exec, Trans::none, Trans::none, T(-1), Kokkos::subview(Xo, ALL, make_pair(t0, t1)),
+         Kokkos::subview(G, make_pair(t0, t1), make_pair(0, t0)), T(1), Kokkos::subview(Xn, ALL, make_pair(0, t0)));
+  }
+  for (int tau = 0; tau < ntiles; ++tau) {
+    const int t0 = tau * tile, t1 = std::min(K, t0 + tile);
+    // Phase 2: the in-tile sweep.
+    if (normalize) {
+      for (int t = t0; t < t1; ++t) column_step(exec, Xn, Xo, B, G, t0, t1, t, false, eps, norms2);
+      scale_column(exec, Xn, t1 - 1, norms2);
+    } else {
+      row_sweep(exec, Xn, Xo, B, G, t0, t1, eps);
+    }
+    // Phase 3 (inside the tile loop): X_new[:, t1:K) -= X_new[:, tile] G[tile, t1:K).
+    if (t1 < K)
+      gemm(exec, Trans::none, Trans::none, T(-1), Kokkos::subview(Xn, ALL, make_pair(t0, t1)),
+           Kokkos::subview(G, make_pair(t0, t1), make_pair(t1, K)), T(1), Kokkos::subview(Xn, ALL, make_pair(t1, K)));
+  }
+}
+
+/// ||A - W H||^2 pieces from P = A Ht, Q = Ht^T Ht, S = W^T W into ws.scal.
+template <class ExecutionSpace, class T, class Mem>
+void error_pieces(const ExecutionSpace& exec, const DenseMatrix<T, Mem>& W, Workspace<T, Mem>& ws) {
+  frobenius_dot(exec, W, ws.P, Kokkos::View<double, Mem>(ws.scal.data()));
+  frobenius_dot(exec, ws.S, ws.Q, Kokkos::View<double, Mem>(ws.scal.data() + 1));
+}
+
+class Stopwatch {
+ public:
+  template <class ExecutionSpace>
+  void lap(const ExecutionSpace& exec, bool on, double& into) {
+    if (!on) return;
+    exec.fence();
+    const auto now = std::chrono::steady_clock::now();
+    into += std::chrono::duration<double>(now - last_).count();
+    last_ = now;
+  }
+  template <class ExecutionSpace>
+  void start(const ExecutionSpace& exec, bool on) {
+    if (!on) return;
+    exec.fence();
+    last_ = std::chrono::steady_clock::now();
+  }
+
+ private:
+  std::chrono::steady_clock::time_point last_{};
+};
+
+}  // namespace detail
+
+template <class T, class MemorySpace>
+void State<T, MemorySpace>::invalidate_cache() {
+  if (ws) {
+    ws->S_iteration = -1;
+    ws->error_iteration = -1;
+  }
+}
+
+template <class ExecutionSpace, class Matrix>
+StateFor<Matrix> init_with(const ExecutionSpace& exec, const Matrix& A, const Options& options,
+                           const DenseMatrix<typename MatrixTraits<Matrix>::value_type,
+                                             typename MatrixTraits<Matrix>::memory_space>& W0,
+                           const DenseMatrix<typename MatrixTraits<Matrix>::value_type,
+                                             typename MatrixTraits<Matrix>::memory_space>& Ht0) {
+  using T = typename MatrixTraits<Matrix>::value_type;
+  using Mem = typename MatrixTraits<Matrix>::memory_space;
+  const std::int64_t V = detail::rows_of(A), D = detail::cols_of(A);
+  const std::int64_t K = options.rank;
+  if (static_cast<std::int64_t>(W0.extent(0)) != V || static_cast<std::int64_t>(W0.extent(1)) != K ||
+      static_cast<std::int64_t>(Ht0.extent(0)) != D || static_cast<std::int64_t>(Ht0.extent(1)) != K)
+    throw UsageError("nmf: starting factors " + std::to_string(W0.extent(0)) + " x " + std::to_string(W0.extent(1)) +
+                     " and " + std::to_string(Ht0.extent(0)) + " x " + std::to_string(Ht0.extent(1)) +
+                     " do not fit rank " + std::to_string(K) + " and a " + std::to_string(V) + " x " +
+                     std::to_string(D) + " input");
+  State<T, Mem> s;
+  s.ws = detail::make_workspace(exec, A, options);
+  s.W = detail::alloc<T, Mem>("W", V, K);
+  s.Ht = detail::alloc<T, Mem>("Ht", D, K);
+  Kokkos::deep_copy(exec, s.W, W0);
+  Kokkos::deep_copy(exec, s.Ht, Ht0);
+  s.seed = options.seed;
+  exec.fence();
+  return s;
+}
+
+template <class ExecutionSpace, class Matrix>
+StateFor<Matrix> init(const ExecutionSpace& exec, const Matrix& A, const Options& options) {
+  using T = typename MatrixTraits<Matrix>::value_type;
+  using Mem = typename MatrixTraits<Matrix>::memory_space;
+  State<T, Mem> s;
+  s.ws = detail::make_workspace(exec, A, options);
+  const std::int64_t V = detail::rows_of(A), D = detail::cols_of(A);
+  const int K = options.rank;
+  s.W = detail::alloc<T, Mem>("W", V, K);
+  s.Ht = detail::alloc<T, Mem>("Ht", D, K);
+  s.seed = options.seed;
+  fill_uniform(exec, s.W, options.seed, RngStream::factor_w, T(0), T(1));
+  // H0 is drawn as U[0,1) K x D (counter k * D + d, the layout-free convention of
+  // fill_uniform for H), stored transposed.
+  {
+    const CounterRng rng(options.seed, RngStream::factor_h);
+    auto Ht = s.Ht;
+    const std::uint64_t nd = static_cast<std::uint64_t>(D);
+    Kokkos::parallel_for(
+        "kfactor::nmf::init_h", Kokkos::MDRangePolicy<ExecutionSpace, Kokkos::Rank<2>>(exec, {0, 0}, {Ht.extent(0), Ht.extent(1)}),
+        KOKKOS_LAMBDA(std::size_t d, std::size_t k) { Ht(d, k) = rng.uniform<T>(k * nd + d, T(0), T(1)); });
+  }
+  // Unit-norm columns of W0.
+  auto& ws = *s.ws;
+  detail::gram(exec, s.W, ws.S);
+  {
+    auto W = s.W;
+    auto S = ws.S;
+    Kokkos::parallel_for(
+        "kfactor::nmf::normalize_w0", Kokkos::MDRangePolicy<ExecutionSpace, Kokkos::Rank<2>>(exec, {0, 0}, {W.extent(0), W.extent(1)}),
+        KOKKOS_LAMBDA(std::size_t i, std::size_t k) { W(i, k) = T(double(W(i, k)) / Kokkos::sqrt(double(S(k, k)))); });
+  }
+  // alpha = <A, W0 U> / ||W0 U||^2 (the least-squares scale of the model W0 U):
+  // <A, W0 U> = <A^T W0, U^T>, ||W0 U||^2 = <W0^T W0, U U^T>.
+  detail::gram(exec, s.W, ws.S);
+  detail::gram(exec, s.Ht, ws.Q);
+  detail::product_AtX(exec, A, ws, s.W, ws.R);
+  detail::frobenius_dot(exec, ws.R, s.Ht, Kokkos::View<double, Mem>(ws.scal.data()));
+  detail::frobenius_dot(exec, ws.S, ws.Q, Kokkos::View<double, Mem>(ws.scal.data() + 1));
+  exec.fence();
+  const auto hs = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, ws.scal);
+  const double cross = hs(0), model2 = hs(1);
+  // A non-zero A and a positive W0 U have <A, W0 U> > 0 unless their supports
+  // miss each other (impossible: U > 0 almost surely); guard anyway.
+  const T alpha = static_cast<T>(cross > 0.0 ? cross / model2 : std::sqrt(ws.normA2 / model2));
+  {
+    auto Ht = s.Ht;
+    Kokkos::parallel_for(
+        "kfactor::nmf::scale_h0", Kokkos::MDRangePolicy<ExecutionSpace, Kokkos::Rank<2>>(exec, {0, 0}, {Ht.extent(0), Ht.extent(1)}),
+        KOKKOS_LAMBDA(std::size_t d, std::size_t k) { Ht(d, k) *= alpha; });
+  }
+  ws.S_iteration = 0;  // S = W0^T W0 computed above
+  exec.fence();
+  return s;
+}
+
+template <class ExecutionSpace, class Matrix, class T, class MemorySpace>
+void step(const ExecutionSpace& exec, const Matrix& A, const Options& options, State<T, MemorySpace>& state) {
+  static_assert(std::is_same_v<T, typename MatrixTraits<Matrix>::value_type>, "A and the factors differ in type");
+  if (!state.ws) state.ws = detail::make_workspace(exec, A, options);
+  auto& ws = *state.ws;
+  const int K = options.rank;
+  if (static_cast<int>(state.W.extent(1)) != K) throw UsageError("nmf: state rank differs from options.rank");
+  const T eps = detail::resolve_epsilon<T>(options);
+  const bool timed = options.timing_breakdown;
+  detail::Stopwatch sw;
+  sw.start(exec, timed);
+
+  // ---- H half: R = A^T W, S = W^T W (cached from the previous epoch) ----
+  if (ws.S_iteration != state.iteration) detail::gram(exec, state.W, ws.S);
+  detail::product_AtX(exec, A, ws, state.W, ws.R);
+  sw.lap(exec, timed, ws.t_products);
+  switch (options.algorithm) {
+    case Algorithm::hals: detail::row_sweep(exec, state.Ht, state.Ht, ws.R, ws.S, 0, K, eps); break;
+    case Algorithm::alo: {
+      const int tile = resolve_tile(K, options.tile);
+      detail::alo_update(exec, ws.Hbuf, state.Ht, ws.R, ws.S, tile, eps, false, ws.norms2);
+      std::swap(state.Ht, ws.Hbuf);
+      break;
+    }
+    case Algorithm::mu:
+      gemm(exec, Trans::none, Trans::none, T(1), state.Ht, ws.S, T(0), ws.Hbuf);
+      detail::mu_update(exec, state.Ht, ws.R, ws.Hbuf, eps);
+      break;
+  }
+  sw.lap(exec, timed, ws.t_h);
+
+  // ---- W half: P = A Ht, Q = Ht^T Ht ----
+  detail::product_AX(exec, A, state.Ht, ws.P);
+  detail::gram(exec, state.Ht, ws.Q);
+  sw.lap(exec, timed, ws.t_products);
+  switch (options.algorithm) {
+    case Algorithm::hals:
+      for (int t = 0; t < K; ++t) detail::column_step(exec, state.W, state.W, ws.P, ws.Q, 0, K, t, true, eps, ws.norms2);
+      detail::scale_column(exec, state.W, K - 1, ws.norms2);
+      break;
+    case Algorithm::alo: {
+      const int tile = resolve_tile(K, options.tile);
+      detail::alo_update(exec, ws.Wbuf, state.W, ws.P, ws.Q, tile, eps, true, ws.norms2);
+      std::swap(state.W, ws.Wbuf);
+      break;
+    }
+    case Algorithm::mu:
+      gemm(exec, Trans::none, Trans::none, T(1), state.W, ws.Q, T(0), ws.Wbuf);
+      detail::mu_update(exec, state.W, ws.P, ws.Wbuf, eps);
+      break;
+  }
+  sw.lap(exec, timed, ws.t_w);
+
+  // ---- next epoch's S and the error pieces ----
+  detail::gram(exec, state.W, ws.S);
+  detail::error_pieces(exec, state.W, ws);
+  sw.lap(exec, timed, ws.t_products);
+  ws.S_iteration = state.iteration + 1;
+  ws.error_iteration = state.iteration + 1;
+}
+
+template <class ExecutionSpace, class Matrix, class T, class MemorySpace>
+Metrics evaluate(const ExecutionSpace& exec, const Matrix& A, const Options& options, State<T, MemorySpace>& state) {
+  if (!state.ws) state.ws = detail::make_workspace(exec, A, options);
+  auto& ws = *state.ws;
+  if (ws.error_iteration != state.iteration) {
+    // A fresh or restored state: form the products once.
+    detail::product_AX(exec, A, state.Ht, ws.P);
+    detail::gram(exec, state.Ht, ws.Q);
+    detail::gram(exec, state.W, ws.S);
+    detail::error_pieces(exec, state.W, ws);
+    ws.S_iteration = state.iteration;
+    ws.error_iteration = state.iteration;
+    Kokkos::deep_copy(exec, ws.norms2, std::nan(""));
+  }
+  auto scal = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, ws.scal);
+  auto norms2 = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, ws.norms2);
+  const double err2 = ws.normA2 - 2.0 * scal(0) + scal(1);
+  Metrics m;
+  m.set("relative_error", std::sqrt(std::max(err2, 0.0) / ws.normA2));
+  if (options.algorithm != Algorithm::mu) {
+    double mn = std::numeric_limits<double>::infinity();
+    for (std::size_t k = 0; k < norms2.extent(0); ++k) mn = std::min(mn, norms2(k));
+    m.set("min_column_norm", std::sqrt(mn));
+  }
+  return m;
+}
+
+template <class ExecutionSpace, class Matrix, class T, class MemorySpace>
+Report resume(const ExecutionSpace& exec, const Matrix& A, const Options& options, State<T, MemorySpace>& state,
+              const Observer& observer) {
+  options.validate();
+  Report r;
+  r.command = "nmf";
+  r.backend = backend_name<ExecutionSpace>();
+  r.precision = sizeof(T) == 4 ? "float" : "double";
+  r.rows = detail::rows_of(A);
+  r.cols = detail::cols_of(A);
+  r.nnz = detail::nnz_of(A);
+  r.rank = options.rank;
+  r.info["algorithm"] = to_string(options.algorithm);
+  if (options.algorithm == Algorithm::alo) r.info["tile"] = std::to_string(resolve_tile(options.rank, options.tile));
+  r.info["epsilon"] = std::to_string(double(detail::resolve_epsilon<T>(options)));
+  r.info["input"] = MatrixTraits<Matrix>::sparse ? "csr" : "dense";
+  if constexpr (MatrixTraits<Matrix>::sparse) r.info["spmm"] = spmm_path();
+  using DM = DenseMatrix<T, MemorySpace>;
+  r.info["gemm"] = gemm_path<ExecutionSpace, DM, DM, DM>();
+  StopRule rule;
+  rule.max_iterations = options.max_iterations;
+  rule.tolerance = options.tolerance;
+  double seconds = 0.0;
+  const StopReason reason = run_solver_loop(
+      state.iteration, state.history, rule, "relative_error", observer, [&] { step(exec, A, options, state); },
+      [&] { return evaluate(exec, A, options, state); }, [](const Metrics&) { return false; }, &seconds);
+  exec.fence();
+  r.seconds = seconds;
+  r.iterations = state.iteration;
+  r.stop_reason = to_string(reason);
+  r.metrics = state.history.size() > 0 ? state.history.last() : evaluate(exec, A, options, state);
+  r.history = state.history;
+  if (options.timing_breakdown && state.ws) {
+    r.timings.set("products", state.ws->t_products);
+    r.timings.set("h_update", state.ws->t_h);
+    r.timings.set("w_update", state.ws->t_w);
+  }
+  return r;
+}
+
+template <class ExecutionSpace, class Matrix>
+ResultFor<Matrix> solve(const ExecutionSpace& exec, const Matrix& A, const Options& options, const Observer& observer) {
+  ResultFor<Matrix> out;
+  const auto t0 = std::chrono::steady_clock::now();
+  out.state = init(exec, A, options);
+  const double t_init = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  out.report = resume(exec, A, options, out.state, observer);
+  out.report.timings.set("init", t_init);
+  return out;
+}
+
+}  // namespace kfactor::nmf

@@ -1,0 +1,233 @@
+#pragma once
+/// \file
+/// Non-negative matrix factorisation A ~ W H (A: V x D, W: V x K, H: K x D,
+/// all >= 0) by FAST-HALS, ALO-NMF (Moon et al., KDD'20) and Lee-Seung
+/// multiplicative updates, for dense (kfactor::DenseMatrix) and sparse
+/// (kfactor::CsrMatrix) A, float and double, on any Kokkos execution space.
+///
+/// **Epoch** (the paper's Alg. 1, with the digest's corrections), for hals
+/// and alo:
+/// ```
+///   R = A^T W (D x K); S = W^T W           (S is cached from the previous epoch)
+///   H_k <- max(eps, H_k + R_k - H^T S_k)   k = 0..K-1 (rows < k already new)
+///   P = A H^T (V x K); Q = H H^T
+///   W_k <- max(eps, W_k Q_kk + P_k - W Q_k); W_k <- W_k / ||W_k||_2
+///   S' = W^T W (next epoch's S); error from P, Q, S' (below)
+/// ```
+/// H is updated first, then W; W's columns have unit l2 norm after every epoch
+/// and H is not rescaled. The H rule is exact HALS because ||W_k|| = 1.
+/// `alo` performs the same operations reordered by tiles of T columns
+/// (Algs. 2/3): phase 1 (all tiles) and phase 3 (after each tile, inside the
+/// tile loop) are kfactor::gemm calls on column subviews with alpha = -1,
+/// beta = 1 (subtract and accumulate: the paper's "=" is wrong); phase 2 is
+/// the in-tile sweep; the last tile is clamped to K. H uses the same scheme on
+/// H^T with Gram S, right-hand side R, H_new initialised to H_old and no
+/// normalisation. One epoch of alo equals one of hals up to rounding.
+/// `mu`: H <- H * (W^T A) / (W^T W H + eps), W <- W * (A H^T) / (W H H^T + eps)
+/// (no normalisation; never 0/0).
+///
+/// **Storage.** W is V x K row-major (DenseMatrix). H is kept as Ht = H^T,
+/// D x K row-major (the same memory as H, K x D, in LayoutLeft): the H update
+/// is a per-row sweep (each column of H, a row of Ht, is independent), which
+/// wants a contiguous row of K values per document, exactly like W's rows.
+///
+/// **Sparse A.** P = A Ht is kfactor::spmm on A; R = A^T W is kfactor::spmm
+/// on A^T stored once at init (kfactor::transpose): a transposed SpMM would
+/// scatter into R (atomics on a GPU, order-dependent sums); the stored copy
+/// costs nnz values and indices once and makes both products row-parallel
+/// gathers, deterministic and equally fast.
+///
+/// **Initialisation.** W0(i,k) ~ U[0,1) (CounterRng stream factor_w), then
+/// every column scaled to unit l2 norm (without it the first epoch overshoots:
+/// error 0.25 -> 0.57 in the digest). H0 = alpha U, U(k,d) ~ U[0,1) (stream
+/// factor_h), with alpha = <A, W0 U> / ||W0 U||_F^2, the least-squares scale
+/// of the model W0 U (so the start has relative error < 1; scaling so that
+/// ||W0 H0|| = ||A|| instead overshoots on sparse graphs, collapses columns in
+/// epoch 1 and ends in worse local minima than scikit-learn). H0 scales with
+/// A, so A -> cA gives H0 -> cH0 and the same W iterates.
+///
+/// **Relative error** ||A - WH||_F / ||A||_F is computed every epoch from the
+/// products the epoch already has: ||A-WH||^2 = ||A||^2 - 2<W, P> + <W^T W, Q>
+/// with P, Q of the W half and W^T W = the next epoch's S (O(VK + K^2) extra,
+/// accumulated in double). It cancels: with float factors it is inexact below
+/// about 1e-3 (P and Q carry float rounding); in double it matches the
+/// explicit error to ~1e-10 (tests/nmf).
+///
+/// **Tile size** (alo): Options::tile, else default_tile(K): the paper's
+/// 8/16/16/32/64 for K = 64/128/256/512/1024; for other K the power of two
+/// nearest (in log scale) to the section-5 model T = sqrt(K sqrt(C)/(sqrt(C)-2))
+/// with C = 33 (alo_tile_model). C = 33 is the paper's "33 MB cache" used as a
+/// bare number: it is the only reading that reproduces the paper's T = 19.82
+/// at K = 256 and its data-movement counts (C in 8-byte words gives T ~ sqrt K;
+/// C = 4, the P100 L2 in MB, divides by zero). Both readings round to the same
+/// powers of two for K = 64..512, so the choice only matters between them.
+///
+/// **Kernels** (detail/sweep.hpp): HALS-H is one launch per epoch, ALO-H one
+/// per tile; W takes one launch per column (norm reduced on the device in the
+/// same launch, previous column normalised lazily) plus one per tile; no host
+/// synchronisation inside an epoch except what the vendor GEMM needs.
+
+#include <kfactor/core/error.hpp>
+#include <kfactor/core/matrix.hpp>
+#include <kfactor/core/report.hpp>
+#include <kfactor/core/solver.hpp>
+#include <kfactor/core/detail/eti.hpp>
+
+#include <Kokkos_Core.hpp>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace kfactor::nmf {
+
+enum class Algorithm { hals, alo, mu };
+
+/// "hals" | "alo" | "mu"; throws UsageError otherwise.
+Algorithm parse_algorithm(const std::string& name);
+const char* to_string(Algorithm a);
+
+struct Options {
+  Algorithm algorithm = Algorithm::alo;
+  int rank = 10;               ///< K
+  int max_iterations = 100;    ///< epochs
+  double tolerance = 0.0;      ///< stop when the relative error changes by <= tolerance * previous (0: never)
+  int tile = 0;                ///< ALO tile size T; 0 = default_tile(K); clamped to K
+  double epsilon = 0.0;        ///< floor of H and W (hals/alo), denominator guard (mu); 0 = machine epsilon of T
+  std::uint64_t seed = 42;
+  bool timing_breakdown = false;  ///< fence between phases and accumulate products/H/W times (benchmarks)
+
+  /// Throws UsageError on rank < 1, negative iterations/tolerance/tile/epsilon.
+  void validate() const;
+};
+
+/// Section-5 model, eq. 11: T = sqrt(K sqrt(C) / (sqrt(C) - 2)); UsageError for C <= 4.
+double alo_tile_model(int K, double cache_elements = 33.0);
+/// Default tile: 8/16/16/32/64 for K = 64/128/256/512/1024, else the power of
+/// two nearest alo_tile_model(K, 33), clamped to [1, K].
+int default_tile(int K);
+/// Options::tile resolved for rank K (0 -> default_tile, clamped to [1, K]).
+int resolve_tile(int K, int tile);
+/// Data movement of Alg. 1's W loop, K (VK + K + 6V + 1) elements (digest: 775,015,680 for PIE, K=256).
+double hals_w_data_movement(double V, double K);
+/// Eq. 9: V (1/T + 2/sqrt(C)) (K^2 - KT) + KVT elements.
+double alo_w_data_movement(double V, double K, double T, double C = 33.0);
+
+namespace detail {
+template <class T, class MemorySpace>
+struct Workspace;
+}  // namespace detail
+
+/// Value type, memory space and kind of an input matrix type.
+template <class Matrix>
+struct MatrixTraits;
+template <class T, class MemorySpace>
+struct MatrixTraits<CsrMatrix<T, MemorySpace>> {
+  using value_type = T;
+  using memory_space = MemorySpace;
+  static constexpr bool sparse = true;
+};
+template <class T, class... P>
+struct MatrixTraits<Kokkos::View<T**, P...>> {
+  using value_type = typename Kokkos::View<T**, P...>::non_const_value_type;
+  using memory_space = typename Kokkos::View<T**, P...>::memory_space;
+  static constexpr bool sparse = false;
+};
+
+/// Everything that decides the next iterate. `ws` holds buffers and products
+/// derived from the fields (not checkpointed; visit() invalidates its cache).
+template <class T, class MemorySpace>
+struct State {
+  DenseMatrix<T, MemorySpace> W;   ///< V x K
+  DenseMatrix<T, MemorySpace> Ht;  ///< D x K, H transposed
+  int iteration = 0;
+  std::uint64_t seed = 0;
+  MetricHistory history;
+  std::shared_ptr<detail::Workspace<T, MemorySpace>> ws;
+
+  template <class F>
+  void visit(F&& f) {
+    f("W", W);
+    f("Ht", Ht);
+    f("iteration", iteration);
+    f("seed", seed);
+    invalidate_cache();
+  }
+  void invalidate_cache();
+};
+
+template <class T, class MemorySpace>
+struct Result {
+  State<T, MemorySpace> state;
+  Report report;
+};
+
+// ---- entry points (A is DenseMatrix<T, Mem> or CsrMatrix<T, Mem>, Mem = the space's memory) ----
+
+/// Validates A (InputError for negative, NaN/Inf entries or an all-zero A;
+/// UsageError for K > min(V, D)) and builds the initial state (see above).
+template <class Matrix>
+using StateFor = State<typename MatrixTraits<Matrix>::value_type, typename MatrixTraits<Matrix>::memory_space>;
+template <class Matrix>
+using ResultFor = Result<typename MatrixTraits<Matrix>::value_type, typename MatrixTraits<Matrix>::memory_space>;
+
+template <class ExecutionSpace, class Matrix>
+StateFor<Matrix> init(const ExecutionSpace& exec, const Matrix& A, const Options& options);
+
+/// Same, with given starting factors (copied as they are: no normalisation).
+template <class ExecutionSpace, class Matrix>
+StateFor<Matrix> init_with(const ExecutionSpace& exec, const Matrix& A, const Options& options,
+                           const DenseMatrix<typename MatrixTraits<Matrix>::value_type,
+                                             typename MatrixTraits<Matrix>::memory_space>& W0,
+                           const DenseMatrix<typename MatrixTraits<Matrix>::value_type,
+                                             typename MatrixTraits<Matrix>::memory_space>& Ht0);
+
+/// One epoch (H then W) and the cheap error pieces. No I/O.
+template <class ExecutionSpace, class Matrix, class T, class MemorySpace>
+void step(const ExecutionSpace& exec, const Matrix& A, const Options& options, State<T, MemorySpace>& state);
+
+/// relative_error (cheap formula of the last epoch, or computed for a fresh
+/// state) and, for hals/alo, min_column_norm: the smallest l2 norm of a W
+/// column before normalisation in the last epoch (a collapse shows as ~eps).
+template <class ExecutionSpace, class Matrix, class T, class MemorySpace>
+Metrics evaluate(const ExecutionSpace& exec, const Matrix& A, const Options& options, State<T, MemorySpace>& state);
+
+/// init + run_solver_loop(step, evaluate); report.metrics has relative_error first.
+template <class ExecutionSpace, class Matrix>
+ResultFor<Matrix> solve(const ExecutionSpace& exec, const Matrix& A, const Options& options, const Observer& observer = {});
+
+/// Continue an existing state (e.g. restored from a checkpoint).
+template <class ExecutionSpace, class Matrix, class T, class MemorySpace>
+Report resume(const ExecutionSpace& exec, const Matrix& A, const Options& options, State<T, MemorySpace>& state,
+              const Observer& observer = {});
+
+}  // namespace kfactor::nmf
+
+#include <kfactor/nmf/detail/nmf_impl.hpp>
+
+// Explicit instantiations live in src/nmf/nmf.cpp (every enabled space,
+// float and double, dense and CSR input).
+#define KFACTOR_NMF_ETI_MATRIX(EXTERN, S, T, M)                                                                      \
+  EXTERN template StateFor<M> init<S, M>(const S&, const M&, const Options&);                                      \
+  EXTERN template StateFor<M> init_with<S, M>(const S&, const M&, const Options&,                                  \
+                                               const DenseMatrix<T, S::memory_space>&,                             \
+                                               const DenseMatrix<T, S::memory_space>&);                            \
+  EXTERN template void step<S, M, T, S::memory_space>(const S&, const M&, const Options&,                          \
+                                                      State<T, S::memory_space>&);                                 \
+  EXTERN template Metrics evaluate<S, M, T, S::memory_space>(const S&, const M&, const Options&,                   \
+                                                             State<T, S::memory_space>&);                          \
+  EXTERN template Report resume<S, M, T, S::memory_space>(const S&, const M&, const Options&,                      \
+                                                          State<T, S::memory_space>&, const Observer&);            \
+  EXTERN template ResultFor<M> solve<S, M>(const S&, const M&, const Options&, const Observer&);
+#define KFACTOR_NMF_ETI(EXTERN, S, T)                                        \
+  KFACTOR_NMF_ETI_MATRIX(EXTERN, S, T, KFACTOR_NMF_DENSE(T, S::memory_space)) \
+  KFACTOR_NMF_ETI_MATRIX(EXTERN, S, T, KFACTOR_NMF_CSR(T, S::memory_space))
+#define KFACTOR_NMF_DENSE(T, M) ::kfactor::DenseMatrix<T, M>
+#define KFACTOR_NMF_CSR(T, M) ::kfactor::CsrMatrix<T, M>
+#define KFACTOR_NMF_EXTERN(S, T) KFACTOR_NMF_ETI(extern, S, T)
+
+#if !defined(KFACTOR_NMF_INSTANTIATING)
+namespace kfactor::nmf {
+KFACTOR_ETI_FOR_EACH(KFACTOR_NMF_EXTERN)
+}  // namespace kfactor::nmf
+#endif

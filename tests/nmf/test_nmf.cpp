@@ -1,0 +1,574 @@
+// NMF solver tests: the ALO-NMF digest's checklist (items 1, 3-12), planted
+// recovery, input errors, float runs and exact continuation through visit().
+#include <kfactor/core/convert.hpp>
+#include <kfactor/core/metrics.hpp>
+#include <kfactor/core/random.hpp>
+#include <kfactor/nmf/nmf.hpp>
+
+#include "common/test_spaces.hpp"
+
+#include <cmath>
+#include <numeric>
+#include <vector>
+
+namespace {
+using namespace kfactor;
+
+template <class T>
+using HostMatrix = Kokkos::View<T**, Kokkos::LayoutRight, Kokkos::HostSpace>;
+
+/// Host COO of a random non-negative sparse matrix (density `p`, values in (0, 1]).
+template <class T>
+CooMatrix<T> random_sparse(int m, int n, double p, std::uint64_t seed) {
+  CooMatrix<T> coo;
+  coo.num_rows = m;
+  coo.num_cols = n;
+  const CounterRng rng(seed, RngStream::user);
+  for (int i = 0; i < m; ++i)
+    for (int j = 0; j < n; ++j) {
+      const auto key = std::uint64_t(i) * n + j;
+      if (rng.uniform(2 * key) < p) {
+        coo.rows.push_back(i);
+        coo.cols.push_back(j);
+        coo.values.push_back(T(1.0 - rng.uniform(2 * key + 1)));
+      }
+    }
+  return coo;
+}
+
+template <class T>
+HostMatrix<T> coo_to_host_dense(const CooMatrix<T>& coo) {
+  HostMatrix<T> A("A", coo.num_rows, coo.num_cols);
+  for (std::size_t e = 0; e < coo.nnz(); ++e) A(coo.rows[e], coo.cols[e]) = coo.values[e];
+  return A;
+}
+
+/// Exact rank-K non-negative matrix W* H* with about half of the planted
+/// entries zero (so the factorisation is essentially unique).
+template <class T>
+HostMatrix<T> planted(int m, int n, int K, std::uint64_t seed) {
+  const CounterRng rng(seed, RngStream::user);
+  std::vector<double> W(std::size_t(m) * K), H(std::size_t(K) * n);
+  for (std::size_t e = 0; e < W.size(); ++e) W[e] = rng.uniform(e) < 0.5 ? 0.0 : rng.uniform(e + 1000000);
+  for (std::size_t e = 0; e < H.size(); ++e)
+    H[e] = rng.uniform(e + 2000000) < 0.5 ? 0.0 : rng.uniform(e + 3000000);
+  HostMatrix<T> A("A", m, n);
+  for (int i = 0; i < m; ++i)
+    for (int j = 0; j < n; ++j) {
+      double s = 0;
+      for (int k = 0; k < K; ++k) s += W[std::size_t(i) * K + k] * H[std::size_t(k) * n + j];
+      A(i, j) = T(s);
+    }
+  return A;
+}
+
+template <class Space, class T>
+DenseMatrix<T, typename Space::memory_space> to_space(const HostMatrix<T>& h) {
+  DenseMatrix<T, typename Space::memory_space> d("d", h.extent(0), h.extent(1));
+  Kokkos::deep_copy(d, h);
+  return d;
+}
+
+/// A host copy (never an alias, even when v is host memory).
+template <class V>
+auto host(const V& v) {
+  auto h = Kokkos::create_mirror(Kokkos::HostSpace{}, v);
+  Kokkos::deep_copy(h, v);
+  return h;
+}
+
+/// ||X - Y||_F / ||Y||_F on the host.
+template <class X, class Y>
+double rel_diff(const X& x, const Y& y) {
+  auto hx = host(x);
+  auto hy = host(y);
+  double n = 0, d = 0;
+  for (std::size_t i = 0; i < hx.extent(0); ++i)
+    for (std::size_t j = 0; j < hx.extent(1); ++j) {
+      const double a = hx(i, j), b = hy(i, j);
+      n += (a - b) * (a - b);
+      d += b * b;
+    }
+  return std::sqrt(n / d);
+}
+
+nmf::Options options(nmf::Algorithm a, int K, int tile = 0) {
+  nmf::Options o;
+  o.algorithm = a;
+  o.rank = K;
+  o.tile = tile;
+  o.seed = 5;
+  return o;
+}
+
+/// One FAST-HALS epoch (Alg. 1 with the corrections) on the host in double.
+void reference_epoch(const HostMatrix<double>& A, HostMatrix<double>& W, HostMatrix<double>& Ht, double eps) {
+  const int V = A.extent(0), D = A.extent(1), K = W.extent(1);
+  std::vector<double> R(std::size_t(D) * K), S(std::size_t(K) * K), P(std::size_t(V) * K), Q(std::size_t(K) * K);
+  for (int d = 0; d < D; ++d)
+    for (int k = 0; k < K; ++k) {
+      double s = 0;
+      for (int v = 0; v < V; ++v) s += A(v, d) * W(v, k);
+      R[std::size_t(d) * K + k] = s;
+    }
+  for (int a = 0; a < K; ++a)
+    for (int b = 0; b < K; ++b) {
+      double s = 0;
+      for (int v = 0; v < V; ++v) s += W(v, a) * W(v, b);
+      S[std::size_t(a) * K + b] = s;
+    }
+  for (int k = 0; k < K; ++k)  // H first: row k of H = column k of Ht
+    for (int d = 0; d < D; ++d) {
+      double s = 0;
+      for (int j = 0; j < K; ++j) s += Ht(d, j) * S[std::size_t(j) * K + k];
+      Ht(d, k) = std::max(eps, Ht(d, k) + R[std::size_t(d) * K + k] - s);
+    }
+  for (int v = 0; v < V; ++v)
+    for (int k = 0; k < K; ++k) {
+      double s = 0;
+      for (int d = 0; d < D; ++d) s += A(v, d) * Ht(d, k);
+      P[std::size_t(v) * K + k] = s;
+    }
+  for (int a = 0; a < K; ++a)
+    for (int b = 0; b < K; ++b) {
+      double s = 0;
+      for (int d = 0; d < D; ++d) s += Ht(d, a) * Ht(d, b);
+      Q[std::size_t(a) * K + b] = s;
+    }
+  for (int k = 0; k < K; ++k) {
+    double ss = 0;
+    for (int v = 0; v < V; ++v) {
+      double s = 0;
+      for (int j = 0; j < K; ++j) s += W(v, j) * Q[std::size_t(j) * K + k];
+      W(v, k) = std::max(eps, W(v, k) * Q[std::size_t(k) * K + k] + P[std::size_t(v) * K + k] - s);
+      ss += W(v, k) * W(v, k);
+    }
+    for (int v = 0; v < V; ++v) W(v, k) /= std::sqrt(ss);
+  }
+}
+
+template <class S>
+class NmfTest : public ::testing::Test {};
+TYPED_TEST_SUITE(NmfTest, kfactor::test::ExecutionSpaces, kfactor::test::SpaceNames);
+
+template <class P>
+class NmfScalarTest : public ::testing::Test {};
+TYPED_TEST_SUITE(NmfScalarTest, kfactor::test::SpacesAndScalars, kfactor::test::SpaceNames);
+
+// Checklist 4 (and 5's ingredients): one hals epoch equals Alg. 1 run on the
+// host in double: H first with H_new = H_old, then W with normalisation.
+TYPED_TEST(NmfTest, HalsEpochMatchesHostAlgorithm1) {
+  using Space = TypeParam;
+  const Space exec;
+  const auto coo = random_sparse<double>(40, 30, 0.3, 1);
+  auto A = to_csr(exec, coo);
+  const auto o = options(nmf::Algorithm::hals, 6);
+  auto s = nmf::init(exec, A, o);
+  auto hA = coo_to_host_dense(coo);
+  HostMatrix<double> W("W", 40, 6), Ht("Ht", 30, 6);
+  Kokkos::deep_copy(W, host(s.W));
+  Kokkos::deep_copy(Ht, host(s.Ht));
+  for (int e = 0; e < 2; ++e) {
+    nmf::step(exec, A, o, s);
+    ++s.iteration;
+    reference_epoch(hA, W, Ht, std::numeric_limits<double>::epsilon());
+    EXPECT_LT(rel_diff(s.W, W), 1e-12);
+    EXPECT_LT(rel_diff(s.Ht, Ht), 1e-12);
+  }
+}
+
+// Checklist 1: one alo epoch equals one hals epoch for T in {1, K, a divisor,
+// a non-divisor}, dense and sparse.
+TYPED_TEST(NmfTest, AloEpochEqualsHalsEpoch) {
+  using Space = TypeParam;
+  const Space exec;
+  const int K = 12;
+  const auto coo = random_sparse<double>(70, 50, 0.25, 2);
+  auto Acsr = to_csr(exec, coo);
+  auto Adense = to_space<Space>(coo_to_host_dense(coo));
+  auto run = [&](const auto& A) {
+    auto ref = nmf::init(exec, A, options(nmf::Algorithm::hals, K));
+    nmf::step(exec, A, options(nmf::Algorithm::hals, K), ref);
+    for (int T : {1, K, 4, 5}) {
+      const auto o = options(nmf::Algorithm::alo, K, T);
+      auto s = nmf::init(exec, A, o);
+      nmf::step(exec, A, o, s);
+      EXPECT_LT(rel_diff(s.W, ref.W), 1e-11) << "T=" << T;
+      EXPECT_LT(rel_diff(s.Ht, ref.Ht), 1e-11) << "T=" << T;
+    }
+  };
+  run(Acsr);
+  run(Adense);
+}
+
+// Checklist 3 and 5: multi-epoch alo/hals error traces agree while no column
+// collapsed; W columns unit norm, H >= eps, W > 0 after every epoch.
+TYPED_TEST(NmfTest, AloAndHalsTracesAgreeAndInvariantsHold) {
+  using Space = TypeParam;
+  const Space exec;
+  const int K = 8, V = 60, D = 45;
+  auto A = to_space<Space>(planted<double>(V, D, 10, 3));
+  auto oh = options(nmf::Algorithm::hals, K), oa = options(nmf::Algorithm::alo, K, 3);
+  auto sh = nmf::init(exec, A, oh), sa = nmf::init(exec, A, oa);
+  const double eps = std::numeric_limits<double>::epsilon();
+  const double collapse = 1e3 * eps * std::sqrt(double(V));
+  int collapsed_at = -1;
+  for (int e = 0; e < 40; ++e) {
+    nmf::step(exec, A, oh, sh);
+    ++sh.iteration;
+    nmf::step(exec, A, oa, sa);
+    ++sa.iteration;
+    const auto mh = nmf::evaluate(exec, A, oh, sh), ma = nmf::evaluate(exec, A, oa, sa);
+    if (std::min(mh.get("min_column_norm"), ma.get("min_column_norm")) < collapse) {
+      collapsed_at = e;
+      break;
+    }
+    EXPECT_NEAR(ma.get("relative_error"), mh.get("relative_error"), 1e-8) << "epoch " << e;
+    auto W = host(sa.W);
+    auto Ht = host(sa.Ht);
+    for (int k = 0; k < K; ++k) {
+      double n = 0;
+      for (int v = 0; v < V; ++v) {
+        EXPECT_GT(W(v, k), 0.0);
+        n += W(v, k) * W(v, k);
+      }
+      EXPECT_NEAR(std::sqrt(n), 1.0, 1e-12);
+      for (int d = 0; d < D; ++d) EXPECT_GE(Ht(d, k), eps);
+    }
+  }
+  if (collapsed_at >= 0) std::printf("note: a W column collapsed at epoch %d (traces compared before it)\n", collapsed_at);
+  EXPECT_NE(collapsed_at, 0);
+}
+
+// Checklist 6: from a column-normalised start the error does not increase
+// over 300 fp64 epochs; with an unnormalised W0 (and H0 of the same scale)
+// the first epoch raises it.
+TYPED_TEST(NmfTest, ErrorNonIncreasingFromNormalisedStart) {
+  using Space = TypeParam;
+  const Space exec;
+  const auto coo = random_sparse<double>(50, 40, 0.3, 4);
+  auto A = to_csr(exec, coo);
+  for (auto alg : {nmf::Algorithm::hals, nmf::Algorithm::alo, nmf::Algorithm::mu}) {
+    auto o = options(alg, 6, 4);
+    o.max_iterations = 300;
+    auto r = nmf::solve(exec, A, o);
+    ASSERT_EQ(r.report.history.size(), 300u);
+    for (std::size_t i = 1; i < r.report.history.size(); ++i)
+      ASSERT_LE(r.report.history.rows[i][0], r.report.history.rows[i - 1][0] * (1 + 1e-12))
+          << nmf::to_string(alg) << " epoch " << i;
+  }
+  // The digest's overshoot: exact rank-K input; the same start W0 H0 but with
+  // W0's columns of norm 4 (H0 / 4) instead of 1: epoch 1 raises the error.
+  // (The start is a few normalised epochs in, at error ~0.2 as in the digest.)
+  const int K = 5;
+  auto P = to_space<Space>(planted<double>(40, 30, K, 9));
+  auto o = options(nmf::Algorithm::hals, K);
+  auto s0 = nmf::init(exec, P, o);
+  for (int e = 0; e < 3; ++e) {
+    nmf::step(exec, P, o, s0);
+    ++s0.iteration;
+  }
+  auto W0 = host(s0.W);
+  auto Ht0 = host(s0.Ht);
+  for (std::size_t i = 0; i < W0.extent(0); ++i)
+    for (int k = 0; k < K; ++k) W0(i, k) *= 4.0;
+  for (std::size_t i = 0; i < Ht0.extent(0); ++i)
+    for (int k = 0; k < K; ++k) Ht0(i, k) /= 4.0;
+  auto s = nmf::init_with(exec, P, o, to_space<Space>(W0), to_space<Space>(Ht0));
+  EXPECT_NEAR(nmf::evaluate(exec, P, o, s).get("relative_error"), nmf::evaluate(exec, P, o, s0).get("relative_error"),
+              1e-12);
+  nmf::step(exec, P, o, s0);
+  ++s0.iteration;
+  EXPECT_LE(nmf::evaluate(exec, P, o, s0).get("relative_error"),
+            nmf::evaluate(exec, P, o, s).get("relative_error"));  // normalised start: no increase
+  const double e0 = nmf::evaluate(exec, P, o, s).get("relative_error");
+  nmf::step(exec, P, o, s);
+  ++s.iteration;
+  const double e1 = nmf::evaluate(exec, P, o, s).get("relative_error");
+  EXPECT_GT(e1, e0) << "unnormalised W0 should overshoot in epoch 1";
+}
+
+// Checklist 7: the cheap error equals the explicit one (core/metrics.hpp), dense and CSR.
+TYPED_TEST(NmfTest, CheapErrorEqualsExplicitError) {
+  using Space = TypeParam;
+  const Space exec;
+  const auto coo = random_sparse<double>(45, 38, 0.3, 5);
+  auto Acsr = to_csr(exec, coo);
+  auto Adense = to_space<Space>(coo_to_host_dense(coo));
+  for (auto alg : {nmf::Algorithm::hals, nmf::Algorithm::alo, nmf::Algorithm::mu}) {
+    auto o = options(alg, 7, 3);
+    auto s = nmf::init(exec, Acsr, o);
+    auto sd = nmf::init(exec, Adense, o);
+    for (int e = 0; e < 5; ++e) {
+      nmf::step(exec, Acsr, o, s);
+      ++s.iteration;
+      nmf::step(exec, Adense, o, sd);
+      ++sd.iteration;
+      const double cheap = nmf::evaluate(exec, Acsr, o, s).get("relative_error");
+      EXPECT_NEAR(cheap, relative_error(exec, Adense, s.W, s.Ht), 1e-10);
+      EXPECT_NEAR(cheap, relative_error(exec, Acsr, s.W, s.Ht), 1e-10);
+      EXPECT_NEAR(nmf::evaluate(exec, Adense, o, sd).get("relative_error"), relative_error(exec, Adense, sd.W, sd.Ht),
+                  1e-10);
+    }
+  }
+}
+
+// Checklist 8: A -> cA leaves W and the error unchanged and scales H by c.
+TYPED_TEST(NmfTest, ScalingInvariance) {
+  using Space = TypeParam;
+  const Space exec;
+  auto hA = planted<double>(40, 35, 6, 6);
+  HostMatrix<double> hB("B", 40, 35);
+  const double c = 4.0;
+  for (int i = 0; i < 40; ++i)
+    for (int j = 0; j < 35; ++j) hB(i, j) = c * hA(i, j);
+  auto A = to_space<Space>(hA), B = to_space<Space>(hB);
+  auto o = options(nmf::Algorithm::alo, 5, 2);
+  o.max_iterations = 10;
+  auto ra = nmf::solve(exec, A, o), rb = nmf::solve(exec, B, o);
+  EXPECT_LT(rel_diff(rb.state.W, ra.state.W), 1e-10);
+  auto Ha = host(ra.state.Ht);
+  for (std::size_t i = 0; i < Ha.extent(0); ++i)
+    for (std::size_t j = 0; j < Ha.extent(1); ++j) Ha(i, j) *= c;
+  EXPECT_LT(rel_diff(rb.state.Ht, Ha), 1e-10);
+  EXPECT_NEAR(rb.report.metrics.get("relative_error"), ra.report.metrics.get("relative_error"), 1e-10);
+}
+
+// Checklist 9: permuting rows (columns) of A permutes the rows of W (of Ht).
+TYPED_TEST(NmfTest, PermutationEquivariance) {
+  using Space = TypeParam;
+  using Mem = typename Space::memory_space;
+  const Space exec;
+  const int V = 36, D = 30, K = 5;
+  auto hA = planted<double>(V, D, 6, 7);
+  std::vector<int> pr(V), pc(D);
+  std::iota(pr.begin(), pr.end(), 0);
+  std::iota(pc.begin(), pc.end(), 0);
+  for (int i = 0; i < V; ++i) std::swap(pr[i], pr[(i * 7 + 3) % V]);
+  for (int j = 0; j < D; ++j) std::swap(pc[j], pc[(j * 11 + 5) % D]);
+  HostMatrix<double> hB("B", V, D);
+  for (int i = 0; i < V; ++i)
+    for (int j = 0; j < D; ++j) hB(i, j) = hA(pr[i], pc[j]);
+  auto A = to_space<Space>(hA), B = to_space<Space>(hB);
+  auto o = options(nmf::Algorithm::alo, K, 2);
+  auto sa = nmf::init(exec, A, o);
+  auto W0 = host(sa.W);
+  auto H0 = host(sa.Ht);
+  HostMatrix<double> pW("pW", V, K), pH("pH", D, K);
+  for (int i = 0; i < V; ++i)
+    for (int k = 0; k < K; ++k) pW(i, k) = W0(pr[i], k);
+  for (int j = 0; j < D; ++j)
+    for (int k = 0; k < K; ++k) pH(j, k) = H0(pc[j], k);
+  auto sb = nmf::init_with(exec, B, o, to_space<Space>(pW), to_space<Space>(pH));
+  for (int e = 0; e < 8; ++e) {
+    nmf::step(exec, A, o, sa);
+    ++sa.iteration;
+    nmf::step(exec, B, o, sb);
+    ++sb.iteration;
+  }
+  auto Wa = host(sa.W);
+  auto Ha = host(sa.Ht);
+  for (int i = 0; i < V; ++i)
+    for (int k = 0; k < K; ++k) pW(i, k) = Wa(pr[i], k);
+  for (int j = 0; j < D; ++j)
+    for (int k = 0; k < K; ++k) pH(j, k) = Ha(pc[j], k);
+  EXPECT_LT(rel_diff(sb.W, pW), 1e-10);
+  EXPECT_LT(rel_diff(sb.Ht, pH), 1e-10);
+  (void)Mem{};
+}
+
+// Checklist 10: dense and CSR inputs give the same iterates.
+TYPED_TEST(NmfTest, DenseAndCsrGiveTheSameIterates) {
+  using Space = TypeParam;
+  const Space exec;
+  const auto coo = random_sparse<double>(55, 44, 0.2, 8);
+  auto Acsr = to_csr(exec, coo);
+  auto Adense = to_space<Space>(coo_to_host_dense(coo));
+  for (auto alg : {nmf::Algorithm::hals, nmf::Algorithm::alo, nmf::Algorithm::mu}) {
+    auto o = options(alg, 6, 4);
+    o.max_iterations = 3;
+    auto rs = nmf::solve(exec, Acsr, o), rd = nmf::solve(exec, Adense, o);
+    EXPECT_LT(rel_diff(rs.state.W, rd.state.W), 1e-12) << nmf::to_string(alg);
+    EXPECT_LT(rel_diff(rs.state.Ht, rd.state.Ht), 1e-12) << nmf::to_string(alg);
+  }
+}
+
+// A planted exact non-negative rank-K matrix is recovered to relative error
+// 1e-3 within 600 alo epochs (documented budget) for 10 seeds.
+TYPED_TEST(NmfTest, PlantedLowRankRecovered) {
+  using Space = TypeParam;
+  const Space exec;
+  const int K = 4;
+  for (std::uint64_t seed = 0; seed < 10; ++seed) {
+    auto A = to_space<Space>(planted<double>(50, 40, K, 100 + seed));
+    auto o = options(nmf::Algorithm::alo, K, 2);
+    o.seed = seed;
+    o.max_iterations = 600;
+    auto r = nmf::solve(exec, A, o, [](const IterationEvent& e) {
+      return e.metrics->get("relative_error") < 1e-3 ? ObserverAction::stop : ObserverAction::proceed;
+    });
+    EXPECT_LT(r.report.metrics.get("relative_error"), 1e-3) << "seed " << seed;
+    EXPECT_LT(relative_error(exec, A, r.state.W, r.state.Ht), 1e-3) << "seed " << seed;
+  }
+}
+
+// float and double: every algorithm lowers the error, with finite factors.
+TYPED_TEST(NmfScalarTest, AllAlgorithmsConverge) {
+  using Space = typename TypeParam::space;
+  using T = typename TypeParam::scalar;
+  const Space exec;
+  const auto coo = random_sparse<T>(60, 50, 0.25, 10);
+  auto A = to_csr(exec, coo);
+  for (auto alg : {nmf::Algorithm::hals, nmf::Algorithm::alo, nmf::Algorithm::mu}) {
+    auto o = options(alg, 8, 3);
+    o.max_iterations = 50;
+    auto r = nmf::solve(exec, A, o);
+    const double first = r.report.history.rows.front()[0], last = r.report.metrics.get("relative_error");
+    EXPECT_TRUE(std::isfinite(last));
+    EXPECT_LT(last, first) << nmf::to_string(alg);
+    // The cheap error is exact to ~1e-3 absolute in float, ~1e-10 in double.
+    EXPECT_NEAR(last, relative_error(exec, A, r.state.W, r.state.Ht), sizeof(T) == 4 ? 2e-3 : 1e-10);
+  }
+}
+
+// Input errors are clear.
+TYPED_TEST(NmfTest, BadInputsAreRejected) {
+  using Space = TypeParam;
+  const Space exec;
+  auto hA = planted<double>(10, 8, 2, 11);
+  auto expect_message = [&](auto&& fn, const char* needle) {
+    try {
+      fn();
+      ADD_FAILURE() << "no error for " << needle;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    }
+  };
+  auto o = options(nmf::Algorithm::alo, 3);
+  {
+    auto h = hA;
+    HostMatrix<double> c("c", 10, 8);
+    Kokkos::deep_copy(c, h);
+    c(3, 4) = -1.0;
+    auto A = to_space<Space>(c);
+    EXPECT_THROW(nmf::init(exec, A, o), InputError);
+    expect_message([&] { nmf::init(exec, A, o); }, "negative");
+    c(3, 4) = std::nan("");
+    auto B = to_space<Space>(c);
+    EXPECT_THROW(nmf::solve(exec, B, o), InputError);
+  }
+  {
+    HostMatrix<double> z("z", 10, 8);
+    auto A = to_space<Space>(z);
+    EXPECT_THROW(nmf::init(exec, A, o), InputError);
+    expect_message([&] { nmf::init(exec, A, o); }, "all zero");
+  }
+  {
+    auto A = to_space<Space>(hA);
+    auto big = options(nmf::Algorithm::hals, 9);
+    EXPECT_THROW(nmf::init(exec, A, big), UsageError);
+    expect_message([&] { nmf::init(exec, A, big); }, "exceeds min(rows, cols)");
+    auto bad = o;
+    bad.rank = 0;
+    EXPECT_THROW(nmf::init(exec, A, bad), UsageError);
+    bad = o;
+    bad.epsilon = -1;
+    EXPECT_THROW(nmf::init(exec, A, bad), UsageError);
+  }
+  {
+    auto coo = random_sparse<double>(12, 10, 0.3, 12);
+    coo.values[2] = -0.5;
+    auto A = to_csr(exec, coo);
+    EXPECT_THROW(nmf::init(exec, A, o), InputError);
+  }
+  EXPECT_THROW(nmf::parse_algorithm("bpp"), UsageError);
+}
+
+// The State contract: copying the visited fields into a fresh state and
+// continuing gives bit-identical iterates.
+TYPED_TEST(NmfTest, VisitedFieldsContinueBitForBit) {
+  using Space = TypeParam;
+  const Space exec;
+  const auto coo = random_sparse<double>(40, 33, 0.3, 13);
+  auto A = to_csr(exec, coo);
+  auto o = options(nmf::Algorithm::alo, 5, 2);
+  o.max_iterations = 4;
+  auto r = nmf::solve(exec, A, o);
+  auto fresh = nmf::init(exec, A, options(nmf::Algorithm::alo, 5, 2));  // different seed-independent start
+  std::vector<std::function<void()>> copies;
+  // Collect the source fields by name, then assign into the fresh state.
+  std::map<std::string, std::function<void(DenseMatrix<double, typename Space::memory_space>&)>> views;
+  std::map<std::string, double> scalars;
+  r.state.visit([&](const char* name, auto& x) {
+    if constexpr (requires { x.extent(0); }) {
+      auto src = x;
+      views[name] = [src](auto& dst) { Kokkos::deep_copy(dst, src); };
+    } else {
+      scalars[name] = double(x);
+    }
+  });
+  fresh.visit([&](const char* name, auto& x) {
+    if constexpr (requires { x.extent(0); })
+      views.at(name)(x);
+    else
+      x = static_cast<std::remove_reference_t<decltype(x)>>(scalars.at(name));
+  });
+  EXPECT_EQ(fresh.iteration, 4);
+  o.max_iterations = 7;
+  nmf::resume(exec, A, o, r.state);
+  nmf::resume(exec, A, o, fresh);
+  EXPECT_EQ(rel_diff(fresh.W, r.state.W), 0.0);
+  EXPECT_EQ(rel_diff(fresh.Ht, r.state.Ht), 0.0);
+}
+
+// Checklist 11/12: the tile model and the data-movement formulas; a user tile is honoured.
+TEST(NmfModel, TileModelAndDataMovement) {
+  EXPECT_NEAR(nmf::alo_tile_model(256, 33.0), 19.82, 0.005);
+  EXPECT_NEAR(nmf::alo_tile_model(256, 4.125e6), 16.01, 0.005);
+  EXPECT_THROW(nmf::alo_tile_model(256, 4.0), UsageError);
+  EXPECT_THROW(nmf::alo_tile_model(256, 2.0), UsageError);
+  EXPECT_EQ(nmf::default_tile(64), 8);
+  EXPECT_EQ(nmf::default_tile(128), 16);
+  EXPECT_EQ(nmf::default_tile(256), 16);
+  EXPECT_EQ(nmf::default_tile(512), 32);
+  EXPECT_EQ(nmf::default_tile(1024), 64);
+  EXPECT_EQ(nmf::default_tile(16), 4);
+  EXPECT_EQ(nmf::default_tile(3), 2);
+  EXPECT_EQ(nmf::resolve_tile(64, 5), 5);
+  EXPECT_EQ(nmf::resolve_tile(4, 9), 4);
+  EXPECT_DOUBLE_EQ(nmf::hals_w_data_movement(11554, 256), 775015680.0);
+  EXPECT_NEAR(nmf::alo_w_data_movement(11554, 256, 16, 33), 338840257.0, 2.0);
+}
+
+TYPED_TEST(NmfTest, ReportNamesTileAndMetrics) {
+  using Space = TypeParam;
+  const Space exec;
+  auto A = to_space<Space>(planted<double>(30, 25, 3, 14));
+  auto o = options(nmf::Algorithm::alo, 6, 5);
+  o.max_iterations = 3;
+  auto r = nmf::solve(exec, A, o);
+  EXPECT_EQ(r.report.info.at("tile"), "5");
+  EXPECT_EQ(r.report.metrics.items.at(0).first, "relative_error");
+  EXPECT_EQ(r.report.iterations, 3);
+  o.tolerance = 0.5;
+  o.max_iterations = 100;
+  auto r2 = nmf::solve(exec, A, o);
+  EXPECT_EQ(r2.report.stop_reason, "converged");
+}
+
+}  // namespace
+
+namespace {
+// ALO's phase-1/3 GEMMs run on column subviews of the row-major factors; they
+// must stay LayoutRight (strided rows) so the vendor paths take them.
+TEST(NmfModel, ColumnSubviewsKeepBlasLayout) {
+  using Mem = Kokkos::DefaultExecutionSpace::memory_space;
+  kfactor::DenseMatrix<double, Mem> W("W", 10, 8);
+  auto sub = Kokkos::subview(W, Kokkos::ALL, Kokkos::make_pair(2, 5));
+  auto blk = Kokkos::subview(W, Kokkos::make_pair(1, 4), Kokkos::make_pair(2, 5));
+  static_assert(std::is_same_v<decltype(sub)::array_layout, Kokkos::LayoutRight>);
+  static_assert(std::is_same_v<decltype(blk)::array_layout, Kokkos::LayoutRight>);
+  EXPECT_EQ(sub.stride(0), 8u);
+  EXPECT_EQ(blk.stride(0), 8u);
+}
+}  // namespace

@@ -1,0 +1,80 @@
+#include <kfactor/core/convert.hpp>
+#include <kfactor/core/random.hpp>
+#include <kfactor/kernels/spmm.hpp>
+
+#include "common/test_spaces.hpp"
+
+#include <cmath>
+
+namespace {
+using namespace kfactor;
+
+template <class P>
+class SpmmTest : public ::testing::Test {};
+TYPED_TEST_SUITE(SpmmTest, kfactor::test::SpacesAndScalars, kfactor::test::SpaceNames);
+
+// Random CSR (empty rows included) times dense, every path against a float64
+// host reference, for several widths k, with alpha and beta.
+TYPED_TEST(SpmmTest, MatchesFloat64Reference) {
+  using Space = typename TypeParam::space;
+  using T = typename TypeParam::scalar;
+  using Mem = typename Space::memory_space;
+  const Space exec;
+  const int m = 53, n = 41;
+  const double tol = sizeof(T) == 4 ? 2e-5 : 1e-13;
+  CooMatrix<T> coo;
+  coo.num_rows = m;
+  coo.num_cols = n;
+  const CounterRng rng(7, RngStream::user);
+  for (int i = 0; i < m; ++i) {
+    if (i % 9 == 4) continue;  // empty rows
+    for (int j = 0; j < n; ++j)
+      if (rng.uniform(std::uint64_t(i) * n + j) < 0.2) {
+        coo.rows.push_back(i);
+        coo.cols.push_back(j);
+        coo.values.push_back(T(rng.uniform(1000000 + std::uint64_t(i) * n + j) * 2 - 1));
+      }
+  }
+  auto A = to_csr(exec, coo);
+  auto hA = copy_to<Kokkos::HostSpace>(A);
+  for (int k : {1, 7, 33, 64}) {
+    DenseMatrix<T, Mem> B("B", n, k), C0("C0", m, k);
+    fill_uniform(exec, B, 11 + k, RngStream::user, T(-1), T(1));
+    fill_uniform(exec, C0, 12 + k, RngStream::user, T(-1), T(1));
+    auto hB = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, B);
+    auto hC0 = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, C0);
+    for (auto [alpha, beta] : {std::pair<T, T>{T(1), T(0)}, {T(-0.75), T(1)}, {T(2), T(-0.5)}}) {
+      auto check = [&](auto&& run, const char* path) {
+        DenseMatrix<T, Mem> C("C", m, k);
+        Kokkos::deep_copy(C, C0);
+        run(C);
+        auto hC = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, C);
+        for (int i = 0; i < m; ++i)
+          for (int c = 0; c < k; ++c) {
+            double s = 0, sa = 0;
+            for (auto e = hA.row_map(i); e < hA.row_map(i + 1); ++e) {
+              s += double(hA.values(e)) * double(hB(hA.entries(e), c));
+              sa += std::abs(double(hA.values(e)) * double(hB(hA.entries(e), c)));
+            }
+            const double ref = double(alpha) * s + double(beta) * double(hC0(i, c));
+            ASSERT_NEAR(double(hC(i, c)), ref, tol * (1 + sa + std::abs(ref)))
+                << path << " k=" << k << " i=" << i << " c=" << c;
+          }
+      };
+      check([&](auto& C) { spmm(exec, alpha, A, B, beta, C); }, "dispatch");
+      check([&](auto& C) { detail::spmm_portable(exec, alpha, A, B, beta, C); }, "portable");
+    }
+  }
+}
+
+TEST(Spmm, ShapeMismatchIsAUsageError) {
+  using Mem = Kokkos::DefaultExecutionSpace::memory_space;
+  CooMatrix<double> coo;
+  coo.num_rows = 3;
+  coo.num_cols = 4;
+  auto A = to_csr(Kokkos::DefaultExecutionSpace{}, coo);
+  DenseMatrix<double, Mem> B("B", 5, 2), C("C", 3, 2);
+  EXPECT_THROW(spmm(Kokkos::DefaultExecutionSpace{}, 1.0, A, B, 0.0, C), UsageError);
+}
+
+}  // namespace
