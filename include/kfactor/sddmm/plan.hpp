@@ -183,7 +183,7 @@ SddmmPlan<ExecutionSpace, T, TI>::SddmmPlan(const ExecutionSpace& exec, const cs
   info_.cache_bytes = options.cache_bytes ? options.cache_bytes : Traits::cache_bytes(exec);
   info_.scratch_bytes = options.scratch_bytes ? options.scratch_bytes : Traits::scratch_bytes();
   const auto max0 = static_cast<std::size_t>(Kokkos::TeamPolicy<ExecutionSpace>::scratch_size_max(0));
-  if (info_.scratch_bytes > max0) info_.scratch_bytes = max0;
+  if (info_.scratch_bytes + 256 > max0) info_.scratch_bytes = max0 > 512 ? max0 - 256 : max0;
   info_.density = (m > 0 && n > 0) ? double(nnz) / (double(m) * double(n)) : 0.0;
 
   // Kernel.
