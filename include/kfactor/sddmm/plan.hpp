@@ -238,6 +238,10 @@ SddmmPlan<ExecutionSpace, T, TI>::SddmmPlan(const ExecutionSpace& exec, const cs
   V = std::min(V, vmax);
   launch_.vector_length = V;
   launch_.team_size = options.team_size ? options.team_size : Traits::team_size(V);
+  if constexpr (Traits::gpu)
+    launch_.team_size = std::max(1, std::min(launch_.team_size, 1024 / V));
+  else
+    launch_.team_size = std::max(1, std::min(launch_.team_size, exec.concurrency()));
   launch_.items_per_team = kernel == SddmmKernel::rowsplit ? Traits::items_per_team(launch_.team_size)
                                                             : launch_.team_size;
   if (Traits::gpu && launch_.items_per_team < launch_.team_size) launch_.items_per_team = launch_.team_size;
