@@ -70,7 +70,10 @@ SddmmHostLayout build_sddmm_layout(const offset_t* row_map, const ordinal_t* ent
     oidx = tidx.data();
   }
 
-  L.identity = !tr && L.ntiles == 1 && !req.sm_l2;
+  // Row-split items index S's CSR directly in the normal orientation, tiled
+  // or not (a row's nonzeros within one tile are contiguous in S, since its
+  // columns are sorted): no copy, no indirection.
+  L.identity = !tr && !req.sm_l2;
   L.tile_offsets.assign(ntiles + 1, 0);
   for (offset_t e = 0; e < nnz; ++e) ++L.tile_offsets[static_cast<std::size_t>(oidx[e] / tj) + 1];
   for (std::size_t t = 0; t < ntiles; ++t) L.tile_offsets[t + 1] += L.tile_offsets[t];

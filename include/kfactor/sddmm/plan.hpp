@@ -8,10 +8,11 @@
 /// pattern and values, picks the kernel and its parameters from the options
 /// and the paper's models, and lays the nonzeros out for that kernel:
 ///   - rowsplit (the default for sparse S): work items of at most `chunk`
-///     nonzeros of one staged row within one column tile; one group of vector
-///     lanes per item, lanes across K with 16-byte loads, the staged row read
-///     once per 4 nonzeros. With one tile in the normal orientation the layout
-///     is S's CSR itself (no copy, no indirection).
+///     nonzeros of one staged row within one column tile, ordered tile by
+///     tile; one group of vector lanes per item, lanes across K with 16-byte
+///     loads, the staged row read once per 4 nonzeros. In the normal
+///     orientation the items index S's CSR itself (no copy, no indirection);
+///     the transposed one (stage B) uses a permuted copy of the pattern.
 ///   - sm_l2: the paper's Alg. 4/5 (active rows in team scratch, K-slices).
 ///   - sm_sm: the paper's §IV-B for dense-ish S.
 ///   - reference: one thread per nonzero.
@@ -202,7 +203,12 @@ SddmmPlan<ExecutionSpace, T, TI>::SddmmPlan(const ExecutionSpace& exec, const cs
 
   // Staged matrix (eq. 4) and column tiles (eq. 6).
   const bool tiled_kernel = kernel == SddmmKernel::rowsplit || kernel == SddmmKernel::sm_l2;
-  info_.transposed = tiled_kernel && (options.staged == SddmmStaged::automatic ? eq4_choice(m, n) == SddmmStaged::b
+  // Eq. 4 saves K (N - M) words by staging B when N > M; the transposed
+  // layout costs about 2 words per nonzero (its output/value positions), so
+  // automatic staging takes B only when the saving exceeds that.
+  const bool eq4_b = eq4_choice(m, n) == SddmmStaged::b &&
+                     double(K) * (double(n) - double(m)) > 2.0 * double(nnz);
+  info_.transposed = tiled_kernel && (options.staged == SddmmStaged::automatic ? eq4_b
                                                                                : options.staged == SddmmStaged::b);
   const ordinal_t C = info_.transposed ? m : n;
   const double l2_elems = double(info_.cache_bytes) / double(esize);

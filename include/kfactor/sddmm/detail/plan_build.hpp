@@ -32,7 +32,7 @@ struct SddmmHostLayout {
   ordinal_t staged_rows = 0, streamed_rows = 0;
   ordinal_t tile_cols = 1;
   std::int64_t ntiles = 1;
-  bool identity = true;                    ///< the layout is S's CSR itself (cols = S.entries, dst(e) = e)
+  bool identity = true;                    ///< items index S's CSR itself (cols = S.entries, dst(e) = e)
   std::vector<offset_t> tile_offsets;      ///< ntiles + 1 nonzero offsets of the tiles in the layout
   std::vector<ordinal_t> cols;             ///< streamed index per layout nonzero (empty when identity)
   std::vector<offset_t> dst;               ///< S position per layout nonzero (empty when identity)
