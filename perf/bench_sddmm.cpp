@@ -27,7 +27,9 @@
 #include <set>
 #include <sstream>
 
-namespace {
+// A named namespace (not an anonymous one): CUDA's extended lambdas need an
+// enclosing function with external linkage.
+namespace bench_sddmm_detail {
 using namespace kfactor;
 using Space = Kokkos::DefaultExecutionSpace;
 using Mem = Space::memory_space;
@@ -322,9 +324,11 @@ void run_precision(const Context& ctx, const CsrMatrix<float, Mem>& S, int K, co
     run_plan<float, TI>(ctx, S, A, B, K, "rowsplit-other-staged(eq4-off)", prec, o);
     o = {};
     o.kernel = SddmmKernel::rowsplit;
-    o.sort_items = false;
+    o.sort_items = 0;
     run_plan<float, TI>(ctx, S, A, B, K, "rowsplit-unsorted-items", prec, o);
-    o.sort_items = true;
+    o.sort_items = 1;
+    run_plan<float, TI>(ctx, S, A, B, K, "rowsplit-sorted-items", prec, o);
+    o.sort_items = -1;
     o.chunk = 1 << 30;
     run_plan<float, TI>(ctx, S, A, B, K, "rowsplit-no-row-split", prec, o);
     for (int tk : {32, 128}) {
@@ -362,7 +366,9 @@ void run_precision(const Context& ctx, const CsrMatrix<float, Mem>& S, int K, co
   }
 }
 
-}  // namespace
+}  // namespace bench_sddmm_detail
+
+using namespace bench_sddmm_detail;
 
 int main(int argc, char** argv) {
   Kokkos::ScopeGuard guard(argc, argv);

@@ -18,7 +18,9 @@
 #include <tuple>
 
 namespace kfactor::cli {
-namespace {
+// A named namespace (not an anonymous one): CUDA's extended lambdas need an
+// enclosing function with external linkage.
+namespace sddmm_command_detail {
 
 using Space = Kokkos::DefaultExecutionSpace;
 using Mem = Space::memory_space;
@@ -212,6 +214,11 @@ Report dispatch(const SddmmCliOptions& o, const CooMatrix<double>& coo) {
   if (p == "fp16") return run_sddmm<float, Kokkos::Experimental::half_t>(o, coo);
   return run_sddmm<float, float>(o, coo);
 }
+
+}  // namespace sddmm_command_detail
+
+namespace {
+using namespace sddmm_command_detail;
 
 const Registrar sddmm_command{Command{
     "sddmm", "sampled dense-dense product P = S o (A B^T) at S's nonzeros; GFLOP/s = 2 nnz K / t",

@@ -33,6 +33,7 @@ bool parse_options(std::istringstream& in, SddmmOptions& o) {
       else if (k == "chunk") o.chunk = std::stoi(v);
       else if (k == "lanes") o.vector_length = std::stoi(v);
       else if (k == "active_rows") o.active_rows = v == "1";
+      else if (k == "sort") o.sort_items = std::stoi(v);
       else continue;
     } catch (const std::exception&) {
       return false;
@@ -58,7 +59,7 @@ std::string sddmm_options_string(const SddmmOptions& o) {
   std::ostringstream s;
   s << "kernel=" << to_string(o.kernel) << " tiles=" << (o.column_tiles ? 1 : 0) << " tile_cols=" << o.tile_cols
     << " staged=" << to_string(o.staged) << " tk=" << o.tk << " chunk=" << o.chunk << " lanes=" << o.vector_length
-    << " active_rows=" << (o.active_rows ? 1 : 0);
+    << " active_rows=" << (o.active_rows ? 1 : 0) << " sort=" << o.sort_items;
   return s.str();
 }
 

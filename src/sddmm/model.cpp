@@ -84,6 +84,13 @@ int sm_sm_tile(std::size_t scratch_bytes, int k, std::size_t element_bytes) {
   return static_cast<int>(std::min<std::size_t>(scratch_bytes / per, 1u << 20));
 }
 
+SddmmKernel choose_sddmm_kernel(bool gpu, double density, const SddmmOptions& options, int smsm_tile, bool smsm_fits) {
+  if (options.kernel != SddmmKernel::automatic) return options.kernel;
+  return (gpu && options.smsm_density > 0 && density > options.smsm_density && smsm_fits && smsm_tile >= 16)
+             ? SddmmKernel::sm_sm
+             : SddmmKernel::rowsplit;
+}
+
 double amdahl_speedup(double fraction, double kernel_speedup) {
   return 1.0 / ((1.0 - fraction) + fraction / kernel_speedup);
 }

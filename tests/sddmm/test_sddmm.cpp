@@ -33,9 +33,10 @@ std::vector<std::pair<std::string, SddmmOptions>> configurations() {
     o.kernel = SddmmKernel::rowsplit;
     o.column_tiles = false;
   });
-  add("rowsplit-tiles7", [](SddmmOptions& o) {
+  add("rowsplit-tiles7-sorted", [](SddmmOptions& o) {
     o.kernel = SddmmKernel::rowsplit;
     o.tile_cols = 7;
+    o.sort_items = 1;
   });
   add("rowsplit-stageB-tiles", [](SddmmOptions& o) {
     o.kernel = SddmmKernel::rowsplit;
@@ -45,7 +46,7 @@ std::vector<std::pair<std::string, SddmmOptions>> configurations() {
   add("rowsplit-chunk3-unsorted-lanes4", [](SddmmOptions& o) {
     o.kernel = SddmmKernel::rowsplit;
     o.chunk = 3;
-    o.sort_items = false;
+    o.sort_items = 0;
     o.vector_length = 4;
     o.team_size = 2;
   });
@@ -218,17 +219,28 @@ TYPED_TEST(SddmmTest, SmSmChosenAboveThresholdAndAgreesWithSmL2) {
   o.scratch_bytes = 16 * 1024;
   SddmmPlan<Space, T> automatic(exec, S, K, o);
   ASSERT_GT(automatic.info().density, 0.05);
-  EXPECT_EQ(automatic.info().kernel, SddmmKernel::sm_sm);
-  const int t = automatic.info().smsm_tile;
+  // The automatic rule is the paper's on GPUs; CPUs always take rowsplit.
+  constexpr bool gpu = detail::SddmmTraits<Space>::gpu;
+  EXPECT_EQ(automatic.info().kernel, gpu ? SddmmKernel::sm_sm : SddmmKernel::rowsplit);
+  EXPECT_EQ(choose_sddmm_kernel(true, automatic.info().density, o, 20, true), SddmmKernel::sm_sm);
+  EXPECT_EQ(choose_sddmm_kernel(true, 0.049, o, 20, true), SddmmKernel::rowsplit);
+  EXPECT_EQ(choose_sddmm_kernel(true, 0.2, o, 20, false), SddmmKernel::rowsplit);  // does not fit
+  EXPECT_EQ(choose_sddmm_kernel(false, 0.2, o, 20, true), SddmmKernel::rowsplit);
+  o.kernel = SddmmKernel::sm_sm;
+  SddmmPlan<Space, T> forced(exec, S, K, o);
+  EXPECT_EQ(forced.info().kernel, SddmmKernel::sm_sm);
+  const int t = forced.info().smsm_tile;
   EXPECT_LE(std::size_t(t + t) * K * sizeof(T), o.scratch_bytes);
   EXPECT_EQ(t, sm_sm_tile(o.scratch_bytes, K, sizeof(T)));
+  o.kernel = SddmmKernel::automatic;
   o.smsm_density = 0.5;  // threshold above this density: not SM-SM
+  EXPECT_EQ(choose_sddmm_kernel(true, automatic.info().density, o, 20, true), SddmmKernel::rowsplit);
   EXPECT_NE((SddmmPlan<Space, T>(exec, S, K, o).info().kernel), SddmmKernel::sm_sm);
 
   auto A = random_dense<T>(exec, S.num_rows(), K, 3);
   auto B = random_dense<T>(exec, S.num_cols, K, 4);
   Kokkos::View<T*, Mem> o1("o1", S.nnz()), o2("o2", S.nnz());
-  automatic.apply(exec, A, B, o1);
+  forced.apply(exec, A, B, o1);
   SddmmOptions l2;
   l2.kernel = SddmmKernel::sm_l2;
   SddmmPlan<Space, T>(exec, S, K, l2).apply(exec, A, B, o2);
@@ -298,9 +310,10 @@ TYPED_TEST(SddmmTest, PlanReuseAndNewValues) {
       plan.apply(exec, A, B, out);
       EXPECT_LE(scaled_error(out, host_reference(S, A, B, true), K, eps), 1.0);
     }
-    auto vals = S.values;
-    Kokkos::parallel_for(
-        Kokkos::RangePolicy<Space>(exec, 0, S.nnz()), KOKKOS_LAMBDA(std::size_t e) { vals(e) = -2 * vals(e); });
+    auto hv = Kokkos::create_mirror(Kokkos::HostSpace{}, S.values);
+    Kokkos::deep_copy(hv, S.values);
+    for (std::size_t e = 0; e < hv.extent(0); ++e) hv(e) = -2 * hv(e);
+    Kokkos::deep_copy(S.values, hv);
     auto A = random_dense<T>(exec, S.num_rows(), K, 60);
     auto B = random_dense<T>(exec, S.num_cols, K, 61);
     plan.apply(exec, A, B, out);

@@ -133,7 +133,12 @@ SddmmTuneResult sddmm_autotune(const ExecutionSpace& exec, const CsrMatrix<T, ty
     o.staged = model_info.transposed ? SddmmStaged::a : SddmmStaged::b;
     trial("other staged", o);
   }
-  // 4. Chunk sizes around the default.
+  // 4. Items longest-first or in S's order; chunk sizes around the default.
+  for (int sort : {0, 1}) {
+    SddmmOptions o = res.best;
+    o.sort_items = sort;
+    trial(sort ? "sorted items" : "unsorted items", o);
+  }
   const int chunk0 = model_info.chunk;
   for (int f : {2, 4}) {
     SddmmOptions o = res.best;

@@ -63,14 +63,16 @@ struct SddmmOptions {
   std::size_t scratch_bytes = 0; ///< team scratch per team; 0 = the space's default (48 KB GPU, 32 KB CPU)
 
   // --- SM-SM ------------------------------------------------------------------
-  double smsm_density = 0.05;    ///< automatic picks sm_sm above this density (<= 0 never)
+  double smsm_density = 0.05;    ///< on GPUs automatic picks sm_sm above this density (<= 0 never);
+                                 ///< on CPUs automatic never does (measured 2x slower than rowsplit)
   int smsm_tile = 0;             ///< T_i = T_j of SM-SM; 0 = the largest with (T_i + T_j) K sizeof <= scratch
 
   // --- row-split kernel (beyond the paper) ----------------------------------
   int chunk = 0;                 ///< max nonzeros per work item; 0 = 32 on GPUs, 128 on CPUs
   int vector_length = 0;         ///< lanes per work item; 0 = packs of K rounded to 2^p, <= 32 (GPU) / 1 (CPU)
   int team_size = 0;             ///< work items in flight per team; 0 = 256 / lanes (GPU) / 1 (CPU)
-  bool sort_items = true;        ///< order each tile's items longest first (tail balance)
+  int sort_items = -1;           ///< order each tile's items longest first: 1 yes, 0 no, -1 GPUs only
+                                 ///< (balance of lane groups in a warp; CPUs keep S's order for locality)
 
   // --- checks ----------------------------------------------------------------
   bool check_inputs = true;      ///< apply() rejects NaN/Inf in A and B (one pass over each)
@@ -108,6 +110,10 @@ int sm_l2_rows_per_block(std::size_t scratch_bytes, int tk, std::size_t element_
 /// T (2 K element_bytes + 8) <= scratch (8 bytes of row cursor per row);
 /// 0 when not even T = 1 fits.
 int sm_sm_tile(std::size_t scratch_bytes, int k, std::size_t element_bytes);
+
+/// The automatic kernel choice: sm_sm when `gpu`, density > smsm_density > 0,
+/// and the SM-SM tile (which must fit the scratch) is at least 16; else rowsplit.
+SddmmKernel choose_sddmm_kernel(bool gpu, double density, const SddmmOptions& options, int smsm_tile, bool smsm_fits);
 
 /// Amdahl's law 1 / ((1 - f) + f / s) (Table IV's application estimates).
 double amdahl_speedup(double fraction, double kernel_speedup);

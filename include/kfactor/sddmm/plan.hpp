@@ -192,10 +192,7 @@ SddmmPlan<ExecutionSpace, T, TI>::SddmmPlan(const ExecutionSpace& exec, const cs
   const int smsm_t = options.smsm_tile > 0 ? options.smsm_tile : sm_sm_tile(info_.scratch_bytes, K, esize);
   const bool smsm_fits =
       smsm_t >= 1 && std::size_t(smsm_t) * (2 * std::size_t(K) * esize + sizeof(offset_t)) <= info_.scratch_bytes;
-  if (kernel == SddmmKernel::automatic)
-    kernel = (options.smsm_density > 0 && info_.density > options.smsm_density && smsm_fits && smsm_t >= 16)
-                 ? SddmmKernel::sm_sm
-                 : SddmmKernel::rowsplit;
+  kernel = choose_sddmm_kernel(Traits::gpu, info_.density, options, smsm_t, smsm_fits);
   if (kernel == SddmmKernel::sm_sm && !smsm_fits)
     throw UsageError("sddmm: SM-SM needs (T_i + T_j) K sizeof <= scratch: K = " + std::to_string(K) +
                      ", scratch " + std::to_string(info_.scratch_bytes) + " bytes");
@@ -260,7 +257,7 @@ SddmmPlan<ExecutionSpace, T, TI>::SddmmPlan(const ExecutionSpace& exec, const cs
   req.tile_cols = info_.tile_cols;
   req.rowsplit = kernel == SddmmKernel::rowsplit;
   req.chunk = options.chunk ? options.chunk : (Traits::gpu ? 32 : 128);
-  req.sort_items = options.sort_items;
+  req.sort_items = options.sort_items < 0 ? Traits::gpu : options.sort_items > 0;
   req.sm_l2 = kernel == SddmmKernel::sm_l2;
   req.active_rows = options.active_rows;
   info_.chunk = req.rowsplit ? req.chunk : 0;

@@ -172,6 +172,8 @@ void sddmm_rowsplit_kernel(const ExecutionSpace& exec, Kokkos::View<const SddmmI
             Kokkos::parallel_reduce(
                 Kokkos::ThreadVectorRange(team, V),
                 [&](int lane, Sums& acc) {
+                  Acc loc[G];  // private partial sums: kept in registers
+                  for (int g = 0; g < G; ++g) loc[g] = Acc(0);
                   for (int p = lane; p < npacks; p += V) {
                     if constexpr (Vec) {
                       const Pack xp = reinterpret_cast<const Pack*>(xr)[p];
@@ -179,15 +181,14 @@ void sddmm_rowsplit_kernel(const ExecutionSpace& exec, Kokkos::View<const SddmmI
                       for (int w = 0; w < W; ++w) xa[w] = sddmm_to_acc<Acc>(xp.v[w]);
                       for (int g = 0; g < G; ++g) {
                         const Pack yp = reinterpret_cast<const Pack*>(yr[g])[p];
-                        Acc s = 0;
-                        for (int w = 0; w < W; ++w) s += xa[w] * sddmm_to_acc<Acc>(yp.v[w]);
-                        acc.v[g] += s;
+                        for (int w = 0; w < W; ++w) loc[g] += xa[w] * sddmm_to_acc<Acc>(yp.v[w]);
                       }
                     } else {
                       const Acc xa = sddmm_to_acc<Acc>(xr[p]);
-                      for (int g = 0; g < G; ++g) acc.v[g] += xa * sddmm_to_acc<Acc>(yr[g][p]);
+                      for (int g = 0; g < G; ++g) loc[g] += xa * sddmm_to_acc<Acc>(yr[g][p]);
                     }
                   }
+                  for (int g = 0; g < G; ++g) acc.v[g] += loc[g];
                 },
                 sums);
             Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, ng), [&](int g) {
