@@ -1,0 +1,169 @@
+#pragma once
+/// \file
+/// Autotuning of an SDDMM plan: times candidates around the model's choice
+/// (kernel, column tiles T_j x {none, 1/2, 1, 2}, row-split chunk, SM-L2 K-slice
+/// T_k in multiples of 32, the staged matrix, SM-SM where it fits) on random
+/// inputs and keeps the fastest. Results are cached per (device, M, N, nnz, K,
+/// input element size) in memory, and in a text file when one is named
+/// (one line per entry: key, then the chosen options).
+
+#include <kfactor/core/random.hpp>
+#include <kfactor/core/spaces.hpp>
+#include <kfactor/sddmm/options.hpp>
+#include <kfactor/sddmm/plan.hpp>
+
+#include <Kokkos_Core.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace kfactor {
+
+struct SddmmTuneTrial {
+  std::string description;
+  SddmmOptions options;
+  double seconds = 0.0;   ///< median apply time
+};
+
+struct SddmmTuneResult {
+  std::string key;
+  SddmmOptions best;
+  double best_seconds = 0.0;
+  bool from_cache = false;
+  std::vector<SddmmTuneTrial> trials;
+};
+
+/// The cache key: "device|M|N|nnz|K|element bytes".
+std::string sddmm_tune_key(const std::string& device, std::int64_t m, std::int64_t n, std::int64_t nnz, int k,
+                           std::size_t element_bytes);
+/// Looks the key up in memory, then in `file` (if not empty).
+std::optional<SddmmOptions> sddmm_tune_lookup(const std::string& key, const std::string& file = "");
+/// Stores the entry in memory and appends it to `file` (if not empty).
+void sddmm_tune_store(const std::string& key, const SddmmOptions& options, const std::string& file = "");
+/// Text form of the tuned fields ("kernel=rowsplit tiles=1 tile_cols=0 ...").
+std::string sddmm_options_string(const SddmmOptions& o);
+
+namespace detail {
+template <class ExecutionSpace, class Fn>
+double tune_time(const ExecutionSpace& exec, Fn&& fn, int reps) {
+  fn();
+  exec.fence();
+  std::vector<double> t;
+  for (int r = 0; r < reps; ++r) {
+    const auto t0 = std::chrono::steady_clock::now();
+    fn();
+    exec.fence();
+    t.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+}  // namespace detail
+
+/// Searches around the model's configuration for S and K; `base` supplies the
+/// fixed options (cache size, scratch, checks). `cache_file` empty: memory only.
+template <class ExecutionSpace, class T, class TI = T>
+SddmmTuneResult sddmm_autotune(const ExecutionSpace& exec, const CsrMatrix<T, typename ExecutionSpace::memory_space>& S,
+                               int K, const SddmmOptions& base = {}, const std::string& cache_file = "",
+                               int reps = 5) {
+  using Mem = typename ExecutionSpace::memory_space;
+  using Plan = SddmmPlan<ExecutionSpace, T, TI>;
+  SddmmTuneResult res;
+  res.key = sddmm_tune_key(backend_name<ExecutionSpace>() + ":" + std::to_string(exec.concurrency()), S.num_rows(),
+                           S.num_cols, static_cast<std::int64_t>(S.nnz()), K, sizeof(TI));
+  if (auto hit = sddmm_tune_lookup(res.key, cache_file)) {
+    res.best = *hit;
+    res.from_cache = true;
+    return res;
+  }
+  // Random inputs in [-1, 1) (generated in the accumulation type, converted).
+  using Acc = detail::sddmm_acc_t<TI>;
+  DenseMatrix<Acc, Mem> A0("kfactor::tune_A0", S.num_rows(), K), B0("kfactor::tune_B0", S.num_cols, K);
+  fill_uniform(exec, A0, 7, RngStream::user, Acc(-1), Acc(1));
+  fill_uniform(exec, B0, 8, RngStream::user, Acc(-1), Acc(1));
+  DenseMatrix<TI, Mem> A("kfactor::tune_A", S.num_rows(), K), B("kfactor::tune_B", S.num_cols, K);
+  Kokkos::parallel_for(
+      "kfactor::tune_cast", Kokkos::RangePolicy<ExecutionSpace>(exec, 0, std::max(S.num_rows(), S.num_cols)),
+      KOKKOS_LAMBDA(int i) {
+        for (int k = 0; k < K; ++k) {
+          if (i < static_cast<int>(A.extent(0))) A(i, k) = static_cast<TI>(A0(i, k));
+          if (i < static_cast<int>(B.extent(0))) B(i, k) = static_cast<TI>(B0(i, k));
+        }
+      });
+  Kokkos::View<T*, Mem> out("kfactor::tune_out", S.nnz());
+  SddmmOptions fixed = base;
+  fixed.check_inputs = false;
+
+  auto trial = [&](const std::string& what, SddmmOptions o) -> double {
+    try {
+      Plan plan(exec, S, K, o);
+      const double t = detail::tune_time(exec, [&] { plan(exec, A, B, out); }, reps);
+      res.trials.push_back({what + " [" + sddmm_options_string(o) + "]", o, t});
+      if (res.trials.size() == 1 || t < res.best_seconds) {
+        res.best_seconds = t;
+        res.best = o;
+      }
+      return t;
+    } catch (const UsageError&) {
+      return -1.0;
+    }
+  };
+
+  // 1. The model's choice, and no tiling.
+  SddmmOptions model = fixed;
+  model.kernel = SddmmKernel::rowsplit;
+  trial("model", model);
+  const auto model_info = Plan(exec, S, K, model).info();
+  SddmmOptions untiled = model;
+  untiled.column_tiles = false;
+  trial("no tiles", untiled);
+  // 2. T_j around the model's (when the model tiles at all).
+  if (model_info.tiles > 1)
+    for (double f : {0.5, 2.0}) {
+      SddmmOptions o = model;
+      o.tile_cols = std::max<ordinal_t>(1, static_cast<ordinal_t>(model_info.tile_cols * f));
+      trial("T_j x" + std::to_string(f), o);
+    }
+  // 3. The other staged matrix.
+  {
+    SddmmOptions o = res.best;
+    o.staged = model_info.transposed ? SddmmStaged::a : SddmmStaged::b;
+    trial("other staged", o);
+  }
+  // 4. Items longest-first or in S's order; chunk sizes around the default.
+  for (int sort : {0, 1}) {
+    SddmmOptions o = res.best;
+    o.sort_items = sort;
+    trial(sort ? "sorted items" : "unsorted items", o);
+  }
+  const int chunk0 = model_info.chunk;
+  for (int f : {2, 4}) {
+    SddmmOptions o = res.best;
+    o.chunk = std::max(4, chunk0 / f);
+    trial("chunk/" + std::to_string(f), o);
+    o.chunk = chunk0 * f;
+    trial("chunk*" + std::to_string(f), o);
+  }
+  // 5. The paper's SM-L2 over T_k in multiples of 32.
+  for (int tk = 32; tk <= std::max(32, std::min(K, 256)); tk *= 2) {
+    SddmmOptions o = res.best;
+    o.kernel = SddmmKernel::sm_l2;
+    o.tk = tk;
+    o.chunk = 0;
+    trial("sm_l2 T_k=" + std::to_string(tk), o);
+  }
+  // 6. SM-SM where it fits and S is not very sparse.
+  if (model_info.density > 0.01) {
+    SddmmOptions o = fixed;
+    o.kernel = SddmmKernel::sm_sm;
+    trial("sm_sm", o);
+  }
+  res.best.check_inputs = base.check_inputs;
+  sddmm_tune_store(res.key, res.best, cache_file);
+  return res;
+}
+
+}  // namespace kfactor

@@ -1,0 +1,132 @@
+#pragma once
+/// \file
+/// Options of the planned SDDMM (kfactor::SddmmPlan, kfactor::sddmm) and the
+/// paper's models (cuSDDMM, Nisa et al., HiPC 2018): the column-tile width of
+/// eq. 6, the DRAM costs of eq. 4 that choose which dense matrix is staged,
+/// the SM-L2 row-block height and the SM-SM tile size.
+///
+/// Note on names: kfactor::sddmm is the function the design names
+/// (`kfactor::sddmm(exec, S, A, B, out)`), so this module's types live in
+/// namespace kfactor with an Sddmm prefix instead of in a kfactor::sddmm
+/// namespace (a namespace and a function cannot share one name).
+
+#include <kfactor/core/error.hpp>
+#include <kfactor/core/matrix.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace kfactor {
+
+/// Which kernel a plan runs.
+enum class SddmmKernel {
+  automatic,  ///< sm_sm above the density threshold when it fits, else rowsplit
+  reference,  ///< one thread per nonzero (tests, baselines)
+  rowsplit,   ///< load-balanced row segments, lanes across K, registers reused (beyond the paper)
+  sm_l2,      ///< the paper's SM-L2: active rows of the staged matrix in team scratch, K-slices of T_k
+  sm_sm,      ///< the paper's SM-SM: both dense tiles in team scratch (dense-ish S)
+};
+
+/// Which dense matrix is staged on chip (the other streams through L2).
+enum class SddmmStaged {
+  automatic,  ///< eq. 4: stage A (keep B, the matrix with fewer rows, resident in L2) iff N <= M
+  a,
+  b,
+};
+
+const char* to_string(SddmmKernel k);
+const char* to_string(SddmmStaged s);
+/// Parses "auto", "reference", "rowsplit", "sm_l2", "sm_sm" (UsageError otherwise).
+SddmmKernel parse_sddmm_kernel(const std::string& name);
+
+/// Every mechanism of the paper can be switched, so that its effect can be
+/// measured (perf/bench_sddmm.cpp). Zero means "choose" for sizes.
+struct SddmmOptions {
+  SddmmKernel kernel = SddmmKernel::automatic;
+
+  // --- column tiles (§III, eq. 6) -------------------------------------------
+  bool column_tiles = true;      ///< tile the streamed matrix's rows (S's columns) into panels of T_j
+  ordinal_t tile_cols = 0;       ///< T_j; 0 = model sqrt(L2 / (c rho)), rounded (see model_tile_cols)
+  double model_c = 3.0;          ///< words moved per nonzero in the model (COO: 3)
+  ordinal_t tile_round = 5000;   ///< round the model's T_j up to a multiple of this (the paper: 5,000)
+  std::size_t cache_bytes = 0;   ///< "L2" of the model in bytes; 0 = the device's (kernels/detail/sddmm_traits.hpp)
+  bool cap_tile_to_cache = true; ///< also keep one T_j x K tile of the streamed matrix within the cache
+
+  // --- which matrix is staged (eq. 4) ---------------------------------------
+  SddmmStaged staged = SddmmStaged::automatic;
+
+  // --- SM-L2: active rows in team scratch, K-slices ---------------------------
+  bool active_rows = true;       ///< stage only the rows that have nonzeros in the tile (off: all rows)
+  int tk = 0;                    ///< K-slice width T_k (a multiple of 32, or >= K); 0 = min(K, 128)
+  std::size_t scratch_bytes = 0; ///< team scratch per team; 0 = the space's default (48 KB GPU, 32 KB CPU)
+
+  // --- SM-SM ------------------------------------------------------------------
+  double smsm_density = 0.05;    ///< on GPUs automatic picks sm_sm above this density (<= 0 never);
+                                 ///< on CPUs automatic never does (measured 2x slower than rowsplit)
+  int smsm_tile = 0;             ///< T_i = T_j of SM-SM; 0 = the largest with (T_i + T_j) K sizeof <= scratch
+
+  // --- row-split kernel (beyond the paper) ----------------------------------
+  int chunk = 0;                 ///< max nonzeros per work item; 0 = 32 on GPUs, 128 on CPUs
+  int vector_length = 0;         ///< lanes per work item; 0 = packs of K rounded to 2^p, <= 32 (GPU) / 1 (CPU)
+  int team_size = 0;             ///< work items in flight per team; 0 = 256 / lanes (GPU) / 1 (CPU)
+  int sort_items = -1;           ///< order each tile's items longest first: 1 yes, 0 no, -1 GPUs only
+                                 ///< (balance of lane groups in a warp; CPUs keep S's order for locality)
+
+  // --- checks ----------------------------------------------------------------
+  bool check_inputs = true;      ///< apply() rejects NaN/Inf in A and B (one pass over each)
+
+  /// Throws UsageError for out-of-range values.
+  void validate() const;
+};
+
+/// The model's raw T_j = floor(sqrt(L2 / (c rho))) with L2 in elements (eq. 6).
+/// Checklist: L2 = 1,048,576 floats, c = 3, rho = 0.2262% gives 12,429.
+std::int64_t model_tile_cols_raw(double l2_elements, double density, double c = 3.0);
+
+/// T_j rounded up to a multiple of `round` (the paper rounds to 5,000:
+/// 12,429 -> 15,000); a T_j of `n` or more means one tile (returns n).
+std::int64_t round_tile_cols(std::int64_t tj, std::int64_t round, std::int64_t n);
+
+/// Number of tiles of width tj over n columns (at least 1).
+std::int64_t tile_count(std::int64_t n, std::int64_t tj);
+
+/// Eq. 4's DRAM traffic in words of both staging choices.
+struct SddmmTraffic {
+  double a_staged = 0;  ///< Trans_AinSh = M N K / T_j + N K + nnz + c nnz K / T_k
+  double b_staged = 0;  ///< Trans_BinSh = M K + M N K / T_i + nnz + c nnz K / T_k
+};
+SddmmTraffic eq4_traffic(double m, double n, double nnz, double k, double ti, double tj, double tk, double c = 3.0);
+
+/// Eq. 4's choice: stage A (B resident in L2) iff its traffic is not larger,
+/// i.e. iff N <= M when T_i = T_j.
+SddmmStaged eq4_choice(std::int64_t m, std::int64_t n);
+
+/// SM-L2 block height T_i = floor(scratch elements / T_k) (Alg. 4).
+int sm_l2_rows_per_block(std::size_t scratch_bytes, int tk, std::size_t element_bytes);
+
+/// SM-SM tile T (T_i = T_j = T): the largest T with
+/// T (2 K element_bytes + 8) <= scratch (8 bytes of row cursor per row);
+/// 0 when not even T = 1 fits.
+int sm_sm_tile(std::size_t scratch_bytes, int k, std::size_t element_bytes);
+
+/// The automatic kernel choice: sm_sm when `gpu`, density > smsm_density > 0,
+/// and the SM-SM tile (which must fit the scratch) is at least 16; else rowsplit.
+SddmmKernel choose_sddmm_kernel(bool gpu, double density, const SddmmOptions& options, int smsm_tile, bool smsm_fits);
+
+/// Amdahl's law 1 / ((1 - f) + f / s) (Table IV's application estimates).
+double amdahl_speedup(double fraction, double kernel_speedup);
+
+/// Contiguous column blocks balanced by nonzeros (the paper's non-symmetric
+/// partition): boundaries b_0 = 0 <= b_1 <= ... <= b_P = N, part p owning
+/// columns [b_p, b_{p+1}). b_p is the first column c whose prefix count
+/// (nonzeros in columns < c) reaches p * nnz / P, so every part has at most
+/// nnz / P + max column count nonzeros. Parts may be empty (P > N, or heavy
+/// columns).
+std::vector<ordinal_t> balanced_column_blocks(const std::vector<offset_t>& column_counts, int parts);
+
+/// Equal-width split (the naive partition the paper compares against).
+std::vector<ordinal_t> equal_column_blocks(ordinal_t num_cols, int parts);
+
+}  // namespace kfactor

@@ -1,0 +1,382 @@
+#pragma once
+/// \file
+/// kfactor::SddmmPlan: an SDDMM prepared once for one sparsity pattern and one
+/// K, then applied many times to new dense inputs (as ALS, LDA and attention
+/// codes do).
+///
+/// Building a plan (host work, timed in info().build_seconds) validates S's
+/// pattern and values, picks the kernel and its parameters from the options
+/// and the paper's models, and lays the nonzeros out for that kernel:
+///   - rowsplit (the default for sparse S): work items of at most `chunk`
+///     nonzeros of one staged row within one column tile, ordered tile by
+///     tile; one group of vector lanes per item, lanes across K with 16-byte
+///     loads, the staged row read once per 4 nonzeros. In the normal
+///     orientation the items index S's CSR itself (no copy, no indirection);
+///     the transposed one (stage B) uses a permuted copy of the pattern.
+///   - sm_l2: the paper's Alg. 4/5 (active rows in team scratch, K-slices).
+///   - sm_sm: the paper's §IV-B for dense-ish S.
+///   - reference: one thread per nonzero.
+///
+/// The plan keeps shallow copies of S's views: the pattern must not change
+/// after building; the values may (apply() reads them every time).
+///
+/// Element types: T is S's and out's value type (float or double); TI is the
+/// element type of A and B (T, or Kokkos::Experimental::half_t / bhalf_t with
+/// T = float; the dot products then accumulate in float). On Kokkos builds
+/// without a device half type (host-only builds) half_t and bhalf_t are float.
+
+#include <kfactor/config.hpp>
+#include <kfactor/core/detail/eti.hpp>
+#include <kfactor/core/error.hpp>
+#include <kfactor/core/matrix.hpp>
+#include <kfactor/core/spaces.hpp>
+#include <kfactor/kernels/sddmm.hpp>
+#include <kfactor/sddmm/detail/plan_build.hpp>
+#include <kfactor/sddmm/options.hpp>
+
+#include <Kokkos_Core.hpp>
+
+#include <chrono>
+#include <cmath>
+#include <string>
+#include <vector>
+
+namespace kfactor {
+
+/// What a plan chose, for reports and tests.
+struct SddmmPlanInfo {
+  SddmmKernel kernel = SddmmKernel::rowsplit;
+  bool transposed = false;       ///< staged matrix is B (eq. 4 or options)
+  double density = 0.0;          ///< nnz / (M N)
+  std::int64_t model_tile_cols = 0;  ///< the model's raw T_j (before rounding and capping)
+  ordinal_t tile_cols = 0;       ///< T_j used (== streamed rows: no tiling)
+  std::int64_t tiles = 1;
+  int tk = 0, ti = 0;            ///< SM-L2 K-slice and rows per block
+  int smsm_tile = 0;             ///< SM-SM T_i = T_j
+  int chunk = 0, vector_length = 1, team_size = 1, items_per_team = 1;
+  std::int64_t items = 0, blocks = 0;
+  std::int64_t staged_rows = 0;  ///< SM-L2: sum over tiles of the active rows staged
+  bool identity_layout = true;
+  std::size_t cache_bytes = 0, scratch_bytes = 0;
+  double build_seconds = 0.0;
+};
+
+template <class ExecutionSpace, class T, class TI = T>
+class SddmmPlan {
+ public:
+  using execution_space = ExecutionSpace;
+  using memory_space = typename ExecutionSpace::memory_space;
+  using value_type = T;
+  using input_type = TI;
+  using csr_type = CsrMatrix<T, memory_space>;
+  using input_view = Kokkos::View<const TI**, Kokkos::LayoutRight, memory_space>;
+  using output_view = Kokkos::View<T*, memory_space>;
+
+  SddmmPlan() = default;
+
+  /// Builds the plan for S and inner dimension K (see the file comment).
+  SddmmPlan(const ExecutionSpace& exec, const csr_type& S, int K, const SddmmOptions& options = {});
+
+  /// out_e = s_e <A_i, B_j> (scaled) or <A_i, B_j> (unscaled) at every stored
+  /// nonzero e = (i, j) of S, in S's CSR order. A: M x K, B: N x K.
+  void apply(const ExecutionSpace& exec, const input_view& A, const input_view& B, const output_view& out,
+             bool scaled = true) const;
+
+  /// Views of any compatible type (DenseMatrix<TI>, non-const, ...).
+  template <class AV, class BV>
+  void operator()(const ExecutionSpace& exec, const AV& A, const BV& B, const output_view& out,
+                  bool scaled = true) const {
+    apply(exec, input_view(A), input_view(B), out, scaled);
+  }
+
+  [[nodiscard]] const SddmmPlanInfo& info() const { return info_; }
+  [[nodiscard]] const SddmmOptions& options() const { return options_; }
+  [[nodiscard]] int rank() const { return k_; }
+  [[nodiscard]] const csr_type& matrix() const { return S_; }
+
+  /// SM-L2 only: the active staged rows, tile after tile, and the tiles'
+  /// offsets into that list (host copies, for tests and reports).
+  [[nodiscard]] std::vector<ordinal_t> active_rows_host() const;
+  [[nodiscard]] const std::vector<offset_t>& tile_active_offsets() const { return tile_active_offsets_; }
+
+ private:
+  csr_type S_;
+  int k_ = 0;
+  SddmmOptions options_;
+  SddmmPlanInfo info_;
+  detail::SddmmLaunch launch_;
+  Kokkos::View<detail::SddmmItem*, memory_space> items_;
+  Kokkos::View<ordinal_t*, memory_space> cols_;
+  Kokkos::View<offset_t*, memory_space> dst_;
+  Kokkos::View<detail::SddmmBlock*, memory_space> blocks_;
+  Kokkos::View<ordinal_t*, memory_space> active_rows_;
+  Kokkos::View<ordinal_t*, memory_space> lrow_;
+  std::vector<offset_t> tile_active_offsets_;
+};
+
+namespace detail {
+
+template <class Mem, class V>
+Kokkos::View<V*, Mem> upload(const std::vector<V>& h, const char* label) {
+  Kokkos::View<V*, Mem> d(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string(label)), h.size());
+  Kokkos::deep_copy(d, Kokkos::View<const V*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(h.data(), h.size()));
+  return d;
+}
+
+/// Number of entries of X that are NaN or +-Inf.
+template <class ExecutionSpace, class TI, class Mem>
+std::size_t count_nonfinite(const ExecutionSpace& exec, const Kokkos::View<const TI**, Kokkos::LayoutRight, Mem>& X) {
+  std::size_t bad = 0;
+  if (X.size() == 0) return 0;
+  Kokkos::parallel_reduce(
+      "kfactor::sddmm_check_finite",
+      Kokkos::MDRangePolicy<ExecutionSpace, Kokkos::Rank<2>>(exec, {0, 0}, {X.extent(0), X.extent(1)}),
+      KOKKOS_LAMBDA(std::size_t i, std::size_t k, std::size_t& b) {
+        const auto v = static_cast<double>(static_cast<sddmm_acc_t<TI>>(X(i, k)));
+        if (!Kokkos::isfinite(v)) ++b;
+      },
+      bad);
+  return bad;
+}
+
+template <class ExecutionSpace, class T, class Mem>
+std::size_t count_nonfinite(const ExecutionSpace& exec, const Kokkos::View<T*, Mem>& x) {
+  std::size_t bad = 0;
+  Kokkos::parallel_reduce(
+      "kfactor::sddmm_check_values", Kokkos::RangePolicy<ExecutionSpace>(exec, 0, x.extent(0)),
+      KOKKOS_LAMBDA(std::size_t e, std::size_t& b) {
+        if (!Kokkos::isfinite(static_cast<double>(x(e)))) ++b;
+      },
+      bad);
+  return bad;
+}
+
+inline int next_pow2(int x) {
+  int p = 1;
+  while (p < x) p *= 2;
+  return p;
+}
+
+}  // namespace detail
+
+template <class ExecutionSpace, class T, class TI>
+SddmmPlan<ExecutionSpace, T, TI>::SddmmPlan(const ExecutionSpace& exec, const csr_type& S, int K,
+                                            const SddmmOptions& options)
+    : S_(S), k_(K), options_(options) {
+  using Traits = detail::SddmmTraits<ExecutionSpace>;
+  const auto t0 = std::chrono::steady_clock::now();
+  options.validate();
+  if (K < 1) throw UsageError("sddmm: K must be >= 1, got " + std::to_string(K));
+  const ordinal_t m = S.num_rows(), n = S.num_cols;
+  const offset_t nnz = S.nnz();
+  if (S.row_map.extent(0) == 0) throw InputError("sddmm: S has no row_map");
+  if (S.values.extent(0) != nnz)
+    throw InputError("sddmm: S has " + std::to_string(nnz) + " column indices but " +
+                     std::to_string(S.values.extent(0)) + " values");
+
+  auto h_rm = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, S.row_map);
+  auto h_ent = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, S.entries);
+  detail::validate_sddmm_pattern(h_rm.data(), h_ent.data(), m, n, nnz);
+  if (const auto bad = detail::count_nonfinite(exec, S.values); bad > 0)
+    throw InputError("sddmm: S has " + std::to_string(bad) + " NaN or Inf values");
+
+  const std::size_t esize = sizeof(TI);
+  info_.cache_bytes = options.cache_bytes ? options.cache_bytes : Traits::cache_bytes(exec);
+  info_.scratch_bytes = options.scratch_bytes ? options.scratch_bytes : Traits::scratch_bytes();
+  const auto max0 = static_cast<std::size_t>(Kokkos::TeamPolicy<ExecutionSpace>::scratch_size_max(0));
+  if (info_.scratch_bytes + 256 > max0) info_.scratch_bytes = max0 > 512 ? max0 - 256 : max0;
+  info_.density = (m > 0 && n > 0) ? double(nnz) / (double(m) * double(n)) : 0.0;
+
+  // Kernel.
+  SddmmKernel kernel = options.kernel;
+  const int smsm_t = options.smsm_tile > 0 ? options.smsm_tile : sm_sm_tile(info_.scratch_bytes, K, esize);
+  const bool smsm_fits =
+      smsm_t >= 1 && std::size_t(smsm_t) * (2 * std::size_t(K) * esize + sizeof(offset_t)) <= info_.scratch_bytes;
+  kernel = choose_sddmm_kernel(Traits::gpu, info_.density, options, smsm_t, smsm_fits);
+  if (kernel == SddmmKernel::sm_sm && !smsm_fits)
+    throw UsageError("sddmm: SM-SM needs (T_i + T_j) K sizeof <= scratch: K = " + std::to_string(K) +
+                     ", scratch " + std::to_string(info_.scratch_bytes) + " bytes");
+  info_.kernel = kernel;
+
+  // Staged matrix (eq. 4) and column tiles (eq. 6).
+  const bool tiled_kernel = kernel == SddmmKernel::rowsplit || kernel == SddmmKernel::sm_l2;
+  // Eq. 4 saves K (N - M) words by staging B when N > M; the transposed
+  // layout costs about 2 words per nonzero (its output/value positions), so
+  // automatic staging takes B only when the saving exceeds that.
+  const bool eq4_b = eq4_choice(m, n) == SddmmStaged::b &&
+                     double(K) * (double(n) - double(m)) > 2.0 * double(nnz);
+  info_.transposed = tiled_kernel && (options.staged == SddmmStaged::automatic ? eq4_b
+                                                                               : options.staged == SddmmStaged::b);
+  const ordinal_t C = info_.transposed ? m : n;
+  const double l2_elems = double(info_.cache_bytes) / double(esize);
+  info_.model_tile_cols = model_tile_cols_raw(l2_elems, info_.density, options.model_c);
+  std::int64_t tj = std::max<ordinal_t>(C, 1);
+  if (tiled_kernel && options.column_tiles) {
+    if (options.tile_cols > 0) {
+      tj = options.tile_cols;
+    } else {
+      tj = round_tile_cols(std::min<std::int64_t>(info_.model_tile_cols, std::int64_t(1) << 40), options.tile_round,
+                           C);
+      if (options.cap_tile_to_cache) {
+        const auto cap = static_cast<std::int64_t>(info_.cache_bytes / (std::size_t(K) * esize));
+        if (tj > cap) {
+          const std::int64_t down = cap / options.tile_round * options.tile_round;
+          tj = std::max<std::int64_t>(down > 0 ? down : cap, 1);
+        }
+      }
+    }
+    tj = std::clamp<std::int64_t>(tj, 1, std::max<ordinal_t>(C, 1));
+  }
+  info_.tile_cols = static_cast<ordinal_t>(tj);
+  info_.tiles = tile_count(C, tj);
+
+  // Launch shape: lanes across K in 16-byte packs.
+  constexpr int W = detail::SddmmPack<TI>::width;
+  const int packs = (K % W == 0) ? K / W : K;
+  int V = options.vector_length;
+  if (V == 0) V = Traits::gpu ? std::min(detail::next_pow2(packs), 32) : 1;
+  if (kernel == SddmmKernel::sm_l2 || kernel == SddmmKernel::sm_sm)
+    V = options.vector_length ? options.vector_length : (Traits::gpu ? std::min(detail::next_pow2(K), 32) : 1);
+  const int vmax = Kokkos::TeamPolicy<ExecutionSpace>::vector_length_max();
+  V = std::min(V, vmax);
+  launch_.vector_length = V;
+  launch_.team_size = options.team_size ? options.team_size : Traits::team_size(V);
+  if constexpr (Traits::gpu)
+    launch_.team_size = std::max(1, std::min(launch_.team_size, 1024 / V));
+  else
+    launch_.team_size = std::max(1, std::min(launch_.team_size, exec.concurrency()));
+  launch_.items_per_team = kernel == SddmmKernel::rowsplit ? Traits::items_per_team(launch_.team_size)
+                                                            : launch_.team_size;
+  if (Traits::gpu && launch_.items_per_team < launch_.team_size) launch_.items_per_team = launch_.team_size;
+  info_.vector_length = V;
+  info_.team_size = launch_.team_size;
+  info_.items_per_team = launch_.items_per_team;
+
+  detail::SddmmLayoutRequest req;
+  req.transposed = info_.transposed;
+  req.tile_cols = info_.tile_cols;
+  req.rowsplit = kernel == SddmmKernel::rowsplit;
+  req.chunk = options.chunk ? options.chunk : (Traits::gpu ? 32 : 128);
+  req.sort_items = options.sort_items < 0 ? Traits::gpu : options.sort_items > 0;
+  req.sm_l2 = kernel == SddmmKernel::sm_l2;
+  req.active_rows = options.active_rows;
+  info_.chunk = req.rowsplit ? req.chunk : 0;
+  if (kernel == SddmmKernel::sm_l2) {
+    info_.tk = options.tk ? std::min(options.tk, K) : std::min(K, 128);
+    info_.ti = sm_l2_rows_per_block(info_.scratch_bytes, info_.tk, esize);
+    if (info_.ti < 1)
+      throw UsageError("sddmm: SM-L2 with T_k = " + std::to_string(info_.tk) + " does not fit " +
+                       std::to_string(info_.scratch_bytes) + " bytes of scratch");
+    req.ti = info_.ti;
+  }
+  if (kernel == SddmmKernel::sm_sm) info_.smsm_tile = smsm_t;
+
+  if (tiled_kernel) {
+    auto L = detail::build_sddmm_layout(h_rm.data(), h_ent.data(), m, n, nnz, req);
+    info_.identity_layout = L.identity;
+    if (!L.identity) {
+      cols_ = detail::upload<memory_space>(L.cols, "kfactor::sddmm_cols");
+      dst_ = detail::upload<memory_space>(L.dst, "kfactor::sddmm_dst");
+    }
+    if (req.rowsplit) items_ = detail::upload<memory_space>(L.items, "kfactor::sddmm_items");
+    if (req.sm_l2) {
+      blocks_ = detail::upload<memory_space>(L.blocks, "kfactor::sddmm_blocks");
+      active_rows_ = detail::upload<memory_space>(L.active_rows, "kfactor::sddmm_active_rows");
+      lrow_ = detail::upload<memory_space>(L.lrow, "kfactor::sddmm_lrow");
+      tile_active_offsets_ = L.tile_active_offsets;
+      info_.staged_rows = static_cast<std::int64_t>(L.active_rows.size());
+    }
+    info_.items = static_cast<std::int64_t>(L.items.size());
+    info_.blocks = static_cast<std::int64_t>(L.blocks.size());
+  }
+  exec.fence();
+  info_.build_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+template <class ExecutionSpace, class T, class TI>
+std::vector<ordinal_t> SddmmPlan<ExecutionSpace, T, TI>::active_rows_host() const {
+  auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, active_rows_);
+  return std::vector<ordinal_t>(h.data(), h.data() + h.extent(0));
+}
+
+template <class ExecutionSpace, class T, class TI>
+void SddmmPlan<ExecutionSpace, T, TI>::apply(const ExecutionSpace& exec, const input_view& A, const input_view& B,
+                                             const output_view& out, bool scaled) const {
+  detail::check_sddmm_shapes(S_, A, B, out);
+  if (static_cast<int>(A.extent(1)) != k_)
+    throw UsageError("sddmm: the plan was built for K = " + std::to_string(k_) + ", A and B have K = " +
+                     std::to_string(A.extent(1)));
+  if (options_.check_inputs) {
+    if (const auto bad = detail::count_nonfinite(exec, A); bad > 0)
+      throw InputError("sddmm: A has " + std::to_string(bad) + " NaN or Inf entries");
+    if (const auto bad = detail::count_nonfinite(exec, B); bad > 0)
+      throw InputError("sddmm: B has " + std::to_string(bad) + " NaN or Inf entries");
+  }
+  if (S_.nnz() == 0) return;
+  Kokkos::View<const offset_t*, memory_space> row_map = S_.row_map;
+  Kokkos::View<const ordinal_t*, memory_space> entries = S_.entries;
+  Kokkos::View<const T*, memory_space> values = S_.values;
+  switch (info_.kernel) {
+    case SddmmKernel::reference:
+    case SddmmKernel::automatic:
+      detail::sddmm_reference_kernel<ExecutionSpace, T, TI, memory_space>(exec, row_map, entries, values, A, B, out,
+                                                                          scaled);
+      return;
+    case SddmmKernel::sm_sm:
+      detail::sddmm_sm_sm_kernel<ExecutionSpace, T, TI, memory_space>(exec, row_map, entries, values, A, B, out,
+                                                                      scaled, info_.smsm_tile, launch_);
+      return;
+    case SddmmKernel::sm_l2: {
+      const auto& X = info_.transposed ? B : A;
+      const auto& Y = info_.transposed ? A : B;
+      detail::sddmm_sm_l2_kernel<ExecutionSpace, T, TI, memory_space>(exec, blocks_, active_rows_, lrow_, cols_, dst_,
+                                                                      values, X, Y, out, scaled, info_.tk, info_.ti,
+                                                                      launch_);
+      return;
+    }
+    case SddmmKernel::rowsplit: {
+      const auto& X = info_.transposed ? B : A;
+      const auto& Y = info_.transposed ? A : B;
+      constexpr int W = detail::SddmmPack<TI>::width;
+      auto aligned = [](const input_view& V) {
+        return reinterpret_cast<std::uintptr_t>(V.data()) % 16 == 0 && (V.stride(0) * sizeof(TI)) % 16 == 0;
+      };
+      const bool vec = k_ % W == 0 && aligned(X) && aligned(Y);
+      Kokkos::View<const detail::SddmmItem*, memory_space> items = items_;
+      if (info_.identity_layout) {
+        if (vec)
+          detail::sddmm_rowsplit_kernel<true, false, 4>(exec, items, entries, Kokkos::View<const offset_t*, memory_space>(),
+                                                        values, X, Y, out, scaled, launch_);
+        else
+          detail::sddmm_rowsplit_kernel<false, false, 4>(exec, items, entries,
+                                                         Kokkos::View<const offset_t*, memory_space>(), values, X, Y,
+                                                         out, scaled, launch_);
+      } else {
+        Kokkos::View<const ordinal_t*, memory_space> cols = cols_;
+        Kokkos::View<const offset_t*, memory_space> dst = dst_;
+        if (vec)
+          detail::sddmm_rowsplit_kernel<true, true, 4>(exec, items, cols, dst, values, X, Y, out, scaled, launch_);
+        else
+          detail::sddmm_rowsplit_kernel<false, true, 4>(exec, items, cols, dst, values, X, Y, out, scaled, launch_);
+      }
+      return;
+    }
+  }
+}
+
+// Explicit instantiations live in src/sddmm/eti.cpp.
+#define KFACTOR_SDDMM_PLAN_EXTERN(Space, T) extern template class SddmmPlan<Space, T, T>;
+KFACTOR_ETI_FOR_EACH(KFACTOR_SDDMM_PLAN_EXTERN)
+#undef KFACTOR_SDDMM_PLAN_EXTERN
+#if !KOKKOS_BHALF_T_IS_FLOAT
+#define KFACTOR_SDDMM_PLAN_EXTERN_BF16(Space, T) extern template class SddmmPlan<Space, float, Kokkos::Experimental::bhalf_t>;
+KFACTOR_ETI_FOR_EACH_SPACE(KFACTOR_SDDMM_PLAN_EXTERN_BF16, float)
+#undef KFACTOR_SDDMM_PLAN_EXTERN_BF16
+#endif
+#if !KOKKOS_HALF_T_IS_FLOAT
+#define KFACTOR_SDDMM_PLAN_EXTERN_FP16(Space, T) extern template class SddmmPlan<Space, float, Kokkos::Experimental::half_t>;
+KFACTOR_ETI_FOR_EACH_SPACE(KFACTOR_SDDMM_PLAN_EXTERN_FP16, float)
+#undef KFACTOR_SDDMM_PLAN_EXTERN_FP16
+#endif
+
+}  // namespace kfactor

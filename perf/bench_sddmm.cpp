@@ -1,0 +1,403 @@
+// SDDMM benchmark: apply time (median of --reps after 3 warm-ups) and GFLOP/s
+// = 2 nnz K / t on M1 (NYTimes-like), M2 (web-Google-like) and M3
+// (facebook_combined), K = 32/128/512, fp32 and bf16; the reference kernel;
+// each of the paper's mechanisms on and off; the T_j sweep of Table III;
+// cusparseSDDMM (CSR, ALG_DEFAULT) on the same data when built with CUDA
+// (perf/bench_sddmm.cmake links CUDA::cusparse); the compulsory-bytes floor
+// of each run at the measured copy bandwidth and the fraction reached.
+//
+// M1/M2: the .rows.bin/.cols.bin files of ../shared/peers/sddmm_matrices.py
+// when --bin-dir has them (the exact peer instances), else the C++ port of
+// that generator (kfactor/sddmm/generate.hpp: same parameters and
+// distribution, a different random instance). --scale F divides M, N and nnz
+// by F (CPU runs).
+#include "common/bench.hpp"
+
+#include <kfactor/core/convert.hpp>
+#include <kfactor/core/random.hpp>
+#include <kfactor/sddmm/generate.hpp>
+#include <kfactor/sddmm/sddmm.hpp>
+
+#if defined(KOKKOS_ENABLE_CUDA) && defined(KFACTOR_BENCH_CUSPARSE)
+#include <cusparse.h>
+#endif
+
+#include <cstring>
+#include <filesystem>
+#include <set>
+#include <sstream>
+
+// A named namespace (not an anonymous one): CUDA's extended lambdas need an
+// enclosing function with external linkage.
+namespace bench_sddmm_detail {
+using namespace kfactor;
+using Space = Kokkos::DefaultExecutionSpace;
+using Mem = Space::memory_space;
+
+struct Args {
+  std::vector<std::string> matrices = {"m1", "m2", "m3"};
+  std::vector<int> ks = {32, 128, 512};
+  std::vector<std::string> precisions = {"float", "bf16"};
+  int reps = 20;
+  double scale = 1.0;
+  std::string bin_dir = ".peers";
+  std::string facebook = "";
+  bool mechanisms = true, sweep = true, reference = true, cusparse = true;
+  int mech_k = 128;  ///< K of the mechanism on/off runs and the T_j sweep
+};
+
+std::vector<std::string> split(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  std::string x;
+  while (std::getline(ss, x, ',')) out.push_back(x);
+  return out;
+}
+
+Args parse(int argc, char** argv) {
+  Args a;
+  for (int i = 1; i < argc; ++i) {
+    std::string k = argv[i];
+    auto val = [&]() -> std::string {
+      if (i + 1 >= argc) throw UsageError("missing value after " + k);
+      return argv[++i];
+    };
+    if (k == "--matrices") a.matrices = split(val());
+    else if (k == "--k") {
+      a.ks.clear();
+      for (auto& x : split(val())) a.ks.push_back(std::stoi(x));
+    } else if (k == "--precisions") a.precisions = split(val());
+    else if (k == "--reps") a.reps = std::stoi(val());
+    else if (k == "--scale") a.scale = std::stod(val());
+    else if (k == "--bin-dir") a.bin_dir = val();
+    else if (k == "--facebook") a.facebook = val();
+    else if (k == "--mech-k") a.mech_k = std::stoi(val());
+    else if (k == "--no-mechanisms") a.mechanisms = false;
+    else if (k == "--no-sweep") a.sweep = false;
+    else if (k == "--no-reference") a.reference = false;
+    else if (k == "--no-cusparse") a.cusparse = false;
+    else if (k == "--help") {
+      std::puts("bench_sddmm [--matrices m1,m2,m3] [--k 32,128,512] [--precisions float,bf16] [--reps 20]\n"
+                "            [--scale F] [--bin-dir DIR] [--facebook FILE] [--mech-k 128]\n"
+                "            [--no-mechanisms] [--no-sweep] [--no-reference] [--no-cusparse]");
+      std::exit(0);
+    } else
+      throw UsageError("unknown argument " + k);
+  }
+  return a;
+}
+
+bool read_bin(const std::string& path, std::vector<ordinal_t>& v) {
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
+  if (!in) return false;
+  const auto bytes = static_cast<std::size_t>(in.tellg());
+  v.resize(bytes / sizeof(ordinal_t));
+  in.seekg(0);
+  in.read(reinterpret_cast<char*>(v.data()), static_cast<std::streamsize>(v.size() * sizeof(ordinal_t)));
+  return static_cast<bool>(in);
+}
+
+/// Values of S: uniform in [-1, 1) (the peers measured patterns; values do
+/// not change the work).
+void fill_values(CooMatrix<float>& c) {
+  const CounterRng rng(3, RngStream::user);
+  c.values.resize(c.rows.size());
+  for (std::size_t e = 0; e < c.values.size(); ++e) c.values[e] = rng.uniform<float>(e, -1.f, 1.f);
+}
+
+CooMatrix<float> load_matrix(const std::string& which, const Args& a, std::string& source) {
+  CooMatrix<float> c;
+  if (which == "m3") {
+    std::vector<std::string> candidates = {a.facebook, ".peers/facebook_combined.txt",
+                                           "../shared/data/snap/facebook_combined.txt"};
+    for (const auto& path : candidates) {
+      if (path.empty()) continue;
+      std::ifstream in(path);
+      if (!in) continue;
+      std::set<std::pair<int, int>> seen;
+      long u, v;
+      int maxid = -1;
+      std::string line;
+      while (std::getline(in, line)) {
+        std::istringstream ls(line);
+        if (line.empty() || line[0] == '#' || !(ls >> u >> v)) continue;
+        if (!seen.insert({int(u), int(v)}).second) continue;
+        c.rows.push_back(int(u));
+        c.cols.push_back(int(v));
+        maxid = std::max<int>(maxid, int(std::max(u, v)));
+      }
+      c.num_rows = c.num_cols = maxid + 1;
+      source = path;
+      fill_values(c);
+      return c;
+    }
+    throw InputError("bench_sddmm: facebook_combined.txt not found (use --facebook)");
+  }
+  const std::string name = which == "m1" ? "m1_nytimes_like" : "m2_webgoogle_like";
+  PowerLawSpec spec = peer_matrix_spec(name);
+  if (a.scale == 1.0 && read_bin(a.bin_dir + "/" + name + ".rows.bin", c.rows) &&
+      read_bin(a.bin_dir + "/" + name + ".cols.bin", c.cols) && c.rows.size() == c.cols.size()) {
+    c.num_rows = spec.m;
+    c.num_cols = spec.n;
+    source = a.bin_dir + "/" + name + ".{rows,cols}.bin (numpy instance)";
+    fill_values(c);
+    return c;
+  }
+  spec.m = std::max<std::int64_t>(1, std::int64_t(spec.m / a.scale));
+  spec.n = std::max<std::int64_t>(1, std::int64_t(spec.n / a.scale));
+  spec.target = std::max<std::int64_t>(1, std::int64_t(spec.target / a.scale));
+  c = power_law_pattern<float>(spec);
+  source = "generated " + name + (a.scale != 1.0 ? " / " + std::to_string(a.scale) : "") + " (C++ port)";
+  fill_values(c);
+  return c;
+}
+
+/// Copy bandwidth of the execution space (bytes read + written per second).
+double copy_bandwidth() {
+  const std::size_t n = std::size_t(64) << 20;  // 256 MB of floats per side
+  Kokkos::View<float*, Mem> x("x", n), y("y", n);
+  Kokkos::deep_copy(x, 1.f);
+  const Space exec;
+  const double t = bench::median_seconds(exec, [&] { Kokkos::deep_copy(exec, y, x); }, 5, 2);
+  return 2.0 * n * sizeof(float) / t;
+}
+
+struct Context {
+  Args args;
+  std::string matrix, source;
+  double bandwidth = 0;
+};
+
+template <class T, class TI>
+void emit(const Context& ctx, const CsrMatrix<T, Mem>& S, int K, const std::string& variant, const std::string& prec,
+          double seconds, double build_seconds, const nlohmann::json& extra_info) {
+  Report r;
+  r.command = "bench_sddmm";
+  r.backend = backend_name<Space>();
+  r.precision = prec;
+  r.rows = S.num_rows();
+  r.cols = S.num_cols;
+  r.nnz = static_cast<std::int64_t>(S.nnz());
+  r.rank = K;
+  r.iterations = ctx.args.reps;
+  r.seconds = seconds;
+  const double gflops = 2.0 * double(S.nnz()) * K / seconds * 1e-9;
+  // Compulsory traffic: index + value + output per nonzero, row offsets, A and B once.
+  const double bytes = double(S.nnz()) * (sizeof(ordinal_t) + 2 * sizeof(T)) + double(S.num_rows() + 1) * 8 +
+                       double(S.num_rows() + S.num_cols) * K * sizeof(TI);
+  const double floor_s = bytes / ctx.bandwidth;
+  r.metrics.set("gflops", gflops);
+  r.metrics.set("apply_seconds", seconds);
+  r.metrics.set("bytes_floor_seconds", floor_s);
+  r.metrics.set("fraction_of_bytes_floor", floor_s / seconds);
+  r.timings.set("plan_build", build_seconds);
+  r.info["matrix"] = ctx.matrix;
+  r.info["variant"] = variant;
+  r.info["source"] = ctx.source;
+  nlohmann::json extra = {{"variant", variant}, {"matrix", ctx.matrix}, {"copy_bandwidth_GBs", ctx.bandwidth * 1e-9}};
+  if (!extra_info.is_null()) extra["plan"] = extra_info;
+  bench::emit(r, extra);
+  std::fprintf(stderr, "%-3s K=%-4d %-6s %-28s %9.1f GFLOP/s  %8.3f ms  (floor %.0f%%, build %.3f s)\n",
+               ctx.matrix.c_str(), K, prec.c_str(), variant.c_str(), gflops, seconds * 1e3, 100 * floor_s / seconds,
+               build_seconds);
+}
+
+template <class T, class TI>
+void run_plan(const Context& ctx, const CsrMatrix<T, Mem>& S, const DenseMatrix<TI, Mem>& A,
+              const DenseMatrix<TI, Mem>& B, int K, const std::string& variant, const std::string& prec,
+              SddmmOptions o) {
+  const Space exec;
+  o.check_inputs = false;
+  try {
+    SddmmPlan<Space, T, TI> plan(exec, S, K, o);
+    Kokkos::View<T*, Mem> out("out", S.nnz());
+    const double t = bench::median_seconds(exec, [&] { plan(exec, A, B, out); }, ctx.args.reps, 3);
+    const auto& in = plan.info();
+    nlohmann::json info = {{"kernel", to_string(in.kernel)}, {"staged", in.transposed ? "B" : "A"},
+                           {"tile_cols", in.tile_cols},      {"tiles", in.tiles},
+                           {"model_tile_cols", in.model_tile_cols}, {"tk", in.tk},
+                           {"ti", in.ti},                    {"chunk", in.chunk},
+                           {"lanes", in.vector_length},      {"items", in.items},
+                           {"staged_rows", in.staged_rows}};
+    emit<T, TI>(ctx, S, K, variant, prec, t, in.build_seconds, info);
+  } catch (const Error& e) {
+    std::fprintf(stderr, "%s K=%d %s: skipped (%s)\n", ctx.matrix.c_str(), K, variant.c_str(), e.what());
+  }
+}
+
+#if defined(KOKKOS_ENABLE_CUDA) && defined(KFACTOR_BENCH_CUSPARSE)
+#define KF_CUSPARSE(call)                                                                  \
+  do {                                                                                     \
+    cusparseStatus_t st_ = (call);                                                         \
+    if (st_ != CUSPARSE_STATUS_SUCCESS) throw RuntimeFailure(std::string("cuSPARSE: ") + #call); \
+  } while (0)
+
+void run_cusparse(const Context& ctx, const CsrMatrix<float, Mem>& S, const DenseMatrix<float, Mem>& A,
+                  const DenseMatrix<float, Mem>& B, int K) {
+  const Space exec;
+  const std::int64_t m = S.num_rows(), n = S.num_cols, nnz = static_cast<std::int64_t>(S.nnz());
+  Kokkos::View<int*, Mem> rm32("rm32", m + 1);
+  auto rm = S.row_map;
+  Kokkos::parallel_for(
+      Kokkos::RangePolicy<Space>(exec, 0, m + 1), KOKKOS_LAMBDA(std::int64_t i) { rm32(i) = static_cast<int>(rm(i)); });
+  Kokkos::View<float*, Mem> out("out", nnz);
+  exec.fence();
+  cusparseHandle_t h;
+  KF_CUSPARSE(cusparseCreate(&h));
+  KF_CUSPARSE(cusparseSetStream(h, exec.cuda_stream()));
+  cusparseDnMatDescr_t dA, dB;
+  cusparseSpMatDescr_t sC;
+  // A: M x K row-major. B (N x K row-major) is op(B) = K x N column-major, ld K.
+  KF_CUSPARSE(cusparseCreateDnMat(&dA, m, K, K, A.data(), CUDA_R_32F, CUSPARSE_ORDER_ROW));
+  KF_CUSPARSE(cusparseCreateDnMat(&dB, K, n, K, B.data(), CUDA_R_32F, CUSPARSE_ORDER_COL));
+  KF_CUSPARSE(cusparseCreateCsr(&sC, m, n, nnz, rm32.data(), S.entries.data(), out.data(), CUSPARSE_INDEX_32I,
+                                CUSPARSE_INDEX_32I, CUSPARSE_INDEX_BASE_ZERO, CUDA_R_32F));
+  const float alpha = 1.f, beta = 0.f;
+  std::size_t bytes = 0;
+  KF_CUSPARSE(cusparseSDDMM_bufferSize(h, CUSPARSE_OPERATION_NON_TRANSPOSE, CUSPARSE_OPERATION_NON_TRANSPOSE, &alpha,
+                                       dA, dB, &beta, sC, CUDA_R_32F, CUSPARSE_SDDMM_ALG_DEFAULT, &bytes));
+  Kokkos::View<char*, Mem> buf("cusparse_buffer", bytes + 16);
+  const auto t0 = std::chrono::steady_clock::now();
+  KF_CUSPARSE(cusparseSDDMM_preprocess(h, CUSPARSE_OPERATION_NON_TRANSPOSE, CUSPARSE_OPERATION_NON_TRANSPOSE, &alpha,
+                                       dA, dB, &beta, sC, CUDA_R_32F, CUSPARSE_SDDMM_ALG_DEFAULT, buf.data()));
+  exec.fence();
+  const double pre = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const double t = bench::median_seconds(
+      exec,
+      [&] {
+        KF_CUSPARSE(cusparseSDDMM(h, CUSPARSE_OPERATION_NON_TRANSPOSE, CUSPARSE_OPERATION_NON_TRANSPOSE, &alpha, dA,
+                                  dB, &beta, sC, CUDA_R_32F, CUSPARSE_SDDMM_ALG_DEFAULT, buf.data()));
+      },
+      ctx.args.reps, 3);
+  // Agreement with kfactor's unscaled result.
+  Kokkos::View<float*, Mem> mine("mine", nnz);
+  sddmm_unscaled(exec, S, A, B, mine);
+  double worst = 0;
+  Kokkos::parallel_reduce(
+      Kokkos::RangePolicy<Space>(exec, 0, nnz),
+      KOKKOS_LAMBDA(std::int64_t e, double& w) {
+        const double d = Kokkos::abs(double(out(e)) - double(mine(e))) / (1.0 + Kokkos::abs(double(mine(e))));
+        if (d > w) w = d;
+      },
+      Kokkos::Max<double>(worst));
+  cusparseDestroyDnMat(dA);
+  cusparseDestroyDnMat(dB);
+  cusparseDestroySpMat(sC);
+  cusparseDestroy(h);
+  emit<float, float>(ctx, S, K, "cusparseSDDMM", "float", t, pre, {{"max_rel_diff_vs_kfactor", worst}});
+}
+#endif
+
+template <class TI>
+void run_precision(const Context& ctx, const CsrMatrix<float, Mem>& S, int K, const std::string& prec) {
+  const Space exec;
+  DenseMatrix<float, Mem> A0("A0", S.num_rows(), K), B0("B0", S.num_cols, K);
+  fill_uniform(exec, A0, 1, RngStream::factor_w, -1.f, 1.f);
+  fill_uniform(exec, B0, 1, RngStream::factor_h, -1.f, 1.f);
+  DenseMatrix<TI, Mem> A("A", S.num_rows(), K), B("B", S.num_cols, K);
+  Kokkos::parallel_for(
+      Kokkos::MDRangePolicy<Space, Kokkos::Rank<2>>(exec, {0, 0}, {A.extent(0), A.extent(1)}),
+      KOKKOS_LAMBDA(std::size_t i, std::size_t k) { A(i, k) = static_cast<TI>(A0(i, k)); });
+  Kokkos::parallel_for(
+      Kokkos::MDRangePolicy<Space, Kokkos::Rank<2>>(exec, {0, 0}, {B.extent(0), B.extent(1)}),
+      KOKKOS_LAMBDA(std::size_t i, std::size_t k) { B(i, k) = static_cast<TI>(B0(i, k)); });
+  exec.fence();
+  const auto& a = ctx.args;
+  run_plan<float, TI>(ctx, S, A, B, K, "kfactor", prec, SddmmOptions{});
+  SddmmOptions untiled;
+  untiled.column_tiles = false;
+  run_plan<float, TI>(ctx, S, A, B, K, "kfactor-untiled", prec, untiled);
+  if (a.reference && prec == "float") {
+    SddmmOptions o;
+    o.kernel = SddmmKernel::reference;
+    run_plan<float, TI>(ctx, S, A, B, K, "reference", prec, o);
+  }
+#if defined(KOKKOS_ENABLE_CUDA) && defined(KFACTOR_BENCH_CUSPARSE)
+  if constexpr (std::is_same_v<TI, float>)
+    if (a.cusparse) run_cusparse(ctx, S, A, B, K);
+#endif
+  if (a.mechanisms && K == a.mech_k && prec == "float") {
+    SddmmOptions o;
+    o.kernel = SddmmKernel::rowsplit;
+    SddmmPlan<Space, float, TI> probe(exec, S, K, o);
+    o.staged = probe.info().transposed ? SddmmStaged::a : SddmmStaged::b;
+    run_plan<float, TI>(ctx, S, A, B, K, "rowsplit-other-staged(eq4-off)", prec, o);
+    o = {};
+    o.kernel = SddmmKernel::rowsplit;
+    o.sort_items = 0;
+    run_plan<float, TI>(ctx, S, A, B, K, "rowsplit-unsorted-items", prec, o);
+    o.sort_items = 1;
+    run_plan<float, TI>(ctx, S, A, B, K, "rowsplit-sorted-items", prec, o);
+    o.sort_items = -1;
+    o.chunk = 1 << 30;
+    run_plan<float, TI>(ctx, S, A, B, K, "rowsplit-no-row-split", prec, o);
+    for (int tk : {32, 128}) {
+      if (tk > K && tk != 32) continue;
+      o = {};
+      o.kernel = SddmmKernel::sm_l2;
+      o.tk = tk;
+      run_plan<float, TI>(ctx, S, A, B, K, "paper-sm_l2-tk" + std::to_string(tk), prec, o);
+    }
+    o = {};
+    o.kernel = SddmmKernel::sm_l2;
+    o.tk = 32;
+    o.column_tiles = false;
+    run_plan<float, TI>(ctx, S, A, B, K, "paper-sm_l2-tk32-untiled", prec, o);
+    o.column_tiles = true;
+    o.active_rows = false;
+    run_plan<float, TI>(ctx, S, A, B, K, "paper-sm_l2-tk32-no-active-rows", prec, o);
+    o = {};
+    o.kernel = SddmmKernel::sm_sm;
+    run_plan<float, TI>(ctx, S, A, B, K, "paper-sm_sm", prec, o);
+  }
+  if (a.sweep && K == a.mech_k && prec == "float" && ctx.matrix == "m1") {
+    // Table III: tiles 1, 2, 3, 4, 5, 6, 7, 11, 21 over N (rowsplit and SM-L2).
+    for (int tiles : {1, 2, 3, 5, 7, 11, 21}) {
+      for (auto kernel : {SddmmKernel::rowsplit, SddmmKernel::sm_l2}) {
+        SddmmOptions o;
+        o.kernel = kernel;
+        o.staged = SddmmStaged::a;
+        o.tile_cols = static_cast<ordinal_t>((S.num_cols + tiles - 1) / tiles);
+        if (kernel == SddmmKernel::sm_l2) o.tk = 32;
+        run_plan<float, TI>(ctx, S, A, B, K,
+                            std::string("sweep-") + to_string(kernel) + "-tiles" + std::to_string(tiles), prec, o);
+      }
+    }
+  }
+}
+
+}  // namespace bench_sddmm_detail
+
+using namespace bench_sddmm_detail;
+
+int main(int argc, char** argv) {
+  Kokkos::ScopeGuard guard(argc, argv);
+  try {
+    Context ctx;
+    ctx.args = parse(argc, argv);
+    ctx.bandwidth = copy_bandwidth();
+    std::fprintf(stderr, "copy bandwidth %.1f GB/s on %s\n", ctx.bandwidth * 1e-9, backend_name<Space>().c_str());
+    for (const auto& which : ctx.args.matrices) {
+      const auto t0 = std::chrono::steady_clock::now();
+      auto coo = load_matrix(which, ctx.args, ctx.source);
+      auto S = to_csr(Space{}, coo);
+      ctx.matrix = which;
+      std::fprintf(stderr, "%s: %lld x %d, %zu nnz from %s (%.1f s)\n", which.c_str(),
+                   static_cast<long long>(S.num_rows()), S.num_cols, S.nnz(), ctx.source.c_str(),
+                   std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+      for (int K : ctx.args.ks)
+        for (const auto& prec : ctx.args.precisions) {
+          if (prec == "float")
+            run_precision<float>(ctx, S, K, prec);
+          else if (prec == "bf16")
+            run_precision<Kokkos::Experimental::bhalf_t>(ctx, S, K, prec);
+          else if (prec == "fp16")
+            run_precision<Kokkos::Experimental::half_t>(ctx, S, K, prec);
+        }
+    }
+  } catch (const kfactor::Error& e) {
+    std::fprintf(stderr, "bench_sddmm: %s\n", e.what());
+    return e.exit_code();
+  }
+  return 0;
+}

@@ -1,0 +1,126 @@
+#include <kfactor/sddmm/options.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace kfactor {
+
+const char* to_string(SddmmKernel k) {
+  switch (k) {
+    case SddmmKernel::automatic: return "auto";
+    case SddmmKernel::reference: return "reference";
+    case SddmmKernel::rowsplit: return "rowsplit";
+    case SddmmKernel::sm_l2: return "sm_l2";
+    case SddmmKernel::sm_sm: return "sm_sm";
+  }
+  return "unknown";
+}
+
+const char* to_string(SddmmStaged s) {
+  switch (s) {
+    case SddmmStaged::automatic: return "auto";
+    case SddmmStaged::a: return "A";
+    case SddmmStaged::b: return "B";
+  }
+  return "unknown";
+}
+
+SddmmKernel parse_sddmm_kernel(const std::string& name) {
+  for (auto k : {SddmmKernel::automatic, SddmmKernel::reference, SddmmKernel::rowsplit, SddmmKernel::sm_l2,
+                 SddmmKernel::sm_sm})
+    if (name == to_string(k)) return k;
+  throw UsageError("sddmm: unknown kernel '" + name + "' (auto|reference|rowsplit|sm_l2|sm_sm)");
+}
+
+void SddmmOptions::validate() const {
+  if (tile_cols < 0) throw UsageError("sddmm: tile_cols must be >= 0");
+  if (!(model_c > 0)) throw UsageError("sddmm: model_c must be > 0");
+  if (tile_round < 1) throw UsageError("sddmm: tile_round must be >= 1");
+  if (tk < 0) throw UsageError("sddmm: tk must be >= 0");
+  if (tk > 0 && tk % 32 != 0) throw UsageError("sddmm: tk must be a multiple of 32, got " + std::to_string(tk));
+  if (smsm_tile < 0) throw UsageError("sddmm: smsm_tile must be >= 0");
+  if (chunk < 0) throw UsageError("sddmm: chunk must be >= 0");
+  if (vector_length < 0 || (vector_length & (vector_length - 1)) != 0)
+    throw UsageError("sddmm: vector_length must be 0 or a power of two, got " + std::to_string(vector_length));
+  if (team_size < 0) throw UsageError("sddmm: team_size must be >= 0");
+}
+
+std::int64_t model_tile_cols_raw(double l2_elements, double density, double c) {
+  if (!(density > 0)) return std::numeric_limits<std::int64_t>::max();
+  return static_cast<std::int64_t>(std::floor(std::sqrt(l2_elements / (c * density))));
+}
+
+std::int64_t round_tile_cols(std::int64_t tj, std::int64_t round, std::int64_t n) {
+  if (n <= 0) return 1;
+  if (tj >= n) return n;
+  round = std::max<std::int64_t>(round, 1);
+  const std::int64_t r = std::max<std::int64_t>((tj + round - 1) / round, 1) * round;
+  return std::min(r, n);
+}
+
+std::int64_t tile_count(std::int64_t n, std::int64_t tj) {
+  if (n <= 0 || tj <= 0) return 1;
+  return std::max<std::int64_t>((n + tj - 1) / tj, 1);
+}
+
+SddmmTraffic eq4_traffic(double m, double n, double nnz, double k, double ti, double tj, double tk, double c) {
+  SddmmTraffic t;
+  t.a_staged = m * n * k / tj + n * k + nnz + c * nnz * k / tk;
+  t.b_staged = m * k + m * n * k / ti + nnz + c * nnz * k / tk;
+  return t;
+}
+
+SddmmStaged eq4_choice(std::int64_t m, std::int64_t n) { return n <= m ? SddmmStaged::a : SddmmStaged::b; }
+
+int sm_l2_rows_per_block(std::size_t scratch_bytes, int tk, std::size_t element_bytes) {
+  if (tk <= 0 || element_bytes == 0) return 0;
+  return static_cast<int>(scratch_bytes / element_bytes / static_cast<std::size_t>(tk));
+}
+
+int sm_sm_tile(std::size_t scratch_bytes, int k, std::size_t element_bytes) {
+  if (k <= 0) return 0;
+  const std::size_t per = 2 * static_cast<std::size_t>(k) * element_bytes + sizeof(offset_t);
+  return static_cast<int>(std::min<std::size_t>(scratch_bytes / per, 1u << 20));
+}
+
+SddmmKernel choose_sddmm_kernel(bool gpu, double density, const SddmmOptions& options, int smsm_tile, bool smsm_fits) {
+  if (options.kernel != SddmmKernel::automatic) return options.kernel;
+  return (gpu && options.smsm_density > 0 && density > options.smsm_density && smsm_fits && smsm_tile >= 16)
+             ? SddmmKernel::sm_sm
+             : SddmmKernel::rowsplit;
+}
+
+double amdahl_speedup(double fraction, double kernel_speedup) {
+  return 1.0 / ((1.0 - fraction) + fraction / kernel_speedup);
+}
+
+std::vector<ordinal_t> balanced_column_blocks(const std::vector<offset_t>& column_counts, int parts) {
+  if (parts < 1) throw UsageError("balanced_column_blocks: need at least one part, got " + std::to_string(parts));
+  const auto n = static_cast<ordinal_t>(column_counts.size());
+  offset_t nnz = 0;
+  for (auto c : column_counts) nnz += c;
+  std::vector<ordinal_t> b(static_cast<std::size_t>(parts) + 1, n);
+  b[0] = 0;
+  // prefix = nonzeros in columns < col; part p starts at the first col with
+  // prefix * P >= p * nnz (exact integer arithmetic).
+  ordinal_t col = 0;
+  offset_t prefix = 0;
+  for (int p = 1; p < parts; ++p) {
+    const unsigned __int128 target = static_cast<unsigned __int128>(p) * nnz;
+    while (col < n && static_cast<unsigned __int128>(prefix) * parts < target) prefix += column_counts[col++];
+    b[p] = col;
+  }
+  b[parts] = n;
+  return b;
+}
+
+std::vector<ordinal_t> equal_column_blocks(ordinal_t num_cols, int parts) {
+  if (parts < 1) throw UsageError("equal_column_blocks: need at least one part, got " + std::to_string(parts));
+  std::vector<ordinal_t> b(static_cast<std::size_t>(parts) + 1);
+  for (int p = 0; p <= parts; ++p)
+    b[p] = static_cast<ordinal_t>(static_cast<std::int64_t>(num_cols) * p / parts);
+  return b;
+}
+
+}  // namespace kfactor

@@ -1,0 +1,159 @@
+#include <kfactor/core/error.hpp>
+#include <kfactor/sddmm/detail/plan_build.hpp>
+#include <kfactor/sddmm/options.hpp>
+
+#include <algorithm>
+#include <string>
+
+namespace kfactor::detail {
+
+void validate_sddmm_pattern(const offset_t* row_map, const ordinal_t* entries, ordinal_t m, ordinal_t n,
+                            offset_t nnz) {
+  if (m < 0 || n < 0) throw InputError("sddmm: S has a negative dimension");
+  if (row_map[0] != 0) throw InputError("sddmm: S's row_map must start at 0");
+  if (row_map[m] != nnz)
+    throw InputError("sddmm: S's row_map ends at " + std::to_string(row_map[m]) + " but S has " +
+                     std::to_string(nnz) + " column indices");
+  for (ordinal_t i = 0; i < m; ++i) {
+    if (row_map[i + 1] < row_map[i]) throw InputError("sddmm: S's row_map decreases at row " + std::to_string(i));
+    for (offset_t e = row_map[i]; e < row_map[i + 1]; ++e) {
+      if (entries[e] < 0 || entries[e] >= n)
+        throw InputError("sddmm: S's nonzero " + std::to_string(e) + " in row " + std::to_string(i) +
+                         " has column " + std::to_string(entries[e]) + ", outside 0.." + std::to_string(n - 1));
+      if (e > row_map[i] && entries[e] <= entries[e - 1])
+        throw InputError("sddmm: S's row " + std::to_string(i) +
+                         " has unsorted or duplicate column indices (sort and merge them first)");
+    }
+  }
+}
+
+namespace {
+struct Segment {
+  ordinal_t row;
+  offset_t begin;
+  offset_t len;
+};
+}  // namespace
+
+SddmmHostLayout build_sddmm_layout(const offset_t* row_map, const ordinal_t* entries, ordinal_t m, ordinal_t n,
+                                   offset_t nnz, const SddmmLayoutRequest& req) {
+  SddmmHostLayout L;
+  const bool tr = req.transposed;
+  const ordinal_t R = tr ? n : m, C = tr ? m : n;
+  L.staged_rows = R;
+  L.streamed_rows = C;
+  const ordinal_t tj = std::max<ordinal_t>(1, std::min<ordinal_t>(req.tile_cols, std::max<ordinal_t>(C, 1)));
+  L.tile_cols = tj;
+  L.ntiles = tile_count(C, tj);
+  const auto ntiles = static_cast<std::size_t>(L.ntiles);
+
+  // The orientation: S's CSR, or its CSC by a counting sort (rows ascending
+  // within each column, since S is walked row by row).
+  std::vector<offset_t> tptr, tpos;
+  std::vector<ordinal_t> tidx;
+  const offset_t* optr = row_map;
+  const ordinal_t* oidx = entries;
+  if (tr) {
+    tptr.assign(static_cast<std::size_t>(n) + 1, 0);
+    for (offset_t e = 0; e < nnz; ++e) ++tptr[static_cast<std::size_t>(entries[e]) + 1];
+    for (ordinal_t j = 0; j < n; ++j) tptr[j + 1] += tptr[j];
+    tidx.resize(nnz);
+    tpos.resize(nnz);
+    std::vector<offset_t> fill(tptr.begin(), tptr.end() - 1);
+    for (ordinal_t i = 0; i < m; ++i)
+      for (offset_t e = row_map[i]; e < row_map[i + 1]; ++e) {
+        const offset_t p = fill[entries[e]]++;
+        tidx[p] = i;
+        tpos[p] = e;
+      }
+    optr = tptr.data();
+    oidx = tidx.data();
+  }
+
+  // Row-split items index S's CSR directly in the normal orientation, tiled
+  // or not (a row's nonzeros within one tile are contiguous in S, since its
+  // columns are sorted): no copy, no indirection.
+  L.identity = !tr && !req.sm_l2;
+  L.tile_offsets.assign(ntiles + 1, 0);
+  for (offset_t e = 0; e < nnz; ++e) ++L.tile_offsets[static_cast<std::size_t>(oidx[e] / tj) + 1];
+  for (std::size_t t = 0; t < ntiles; ++t) L.tile_offsets[t + 1] += L.tile_offsets[t];
+
+  std::vector<offset_t> fill(L.tile_offsets.begin(), L.tile_offsets.end() - 1);
+  if (!L.identity) {
+    L.cols.resize(nnz);
+    L.dst.resize(nnz);
+  }
+  std::vector<std::vector<Segment>> segs(ntiles);
+  for (ordinal_t r = 0; r < R; ++r) {
+    offset_t e = optr[r];
+    const offset_t end = optr[r + 1];
+    while (e < end) {
+      const auto t = static_cast<std::size_t>(oidx[e] / tj);
+      offset_t e2 = e + 1;
+      while (e2 < end && static_cast<std::size_t>(oidx[e2] / tj) == t) ++e2;
+      offset_t begin = e;
+      if (!L.identity) {
+        begin = fill[t];
+        for (offset_t q = e; q < e2; ++q) {
+          L.cols[fill[t]] = oidx[q];
+          L.dst[fill[t]] = tr ? tpos[q] : q;
+          ++fill[t];
+        }
+      }
+      segs[t].push_back({r, begin, e2 - e});
+      e = e2;
+    }
+  }
+
+  if (req.rowsplit) {
+    const auto chunk = static_cast<offset_t>(std::max(req.chunk, 1));
+    for (std::size_t t = 0; t < ntiles; ++t) {
+      const std::size_t first = L.items.size();
+      for (const auto& s : segs[t])
+        for (offset_t off = 0; off < s.len; off += chunk)
+          L.items.push_back(SddmmItem{s.begin + off, s.row, static_cast<ordinal_t>(std::min(chunk, s.len - off))});
+      if (req.sort_items)
+        std::stable_sort(L.items.begin() + static_cast<std::ptrdiff_t>(first), L.items.end(),
+                         [](const SddmmItem& a, const SddmmItem& b) { return a.len > b.len; });
+    }
+  }
+
+  if (req.sm_l2) {
+    const int ti = std::max(req.ti, 1);
+    L.tile_active_offsets.assign(ntiles + 1, 0);
+    L.lrow.resize(nnz);
+    for (std::size_t t = 0; t < ntiles; ++t) {
+      const auto a0 = static_cast<ordinal_t>(L.active_rows.size());
+      if (req.active_rows) {
+        for (const auto& s : segs[t]) L.active_rows.push_back(s.row);
+        for (std::size_t q = 0; q < segs[t].size(); ++q)
+          std::fill_n(L.lrow.begin() + static_cast<std::ptrdiff_t>(segs[t][q].begin), segs[t][q].len,
+                      a0 + static_cast<ordinal_t>(q));
+      } else {
+        for (ordinal_t r = 0; r < R; ++r) L.active_rows.push_back(r);
+        for (const auto& s : segs[t])
+          std::fill_n(L.lrow.begin() + static_cast<std::ptrdiff_t>(s.begin), s.len, a0 + s.row);
+      }
+      const auto a1 = static_cast<ordinal_t>(L.active_rows.size());
+      L.tile_active_offsets[t + 1] = static_cast<offset_t>(a1);
+      // Layout position where the nonzeros of staged rows >= r start in tile t.
+      auto start_of = [&](ordinal_t r) -> offset_t {
+        auto it = std::lower_bound(segs[t].begin(), segs[t].end(), r,
+                                   [](const Segment& s, ordinal_t v) { return s.row < v; });
+        return it == segs[t].end() ? L.tile_offsets[t + 1] : it->begin;
+      };
+      for (ordinal_t b0 = a0; b0 < a1; b0 += ti) {
+        const ordinal_t nr = std::min<ordinal_t>(ti, a1 - b0);
+        SddmmBlock blk;
+        blk.active_begin = b0;
+        blk.nrows = nr;
+        blk.begin = start_of(L.active_rows[b0]);
+        blk.end = b0 + nr < a1 ? start_of(L.active_rows[b0 + nr]) : L.tile_offsets[t + 1];
+        L.blocks.push_back(blk);
+      }
+    }
+  }
+  return L;
+}
+
+}  // namespace kfactor::detail

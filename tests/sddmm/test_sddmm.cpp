@@ -1,0 +1,530 @@
+// SDDMM kernels and plans against a float64 host reference (digest 004,
+// checklist items 1, 2, 6, 7, 8, 9, 13), edge shapes, reduced precision and
+// bad input.
+#include "sddmm_test_util.hpp"
+
+#include <cstdio>
+#include <functional>
+#include <typeinfo>
+
+namespace {
+using namespace kfactor;
+using kfactor::test::host_reference;
+using kfactor::test::random_dense;
+using kfactor::test::random_sddmm_pattern;
+using kfactor::test::scaled_error;
+
+template <class P>
+class SddmmTest : public ::testing::Test {};
+TYPED_TEST_SUITE(SddmmTest, kfactor::test::SpacesAndScalars, kfactor::test::SpaceNames);
+
+/// Every mechanism on and off, every kernel.
+std::vector<std::pair<std::string, SddmmOptions>> configurations() {
+  std::vector<std::pair<std::string, SddmmOptions>> c;
+  auto add = [&](const std::string& name, std::function<void(SddmmOptions&)> f) {
+    SddmmOptions o;
+    f(o);
+    c.emplace_back(name, o);
+  };
+  add("auto", [](SddmmOptions&) {});
+  add("reference", [](SddmmOptions& o) { o.kernel = SddmmKernel::reference; });
+  add("rowsplit", [](SddmmOptions& o) { o.kernel = SddmmKernel::rowsplit; });
+  add("rowsplit-untiled", [](SddmmOptions& o) {
+    o.kernel = SddmmKernel::rowsplit;
+    o.column_tiles = false;
+  });
+  add("rowsplit-tiles7-sorted", [](SddmmOptions& o) {
+    o.kernel = SddmmKernel::rowsplit;
+    o.tile_cols = 7;
+    o.sort_items = 1;
+  });
+  add("rowsplit-stageB-tiles", [](SddmmOptions& o) {
+    o.kernel = SddmmKernel::rowsplit;
+    o.staged = SddmmStaged::b;
+    o.tile_cols = 11;
+  });
+  add("rowsplit-chunk3-unsorted-lanes4", [](SddmmOptions& o) {
+    o.kernel = SddmmKernel::rowsplit;
+    o.chunk = 3;
+    o.sort_items = 0;
+    o.vector_length = 4;
+    o.team_size = 2;
+  });
+  add("sm_l2-tk32-tiles", [](SddmmOptions& o) {
+    o.kernel = SddmmKernel::sm_l2;
+    o.tk = 32;
+    o.tile_cols = 9;
+    o.scratch_bytes = 4096;  // small blocks: several per tile, partial last block
+  });
+  add("sm_l2-no-active-rows-stageB", [](SddmmOptions& o) {
+    o.kernel = SddmmKernel::sm_l2;
+    o.active_rows = false;
+    o.staged = SddmmStaged::b;
+    o.tile_cols = 13;
+  });
+  add("sm_sm-t5", [](SddmmOptions& o) {
+    o.kernel = SddmmKernel::sm_sm;
+    o.smsm_tile = 5;
+  });
+  return c;
+}
+
+// Checklist 1, 2, 9: every configuration, scaled and unscaled, K in {1, 7, 33, 128}.
+TYPED_TEST(SddmmTest, EveryKernelMatchesFloat64Reference) {
+  using Space = typename TypeParam::space;
+  using T = typename TypeParam::scalar;
+  const Space exec;
+  const double eps = std::numeric_limits<T>::epsilon();
+  auto S = to_csr(exec, [] {
+    auto c = random_sddmm_pattern(61, 47, 6, 11);
+    CooMatrix<T> t;
+    t.num_rows = c.num_rows;
+    t.num_cols = c.num_cols;
+    t.rows = c.rows;
+    t.cols = c.cols;
+    for (double v : c.values) t.values.push_back(T(v));
+    return t;
+  }());
+  ASSERT_GT(S.nnz(), 100u);
+  for (int K : {1, 7, 33, 128}) {
+    auto A = random_dense<T>(exec, S.num_rows(), K, 100 + K);
+    auto B = random_dense<T>(exec, S.num_cols, K, 200 + K);
+    const auto ref = host_reference(S, A, B, true);
+    const auto refu = host_reference(S, A, B, false);
+    for (const auto& [name, opt] : configurations()) {
+      if (opt.kernel == SddmmKernel::sm_sm && K > 64) continue;  // does not fit the scratch
+      Kokkos::View<T*, typename Space::memory_space> out("out", S.nnz());
+      SddmmPlan<Space, T> plan(exec, S, K, opt);
+      plan.apply(exec, A, B, out);
+      EXPECT_LE(scaled_error(out, ref, K, eps), 1.0) << name << " K=" << K;
+      Kokkos::deep_copy(out, T(12345));
+      plan.apply(exec, A, B, out, false);
+      EXPECT_LE(scaled_error(out, refu, K, eps), 1.0) << name << " unscaled K=" << K;
+    }
+    // The one-shot entry points.
+    Kokkos::View<T*, typename Space::memory_space> out("out", S.nnz());
+    sddmm(exec, S, A, B, out);
+    EXPECT_LE(scaled_error(out, ref, K, eps), 1.0);
+    sddmm_unscaled(exec, S, A, B, out);
+    EXPECT_LE(scaled_error(out, refu, K, eps), 1.0);
+    auto P = sddmm(exec, S, A, B);
+    EXPECT_EQ(P.row_map.data(), S.row_map.data());  // P's pattern is S's
+    EXPECT_LE(scaled_error(P.values, ref, K, eps), 1.0);
+    sddmm_reference(exec, S, A, B, out);
+    EXPECT_LE(scaled_error(out, ref, K, eps), 1.0);
+  }
+}
+
+// Checklist 8: at K = 512 every T_k in {32, ..., 512} gives the same P.
+TYPED_TEST(SddmmTest, EveryKSliceGivesTheSameResult) {
+  using Space = typename TypeParam::space;
+  using T = typename TypeParam::scalar;
+  using Mem = typename Space::memory_space;
+  const Space exec;
+  const int K = 512;
+  auto c = random_sddmm_pattern(23, 19, 4, 5);
+  CooMatrix<T> ct{c.num_rows, c.num_cols, c.rows, c.cols, {}};
+  for (double v : c.values) ct.values.push_back(T(v));
+  auto S = to_csr(exec, ct);
+  auto A = random_dense<T>(exec, S.num_rows(), K, 1);
+  auto B = random_dense<T>(exec, S.num_cols, K, 2);
+  const auto ref = host_reference(S, A, B, true);
+  const double eps = std::numeric_limits<T>::epsilon();
+  std::vector<double> first;
+  for (int tk = 32; tk <= K; tk *= 2) {
+    SddmmOptions o;
+    o.kernel = SddmmKernel::sm_l2;
+    o.tk = tk;
+    o.tile_cols = 6;
+    o.scratch_bytes = std::size_t(tk) * sizeof(T) * 3;  // T_i = 3 rows per block
+    SddmmPlan<Space, T> plan(exec, S, K, o);
+    EXPECT_EQ(plan.info().tk, tk);
+    Kokkos::View<T*, Mem> out("out", S.nnz());
+    plan.apply(exec, A, B, out);
+    EXPECT_LE(scaled_error(out, ref, K, eps), 1.0) << "T_k=" << tk;
+    auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, out);
+    if (first.empty())
+      for (std::size_t e = 0; e < h.extent(0); ++e) first.push_back(h(e));
+    else
+      for (std::size_t e = 0; e < h.extent(0); ++e)
+        EXPECT_NEAR(h(e), first[e], 4 * K * eps * ref.bound[e] + 1e-30) << "T_k=" << tk;
+  }
+}
+
+// Checklist 6 and 7: active rows are the tile's nonempty rows; blocks =
+// ceil(active / T_i) with T_i = floor(scratch elements / T_k).
+TYPED_TEST(SddmmTest, ActiveRowsAndBlocks) {
+  using Space = typename TypeParam::space;
+  using T = typename TypeParam::scalar;
+  const Space exec;
+  auto c = random_sddmm_pattern(40, 50, 3, 9);
+  CooMatrix<T> ct{c.num_rows, c.num_cols, c.rows, c.cols, {}};
+  for (double v : c.values) ct.values.push_back(T(v));
+  auto S = to_csr(exec, ct);
+  const int K = 64, tk = 32, tj = 8;
+  SddmmOptions o;
+  o.kernel = SddmmKernel::sm_l2;
+  o.tk = tk;
+  o.tile_cols = tj;
+  o.staged = SddmmStaged::a;
+  o.scratch_bytes = 5 * tk * sizeof(T) + 3;  // T_i = 5
+  SddmmPlan<Space, T> plan(exec, S, K, o);
+  EXPECT_EQ(plan.info().ti, 5);
+  EXPECT_EQ(plan.info().ti, sm_l2_rows_per_block(o.scratch_bytes, tk, sizeof(T)));
+  const auto active = plan.active_rows_host();
+  const auto& off = plan.tile_active_offsets();
+  const std::int64_t tiles = (50 + tj - 1) / tj;
+  ASSERT_EQ(plan.info().tiles, tiles);
+  ASSERT_EQ(off.size(), std::size_t(tiles) + 1);
+  std::int64_t blocks = 0;
+  for (std::int64_t t = 0; t < tiles; ++t) {
+    std::set<int> nonempty;
+    for (std::size_t e = 0; e < c.nnz(); ++e)
+      if (c.cols[e] / tj == t) nonempty.insert(c.rows[e]);
+    std::vector<int> got(active.begin() + off[t], active.begin() + off[t + 1]);
+    EXPECT_EQ(got, std::vector<int>(nonempty.begin(), nonempty.end())) << "tile " << t;
+    blocks += (static_cast<std::int64_t>(got.size()) + 4) / 5;
+  }
+  EXPECT_EQ(plan.info().blocks, blocks);
+  EXPECT_EQ(plan.info().staged_rows, static_cast<std::int64_t>(active.size()));
+
+  // One nonzero per row: staged rows = M for any tile count.
+  CooMatrix<T> diag{30, 30, {}, {}, {}};
+  for (int i = 0; i < 30; ++i) {
+    diag.rows.push_back(i);
+    diag.cols.push_back((i * 7) % 30);
+    diag.values.push_back(T(i % 3 - 1));
+  }
+  auto D = to_csr(exec, diag);
+  for (int w : {1, 4, 30}) {
+    o.tile_cols = w;
+    SddmmPlan<Space, T> p(exec, D, K, o);
+    EXPECT_EQ(p.info().staged_rows, 30) << "T_j=" << w;
+  }
+}
+
+// Checklist 13: SM-SM above the density threshold (and within scratch),
+// and it agrees with SM-L2.
+TYPED_TEST(SddmmTest, SmSmChosenAboveThresholdAndAgreesWithSmL2) {
+  using Space = typename TypeParam::space;
+  using T = typename TypeParam::scalar;
+  using Mem = typename Space::memory_space;
+  const Space exec;
+  auto c = random_sddmm_pattern(70, 60, 20, 3, false);  // about 20% dense
+  CooMatrix<T> ct{c.num_rows, c.num_cols, c.rows, c.cols, {}};
+  for (double v : c.values) ct.values.push_back(T(v));
+  auto S = to_csr(exec, ct);
+  const int K = 32;
+  SddmmOptions o;
+  o.scratch_bytes = 16 * 1024;
+  SddmmPlan<Space, T> automatic(exec, S, K, o);
+  ASSERT_GT(automatic.info().density, 0.05);
+  // The automatic rule is the paper's on GPUs; CPUs always take rowsplit.
+  constexpr bool gpu = detail::SddmmTraits<Space>::gpu;
+  EXPECT_EQ(automatic.info().kernel, gpu ? SddmmKernel::sm_sm : SddmmKernel::rowsplit);
+  EXPECT_EQ(choose_sddmm_kernel(true, automatic.info().density, o, 20, true), SddmmKernel::sm_sm);
+  EXPECT_EQ(choose_sddmm_kernel(true, 0.049, o, 20, true), SddmmKernel::rowsplit);
+  EXPECT_EQ(choose_sddmm_kernel(true, 0.2, o, 20, false), SddmmKernel::rowsplit);  // does not fit
+  EXPECT_EQ(choose_sddmm_kernel(false, 0.2, o, 20, true), SddmmKernel::rowsplit);
+  o.kernel = SddmmKernel::sm_sm;
+  SddmmPlan<Space, T> forced(exec, S, K, o);
+  EXPECT_EQ(forced.info().kernel, SddmmKernel::sm_sm);
+  const int t = forced.info().smsm_tile;
+  EXPECT_LE(std::size_t(t + t) * K * sizeof(T), o.scratch_bytes);
+  EXPECT_EQ(t, sm_sm_tile(o.scratch_bytes, K, sizeof(T)));
+  o.kernel = SddmmKernel::automatic;
+  o.smsm_density = 0.5;  // threshold above this density: not SM-SM
+  EXPECT_EQ(choose_sddmm_kernel(true, automatic.info().density, o, 20, true), SddmmKernel::rowsplit);
+  EXPECT_NE((SddmmPlan<Space, T>(exec, S, K, o).info().kernel), SddmmKernel::sm_sm);
+
+  auto A = random_dense<T>(exec, S.num_rows(), K, 3);
+  auto B = random_dense<T>(exec, S.num_cols, K, 4);
+  Kokkos::View<T*, Mem> o1("o1", S.nnz()), o2("o2", S.nnz());
+  forced.apply(exec, A, B, o1);
+  SddmmOptions l2;
+  l2.kernel = SddmmKernel::sm_l2;
+  SddmmPlan<Space, T>(exec, S, K, l2).apply(exec, A, B, o2);
+  const auto ref = host_reference(S, A, B, true);
+  const double eps = std::numeric_limits<T>::epsilon();
+  EXPECT_LE(scaled_error(o1, ref, K, eps), 1.0);
+  EXPECT_LE(scaled_error(o2, ref, K, eps), 1.0);
+}
+
+// Empty rows and columns, a single nonzero, M or N = 1, no nonzeros at all.
+TYPED_TEST(SddmmTest, EdgeShapes) {
+  using Space = typename TypeParam::space;
+  using T = typename TypeParam::scalar;
+  using Mem = typename Space::memory_space;
+  const Space exec;
+  const double eps = std::numeric_limits<T>::epsilon();
+  struct Case {
+    int m, n;
+    std::vector<int> r, c;
+  };
+  std::vector<Case> cases = {
+      {9, 8, {4}, {6}},                                  // single nonzero
+      {1, 40, {0, 0, 0, 0}, {0, 5, 17, 39}},             // M = 1
+      {40, 1, {0, 3, 17, 39}, {0, 0, 0, 0}},             // N = 1
+      {12, 12, {}, {}},                                  // no nonzeros
+      {30, 30, {0, 29, 29, 15}, {29, 0, 29, 15}},        // mostly empty rows and columns
+  };
+  for (const auto& cs : cases) {
+    CooMatrix<T> coo{cs.m, cs.n, cs.r, cs.c, {}};
+    for (std::size_t e = 0; e < cs.r.size(); ++e) coo.values.push_back(T(e % 2 ? -1.5 : 0.75));
+    auto S = to_csr(exec, coo);
+    for (int K : {1, 7, 33}) {
+      auto A = random_dense<T>(exec, cs.m, K, 5);
+      auto B = random_dense<T>(exec, cs.n, K, 6);
+      const auto ref = host_reference(S, A, B, true);
+      for (const auto& [name, opt] : configurations()) {
+        Kokkos::View<T*, Mem> out("out", S.nnz());
+        SddmmPlan<Space, T> plan(exec, S, K, opt);
+        plan.apply(exec, A, B, out);
+        EXPECT_LE(scaled_error(out, ref, K, eps), 1.0) << name << " " << cs.m << "x" << cs.n << " K=" << K;
+      }
+    }
+  }
+}
+
+// A plan is reusable: new A and B, and new values of S, are honoured.
+TYPED_TEST(SddmmTest, PlanReuseAndNewValues) {
+  using Space = typename TypeParam::space;
+  using T = typename TypeParam::scalar;
+  using Mem = typename Space::memory_space;
+  const Space exec;
+  const double eps = std::numeric_limits<T>::epsilon();
+  auto c = random_sddmm_pattern(33, 29, 5, 21);
+  CooMatrix<T> ct{c.num_rows, c.num_cols, c.rows, c.cols, {}};
+  for (double v : c.values) ct.values.push_back(T(v));
+  auto S = to_csr(exec, ct);
+  const int K = 16;
+  for (auto kernel : {SddmmKernel::rowsplit, SddmmKernel::sm_l2}) {
+    SddmmOptions o;
+    o.kernel = kernel;
+    o.tile_cols = 10;
+    SddmmPlan<Space, T> plan(exec, S, K, o);
+    Kokkos::View<T*, Mem> out("out", S.nnz());
+    for (int round = 0; round < 2; ++round) {
+      auto A = random_dense<T>(exec, S.num_rows(), K, 40 + round);
+      auto B = random_dense<T>(exec, S.num_cols, K, 50 + round);
+      plan.apply(exec, A, B, out);
+      EXPECT_LE(scaled_error(out, host_reference(S, A, B, true), K, eps), 1.0);
+    }
+    auto hv = Kokkos::create_mirror(Kokkos::HostSpace{}, S.values);
+    Kokkos::deep_copy(hv, S.values);
+    for (std::size_t e = 0; e < hv.extent(0); ++e) hv(e) = -2 * hv(e);
+    Kokkos::deep_copy(S.values, hv);
+    auto A = random_dense<T>(exec, S.num_rows(), K, 60);
+    auto B = random_dense<T>(exec, S.num_cols, K, 61);
+    plan.apply(exec, A, B, out);
+    EXPECT_LE(scaled_error(out, host_reference(S, A, B, true), K, eps), 1.0);
+  }
+}
+
+// Bad input gives clear errors.
+TYPED_TEST(SddmmTest, BadInputIsRejected) {
+  using Space = typename TypeParam::space;
+  using T = typename TypeParam::scalar;
+  using Mem = typename Space::memory_space;
+  const Space exec;
+  auto c = random_sddmm_pattern(10, 8, 3, 2);
+  CooMatrix<T> ct{c.num_rows, c.num_cols, c.rows, c.cols, {}};
+  for (double v : c.values) ct.values.push_back(T(v));
+  auto S = to_csr(exec, ct);
+  const int K = 4;
+  auto A = random_dense<T>(exec, 10, K, 1);
+  auto B = random_dense<T>(exec, 8, K, 2);
+  Kokkos::View<T*, Mem> out("out", S.nnz());
+  // Shapes.
+  auto Bbad = random_dense<T>(exec, 9, K, 2);
+  EXPECT_THROW(sddmm(exec, S, A, Bbad, out), UsageError);
+  auto Abad = random_dense<T>(exec, 10, K + 1, 2);
+  EXPECT_THROW(sddmm(exec, S, Abad, B, out), UsageError);
+  Kokkos::View<T*, Mem> short_out("short", S.nnz() - 1);
+  EXPECT_THROW(sddmm(exec, S, A, B, short_out), UsageError);
+  DenseMatrix<T, Mem> A0("A0", 10, 0), B0("B0", 8, 0);
+  EXPECT_THROW(sddmm(exec, S, A0, B0, out), UsageError);
+  EXPECT_THROW((SddmmPlan<Space, T>(exec, S, 0)), UsageError);
+  SddmmPlan<Space, T> plan(exec, S, K);
+  auto A8 = random_dense<T>(exec, 10, 8, 1);
+  auto B8 = random_dense<T>(exec, 8, 8, 1);
+  EXPECT_THROW(plan.apply(exec, A8, B8, out), UsageError);  // built for K = 4
+  // Options.
+  SddmmOptions bad;
+  bad.tk = 48;
+  EXPECT_THROW((SddmmPlan<Space, T>(exec, S, K, bad)), UsageError);
+  // NaN / Inf in A, B, S.
+  // (create_mirror always copies: the host mirror of a host view must not alias A.)
+  auto hA = Kokkos::create_mirror(Kokkos::HostSpace{}, A);
+  Kokkos::deep_copy(hA, A);
+  hA(3, 1) = std::numeric_limits<T>::quiet_NaN();
+  auto Anan = random_dense<T>(exec, 10, K, 1);
+  Kokkos::deep_copy(Anan, hA);
+  EXPECT_THROW(sddmm(exec, S, Anan, B, out), InputError);
+  auto hB = Kokkos::create_mirror(Kokkos::HostSpace{}, B);
+  Kokkos::deep_copy(hB, B);
+  hB(7, 3) = std::numeric_limits<T>::infinity();
+  auto Binf = random_dense<T>(exec, 8, K, 2);
+  Kokkos::deep_copy(Binf, hB);
+  EXPECT_THROW(sddmm(exec, S, A, Binf, out), InputError);
+  try {
+    sddmm(exec, S, A, Binf, out);
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("B has 1 NaN or Inf"), std::string::npos) << "message: " << e.what();
+  }
+  auto Snan = S;
+  Snan.values = Kokkos::View<T*, Mem>("v", S.nnz());
+  Kokkos::deep_copy(Snan.values, std::numeric_limits<T>::quiet_NaN());
+  EXPECT_THROW(sddmm(exec, Snan, A, B, out), InputError);
+  // Out-of-range and unsorted column indices.
+  auto Sbad = S;
+  Sbad.entries = Kokkos::View<ordinal_t*, Mem>("e", S.nnz());
+  auto he = Kokkos::create_mirror(Kokkos::HostSpace{}, S.entries);
+  Kokkos::deep_copy(he, S.entries);
+  auto he_bad = he;
+  he_bad = Kokkos::View<ordinal_t*, Kokkos::HostSpace>("he", S.nnz());
+  Kokkos::deep_copy(he_bad, he);
+  he_bad(0) = 8;
+  Kokkos::deep_copy(Sbad.entries, he_bad);
+  EXPECT_THROW(sddmm(exec, Sbad, A, B, out), InputError);
+  Kokkos::deep_copy(he_bad, he);
+  auto hrm = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, S.row_map);
+  int row = 0;
+  while (hrm(row + 1) - hrm(row) < 2) ++row;
+  std::swap(he_bad(hrm(row)), he_bad(hrm(row) + 1));
+  Kokkos::deep_copy(Sbad.entries, he_bad);
+  EXPECT_THROW(sddmm(exec, Sbad, A, B, out), InputError);
+}
+
+// bf16 / fp16 inputs with fp32 accumulation: exact-input agreement at fp32
+// tolerance, and agreement with the unrounded float64 result within the
+// documented bound 2 * 2^-p * sum |s a b| (p = 8 for bf16, 11 for fp16).
+template <class TI, class Space>
+void check_reduced_precision(int p_bits) {
+  using Mem = typename Space::memory_space;
+  const Space exec;
+  auto c = random_sddmm_pattern(45, 37, 6, 17);
+  CooMatrix<float> ct{c.num_rows, c.num_cols, c.rows, c.cols, {}};
+  for (double v : c.values) ct.values.push_back(float(v));
+  auto S = to_csr(exec, ct);
+  for (int K : {8, 33, 128}) {
+    auto A = random_dense<TI>(exec, S.num_rows(), K, 70);
+    auto B = random_dense<TI>(exec, S.num_cols, K, 71);
+    auto Af = random_dense<float>(exec, S.num_rows(), K, 70);
+    auto Bf = random_dense<float>(exec, S.num_cols, K, 71);
+    const auto exact = host_reference(S, A, B, true);
+    const auto full = host_reference(S, Af, Bf, true);
+    for (auto kernel : {SddmmKernel::rowsplit, SddmmKernel::sm_l2, SddmmKernel::reference}) {
+      SddmmOptions o;
+      o.kernel = kernel;
+      o.tile_cols = 12;
+      Kokkos::View<float*, Mem> out("out", S.nnz());
+      SddmmPlan<Space, float, TI> plan(exec, S, K, o);
+      plan(exec, A, B, out);
+      EXPECT_LE(scaled_error(out, exact, K, std::numeric_limits<float>::epsilon()), 1.0) << K;
+      auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, out);
+      for (std::size_t e = 0; e < S.nnz(); ++e)
+        ASSERT_NEAR(h(e), full.value[e], 2 * std::ldexp(1.0, -p_bits) * full.bound[e] + 1e-6)
+            << "K=" << K << " kernel " << to_string(kernel);
+    }
+  }
+}
+
+TYPED_TEST(SddmmTest, ReducedPrecisionInputs) {
+  using Space = typename TypeParam::space;
+  using T = typename TypeParam::scalar;
+  if constexpr (std::is_same_v<T, float>) {
+    check_reduced_precision<Kokkos::Experimental::bhalf_t, Space>(8);
+    check_reduced_precision<Kokkos::Experimental::half_t, Space>(11);
+  }
+}
+
+// The autotuner returns a configuration that is correct, and caches it.
+TYPED_TEST(SddmmTest, AutotuneIsCorrectAndCached) {
+  using Space = typename TypeParam::space;
+  using T = typename TypeParam::scalar;
+  using Mem = typename Space::memory_space;
+  const Space exec;
+  auto c = random_sddmm_pattern(64, 48, 6, 31);
+  CooMatrix<T> ct{c.num_rows, c.num_cols, c.rows, c.cols, {}};
+  for (double v : c.values) ct.values.push_back(T(v));
+  auto S = to_csr(exec, ct);
+  const int K = 32;
+  SddmmOptions base;
+  base.cache_bytes = 2048;  // the model tiles this small matrix
+  const std::string file = std::string(KFACTOR_BINARY_DIR) + "/sddmm_tune_test_" + typeid(T).name() + ".txt";
+  std::remove(file.c_str());
+  auto r = sddmm_autotune<Space, T>(exec, S, K, base, file, 2);
+  EXPECT_FALSE(r.from_cache);
+  EXPECT_GE(r.trials.size(), 6u);
+  EXPECT_GT(r.best_seconds, 0.0);
+  auto A = random_dense<T>(exec, S.num_rows(), K, 1);
+  auto B = random_dense<T>(exec, S.num_cols, K, 2);
+  Kokkos::View<T*, Mem> out("out", S.nnz());
+  SddmmPlan<Space, T>(exec, S, K, r.best).apply(exec, A, B, out);
+  EXPECT_LE(scaled_error(out, host_reference(S, A, B, true), K, std::numeric_limits<T>::epsilon()), 1.0);
+  auto again = sddmm_autotune<Space, T>(exec, S, K, base, file, 2);
+  EXPECT_TRUE(again.from_cache);
+  EXPECT_EQ(sddmm_options_string(again.best), sddmm_options_string(r.best));
+  // The file alone restores it (as a new process would).
+  auto parsed = sddmm_tune_lookup(r.key + "", file);
+  ASSERT_TRUE(parsed.has_value());
+  EXPECT_EQ(sddmm_options_string(*parsed), sddmm_options_string(r.best));
+  std::remove(file.c_str());
+}
+
+}  // namespace
+
+namespace {
+using namespace kfactor;
+
+template <class P>
+class SddmmBlockTest : public ::testing::Test {};
+TYPED_TEST_SUITE(SddmmBlockTest, kfactor::test::SpacesAndScalars, kfactor::test::SpaceNames);
+
+// Checklist 10 and 12 in one process: the balanced column blocks of S, each
+// "rank" holding all of A and only its rows of B and its nonzeros, give
+// outputs whose union equals the single-run output bitwise (same kernel
+// parameters), for P = 1..4 and P > N (empty parts).
+TYPED_TEST(SddmmBlockTest, UnionOfColumnBlocksEqualsSingleRun) {
+  using Space = typename TypeParam::space;
+  using T = typename TypeParam::scalar;
+  using Mem = typename Space::memory_space;
+  const Space exec;
+  auto c = kfactor::test::random_sddmm_pattern(50, 13, 4, 77);
+  CooMatrix<T> ct{c.num_rows, c.num_cols, c.rows, c.cols, {}};
+  for (double v : c.values) ct.values.push_back(T(v));
+  auto S = to_csr(exec, ct);
+  const int K = 24;
+  auto A = kfactor::test::random_dense<T>(exec, S.num_rows(), K, 1);
+  auto B = kfactor::test::random_dense<T>(exec, S.num_cols, K, 2);
+  SddmmOptions o;
+  o.kernel = SddmmKernel::rowsplit;
+  o.column_tiles = false;
+  o.staged = SddmmStaged::a;
+  Kokkos::View<T*, Mem> full("full", S.nnz());
+  SddmmPlan<Space, T>(exec, S, K, o).apply(exec, A, B, full);
+  auto hfull = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, full);
+  const auto counts = column_counts(S);
+  for (int P : {1, 2, 3, 4, 20}) {
+    const auto b = balanced_column_blocks(S, P);
+    std::vector<T> merged(S.nnz(), T(-999));
+    std::size_t covered = 0;
+    for (int p = 0; p < P; ++p) {
+      auto blk = extract_column_block(S, b[p], b[p + 1]);
+      covered += blk.local.nnz();
+      if (blk.local.nnz() == 0) continue;
+      auto Bp = Kokkos::subview(B, Kokkos::make_pair(b[p], b[p + 1]), Kokkos::ALL);
+      Kokkos::View<T*, Mem> out("out", blk.local.nnz());
+      SddmmPlan<Space, T>(exec, blk.local, K, o)(exec, A, Bp, out);
+      auto ho = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, out);
+      auto hp = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, blk.positions);
+      for (std::size_t e = 0; e < ho.extent(0); ++e) merged[hp(e)] = ho(e);
+    }
+    EXPECT_EQ(covered, S.nnz()) << "P=" << P;
+    for (std::size_t e = 0; e < S.nnz(); ++e) ASSERT_EQ(merged[e], hfull(e)) << "P=" << P << " e=" << e;
+  }
+  EXPECT_EQ(counts.size(), std::size_t(S.num_cols));
+}
+
+}  // namespace
