@@ -314,10 +314,13 @@ std::pair<int, int> autotune_tile(const ExecutionSpace& exec, const CsrMatrix<T,
     auto run = [&] { half_step(exec, S, Y, X, f, T(lambda), true, 0, std::size_t(1) << 28); };
     run();
     exec.fence();
-    const auto t0 = std::chrono::steady_clock::now();
-    run();
-    exec.fence();
-    const double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    double t = 1e300;
+    for (int rep = 0; rep < 3; ++rep) {  // best of three: robust to a busy machine
+      const auto t0 = std::chrono::steady_clock::now();
+      run();
+      exec.fence();
+      t = std::min(t, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    }
     if (log) *log += std::to_string(xb) + "x" + std::to_string(yb) + ":" + fmt(t * 1e3) + "ms ";
     if (t < best_t) {
       best_t = t;
@@ -596,7 +599,7 @@ Result<T, MemorySpace> solve(const ExecutionSpace& exec, const Problem<T, Memory
   const int its = int(s.history.size());
   if (its > 0) {
     r.timings.set("per_iteration", step_seconds / its);
-    r.timings.set("gflops", flops_per_iteration(r.nnz, options.rank) * its / step_seconds / 1e9);
+    r.info["gflops"] = detail::fmt(flops_per_iteration(r.nnz, options.rank) * its / step_seconds / 1e9);
   }
   r.info = s.plan->info;
   r.info["split"] = problem.test.nnz() > 0 ? "fraction " + detail::fmt(problem.test_fraction) + ", seed " +
