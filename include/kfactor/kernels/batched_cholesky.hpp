@@ -93,9 +93,9 @@ int cholesky_team_size(int n) {
     (void)n;
     return 1;
   } else {
-    int t = 32;
-    while (t < n && t < 256) t *= 2;
-    return t;
+    // One warp up to n = 128 (cheap barriers; a thread forms n/32 entries
+    // of a column), two warps beyond.
+    return n <= 128 ? 32 : 64;
   }
 }
 
@@ -117,10 +117,15 @@ int batched_cholesky_solve(const ExecutionSpace& exec, const AView& A, const BVi
   using Policy = Kokkos::TeamPolicy<ExecutionSpace>;
   using Team = typename Policy::member_type;
   using Scratch = Kokkos::View<T*, typename ExecutionSpace::scratch_memory_space, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
-  const bool staged = std::size_t(n) * (n + 1) * sizeof(T) <= detail::cholesky_scratch_limit;
-  const std::size_t bytes = staged ? Scratch::shmem_size(std::size_t(n) * n + n) : 0;
+  // Odd leading dimension in scratch (no bank conflicts between rows).
+  const int lda = n % 2 == 0 ? n + 1 : n;
+  const bool staged = std::size_t(lda) * (n + 1) * sizeof(T) <= detail::cholesky_scratch_limit;
+  const std::size_t bytes = staged ? Scratch::shmem_size(std::size_t(lda) * n + n) : 0;
+  if (!staged && (A.stride(2) != 1 || A.stride(1) != std::size_t(n) || B.stride(1) != 1))
+    throw UsageError("batched_cholesky_solve: systems too large for scratch must be contiguous row-major");
   Policy policy(exec, batch, cholesky_team_size<ExecutionSpace>(n));
-  if (bytes > 0) policy.set_scratch_size(1, Kokkos::PerTeam(bytes));
+  const int level = bytes <= std::size_t(policy.scratch_size_max(0)) ? 0 : 1;
+  if (bytes > 0) policy.set_scratch_size(level, Kokkos::PerTeam(bytes));
   int failed = 0;
   Kokkos::parallel_reduce(
       "kfactor::batched_cholesky_solve", policy,
@@ -130,17 +135,18 @@ int batched_cholesky_solve(const ExecutionSpace& exec, const AView& A, const BVi
         T* b = &B(s, 0);
         // A and B may be strided views; stage or copy through the view accessors.
         if (staged) {
-          Scratch sm(team.team_scratch(1), std::size_t(n) * n + n);
+          Scratch sm(team.team_scratch(level), std::size_t(lda) * n + n);
           T* sa = sm.data();
-          T* sb = sa + std::size_t(n) * n;
-          Kokkos::parallel_for(Kokkos::TeamThreadRange(team, n * n), [&](int e) { sa[e] = A(s, e / n, e % n); });
+          T* sb = sa + std::size_t(lda) * n;
+          Kokkos::parallel_for(Kokkos::TeamThreadRange(team, n * n),
+                               [&](int e) { sa[(e / n) * lda + e % n] = A(s, e / n, e % n); });
           Kokkos::parallel_for(Kokkos::TeamThreadRange(team, n), [&](int e) { sb[e] = B(s, e); });
           team.team_barrier();
-          const int info = team_cholesky_factor(team, sa, n, n);
-          if (info == 0) team_cholesky_solve(team, sa, n, n, sb);
+          const int info = team_cholesky_factor(team, sa, lda, n);
+          if (info == 0) team_cholesky_solve(team, sa, lda, n, sb);
           team.team_barrier();
           Kokkos::parallel_for(Kokkos::TeamThreadRange(team, n * n), [&](int e) {
-            if (e % n <= e / n) A(s, e / n, e % n) = sa[e];
+            if (e % n <= e / n) A(s, e / n, e % n) = sa[(e / n) * lda + e % n];
           });
           Kokkos::parallel_for(Kokkos::TeamThreadRange(team, n), [&](int e) { B(s, e) = sb[e]; });
           Kokkos::single(Kokkos::PerTeam(team), [&]() { nfail += info != 0 ? 1 : 0; });

@@ -7,6 +7,10 @@
 /// batches of whole row blocks; per batch the normal equations live in one
 /// batch x f x f buffer, so memory never needs m * f^2 at once.
 ///
+/// A staged Y row keeps feature j at (j % B) * nblk + j / B, so that the B
+/// values of register block bi are B apart by nblk and neighbouring blocks
+/// (neighbouring threads) sit in neighbouring banks: no bank conflicts.
+///
 /// S1 is built as a symmetric rank update from Y rows staged in team scratch
 /// (the distinct columns of a tile, loaded once for the xb rows of a row
 /// block: the BALS reuse; or chunks of a CSR row). Each thread owns
@@ -168,8 +172,8 @@ void build_normal_equations(const ExecutionSpace& exec, const HalfStepStructure<
           for (int k = k0; k < k1; ++k) {
             const T* y = sY.data() + std::size_t(slots ? sS(k) : k) * fp;
             T a[B], c[B];
-            for (int r = 0; r < B; ++r) a[r] = y[bi * B + r];
-            for (int r = 0; r < B; ++r) c[r] = y[bj * B + r];
+            for (int r = 0; r < B; ++r) a[r] = y[r * nblk + bi];
+            for (int r = 0; r < B; ++r) c[r] = y[r * nblk + bj];
             for (int r = 0; r < B; ++r)
               for (int cc = 0; cc < B; ++cc) acc[s][r][cc] += a[r] * c[cc];
           }
@@ -178,7 +182,7 @@ void build_normal_equations(const ExecutionSpace& exec, const HalfStepStructure<
           for (int k = k0; k < k1; ++k) {
             const T* y = sY.data() + std::size_t(slots ? sS(k) : k) * fp;
             const T v = sV(k);
-            for (int r = 0; r < B; ++r) acc[s][r][0] += y[bi * B + r] * v;
+            for (int r = 0; r < B; ++r) acc[s][r][0] += y[r * nblk + bi] * v;
           }
         }
       };
@@ -193,7 +197,7 @@ void build_normal_equations(const ExecutionSpace& exec, const HalfStepStructure<
           int* seg = sS.data() + nent;
           Kokkos::parallel_for(Kokkos::TeamThreadRange(tm, D * fp), [&](int idx) {
             const int s = idx / fp, j = idx - s * fp;
-            sY(idx) = j < f ? T(Y(tile_colidx(tp0 + s), j)) : T(0);
+            sY(std::size_t(s) * fp + (j % B) * nblk + j / B) = j < f ? T(Y(tile_colidx(tp0 + s), j)) : T(0);
           });
           Kokkos::parallel_for(Kokkos::TeamThreadRange(tm, E), [&](int k) {
             sV(k) = value(e0 + k);
@@ -217,7 +221,7 @@ void build_normal_equations(const ExecutionSpace& exec, const HalfStepStructure<
           const int D = int(len - c0 < offset_t(C) ? len - c0 : offset_t(C));
           Kokkos::parallel_for(Kokkos::TeamThreadRange(tm, D * fp), [&](int idx) {
             const int s = idx / fp, j = idx - s * fp;
-            sY(idx) = j < f ? T(Y(tile_colidx(e_begin + c0 + s), j)) : T(0);
+            sY(std::size_t(s) * fp + (j % B) * nblk + j / B) = j < f ? T(Y(tile_colidx(e_begin + c0 + s), j)) : T(0);
           });
           Kokkos::parallel_for(Kokkos::TeamThreadRange(tm, D), [&](int k) { sV(k) = value(e_begin + c0 + k); });
           tm.team_barrier();
@@ -255,7 +259,6 @@ void build_normal_equations(const ExecutionSpace& exec, const HalfStepStructure<
       }
     }
   };
-  (void)nblk;
   Policy policy(exec, g1 - g0, team);
   const int tmax = policy.team_size_max(kernel, Kokkos::ParallelForTag());
   if (team > tmax) policy = Policy(exec, g1 - g0, std::max(1, tmax / Tn::warp * Tn::warp));
@@ -275,8 +278,11 @@ int solve_normal_equations(const ExecutionSpace& exec, const HalfStepStructure<T
   using Policy = Kokkos::TeamPolicy<ExecutionSpace>;
   using Team = typename Policy::member_type;
   using ST = Kokkos::View<T*, typename ExecutionSpace::scratch_memory_space, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
-  const bool staged = std::size_t(f) * (f + 1) * sizeof(T) <= kfactor::detail::cholesky_scratch_limit;
-  const std::size_t bytes = staged ? ST::shmem_size(std::size_t(f) * f + f) : 0;
+  // Odd leading dimension in scratch: threads reading rows i, i+1, ... at one
+  // column hit different banks.
+  const int lda = f % 2 == 0 ? f + 1 : f;
+  const bool staged = std::size_t(lda) * (f + 1) * sizeof(T) <= kfactor::detail::cholesky_scratch_limit;
+  const std::size_t bytes = staged ? ST::shmem_size(std::size_t(lda) * f + f) : 0;
   auto row_count = S.row_count;
   auto row_orig = S.row_orig;
   Policy policy(exec, r1 - r0, cholesky_team_size<ExecutionSpace>(f));
@@ -295,18 +301,18 @@ int solve_normal_equations(const ExecutionSpace& exec, const HalfStepStructure<T
         }
         int info = 0;
         if (staged) {
-          ST sm(tm.team_scratch(level), std::size_t(f) * f + f);
+          ST sm(tm.team_scratch(level), std::size_t(lda) * f + f);
           T* sa = sm.data();
-          T* sb = sa + std::size_t(f) * f;
+          T* sb = sa + std::size_t(lda) * f;
           Kokkos::parallel_for(Kokkos::TeamThreadRange(tm, f * f), [&](int e) {
             const int i = e / f, j = e - i * f;
-            if (j <= i) sa[e] = A(lb, i, j);
+            if (j <= i) sa[i * lda + j] = A(lb, i, j);
           });
           Kokkos::parallel_for(Kokkos::TeamThreadRange(tm, f), [&](int j) { sb[j] = b(lb, j); });
           tm.team_barrier();
-          info = team_cholesky_factor(tm, sa, f, f);
+          info = team_cholesky_factor(tm, sa, lda, f);
           if (info == 0) {
-            team_cholesky_solve(tm, sa, f, f, sb);
+            team_cholesky_solve(tm, sa, lda, f, sb);
             Kokkos::parallel_for(Kokkos::TeamThreadRange(tm, f), [&](int j) { X(orow, j) = sb[j]; });
           }
         } else {
