@@ -1,0 +1,612 @@
+#pragma once
+/// \file
+/// kfactor::als: alternating least squares for explicit ratings (BALS: Chen,
+/// Fang, Liu, Yang, TPDS 2021), following the solver-loop contract of
+/// core/solver.hpp.
+///
+/// Model: R (m x n, sparse, explicit ratings) ~ X Y^T with X m x f and Y n x f
+/// (DenseMatrix, LayoutRight: a row of f features is contiguous, which the
+/// per-row kernels gather). Objective
+///   L = sum_{(u,i) in Omega} (r_ui - x_u . y_i)^2
+///       + lambda * (sum_u w_u |x_u|^2 + sum_i w_i |y_i|^2),
+/// with w_u = n_u (ratings of u; `LambdaWeighting::nnz`, the default, as in
+/// ALS-WR, cuMF_als and Spark; the paper's eq. 2) or w_u = 1
+/// (`LambdaWeighting::plain`, the paper's eqs. 3-4). One iteration is two
+/// exact half-steps: x_u = (Y_u^T Y_u + lambda w_u I)^{-1} Y_u^T r_u for every
+/// user, then the same for every item with X fixed, so L never increases.
+///
+/// Users or items without ratings: their factor row is defined as the zero
+/// vector (the minimizer under `plain`, and one of the minimizers, the one of
+/// least norm, under `nnz`, where they do not enter L at all); no Cholesky of
+/// a zero matrix is attempted. lambda must be positive.
+///
+/// Normal equations are built and solved in team code (detail/half_step.hpp),
+/// in batches of rows bounded by `max_batch_bytes` (or `batch_rows`); the
+/// batch size changes nothing in the result. The traversal structure is the
+/// BALS tiled format (bals_format.hpp; a second structure on R^T for the
+/// item half-step) or plain CSR; with `reorder`, rows and columns are visited
+/// in descending-count order (reorder.hpp) while factors stay in original ids.
+/// The tile (xb, yb) comes from an autotuner (timing the normal-equation
+/// kernel on a sample of row blocks for each candidate) run separately for
+/// each half-step and after reordering, unless given.
+
+#include <kfactor/als/bals_format.hpp>
+#include <kfactor/als/detail/half_step.hpp>
+#include <kfactor/als/reorder.hpp>
+#include <kfactor/core/convert.hpp>
+#include <kfactor/core/error.hpp>
+#include <kfactor/core/matrix.hpp>
+#include <kfactor/core/metrics.hpp>
+#include <kfactor/core/random.hpp>
+#include <kfactor/core/report.hpp>
+#include <kfactor/core/solver.hpp>
+#include <kfactor/core/spaces.hpp>
+
+#include <Kokkos_Core.hpp>
+
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <numeric>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace kfactor::als {
+
+enum class LambdaWeighting { nnz, plain };
+
+inline const char* to_string(LambdaWeighting w) { return w == LambdaWeighting::nnz ? "nnz" : "plain"; }
+inline LambdaWeighting parse_weighting(const std::string& s) {
+  if (s == "nnz") return LambdaWeighting::nnz;
+  if (s == "plain") return LambdaWeighting::plain;
+  throw UsageError("lambda weighting must be nnz or plain, got '" + s + "'");
+}
+
+struct Options {
+  int rank = 10;                 ///< f
+  int max_iterations = 10;
+  double tolerance = 0.0;        ///< stop when the primary metric changes by <= tolerance (relative); 0: off
+  double lambda = 0.1;           ///< regularization (> 0)
+  LambdaWeighting weighting = LambdaWeighting::nnz;
+  bool tiled = true;             ///< BALS tiled format (false: plain CSR)
+  bool reorder = false;          ///< visit rows/columns by descending count
+  int xb = 0, yb = 0;            ///< BALS tile for both half-steps; 0: autotune each
+  std::int64_t batch_rows = 0;   ///< rows per batch of normal equations; 0: from max_batch_bytes
+  std::size_t max_batch_bytes = std::size_t(1) << 30;
+  std::uint64_t seed = 42;       ///< initial Y
+  /// Largest sample (nonzeros) the autotuner times per candidate; 0: a default per space.
+  std::int64_t autotune_sample_nnz = 0;
+
+  void validate() const {
+    if (rank < 1 || rank > 1024) throw UsageError("ALS rank must be in 1..1024, got " + std::to_string(rank));
+    if (max_iterations < 0) throw UsageError("iterations must be >= 0");
+    if (!(lambda > 0.0) || !std::isfinite(lambda)) throw UsageError("ALS lambda must be positive and finite");
+    if (!(tolerance >= 0.0)) throw UsageError("tolerance must be >= 0");
+    if (xb < 0 || yb < 0) throw UsageError("BALS tile sizes must be >= 0 (0: autotune)");
+    if ((xb == 0) != (yb == 0)) throw UsageError("give both xb and yb, or neither (autotune)");
+    if (xb > 64) throw UsageError("BALS xb must be at most 64");
+    if (batch_rows < 0) throw UsageError("batch rows must be >= 0");
+  }
+};
+
+/// Training ratings plus optional test sets, all in the same id space.
+template <class T, class MemorySpace>
+struct Problem {
+  CsrMatrix<T, MemorySpace> train;       ///< m x n
+  CsrMatrix<T, MemorySpace> test;        ///< held-out split (empty: none)
+  CsrMatrix<T, MemorySpace> given_test;  ///< a user-given test set (empty: none)
+  double test_fraction = 0.0;
+  std::uint64_t split_seed = 0;
+};
+
+/// Problem from host triplets: a deterministic held-out split of
+/// `test_fraction` (split_train_test with `split_seed`), and an optional
+/// user-given test set. Rejects NaN/Inf ratings and shape mismatches.
+template <class ExecutionSpace, class T>
+Problem<T, typename ExecutionSpace::memory_space> make_problem(const ExecutionSpace& exec, const CooMatrix<T>& all,
+                                                                double test_fraction, std::uint64_t split_seed,
+                                                                const CooMatrix<T>* given_test = nullptr) {
+  for (std::size_t e = 0; e < all.values.size(); ++e)
+    if (!std::isfinite(double(all.values[e])))
+      throw InputError("rating " + std::to_string(e) + " is not finite");
+  Problem<T, typename ExecutionSpace::memory_space> p;
+  p.test_fraction = test_fraction;
+  p.split_seed = split_seed;
+  if (test_fraction > 0.0) {
+    auto [tr, te] = split_train_test(all, test_fraction, split_seed);
+    p.train = to_csr(exec, tr);
+    p.test = to_csr(exec, te);
+  } else {
+    p.train = to_csr(exec, all);
+  }
+  if (given_test) {
+    if (given_test->num_rows > all.num_rows || given_test->num_cols > all.num_cols)
+      throw InputError("test set is " + std::to_string(given_test->num_rows) + " x " +
+                       std::to_string(given_test->num_cols) + ", larger than the ratings' " +
+                       std::to_string(all.num_rows) + " x " + std::to_string(all.num_cols));
+    CooMatrix<T> g = *given_test;
+    g.num_rows = all.num_rows;
+    g.num_cols = all.num_cols;
+    p.given_test = to_csr(exec, g);
+  }
+  return p;
+}
+
+/// Everything derived once from the problem and options: the two traversal
+/// structures and the facts the report prints.
+template <class T, class MemorySpace>
+struct Plan {
+  detail::HalfStepStructure<T, MemorySpace> users, items;
+  Kokkos::View<int*, MemorySpace> user_count, item_count;  ///< ratings per original id
+  /// The test sets without their cold entries (user or item without training
+  /// ratings): test_rmse is measured on these (Spark's coldStartStrategy
+  /// "drop"); test_rmse_all keeps every entry (a cold one is predicted as 0).
+  CsrMatrix<T, MemorySpace> test_warm, given_test_warm;
+  T lambda = T(0);
+  bool weight_nnz = true;
+  int rank = 0;
+  std::int64_t batch_rows = 0;
+  std::size_t max_batch_bytes = 0;
+  double preprocess_seconds = 0.0;  ///< reordering + format build + autotune
+  double autotune_seconds = 0.0;
+  std::map<std::string, std::string> info;
+};
+
+template <class T, class MemorySpace>
+struct State {
+  DenseMatrix<T, MemorySpace> X;  ///< m x f, original user ids
+  DenseMatrix<T, MemorySpace> Y;  ///< n x f, original item ids
+  int iteration = 0;
+  std::uint64_t seed = 0;
+  MetricHistory history;
+  std::shared_ptr<const Plan<T, MemorySpace>> plan;  ///< derived from problem + options; not checkpointed
+
+  template <class F>
+  void visit(F&& f) {
+    f("X", X);
+    f("Y", Y);
+    f("iteration", iteration);
+    f("seed", seed);
+  }
+};
+
+namespace detail {
+
+template <class T>
+std::string fmt(T v) {
+  std::ostringstream s;
+  s << v;
+  return s.str();
+}
+
+/// Traversal structure from a (possibly permuted) CSR in device memory.
+/// `rows_new_to_old` / `cols_new_to_old` map its ids back (empty: identity).
+template <class ExecutionSpace, class T, class MemorySpace>
+HalfStepStructure<T, MemorySpace> make_structure(const ExecutionSpace& exec, const CsrMatrix<T, MemorySpace>& A,
+                                                 const CsrMatrix<T, Kokkos::HostSpace>& Ah, bool tiled, int xb, int yb,
+                                                 const std::vector<ordinal_t>& rows_new_to_old,
+                                                 const std::vector<ordinal_t>& cols_new_to_old) {
+  using Unmanaged = Kokkos::MemoryTraits<Kokkos::Unmanaged>;
+  HalfStepStructure<T, MemorySpace> S;
+  S.tiled = tiled;
+  S.rows = A.num_rows();
+  S.other_rows = A.num_cols;
+  S.nnz = A.nnz();
+  S.row_orig = Kokkos::View<ordinal_t*, MemorySpace>("kfactor::als::row_orig", S.rows);
+  if (rows_new_to_old.empty()) {
+    auto ro = S.row_orig;
+    Kokkos::parallel_for("kfactor::als::iota", Kokkos::RangePolicy<ExecutionSpace>(exec, 0, S.rows),
+                         KOKKOS_LAMBDA(ordinal_t r) { ro(r) = r; });
+  } else {
+    Kokkos::deep_copy(exec, S.row_orig,
+                      Kokkos::View<const ordinal_t*, Kokkos::HostSpace, Unmanaged>(rows_new_to_old.data(), S.rows));
+  }
+  S.row_count = Kokkos::View<int*, MemorySpace>("kfactor::als::row_count", S.rows);
+  {
+    auto rc = S.row_count;
+    auto rm = A.row_map;
+    Kokkos::parallel_for("kfactor::als::row_count", Kokkos::RangePolicy<ExecutionSpace>(exec, 0, S.rows),
+                         KOKKOS_LAMBDA(ordinal_t r) { rc(r) = int(rm(r + 1) - rm(r)); });
+  }
+  if (tiled) {
+    auto Bh = build_bals_host(Ah, xb, yb, cols_new_to_old);
+    S.stats = bals_stats(Bh);
+    auto B = als::copy_to<MemorySpace>(Bh);
+    S.xb = xb;
+    S.yb = yb;
+    S.ntc = B.num_tile_cols;
+    S.max_tile_columns = B.max_tile_columns;
+    S.tile_ptr = B.tile_ptr;
+    S.tile_colidx = B.tile_colidx;
+    S.seg_ptr = B.seg_ptr;
+    S.seg_colidx = B.seg_colidx;
+    S.value = B.value;
+  } else {
+    S.xb = 1;
+    S.yb = 0;
+    S.ntc = 1;
+    S.tile_ptr = A.row_map;
+    S.value = A.values;
+    if (cols_new_to_old.empty()) {
+      S.tile_colidx = A.entries;
+    } else {
+      Kokkos::View<ordinal_t*, MemorySpace> cmap(Kokkos::view_alloc(exec, Kokkos::WithoutInitializing, "kfactor::als::cmap"),
+                                                 cols_new_to_old.size());
+      Kokkos::deep_copy(exec, cmap, Kokkos::View<const ordinal_t*, Kokkos::HostSpace, Unmanaged>(
+                                        cols_new_to_old.data(), cols_new_to_old.size()));
+      S.tile_colidx = Kokkos::View<ordinal_t*, MemorySpace>(
+          Kokkos::view_alloc(exec, Kokkos::WithoutInitializing, "kfactor::als::colidx"), A.nnz());
+      auto out = S.tile_colidx;
+      auto ent = A.entries;
+      Kokkos::parallel_for("kfactor::als::map_cols", Kokkos::RangePolicy<ExecutionSpace>(exec, 0, A.nnz()),
+                           KOKKOS_LAMBDA(offset_t e) { out(e) = cmap(ent(e)); });
+    }
+  }
+  exec.fence();
+  return S;
+}
+
+/// Candidate tiles the kernel can run: scratch within budget, one pass of
+/// register tiles on devices, and segment arrays of bounded size.
+template <class ExecutionSpace, class T>
+std::vector<std::pair<int, int>> tile_candidates(std::int64_t m, std::int64_t n, std::int64_t nnz, int f) {
+  using Tn = Tuning<ExecutionSpace>;
+  std::vector<std::pair<int, int>> out;
+  // Hosts: the tile matters little (caches, one thread per team): a short list.
+  const std::vector<int> xbs = is_host_space_v<ExecutionSpace> ? std::vector<int>{1, 4} : std::vector<int>{1, 2, 4, 8};
+  const std::vector<int> ybs =
+      is_host_space_v<ExecutionSpace> ? std::vector<int>{64, 256} : std::vector<int>{32, 64, 128, 256, 512};
+  for (int xb : xbs)
+    for (int yb : ybs) {
+      const int y = int(std::min<std::int64_t>(yb, std::max<std::int64_t>(n, 1)));
+      bool dup = false;
+      for (auto& c : out) dup |= (c.first == xb && c.second == y);
+      if (dup) continue;
+      if (normal_equation_scratch<ExecutionSpace, T>(true, f, xb, y) > Tn::scratch_budget) continue;
+      const TileShape s(f, Tn::block, xb);
+      if (!is_host_space_v<ExecutionSpace> && s.total > Tn::max_team * Tn::tiles_per_thread && xb > 1) continue;
+      const std::int64_t segs = (m + xb - 1) / xb * ((n + y - 1) / y) * xb;
+      if (segs > 8 * nnz + (std::int64_t(1) << 22) && !(xb == 1 && y == yb)) continue;
+      out.emplace_back(xb, y);
+    }
+  if (out.empty()) out.emplace_back(1, int(std::min<std::int64_t>(32, std::max<std::int64_t>(n, 1))));
+  return out;
+}
+
+/// The autotuner: times one half-step on an evenly strided sample of 8-row
+/// blocks for every candidate tile and returns the fastest (ties: first).
+template <class ExecutionSpace, class T>
+std::pair<int, int> autotune_tile(const ExecutionSpace& exec, const CsrMatrix<T, Kokkos::HostSpace>& Ah, int f,
+                                  double lambda, std::int64_t sample_nnz, std::string* log) {
+  using Mem = typename ExecutionSpace::memory_space;
+  const std::int64_t m = Ah.num_rows(), n = Ah.num_cols, nnz = std::int64_t(Ah.nnz());
+  const auto cands = tile_candidates<ExecutionSpace, T>(m, n, nnz, f);
+  if (cands.size() == 1) return cands[0];
+  if (sample_nnz <= 0) sample_nnz = is_host_space_v<ExecutionSpace> ? 20000 : 4000000;
+  // Strided sample of 8-row groups (8 = lcm of the xb candidates).
+  const std::int64_t groups = (m + 7) / 8;
+  const std::int64_t stride = std::max<std::int64_t>(1, nnz / std::max<std::int64_t>(sample_nnz, 1));
+  std::vector<ordinal_t> rows;
+  for (std::int64_t g = 0; g < groups; g += stride)
+    for (std::int64_t r = g * 8; r < std::min(m, g * 8 + 8); ++r) rows.push_back(ordinal_t(r));
+  CsrMatrix<T, Kokkos::HostSpace> Sh;
+  Sh.num_cols = Ah.num_cols;
+  Sh.row_map = Kokkos::View<offset_t*, Kokkos::HostSpace>("sample_row_map", rows.size() + 1);
+  for (std::size_t i = 0; i < rows.size(); ++i)
+    Sh.row_map(i + 1) = Sh.row_map(i) + (Ah.row_map(rows[i] + 1) - Ah.row_map(rows[i]));
+  Sh.entries = Kokkos::View<ordinal_t*, Kokkos::HostSpace>("sample_entries", Sh.row_map(rows.size()));
+  Sh.values = Kokkos::View<T*, Kokkos::HostSpace>("sample_values", Sh.row_map(rows.size()));
+  for (std::size_t i = 0; i < rows.size(); ++i)
+    for (offset_t e = Ah.row_map(rows[i]), o = Sh.row_map(i); e < Ah.row_map(rows[i] + 1); ++e, ++o) {
+      Sh.entries(o) = Ah.entries(e);
+      Sh.values(o) = Ah.values(e);
+    }
+  auto Sd = kfactor::copy_to<Mem>(Sh);
+  DenseMatrix<T, Mem> Y("kfactor::als::tune_Y", n, f), X("kfactor::als::tune_X", rows.size(), f);
+  fill_uniform(exec, Y, 7, RngStream::user, T(0), T(1));
+  std::pair<int, int> best = cands[0];
+  double best_t = 1e300;
+  for (const auto& [xb, yb] : cands) {
+    auto S = make_structure(exec, Sd, Sh, true, xb, yb, {}, {});
+    auto run = [&] { half_step(exec, S, Y, X, f, T(lambda), true, 0, std::size_t(1) << 28); };
+    run();
+    exec.fence();
+    double t = 1e300;
+    for (int rep = 0; rep < 3; ++rep) {  // best of three: robust to a busy machine
+      const auto t0 = std::chrono::steady_clock::now();
+      run();
+      exec.fence();
+      t = std::min(t, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    }
+    if (log) *log += std::to_string(xb) + "x" + std::to_string(yb) + ":" + fmt(t * 1e3) + "ms ";
+    if (t < best_t) {
+      best_t = t;
+      best = {xb, yb};
+    }
+  }
+  return best;
+}
+
+/// The entries of a test set whose user and item both have training ratings.
+template <class ExecutionSpace, class T, class MemorySpace>
+CsrMatrix<T, MemorySpace> warm_entries(const ExecutionSpace& exec, const CsrMatrix<T, MemorySpace>& A,
+                                       const Kokkos::View<int*, MemorySpace>& uc, const Kokkos::View<int*, MemorySpace>& ic) {
+  if (A.nnz() == 0) return A;
+  const ordinal_t m = A.num_rows();
+  CsrMatrix<T, MemorySpace> out;
+  out.num_cols = A.num_cols;
+  out.row_map = Kokkos::View<offset_t*, MemorySpace>("kfactor::als::warm_row_map", std::size_t(m) + 1);
+  auto rm = A.row_map;
+  auto ent = A.entries;
+  auto val = A.values;
+  auto orm = out.row_map;
+  const ordinal_t mu = ordinal_t(uc.extent(0)), ni = ordinal_t(ic.extent(0));
+  auto warm = KOKKOS_LAMBDA(ordinal_t r, offset_t e) {
+    return r < mu && ent(e) < ni && uc(r) > 0 && ic(ent(e)) > 0;
+  };
+  Kokkos::parallel_for("kfactor::als::warm_count", Kokkos::RangePolicy<ExecutionSpace>(exec, 0, m),
+                       KOKKOS_LAMBDA(ordinal_t r) {
+                         offset_t c = 0;
+                         for (offset_t e = rm(r); e < rm(r + 1); ++e) c += warm(r, e) ? 1 : 0;
+                         orm(r + 1) = c;
+                       });
+  Kokkos::parallel_scan("kfactor::als::warm_scan", Kokkos::RangePolicy<ExecutionSpace>(exec, 0, m + 1),
+                        KOKKOS_LAMBDA(ordinal_t i, offset_t& acc, bool final) {
+                          const offset_t v = orm(i);
+                          acc += v;
+                          if (final) orm(i) = acc;
+                        });
+  offset_t total = 0;
+  Kokkos::deep_copy(exec, total, Kokkos::subview(orm, m));
+  exec.fence();
+  out.entries = Kokkos::View<ordinal_t*, MemorySpace>("kfactor::als::warm_entries", total);
+  out.values = Kokkos::View<T*, MemorySpace>("kfactor::als::warm_values", total);
+  auto oe = out.entries;
+  auto ov = out.values;
+  Kokkos::parallel_for("kfactor::als::warm_fill", Kokkos::RangePolicy<ExecutionSpace>(exec, 0, m),
+                       KOKKOS_LAMBDA(ordinal_t r) {
+                         offset_t o = orm(r);
+                         for (offset_t e = rm(r); e < rm(r + 1); ++e)
+                           if (warm(r, e)) {
+                             oe(o) = ent(e);
+                             ov(o) = val(e);
+                             ++o;
+                           }
+                       });
+  exec.fence();
+  return out;
+}
+
+template <class ExecutionSpace, class T, class MemorySpace>
+void record_structure(std::map<std::string, std::string>& info, const std::string& side,
+                      const HalfStepStructure<T, MemorySpace>& S) {
+  if (!S.tiled) return;
+  info[side + "_tile"] = std::to_string(S.xb) + "x" + std::to_string(S.yb);
+  info[side + "_redundancy"] = std::to_string(S.stats.redundancy);
+  info[side + "_y_loads"] = std::to_string(S.stats.distinct_tile_columns);
+  info[side + "_tiles"] = std::to_string(S.stats.tiles);
+  info[side + "_vacant_tiles_pct"] = fmt(S.stats.vacant_tiles_percent());
+  info[side + "_vacant_segments_pct"] = fmt(S.stats.vacant_segments_percent());
+}
+
+}  // namespace detail
+
+/// Preprocessing: optional reordering, the two traversal structures (R and
+/// R^T), the autotuned tiles. Timed as `preprocess_seconds`.
+template <class ExecutionSpace, class T, class MemorySpace>
+std::shared_ptr<const Plan<T, MemorySpace>> prepare(const ExecutionSpace& exec, const Problem<T, MemorySpace>& problem,
+                                                    const Options& options) {
+  options.validate();
+  const auto t0 = std::chrono::steady_clock::now();
+  auto plan = std::make_shared<Plan<T, MemorySpace>>();
+  const auto& R = problem.train;
+  const int f = options.rank;
+  plan->lambda = T(options.lambda);
+  plan->weight_nnz = options.weighting == LambdaWeighting::nnz;
+  plan->rank = f;
+  plan->batch_rows = options.batch_rows;
+  plan->max_batch_bytes = options.max_batch_bytes;
+  {
+    // NaN/Inf check of the training ratings.
+    auto vals = R.values;
+    int bad = 0;
+    Kokkos::parallel_reduce("kfactor::als::check", Kokkos::RangePolicy<ExecutionSpace>(exec, 0, R.nnz()),
+                            KOKKOS_LAMBDA(offset_t e, int& b) { b += Kokkos::isfinite(double(vals(e))) ? 0 : 1; }, bad);
+    if (bad > 0) throw InputError(std::to_string(bad) + " ratings are not finite");
+  }
+  auto Rt = transpose(exec, R);
+  plan->user_count = Kokkos::View<int*, MemorySpace>("kfactor::als::user_count", R.num_rows());
+  plan->item_count = Kokkos::View<int*, MemorySpace>("kfactor::als::item_count", R.num_cols);
+  {
+    auto uc = plan->user_count, ic = plan->item_count;
+    auto rm = R.row_map, tm = Rt.row_map;
+    Kokkos::parallel_for("kfactor::als::user_count", Kokkos::RangePolicy<ExecutionSpace>(exec, 0, R.num_rows()),
+                         KOKKOS_LAMBDA(ordinal_t r) { uc(r) = int(rm(r + 1) - rm(r)); });
+    Kokkos::parallel_for("kfactor::als::item_count", Kokkos::RangePolicy<ExecutionSpace>(exec, 0, R.num_cols),
+                         KOKKOS_LAMBDA(ordinal_t r) { ic(r) = int(tm(r + 1) - tm(r)); });
+  }
+  plan->test_warm = detail::warm_entries(exec, problem.test, plan->user_count, plan->item_count);
+  plan->given_test_warm = detail::warm_entries(exec, problem.given_test, plan->user_count, plan->item_count);
+  CsrMatrix<T, MemorySpace> Ru = R, Ri = Rt;
+  Permutation prow, pcol;
+  if (options.reorder) {
+    auto Rh = kfactor::copy_to<Kokkos::HostSpace>(R);
+    std::tie(prow, pcol) = count_orderings(Rh);
+    Ru = permute(exec, R, prow, pcol);
+    Ri = transpose(exec, Ru);
+  }
+  CsrMatrix<T, Kokkos::HostSpace> Ruh, Rih;
+  if (options.tiled) {
+    Ruh = kfactor::copy_to<Kokkos::HostSpace>(Ru);
+    Rih = kfactor::copy_to<Kokkos::HostSpace>(Ri);
+  }
+  int uxb = options.xb, uyb = options.yb, ixb = options.xb, iyb = options.yb;
+  if (options.tiled && options.xb == 0) {
+    const auto ta = std::chrono::steady_clock::now();
+    std::string ulog, ilog;
+    std::tie(uxb, uyb) = detail::autotune_tile(exec, Ruh, f, options.lambda, options.autotune_sample_nnz, &ulog);
+    std::tie(ixb, iyb) = detail::autotune_tile(exec, Rih, f, options.lambda, options.autotune_sample_nnz, &ilog);
+    plan->autotune_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - ta).count();
+    plan->info["autotune_users"] = ulog;
+    plan->info["autotune_items"] = ilog;
+  }
+  plan->users = detail::make_structure(exec, Ru, Ruh, options.tiled, uxb, uyb, prow.new_to_old, pcol.new_to_old);
+  plan->items = detail::make_structure(exec, Ri, Rih, options.tiled, ixb, iyb, pcol.new_to_old, prow.new_to_old);
+  plan->info["format"] = options.tiled ? "bals" : "csr";
+  plan->info["reorder"] = options.reorder ? "yes" : "no";
+  plan->info["lambda"] = detail::fmt(options.lambda);
+  plan->info["lambda_weighting"] = to_string(options.weighting);
+  detail::record_structure<ExecutionSpace>(plan->info, "users", plan->users);
+  detail::record_structure<ExecutionSpace>(plan->info, "items", plan->items);
+  exec.fence();
+  plan->preprocess_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return plan;
+}
+
+/// State with Y uniform in [0, 1/sqrt(f)) from options.seed (X is computed
+/// first, so its start does not matter; it is zero).
+template <class ExecutionSpace, class T, class MemorySpace>
+State<T, MemorySpace> init(const ExecutionSpace& exec, const Problem<T, MemorySpace>& problem, const Options& options) {
+  State<T, MemorySpace> s;
+  s.plan = prepare(exec, problem, options);
+  const int f = options.rank;
+  s.seed = options.seed;
+  s.X = DenseMatrix<T, MemorySpace>("kfactor::als::X", problem.train.num_rows(), f);
+  s.Y = DenseMatrix<T, MemorySpace>("kfactor::als::Y", problem.train.num_cols, f);
+  fill_uniform(exec, s.Y, s.seed, RngStream::factor_h, T(0), T(1.0 / std::sqrt(double(f))));
+  exec.fence();
+  return s;
+}
+
+/// The user half-step (X from Y), then the item half-step (Y from X).
+template <class ExecutionSpace, class T, class MemorySpace>
+void user_half_step(const ExecutionSpace& exec, State<T, MemorySpace>& s) {
+  const auto& p = *s.plan;
+  detail::half_step(exec, p.users, s.Y, s.X, p.rank, p.lambda, p.weight_nnz, p.batch_rows, p.max_batch_bytes);
+}
+template <class ExecutionSpace, class T, class MemorySpace>
+void item_half_step(const ExecutionSpace& exec, State<T, MemorySpace>& s) {
+  const auto& p = *s.plan;
+  detail::half_step(exec, p.items, s.X, s.Y, p.rank, p.lambda, p.weight_nnz, p.batch_rows, p.max_batch_bytes);
+}
+
+template <class ExecutionSpace, class T, class MemorySpace>
+void step(const ExecutionSpace& exec, const Problem<T, MemorySpace>& problem, const Options& options,
+          State<T, MemorySpace>& s) {
+  (void)problem;
+  (void)options;
+  user_half_step(exec, s);
+  item_half_step(exec, s);
+}
+
+/// The objective L (double accumulation).
+template <class ExecutionSpace, class T, class MemorySpace>
+double loss(const ExecutionSpace& exec, const Problem<T, MemorySpace>& problem, const State<T, MemorySpace>& s) {
+  const auto& p = *s.plan;
+  const auto e = rating_errors(exec, problem.train, s.X, s.Y);
+  const double sq = e.rmse * e.rmse * double(e.count);
+  auto reg = [&](const DenseMatrix<T, MemorySpace>& F, const Kokkos::View<int*, MemorySpace>& cnt) {
+    const bool w = p.weight_nnz;
+    double out = 0.0;
+    Kokkos::parallel_reduce(
+        "kfactor::als::reg", Kokkos::RangePolicy<ExecutionSpace>(exec, 0, F.extent(0)),
+        KOKKOS_LAMBDA(std::size_t r, double& acc) {
+          double n2 = 0.0;
+          for (std::size_t k = 0; k < F.extent(1); ++k) n2 += double(F(r, k)) * double(F(r, k));
+          acc += (w ? double(cnt(r)) : 1.0) * n2;
+        },
+        out);
+    return out;
+  };
+  return sq + double(p.lambda) * (reg(s.X, p.user_count) + reg(s.Y, p.item_count));
+}
+
+/// Metrics, in order: test_rmse (held-out split, when present; over its warm
+/// entries, whose user and item have training ratings, as Spark's
+/// coldStartStrategy "drop"), given_test_rmse (the user-given test set, warm
+/// entries), train_rmse, loss (the objective), then test_rmse_all /
+/// given_test_rmse_all (every entry; a cold user or item has the zero factor,
+/// so predicts 0) and test_cold_fraction.
+template <class ExecutionSpace, class T, class MemorySpace>
+Metrics evaluate(const ExecutionSpace& exec, const Problem<T, MemorySpace>& problem, const State<T, MemorySpace>& s) {
+  Metrics m;
+  const auto& p = *s.plan;
+  if (problem.test.nnz() > 0) m.set("test_rmse", rating_errors(exec, p.test_warm, s.X, s.Y).rmse);
+  if (problem.given_test.nnz() > 0) m.set("given_test_rmse", rating_errors(exec, p.given_test_warm, s.X, s.Y).rmse);
+  m.set("train_rmse", rating_errors(exec, problem.train, s.X, s.Y).rmse);
+  m.set("loss", loss(exec, problem, s));
+  if (problem.test.nnz() > 0) {
+    m.set("test_rmse_all", rating_errors(exec, problem.test, s.X, s.Y).rmse);
+    m.set("test_cold_fraction", 1.0 - double(p.test_warm.nnz()) / double(problem.test.nnz()));
+  }
+  if (problem.given_test.nnz() > 0) {
+    m.set("given_test_rmse_all", rating_errors(exec, problem.given_test, s.X, s.Y).rmse);
+    m.set("given_test_cold_fraction", 1.0 - double(p.given_test_warm.nnz()) / double(problem.given_test.nnz()));
+  }
+  return m;
+}
+
+template <class T, class MemorySpace>
+struct Result {
+  State<T, MemorySpace> state;
+  Report report;
+};
+
+/// Flops of one iteration (both half-steps): S1 = nnz f (f + 1), S2 = 2 nnz f
+/// per half-step.
+inline double flops_per_iteration(std::int64_t nnz, int f) {
+  return 2.0 * (double(nnz) * f * (f + 1) + 2.0 * double(nnz) * f);
+}
+
+template <class ExecutionSpace, class T, class MemorySpace>
+Result<T, MemorySpace> solve(const ExecutionSpace& exec, const Problem<T, MemorySpace>& problem, const Options& options,
+                             const Observer& observer = {}) {
+  const auto t0 = std::chrono::steady_clock::now();
+  Result<T, MemorySpace> res;
+  res.state = init(exec, problem, options);
+  auto& s = res.state;
+  const std::string primary = problem.test.nnz() > 0 ? "test_rmse"
+                              : problem.given_test.nnz() > 0 ? "given_test_rmse" : "train_rmse";
+  double loop_seconds = 0.0, step_seconds = 0.0;
+  StopRule rule{options.max_iterations, options.tolerance};
+  const StopReason why = run_solver_loop(
+      s.iteration, s.history, rule, primary, observer,
+      [&] {
+        const auto ts = std::chrono::steady_clock::now();
+        step(exec, problem, options, s);
+        exec.fence();
+        step_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - ts).count();
+      },
+      [&] { return evaluate(exec, problem, s); }, [](const Metrics&) { return false; }, &loop_seconds);
+  Report& r = res.report;
+  r.command = "als";
+  r.backend = backend_name<ExecutionSpace>();
+  r.precision = sizeof(T) == 4 ? "float" : "double";
+  r.rows = problem.train.num_rows();
+  r.cols = problem.train.num_cols;
+  r.nnz = std::int64_t(problem.train.nnz());
+  r.rank = options.rank;
+  r.iterations = s.iteration;
+  r.stop_reason = to_string(why);
+  r.metrics = s.history.last();
+  r.history = s.history;
+  r.timings.set("preprocess", s.plan->preprocess_seconds);
+  r.timings.set("autotune", s.plan->autotune_seconds);
+  r.timings.set("iterations", step_seconds);
+  const int its = int(s.history.size());
+  if (its > 0) {
+    r.timings.set("per_iteration", step_seconds / its);
+    r.info["gflops"] = detail::fmt(flops_per_iteration(r.nnz, options.rank) * its / step_seconds / 1e9);
+  }
+  r.info = s.plan->info;
+  r.info["split"] = problem.test.nnz() > 0 ? "fraction " + detail::fmt(problem.test_fraction) + ", seed " +
+                                                 std::to_string(problem.split_seed)
+                                           : "none";
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return res;
+}
+
+}  // namespace kfactor::als

@@ -1,0 +1,376 @@
+#pragma once
+/// \file
+/// One ALS half-step in team code: build the per-row normal equations
+/// (S1 = Y_u^T Y_u + lambda_u I, S2 = Y_u^T r_u) from either traversal
+/// structure (BALS tiles or plain CSR), then factor and solve them with the
+/// team Cholesky of kernels/batched_cholesky.hpp. Rows are processed in
+/// batches of whole row blocks; per batch the normal equations live in one
+/// batch x f x f buffer, so memory never needs m * f^2 at once.
+///
+/// A staged Y row keeps feature j at (j % B) * nblk + j / B, so that the B
+/// values of register block bi are B apart by nblk and neighbouring blocks
+/// (neighbouring threads) sit in neighbouring banks: no bank conflicts.
+///
+/// S1 is built as a symmetric rank update from Y rows staged in team scratch
+/// (the distinct columns of a tile, loaded once for the xb rows of a row
+/// block: the BALS reuse; or chunks of a CSR row). Each thread owns
+/// register tiles of B x B entries of the lower triangle of S1 (plus B-entry
+/// pieces of S2) of one row of the row block. Every entry is a sequential
+/// sum over the row's nonzeros in CSR (column) order, whatever the tile, the
+/// team size or the batch: a row's result depends only on the row, so batch
+/// size changes nothing, and the tiled and plain paths give the same bits.
+
+#include <kfactor/als/bals_format.hpp>
+#include <kfactor/core/error.hpp>
+#include <kfactor/core/matrix.hpp>
+#include <kfactor/core/spaces.hpp>
+#include <kfactor/kernels/batched_cholesky.hpp>
+
+#include <Kokkos_Core.hpp>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace kfactor::als::detail {
+
+/// Tuning traits keyed on the execution space.
+template <class ExecutionSpace, bool Host = is_host_space_v<ExecutionSpace>>
+struct Tuning {
+  // GPU: 8 x 8 register tiles (4 multiply-adds per scratch load), one tile
+  // per thread, CSR rows staged in chunks of 64 Y rows.
+  static constexpr int block = 8;
+  static constexpr int tiles_per_thread = 1;
+  static constexpr int csr_chunk = 64;
+  static constexpr int max_team = 512;
+  static constexpr int warp = 32;
+  static constexpr std::size_t scratch_budget = 160 * 1024;  ///< bytes of team scratch for the tiled path
+};
+template <class ExecutionSpace>
+struct Tuning<ExecutionSpace, true> {
+  // Host: one thread per team; a thread sweeps many 4 x 4 tiles per pass
+  // (the accumulators stay in L1), Y rows staged in chunks of 256.
+  static constexpr int block = 4;
+  static constexpr int tiles_per_thread = 32;
+  static constexpr int csr_chunk = 256;
+  static constexpr int max_team = 1;
+  static constexpr int warp = 1;
+  static constexpr std::size_t scratch_budget = 1024 * 1024;
+};
+
+/// The traversal structure of one half-step (users: R; items: R^T).
+/// Internal rows may be a permutation of the original ones (reordering);
+/// `row_orig` maps them back, and tile_colidx holds original ids of the other
+/// factor's rows, so factors are always addressed by original ids.
+template <class T, class MemorySpace>
+struct HalfStepStructure {
+  bool tiled = false;
+  ordinal_t rows = 0;          ///< rows of this half-step's factor
+  ordinal_t other_rows = 0;    ///< rows of the fixed factor
+  offset_t nnz = 0;
+  int xb = 1, yb = 0;          ///< tile (tiled) or 1 x 0 (CSR)
+  ordinal_t ntc = 1;           ///< tile columns per row block (1 for CSR)
+  int max_tile_columns = 0;    ///< tiled: scratch rows needed per tile
+  Kokkos::View<offset_t*, MemorySpace> tile_ptr;      ///< CSR: row_map
+  Kokkos::View<ordinal_t*, MemorySpace> tile_colidx;  ///< CSR: entries (original ids)
+  Kokkos::View<offset_t*, MemorySpace> seg_ptr;       ///< tiled only
+  Kokkos::View<int*, MemorySpace> seg_colidx;         ///< tiled only
+  Kokkos::View<T*, MemorySpace> value;
+  Kokkos::View<ordinal_t*, MemorySpace> row_orig;     ///< internal row -> original row
+  Kokkos::View<int*, MemorySpace> row_count;          ///< n_u per internal row
+  BalsStats stats;                                    ///< tiled only
+};
+
+/// Shape of the register tiling for rank f and tile height xb.
+struct TileShape {
+  int f = 0, block = 1, nblk = 0, fp = 0, pairs = 0, per_row = 0, total = 0;
+  TileShape(int f_, int block_, int xb) : f(f_), block(block_) {
+    nblk = (f + block - 1) / block;
+    fp = nblk * block;
+    pairs = nblk * (nblk + 1) / 2;
+    per_row = pairs + nblk;  // Gram blocks of the lower triangle, then S2 pieces
+    total = xb * per_row;
+  }
+};
+
+/// Team scratch bytes the normal-equation kernel needs.
+template <class ExecutionSpace, class T>
+std::size_t normal_equation_scratch(bool tiled, int f, int xb, int max_tile_columns) {
+  using Tn = Tuning<ExecutionSpace>;
+  const TileShape s(f, Tn::block, xb);
+  const std::size_t rows = tiled ? std::size_t(std::max(1, max_tile_columns)) : std::size_t(Tn::csr_chunk);
+  const std::size_t entries = tiled ? rows * xb : rows;
+  using ST = Kokkos::View<T*, typename ExecutionSpace::scratch_memory_space, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+  using SI = Kokkos::View<int*, typename ExecutionSpace::scratch_memory_space, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+  return ST::shmem_size(rows * s.fp) + ST::shmem_size(entries) + (tiled ? SI::shmem_size(entries + xb + 1) : 0);
+}
+
+/// Builds A (batch x f x f, lower triangle incl. lambda_u on the diagonal)
+/// and b (batch x f) for the rows of row blocks [g0, g1); batch-local row
+/// index = internal row - g0 * xb.
+template <bool Tiled, class ExecutionSpace, class T, class MemorySpace, class YView>
+void build_normal_equations(const ExecutionSpace& exec, const HalfStepStructure<T, MemorySpace>& S, const YView& Y,
+                            int f, T lambda, bool weight_nnz, ordinal_t g0, ordinal_t g1,
+                            const Kokkos::View<T***, Kokkos::LayoutRight, MemorySpace>& A,
+                            const Kokkos::View<T**, Kokkos::LayoutRight, MemorySpace>& b) {
+  using Tn = Tuning<ExecutionSpace>;
+  constexpr int B = Tn::block;
+  constexpr int MT = Tn::tiles_per_thread;
+  using Policy = Kokkos::TeamPolicy<ExecutionSpace>;
+  using Team = typename Policy::member_type;
+  using Scratch = typename ExecutionSpace::scratch_memory_space;
+  using ST = Kokkos::View<T*, Scratch, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+  using SI = Kokkos::View<int*, Scratch, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+  if (g1 <= g0) return;
+  const int xb = Tiled ? S.xb : 1;
+  const TileShape shape(f, B, xb);
+  const int nblk = shape.nblk, fp = shape.fp, P = shape.pairs, PP = shape.per_row, total = shape.total;
+  const int C = Tiled ? std::max(1, S.max_tile_columns) : Tn::csr_chunk;
+  const std::size_t nent = Tiled ? std::size_t(C) * xb : std::size_t(C);
+  const std::size_t bytes = normal_equation_scratch<ExecutionSpace, T>(Tiled, f, xb, S.max_tile_columns);
+
+  int team = (total + MT - 1) / MT;
+  team = (team + Tn::warp - 1) / Tn::warp * Tn::warp;
+  team = std::min(team, Tn::max_team);
+  Policy probe(exec, 1, 1);
+  const int level = bytes <= std::size_t(probe.scratch_size_max(0)) ? 0 : 1;
+  auto tile_ptr = S.tile_ptr;
+  auto tile_colidx = S.tile_colidx;
+  auto seg_ptr = S.seg_ptr;
+  auto seg_colidx = S.seg_colidx;
+  auto value = S.value;
+  auto row_count = S.row_count;
+  const ordinal_t ntc = Tiled ? S.ntc : 1;
+  const ordinal_t rows = S.rows;
+
+  auto kernel = KOKKOS_LAMBDA(const Team& tm) {
+    const ordinal_t g = g0 + tm.league_rank();
+    const int T_ = tm.team_size();
+    const int tid = tm.team_rank();
+    ST sY(tm.team_scratch(level), std::size_t(C) * fp);
+    ST sV(tm.team_scratch(level), nent);
+    SI sS(tm.team_scratch(level), Tiled ? nent + xb + 1 : 0);
+    const int npass = (total + T_ * MT - 1) / (T_ * MT);
+    for (int pass = 0; pass < npass; ++pass) {
+      T acc[MT][B][B];
+      int q_of[MT];
+      for (int s = 0; s < MT; ++s) {
+        q_of[s] = tid + T_ * (pass * MT + s);
+        for (int r = 0; r < B; ++r)
+          for (int c = 0; c < B; ++c) acc[s][r][c] = T(0);
+      }
+      // Accumulates entries [k0, k1) of the staged chunk into tile s.
+      auto accumulate = [&](int s, int k0, int k1, bool slots) {
+        const int q = q_of[s];
+        const int p = q % PP;
+        if (p < P) {
+          int bi = int((Kokkos::sqrt(8.0 * p + 1.0) - 1.0) * 0.5);
+          while (bi * (bi + 1) / 2 > p) --bi;
+          while ((bi + 1) * (bi + 2) / 2 <= p) ++bi;
+          const int bj = p - bi * (bi + 1) / 2;
+          for (int k = k0; k < k1; ++k) {
+            const T* y = sY.data() + std::size_t(slots ? sS(k) : k) * fp;
+            T a[B], c[B];
+            for (int r = 0; r < B; ++r) a[r] = y[r * nblk + bi];
+            for (int r = 0; r < B; ++r) c[r] = y[r * nblk + bj];
+            for (int r = 0; r < B; ++r)
+              for (int cc = 0; cc < B; ++cc) acc[s][r][cc] += a[r] * c[cc];
+          }
+        } else {
+          const int bi = p - P;
+          for (int k = k0; k < k1; ++k) {
+            const T* y = sY.data() + std::size_t(slots ? sS(k) : k) * fp;
+            const T v = sV(k);
+            for (int r = 0; r < B; ++r) acc[s][r][0] += y[r * nblk + bi] * v;
+          }
+        }
+      };
+      if constexpr (Tiled) {
+        for (ordinal_t tc = 0; tc < ntc; ++tc) {
+          const std::int64_t t = std::int64_t(g) * ntc + tc;
+          const offset_t tp0 = tile_ptr(t);
+          const int D = int(tile_ptr(t + 1) - tp0);
+          if (D == 0) continue;  // vacant tile: nothing loaded, nothing computed
+          const offset_t e0 = seg_ptr(t * xb);
+          const int E = int(seg_ptr(t * xb + xb) - e0);
+          int* seg = sS.data() + nent;
+          Kokkos::parallel_for(Kokkos::TeamThreadRange(tm, D * fp), [&](int idx) {
+            const int s = idx / fp, j = idx - s * fp;
+            sY(std::size_t(s) * fp + (j % B) * nblk + j / B) = j < f ? T(Y(tile_colidx(tp0 + s), j)) : T(0);
+          });
+          Kokkos::parallel_for(Kokkos::TeamThreadRange(tm, E), [&](int k) {
+            sV(k) = value(e0 + k);
+            sS(k) = seg_colidx(e0 + k);
+          });
+          Kokkos::parallel_for(Kokkos::TeamThreadRange(tm, xb + 1),
+                               [&](int i) { seg[i] = int(seg_ptr(t * xb + i) - e0); });
+          tm.team_barrier();
+          for (int s = 0; s < MT; ++s) {
+            if (q_of[s] >= total) continue;
+            const int rho = q_of[s] / PP;
+            const int k0 = seg[rho], k1 = seg[rho + 1];
+            if (k1 > k0) accumulate(s, k0, k1, true);  // vacant segment skipped
+          }
+          tm.team_barrier();
+        }
+      } else {
+        const offset_t e_begin = tile_ptr(g);
+        const offset_t len = tile_ptr(g + 1) - e_begin;
+        for (offset_t c0 = 0; c0 < len; c0 += offset_t(C)) {
+          const int D = int(len - c0 < offset_t(C) ? len - c0 : offset_t(C));
+          Kokkos::parallel_for(Kokkos::TeamThreadRange(tm, D * fp), [&](int idx) {
+            const int s = idx / fp, j = idx - s * fp;
+            sY(std::size_t(s) * fp + (j % B) * nblk + j / B) = j < f ? T(Y(tile_colidx(e_begin + c0 + s), j)) : T(0);
+          });
+          Kokkos::parallel_for(Kokkos::TeamThreadRange(tm, D), [&](int k) { sV(k) = value(e_begin + c0 + k); });
+          tm.team_barrier();
+          for (int s = 0; s < MT; ++s)
+            if (q_of[s] < total) accumulate(s, 0, D, false);
+          tm.team_barrier();
+        }
+      }
+      // Store the tiles (lower triangle; lambda_u on the diagonal).
+      for (int s = 0; s < MT; ++s) {
+        const int q = q_of[s];
+        if (q >= total) continue;
+        const int rho = q / PP, p = q % PP;
+        const ordinal_t r = ordinal_t(g * xb + rho);
+        if (r >= rows) continue;
+        const std::size_t lb = std::size_t(r) - std::size_t(g0) * xb;
+        if (p < P) {
+          int bi = int((Kokkos::sqrt(8.0 * p + 1.0) - 1.0) * 0.5);
+          while (bi * (bi + 1) / 2 > p) --bi;
+          while ((bi + 1) * (bi + 2) / 2 <= p) ++bi;
+          const int bj = p - bi * (bi + 1) / 2;
+          const T lam = weight_nnz ? lambda * T(row_count(r)) : lambda;
+          for (int rr = 0; rr < B; ++rr)
+            for (int cc = 0; cc < B; ++cc) {
+              const int i = bi * B + rr, j = bj * B + cc;
+              if (i < f && j < f && j <= i) A(lb, i, j) = acc[s][rr][cc] + (i == j ? lam : T(0));
+            }
+        } else {
+          const int bi = p - P;
+          for (int rr = 0; rr < B; ++rr) {
+            const int i = bi * B + rr;
+            if (i < f) b(lb, i) = acc[s][rr][0];
+          }
+        }
+      }
+    }
+  };
+  Policy policy(exec, g1 - g0, team);
+  const int tmax = policy.team_size_max(kernel, Kokkos::ParallelForTag());
+  if (team > tmax) policy = Policy(exec, g1 - g0, std::max(1, tmax / Tn::warp * Tn::warp));
+  policy.set_scratch_size(level, Kokkos::PerTeam(bytes));
+  Kokkos::parallel_for("kfactor::als::normal_equations", policy, kernel);
+}
+
+/// Factors and solves the batch's systems and writes X(row_orig(r), :).
+/// Rows without ratings get the zero vector (no Cholesky of a zero matrix).
+/// Returns the number of systems whose Cholesky failed.
+template <class ExecutionSpace, class T, class MemorySpace, class XView>
+int solve_normal_equations(const ExecutionSpace& exec, const HalfStepStructure<T, MemorySpace>& S, const XView& X,
+                           int f, ordinal_t r0, ordinal_t r1,
+                           const Kokkos::View<T***, Kokkos::LayoutRight, MemorySpace>& A,
+                           const Kokkos::View<T**, Kokkos::LayoutRight, MemorySpace>& b) {
+  if (r1 <= r0) return 0;
+  using Policy = Kokkos::TeamPolicy<ExecutionSpace>;
+  using Team = typename Policy::member_type;
+  using ST = Kokkos::View<T*, typename ExecutionSpace::scratch_memory_space, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+  // Odd leading dimension in scratch: threads reading rows i, i+1, ... at one
+  // column hit different banks.
+  const int lda = f % 2 == 0 ? f + 1 : f;
+  const bool staged = std::size_t(lda) * (f + 1) * sizeof(T) <= kfactor::detail::cholesky_scratch_limit;
+  const std::size_t bytes = staged ? ST::shmem_size(std::size_t(lda) * f + f) : 0;
+  auto row_count = S.row_count;
+  auto row_orig = S.row_orig;
+  Policy policy(exec, r1 - r0, cholesky_team_size<ExecutionSpace>(f));
+  const int level = bytes <= std::size_t(policy.scratch_size_max(0)) ? 0 : 1;
+  if (bytes > 0) policy.set_scratch_size(level, Kokkos::PerTeam(bytes));
+  int failed = 0;
+  Kokkos::parallel_reduce(
+      "kfactor::als::cholesky", policy,
+      KOKKOS_LAMBDA(const Team& tm, int& nfail) {
+        const ordinal_t r = r0 + tm.league_rank();
+        const std::size_t lb = std::size_t(tm.league_rank());
+        const ordinal_t orow = row_orig(r);
+        if (row_count(r) == 0) {
+          Kokkos::parallel_for(Kokkos::TeamThreadRange(tm, f), [&](int j) { X(orow, j) = T(0); });
+          return;
+        }
+        int info = 0;
+        if (staged) {
+          ST sm(tm.team_scratch(level), std::size_t(lda) * f + f);
+          T* sa = sm.data();
+          T* sb = sa + std::size_t(lda) * f;
+          Kokkos::parallel_for(Kokkos::TeamThreadRange(tm, f * f), [&](int e) {
+            const int i = e / f, j = e - i * f;
+            if (j <= i) sa[i * lda + j] = A(lb, i, j);
+          });
+          Kokkos::parallel_for(Kokkos::TeamThreadRange(tm, f), [&](int j) { sb[j] = b(lb, j); });
+          tm.team_barrier();
+          info = team_cholesky_factor(tm, sa, lda, f);
+          if (info == 0) {
+            team_cholesky_solve(tm, sa, lda, f, sb);
+            Kokkos::parallel_for(Kokkos::TeamThreadRange(tm, f), [&](int j) { X(orow, j) = sb[j]; });
+          }
+        } else {
+          T* a = &A(lb, 0, 0);
+          T* bb = &b(lb, 0);
+          info = team_cholesky_factor(tm, a, f, f);
+          if (info == 0) {
+            team_cholesky_solve(tm, a, f, f, bb);
+            Kokkos::parallel_for(Kokkos::TeamThreadRange(tm, f), [&](int j) { X(orow, j) = bb[j]; });
+          }
+        }
+        Kokkos::single(Kokkos::PerTeam(tm), [&]() { nfail += info != 0 ? 1 : 0; });
+      },
+      failed);
+  return failed;
+}
+
+/// Rows per batch: whole row blocks, at most `max_bytes` of normal equations
+/// (or exactly `batch_rows` rounded down to whole row blocks when given).
+inline std::int64_t batch_row_blocks(std::int64_t rows, int xb, int f, std::size_t elem, std::int64_t batch_rows,
+                                     std::size_t max_bytes) {
+  std::int64_t per = batch_rows > 0 ? batch_rows : std::int64_t(max_bytes / (std::size_t(f) * (f + 1) * elem));
+  per = std::max<std::int64_t>(per / xb, 1);
+  const std::int64_t blocks = (rows + xb - 1) / xb;
+  return std::min(per, std::max<std::int64_t>(blocks, 1));
+}
+
+/// X = argmin over the half-step objective, row by row, in batches.
+template <class ExecutionSpace, class T, class MemorySpace, class XView, class YView>
+void half_step(const ExecutionSpace& exec, const HalfStepStructure<T, MemorySpace>& S, const YView& Y, const XView& X,
+               int f, T lambda, bool weight_nnz, std::int64_t batch_rows, std::size_t max_batch_bytes) {
+  const int xb = S.tiled ? S.xb : 1;
+  const std::int64_t blocks = (std::int64_t(S.rows) + xb - 1) / xb;
+  const std::int64_t per = batch_row_blocks(S.rows, xb, f, sizeof(T), batch_rows, max_batch_bytes);
+  const std::int64_t cap_rows = std::min<std::int64_t>(per * xb, S.rows);
+  Kokkos::View<T***, Kokkos::LayoutRight, MemorySpace> A;
+  Kokkos::View<T**, Kokkos::LayoutRight, MemorySpace> b;
+  try {
+    A = Kokkos::View<T***, Kokkos::LayoutRight, MemorySpace>("kfactor::als::S1", cap_rows, f, f);
+    b = Kokkos::View<T**, Kokkos::LayoutRight, MemorySpace>("kfactor::als::S2", cap_rows, f);
+  } catch (const std::exception& e) {
+    throw RuntimeFailure("ALS: cannot allocate the normal equations of " + std::to_string(cap_rows) + " rows at f = " +
+                         std::to_string(f) + " (" + std::to_string(double(cap_rows) * f * f * sizeof(T) / 1e9) +
+                         " GB); lower the batch size: " + e.what());
+  }
+  int failed = 0;
+  for (std::int64_t g0 = 0; g0 < blocks; g0 += per) {
+    const std::int64_t g1 = std::min(blocks, g0 + per);
+    const ordinal_t r0 = ordinal_t(g0 * xb), r1 = ordinal_t(std::min<std::int64_t>(g1 * xb, S.rows));
+    if (S.tiled)
+      build_normal_equations<true>(exec, S, Y, f, lambda, weight_nnz, ordinal_t(g0), ordinal_t(g1), A, b);
+    else
+      build_normal_equations<false>(exec, S, Y, f, lambda, weight_nnz, ordinal_t(g0), ordinal_t(g1), A, b);
+    failed += solve_normal_equations(exec, S, X, f, r0, r1, A, b);
+  }
+  if (failed > 0)
+    throw RuntimeFailure("ALS: Cholesky failed for " + std::to_string(failed) +
+                         " rows (normal equations not positive definite; raise lambda)");
+}
+
+}  // namespace kfactor::als::detail
