@@ -2,6 +2,7 @@
 // popcount dot products, Boolean products and the Hamming error (dense bits
 // and CSR of ones) against plain host loops.
 #include <kfactor/core/convert.hpp>
+#include <kfactor/core/random.hpp>
 #include <kfactor/kernels/bit_matrix.hpp>
 
 #include "common/test_spaces.hpp"

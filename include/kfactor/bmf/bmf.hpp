@@ -175,8 +175,13 @@ struct State {
   BitMatrix<MemorySpace> best_A, best_Bt;
   std::uint64_t best_false_pos = 0, best_false_neg = 0;
   bool has_best_copy = false;
-  Kokkos::View<std::int64_t*, MemorySpace> totals;  ///< device accumulators [dFP, dFN, accepted]
+  /// Device truth of [false_pos, false_neg, accepted]; accepted changes add
+  /// their deltas atomically, step() copies them to the host fields.
+  Kokkos::View<std::int64_t*, MemorySpace> totals;
   MetricHistory history;
+  // Scratch (not part of the iterate): nonzero lines of the fixed factor.
+  Kokkos::View<ordinal_t*, MemorySpace> nz;
+  Kokkos::View<std::int64_t*, MemorySpace> nz_count;
   // Fixed by the problem (kept for metrics).
   std::int64_t rows = 0, cols = 0;
   std::uint64_t ones = 0;
@@ -207,6 +212,7 @@ struct State {
     f("seed", seed);
     f("temperature", temperature);
     f("no_improve", no_improve);
+    f("totals", totals);
     f("false_pos", false_pos);
     f("false_neg", false_neg);
     f("accepted", accepted);

@@ -99,6 +99,28 @@ void fill_bits(const ExecutionSpace& exec, const BitMatrix<MemorySpace>& X, doub
       });
 }
 
+/// Device totals [FP, FN, accepted] -> the state's host copies.
+template <class ExecutionSpace, class MemorySpace>
+void pull_totals(const ExecutionSpace& exec, State<MemorySpace>& s) {
+  auto h = Kokkos::create_mirror_view(Kokkos::HostSpace{}, s.totals);
+  Kokkos::deep_copy(exec, h, s.totals);
+  exec.fence();
+  s.false_pos = std::uint64_t(h(0));
+  s.false_neg = std::uint64_t(h(1));
+  s.accepted = std::uint64_t(h(2));
+}
+
+/// The state's host copies -> device totals.
+template <class ExecutionSpace, class MemorySpace>
+void push_totals(const ExecutionSpace& exec, State<MemorySpace>& s) {
+  auto h = Kokkos::create_mirror_view(Kokkos::HostSpace{}, s.totals);
+  h(0) = std::int64_t(s.false_pos);
+  h(1) = std::int64_t(s.false_neg);
+  h(2) = std::int64_t(s.accepted);
+  Kokkos::deep_copy(exec, s.totals, h);
+  exec.fence();
+}
+
 template <class ExecutionSpace>
 void run_one_phase(const ExecutionSpace& exec, const Problem<typename ExecutionSpace::memory_space>& problem,
                    const Options& o, State<typename ExecutionSpace::memory_space>& s, std::uint64_t iter_key,
@@ -116,6 +138,15 @@ void run_one_phase(const ExecutionSpace& exec, const Problem<typename ExecutionS
     p.idx = csr.entries;
   }
   p.totals = s.totals;
+  const std::int64_t len = columns ? problem.rows : problem.cols;
+  if (s.nz.extent(0) < std::size_t(std::max(problem.rows, problem.cols))) {
+    s.nz = Kokkos::View<ordinal_t*, Mem>(Kokkos::view_alloc(exec, Kokkos::WithoutInitializing, "bmf::nz_lines"),
+                                         std::max(problem.rows, problem.cols));
+    s.nz_count = Kokkos::View<std::int64_t*, Mem>("bmf::nz_count", 1);
+  }
+  if (len > 0) nonzero_lines(exec, p.Y, s.nz, s.nz_count);
+  p.nz = s.nz;
+  p.nz_count = s.nz_count;
   p.num_lines = columns ? problem.cols : problem.rows;
   p.len = columns ? problem.rows : problem.cols;
   if (p.num_lines == 0 || p.len == 0) return;
@@ -206,6 +237,7 @@ State<typename ExecutionSpace::memory_space> init(const ExecutionSpace& exec,
   const auto e = full_error(exec, problem, s.A, s.Bt);
   s.false_pos = s.best_false_pos = e.false_pos;
   s.false_neg = s.best_false_neg = e.false_neg;
+  detail::push_totals(exec, s);
   if (options.keep_best && options.temperature > 0.0) {
     s.best_A = clone(exec, s.A);
     s.best_Bt = clone(exec, s.Bt);
@@ -222,16 +254,10 @@ void step(const ExecutionSpace& exec, const Problem<typename ExecutionSpace::mem
   const std::int64_t it = std::int64_t(t) + 1;
   if (options.temp_step > 0 && it % options.temp_step == 0) s.temperature *= options.temp_factor;
   const std::uint64_t iter_key = CounterRng(s.seed, RngStream::proposal).bits(t);
-  Kokkos::deep_copy(exec, s.totals, std::int64_t(0));
   const bool cols_first = options.order == Order::columns_first;
   detail::run_one_phase(exec, problem, options, s, iter_key, cols_first);
   detail::run_one_phase(exec, problem, options, s, iter_key, !cols_first);
-  auto h = Kokkos::create_mirror_view(Kokkos::HostSpace{}, s.totals);
-  Kokkos::deep_copy(exec, h, s.totals);
-  exec.fence();
-  s.false_pos = std::uint64_t(std::int64_t(s.false_pos) + h(0));
-  s.false_neg = std::uint64_t(std::int64_t(s.false_neg) + h(1));
-  s.accepted += std::uint64_t(h(2));
+  detail::pull_totals(exec, s);
   const double w = options.weight_ones;
   const double now = double(s.false_pos) + w * double(s.false_neg);
   const double best = double(s.best_false_pos) + w * double(s.best_false_neg);
@@ -284,6 +310,7 @@ Result<typename ExecutionSpace::memory_space> solve(const ExecutionSpace& exec,
       std::swap(state.Bt, state.best_Bt);
       std::swap(state.false_pos, state.best_false_pos);
       std::swap(state.false_neg, state.best_false_neg);
+      detail::push_totals(exec, state);
     }
   }
   Report& rep = res.report;

@@ -17,7 +17,8 @@
 /// Dense C: read c_i from the bit line. Sparse C (CSR of ones of the line):
 ///   S_all = sum_i dv_i (all entries), S_ones = sum_{ones} dv_i,
 ///   dFP = S_all - S_ones, dFN = -S_ones,
-/// so the cost is O(len * W + nnz_line * W) and entries whose Y line does not
+/// so the cost is O(nzY * W + nnz_line * W), nzY = nonzero lines of Y (the
+/// other lines cannot change), and entries whose Y line does not
 /// meet the flipped bits are skipped with one AND per word.
 
 #include <kfactor/core/random.hpp>
@@ -41,7 +42,9 @@ struct PhaseArgs {
   Kokkos::View<const bit_word_t**, Kokkos::LayoutRight, MemorySpace> C;  ///< dense: C lines aligned with X
   Kokkos::View<const offset_t*, MemorySpace> map;                         ///< sparse: ones per X line
   Kokkos::View<const ordinal_t*, MemorySpace> idx;
-  Kokkos::View<std::int64_t*, MemorySpace> totals;  ///< [dFP, dFN, accepted] accumulated
+  Kokkos::View<const ordinal_t*, MemorySpace> nz;       ///< indices of the nonzero lines of Y
+  Kokkos::View<const std::int64_t*, MemorySpace> nz_count;  ///< [how many]
+  Kokkos::View<std::int64_t*, MemorySpace> totals;  ///< [FP, FN, accepted]: accepted deltas are added
   std::int64_t num_lines = 0;                       ///< lines of X
   std::int64_t len = 0;                             ///< lines of Y (= length of a C line)
   std::int64_t start = 0, count = 0;
@@ -64,7 +67,9 @@ void run_phase_impl(const ExecutionSpace& exec, const PhaseArgs<MemorySpace>& p)
   const auto map = p.map;
   const auto idx = p.idx;
   const auto totals = p.totals;
-  const std::int64_t num_lines = p.num_lines, len = p.len, start = p.start;
+  const auto nz = p.nz;
+  const auto nz_count = p.nz_count;
+  const std::int64_t num_lines = p.num_lines, start = p.start;
   const int bits = p.bits;
   const int W = bit_words(bits);
   const std::uint64_t iter_key = p.iter_key, phase = p.phase;
@@ -108,11 +113,14 @@ void run_phase_impl(const ExecutionSpace& exec, const PhaseArgs<MemorySpace>& p)
           return int(w != 0) - int(o != 0);
         };
 
+        // Only nonzero lines of Y can meet the flipped bits.
+        const std::int64_t nnz_y = nz_count(0);
         std::int64_t packed = 0;  // dFP * 2^32 + dFN (dense) or S_all * 2^32 + S_ones (sparse)
         if (dense) {
           Kokkos::parallel_reduce(
-              Kokkos::TeamThreadRange(team, len),
-              [&](std::int64_t i, std::int64_t& s) {
+              Kokkos::TeamThreadRange(team, nnz_y),
+              [&](std::int64_t t, std::int64_t& s) {
+                const std::int64_t i = nz(t);
                 const int dv = dv_of(i);
                 if (dv != 0) {
                   const bool c = (C(line, i / bit_word_bits) >> (i % bit_word_bits)) & 1u;
@@ -123,7 +131,8 @@ void run_phase_impl(const ExecutionSpace& exec, const PhaseArgs<MemorySpace>& p)
         } else {
           std::int64_t ones_part = 0;
           Kokkos::parallel_reduce(
-              Kokkos::TeamThreadRange(team, len), [&](std::int64_t i, std::int64_t& s) { s += std::int64_t(dv_of(i)) * hi; },
+              Kokkos::TeamThreadRange(team, nnz_y),
+              [&](std::int64_t t, std::int64_t& s) { s += std::int64_t(dv_of(nz(t))) * hi; },
               packed);
           const offset_t e0 = map(line), e1 = map(line + 1);
           Kokkos::parallel_reduce(
@@ -152,6 +161,25 @@ void run_phase_impl(const ExecutionSpace& exec, const PhaseArgs<MemorySpace>& p)
           Kokkos::atomic_add(&totals(1), dfn);
           Kokkos::atomic_add(&totals(2), std::int64_t(1));
         });
+      });
+}
+
+/// nz(0..count) = indices of the nonzero lines of Y, count(0) = how many.
+template <class ExecutionSpace, class MemorySpace>
+void nonzero_lines(const ExecutionSpace& exec, Kokkos::View<const bit_word_t**, Kokkos::LayoutRight, MemorySpace> Y,
+                   Kokkos::View<ordinal_t*, MemorySpace> nz, Kokkos::View<std::int64_t*, MemorySpace> count) {
+  const std::int64_t len = Y.extent(0);
+  const int W = int(Y.extent(1));
+  Kokkos::parallel_scan(
+      "kfactor::bmf::nonzero_lines", Kokkos::RangePolicy<ExecutionSpace>(exec, 0, len),
+      KOKKOS_LAMBDA(std::int64_t r, std::int64_t& pos, bool final) {
+        bit_word_t any = 0;
+        for (int q = 0; q < W; ++q) any |= Y(r, q);
+        if (any != 0) {
+          if (final) nz(pos) = ordinal_t(r);
+          ++pos;
+        }
+        if (final && r == len - 1) count(0) = pos;
       });
 }
 
