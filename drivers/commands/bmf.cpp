@@ -233,6 +233,7 @@ const Registrar bmf_command{Command{
       cmd.add_option("--dense-limit-mb", o->dense_limit_mb, "auto: dense bits up to this many MiB")->capture_default_str();
       cmd.add_option("--order", o->order, "columns-first (B then A, CuBin's code) | rows-first")->capture_default_str()
           ->check(CLI::IsMember({"columns-first", "rows-first"}));
+      cmd.add_option("--proposal-group", s.proposal_group, "lines i with equal i / G share one flip mask")->capture_default_str();
       cmd.add_option("--target-error", s.target_error, "stop when the relative error is <= this")->capture_default_str();
       cmd.add_option("--every-line-changed", s.every_line_changed,
                      "no-improvement stop after (max(m,n)/L+1)*this iterations (0: off)")->capture_default_str();

@@ -100,6 +100,9 @@ struct Options {
   int every_line_changed = 1000;       ///< no-improvement stop factor; 0 disables the rule
   bool keep_best = true;               ///< with T0 > 0: return the best factors seen
   std::uint64_t seed = 42;
+  /// Lines i with equal i / proposal_group share one flip mask per phase
+  /// (coordinated proposals; 1 = every line its own mask).
+  int proposal_group = 1;
 
   /// Throws UsageError for values out of range.
   void validate() const;
@@ -179,9 +182,8 @@ struct State {
   /// their deltas atomically, step() copies them to the host fields.
   Kokkos::View<std::int64_t*, MemorySpace> totals;
   MetricHistory history;
-  // Scratch (not part of the iterate): nonzero lines of the fixed factor.
-  Kokkos::View<ordinal_t*, MemorySpace> nz;
-  Kokkos::View<std::int64_t*, MemorySpace> nz_count;
+  // Scratch (not part of the iterate): inverted bit index of the fixed factor.
+  detail::BitIndex<MemorySpace> bit_index;
   // Fixed by the problem (kept for metrics).
   std::int64_t rows = 0, cols = 0;
   std::uint64_t ones = 0;

@@ -139,14 +139,9 @@ void run_one_phase(const ExecutionSpace& exec, const Problem<typename ExecutionS
   }
   p.totals = s.totals;
   const std::int64_t len = columns ? problem.rows : problem.cols;
-  if (s.nz.extent(0) < std::size_t(std::max(problem.rows, problem.cols))) {
-    s.nz = Kokkos::View<ordinal_t*, Mem>(Kokkos::view_alloc(exec, Kokkos::WithoutInitializing, "bmf::nz_lines"),
-                                         std::max(problem.rows, problem.cols));
-    s.nz_count = Kokkos::View<std::int64_t*, Mem>("bmf::nz_count", 1);
-  }
-  if (len > 0) nonzero_lines(exec, p.Y, s.nz, s.nz_count);
-  p.nz = s.nz;
-  p.nz_count = s.nz_count;
+  if (len > 0) build_bit_index(exec, p.Y, o.rank, s.bit_index);
+  p.bit_offsets = s.bit_index.offsets;
+  p.bit_lists = s.bit_index.lists;
   p.num_lines = columns ? problem.cols : problem.rows;
   p.len = columns ? problem.rows : problem.cols;
   if (p.num_lines == 0 || p.len == 0) return;
@@ -158,6 +153,7 @@ void run_one_phase(const ExecutionSpace& exec, const Problem<typename ExecutionS
   p.flip_threshold = std::uint32_t(std::lround(std::clamp(o.flip_prob, 0.0, 1.0) * 65536.0));
   p.temperature = s.temperature;
   p.weight_ones = o.weight_ones;
+  p.group = o.proposal_group;
   run_phase(exec, p);
 }
 

@@ -17,11 +17,13 @@
 /// Dense C: read c_i from the bit line. Sparse C (CSR of ones of the line):
 ///   S_all = sum_i dv_i (all entries), S_ones = sum_{ones} dv_i,
 ///   dFP = S_all - S_ones, dFN = -S_ones,
-/// so the cost is O(nzY * W + nnz_line * W), nzY = nonzero lines of Y (the
-/// other lines cannot change), and entries whose Y line does not
-/// meet the flipped bits are skipped with one AND per word.
+/// where only entries whose Y line holds a flipped bit can have dv != 0: they
+/// are found through an inverted index of Y's bits (BitIndex, built once per
+/// phase), so a line costs O((sum over flipped bits l of |Y lines with bit l|
+/// + nnz_line) * W) instead of O(len * W).
 
 #include <kfactor/core/random.hpp>
+#include <kfactor/core/spaces.hpp>
 #include <kfactor/kernels/bit_matrix.hpp>
 
 #include <Kokkos_Core.hpp>
@@ -42,8 +44,8 @@ struct PhaseArgs {
   Kokkos::View<const bit_word_t**, Kokkos::LayoutRight, MemorySpace> C;  ///< dense: C lines aligned with X
   Kokkos::View<const offset_t*, MemorySpace> map;                         ///< sparse: ones per X line
   Kokkos::View<const ordinal_t*, MemorySpace> idx;
-  Kokkos::View<const ordinal_t*, MemorySpace> nz;       ///< indices of the nonzero lines of Y
-  Kokkos::View<const std::int64_t*, MemorySpace> nz_count;  ///< [how many]
+  Kokkos::View<const offset_t*, MemorySpace> bit_offsets;  ///< inverted index of Y: lines with bit l set are
+  Kokkos::View<const ordinal_t*, MemorySpace> bit_lists;   ///< bit_lists(bit_offsets(l) .. bit_offsets(l+1))
   Kokkos::View<std::int64_t*, MemorySpace> totals;  ///< [FP, FN, accepted]: accepted deltas are added
   std::int64_t num_lines = 0;                       ///< lines of X
   std::int64_t len = 0;                             ///< lines of Y (= length of a C line)
@@ -55,6 +57,7 @@ struct PhaseArgs {
   double temperature = 0.0;
   double weight_ones = 1.0;
   bool dense = true;
+  std::int64_t group = 1;  ///< lines line / group equal share one flip mask
 };
 
 template <int MaxW, class ExecutionSpace, class MemorySpace>
@@ -67,8 +70,8 @@ void run_phase_impl(const ExecutionSpace& exec, const PhaseArgs<MemorySpace>& p)
   const auto map = p.map;
   const auto idx = p.idx;
   const auto totals = p.totals;
-  const auto nz = p.nz;
-  const auto nz_count = p.nz_count;
+  const auto offs = p.bit_offsets;
+  const auto lists = p.bit_lists;
   const std::int64_t num_lines = p.num_lines, start = p.start;
   const int bits = p.bits;
   const int W = bit_words(bits);
@@ -76,11 +79,16 @@ void run_phase_impl(const ExecutionSpace& exec, const PhaseArgs<MemorySpace>& p)
   const std::uint32_t thr = p.flip_threshold;
   const double T = p.temperature, w1 = p.weight_ones;
   const bool dense = p.dense;
+  const std::int64_t group = p.group;
   constexpr std::int64_t hi = std::int64_t(1) << 32;
+  // Host backends: one thread per line (a team barrier per reduction would
+  // cost more than the line's work); device backends: a team per line.
+  const Policy policy = is_host_space_v<ExecutionSpace> ? Policy(exec, p.count, 1) : Policy(exec, p.count, Kokkos::AUTO);
   Kokkos::parallel_for(
-      "kfactor::bmf::phase", Policy(exec, p.count, Kokkos::AUTO), KOKKOS_LAMBDA(const Team& team) {
+      "kfactor::bmf::phase", policy, KOKKOS_LAMBDA(const Team& team) {
         const std::int64_t line = (start + team.league_rank()) % num_lines;
         const CounterRng rng(iter_key, (std::uint64_t(line) << 2) | phase);
+        const CounterRng prop(iter_key, (std::uint64_t(line / group) << 2) | phase);
         bit_word_t old[MaxW], nw[MaxW], flip[MaxW];
         bit_word_t any_flip = 0;
         for (int q = 0; q < MaxW; ++q) {
@@ -90,7 +98,7 @@ void run_phase_impl(const ExecutionSpace& exec, const PhaseArgs<MemorySpace>& p)
         // Every bit flips independently with probability thr / 65536: four
         // 16-bit draws per 64-bit random word.
         for (int l = 0; l < bits; l += 4) {
-          const std::uint64_t r = rng.bits(std::uint64_t(l / 4));
+          const std::uint64_t r = prop.bits(std::uint64_t(l / 4));
           for (int t = 0; t < 4 && l + t < bits; ++t)
             if (((r >> (16 * t)) & 0xFFFFu) < thr) flip[(l + t) / bit_word_bits] |= bit_word_t(1) << ((l + t) % bit_word_bits);
         }
@@ -113,27 +121,43 @@ void run_phase_impl(const ExecutionSpace& exec, const PhaseArgs<MemorySpace>& p)
           return int(w != 0) - int(o != 0);
         };
 
-        // Only nonzero lines of Y can meet the flipped bits.
-        const std::int64_t nnz_y = nz_count(0);
+        // Only lines of Y that hold a flipped bit can change: walk the
+        // inverted lists of the flipped bits; a line on several of them is
+        // counted on the list of its lowest flipped bit only.
+        auto lowest_flipped = [&](std::int64_t i) -> int {
+          for (int q = 0; q < W && q < MaxW; ++q) {
+            const bit_word_t t = Y(i, q) & flip[q];
+            if (t != 0) return q * bit_word_bits + Kokkos::Experimental::countr_zero_builtin(t);
+          }
+          return -1;
+        };
         std::int64_t packed = 0;  // dFP * 2^32 + dFN (dense) or S_all * 2^32 + S_ones (sparse)
-        if (dense) {
-          Kokkos::parallel_reduce(
-              Kokkos::TeamThreadRange(team, nnz_y),
-              [&](std::int64_t t, std::int64_t& s) {
-                const std::int64_t i = nz(t);
-                const int dv = dv_of(i);
-                if (dv != 0) {
-                  const bool c = (C(line, i / bit_word_bits) >> (i % bit_word_bits)) & 1u;
-                  s += c ? std::int64_t(-dv) : std::int64_t(dv) * hi;
-                }
-              },
-              packed);
-        } else {
+        for (int q = 0; q < W && q < MaxW; ++q) {
+          bit_word_t fq = flip[q];
+          while (fq != 0) {
+            const int l = q * bit_word_bits + Kokkos::Experimental::countr_zero_builtin(fq);
+            fq &= fq - 1;
+            std::int64_t part = 0;
+            Kokkos::parallel_reduce(
+                Kokkos::TeamThreadRange(team, offs(l), offs(l + 1)),
+                [&](offset_t e, std::int64_t& s) {
+                  const std::int64_t i = lists(e);
+                  if (lowest_flipped(i) != l) return;
+                  const int dv = dv_of(i);
+                  if (dv == 0) return;
+                  if (dense) {
+                    const bool c = (C(line, i / bit_word_bits) >> (i % bit_word_bits)) & 1u;
+                    s += c ? std::int64_t(-dv) : std::int64_t(dv) * hi;
+                  } else {
+                    s += std::int64_t(dv) * hi;
+                  }
+                },
+                part);
+            packed += part;
+          }
+        }
+        if (!dense) {
           std::int64_t ones_part = 0;
-          Kokkos::parallel_reduce(
-              Kokkos::TeamThreadRange(team, nnz_y),
-              [&](std::int64_t t, std::int64_t& s) { s += std::int64_t(dv_of(nz(t))) * hi; },
-              packed);
           const offset_t e0 = map(line), e1 = map(line + 1);
           Kokkos::parallel_reduce(
               Kokkos::TeamThreadRange(team, e0, e1), [&](offset_t e, std::int64_t& s) { s += dv_of(idx(e)); },
@@ -164,22 +188,72 @@ void run_phase_impl(const ExecutionSpace& exec, const PhaseArgs<MemorySpace>& p)
       });
 }
 
-/// nz(0..count) = indices of the nonzero lines of Y, count(0) = how many.
+/// Inverted index of the bits of Y: for every bit l, the lines of Y that
+/// have it, in bit_lists(bit_offsets(l) .. bit_offsets(l + 1)) (any order:
+/// the deltas are integer sums). Built per phase in O(len * W + set bits).
+template <class MemorySpace>
+struct BitIndex {
+  Kokkos::View<offset_t*, MemorySpace> offsets;  ///< bits + 1
+  Kokkos::View<offset_t*, MemorySpace> cursor;   ///< bits
+  Kokkos::View<ordinal_t*, MemorySpace> lists;
+  bool full_capacity = false;  ///< lists can hold len * bits entries (no size read-back needed)
+};
+
 template <class ExecutionSpace, class MemorySpace>
-void nonzero_lines(const ExecutionSpace& exec, Kokkos::View<const bit_word_t**, Kokkos::LayoutRight, MemorySpace> Y,
-                   Kokkos::View<ordinal_t*, MemorySpace> nz, Kokkos::View<std::int64_t*, MemorySpace> count) {
+void build_bit_index(const ExecutionSpace& exec, Kokkos::View<const bit_word_t**, Kokkos::LayoutRight, MemorySpace> Y,
+                     int bits, BitIndex<MemorySpace>& ix) {
   const std::int64_t len = Y.extent(0);
   const int W = int(Y.extent(1));
-  Kokkos::parallel_scan(
-      "kfactor::bmf::nonzero_lines", Kokkos::RangePolicy<ExecutionSpace>(exec, 0, len),
-      KOKKOS_LAMBDA(std::int64_t r, std::int64_t& pos, bool final) {
-        bit_word_t any = 0;
-        for (int q = 0; q < W; ++q) any |= Y(r, q);
-        if (any != 0) {
-          if (final) nz(pos) = ordinal_t(r);
-          ++pos;
+  if (ix.offsets.extent(0) != std::size_t(bits) + 1) {
+    ix.offsets = Kokkos::View<offset_t*, MemorySpace>("bmf::bit_offsets", bits + 1);
+    ix.cursor = Kokkos::View<offset_t*, MemorySpace>("bmf::bit_cursor", bits);
+    ix.lists = {};
+  }
+  // Capacity len * bits when that is at most 64 Mi entries; else sized from a read-back.
+  const std::size_t full = std::size_t(len) * std::size_t(bits);
+  ix.full_capacity = full <= (std::size_t(1) << 26);
+  if (ix.full_capacity && ix.lists.extent(0) < full)
+    ix.lists = Kokkos::View<ordinal_t*, MemorySpace>(Kokkos::view_alloc(exec, Kokkos::WithoutInitializing, "bmf::bit_lists"), full);
+  const auto offsets = ix.offsets;
+  const auto cursor = ix.cursor;
+  Kokkos::deep_copy(exec, offsets, offset_t(0));
+  Kokkos::parallel_for(
+      "kfactor::bmf::bit_count", Kokkos::RangePolicy<ExecutionSpace>(exec, 0, len), KOKKOS_LAMBDA(std::int64_t i) {
+        for (int q = 0; q < W; ++q) {
+          bit_word_t w = Y(i, q);
+          while (w != 0) {
+            const int l = q * bit_word_bits + Kokkos::Experimental::countr_zero_builtin(w);
+            w &= w - 1;
+            Kokkos::atomic_inc(&offsets(l + 1));
+          }
         }
-        if (final && r == len - 1) count(0) = pos;
+      });
+  Kokkos::parallel_for(
+      "kfactor::bmf::bit_offsets", Kokkos::RangePolicy<ExecutionSpace>(exec, 0, 1), KOKKOS_LAMBDA(int) {
+        for (int l = 0; l < bits; ++l) {
+          offsets(l + 1) += offsets(l);
+          cursor(l) = offsets(l);
+        }
+      });
+  if (!ix.full_capacity) {
+    offset_t total = 0;
+    Kokkos::deep_copy(exec, total, Kokkos::subview(offsets, bits));
+    exec.fence();
+    if (ix.lists.extent(0) < total)
+      ix.lists = Kokkos::View<ordinal_t*, MemorySpace>(
+          Kokkos::view_alloc(exec, Kokkos::WithoutInitializing, "bmf::bit_lists"), total + total / 4 + 1024);
+  }
+  const auto lists = ix.lists;
+  Kokkos::parallel_for(
+      "kfactor::bmf::bit_fill", Kokkos::RangePolicy<ExecutionSpace>(exec, 0, len), KOKKOS_LAMBDA(std::int64_t i) {
+        for (int q = 0; q < W; ++q) {
+          bit_word_t w = Y(i, q);
+          while (w != 0) {
+            const int l = q * bit_word_bits + Kokkos::Experimental::countr_zero_builtin(w);
+            w &= w - 1;
+            lists(Kokkos::atomic_fetch_add(&cursor(l), offset_t(1))) = ordinal_t(i);
+          }
+        }
       });
 }
 
