@@ -1,0 +1,383 @@
+#pragma once
+// Implementation of kfactor/bmf/bmf.hpp (included at its end).
+
+#include <kfactor/core/detail/eti.hpp>
+
+#include <exception>
+#include <numeric>
+
+namespace kfactor::bmf {
+
+namespace detail {
+
+inline RuntimeFailure allocation_failure(const std::string& what, std::size_t bytes, const std::exception& e) {
+  return RuntimeFailure("bmf: cannot allocate " + what + " (" + std::to_string(bytes) + " bytes): " + e.what());
+}
+
+/// Host CSR (sorted, duplicate free) of the ones, by rows and by columns.
+struct HostOnes {
+  std::vector<offset_t> row_map, col_map;
+  std::vector<ordinal_t> row_idx, col_idx;
+};
+
+inline HostOnes host_ones(std::int64_t rows, std::int64_t cols, const std::vector<ordinal_t>& r,
+                          const std::vector<ordinal_t>& c) {
+  if (rows < 0 || cols < 0 || rows > INT_MAX || cols > INT_MAX)
+    throw InputError("bmf: shape " + std::to_string(rows) + " x " + std::to_string(cols) + " is outside 0..2^31-1");
+  if (r.size() != c.size()) throw InputError("bmf: row and column lists of the ones differ in length");
+  std::vector<std::uint64_t> keys(r.size());
+  for (std::size_t e = 0; e < r.size(); ++e) {
+    if (r[e] < 0 || r[e] >= rows || c[e] < 0 || c[e] >= cols)
+      throw InputError("bmf: one at (" + std::to_string(r[e]) + ", " + std::to_string(c[e]) + ") is outside the " +
+                       std::to_string(rows) + " x " + std::to_string(cols) + " shape");
+    keys[e] = std::uint64_t(r[e]) * std::uint64_t(cols) + std::uint64_t(c[e]);
+  }
+  std::sort(keys.begin(), keys.end());
+  keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
+  HostOnes h;
+  h.row_map.assign(rows + 1, 0);
+  h.col_map.assign(cols + 1, 0);
+  h.row_idx.resize(keys.size());
+  h.col_idx.resize(keys.size());
+  for (std::size_t e = 0; e < keys.size(); ++e) {
+    ++h.row_map[keys[e] / cols + 1];
+    ++h.col_map[keys[e] % cols + 1];
+    h.row_idx[e] = ordinal_t(keys[e] % cols);
+  }
+  std::partial_sum(h.row_map.begin(), h.row_map.end(), h.row_map.begin());
+  std::partial_sum(h.col_map.begin(), h.col_map.end(), h.col_map.begin());
+  std::vector<offset_t> fill(h.col_map.begin(), h.col_map.end() - 1);
+  for (std::size_t e = 0; e < keys.size(); ++e) h.col_idx[fill[keys[e] % cols]++] = ordinal_t(keys[e] / cols);
+  return h;
+}
+
+template <class ExecutionSpace>
+CsrMatrix<std::uint8_t, typename ExecutionSpace::memory_space> device_csr(const ExecutionSpace& exec,
+                                                                          const std::vector<offset_t>& map,
+                                                                          const std::vector<ordinal_t>& idx,
+                                                                          std::int64_t num_cols) {
+  using Mem = typename ExecutionSpace::memory_space;
+  using Unmanaged = Kokkos::MemoryTraits<Kokkos::Unmanaged>;
+  CsrMatrix<std::uint8_t, Mem> out;
+  out.num_cols = ordinal_t(num_cols);
+  out.row_map = Kokkos::View<offset_t*, Mem>(Kokkos::view_alloc(exec, Kokkos::WithoutInitializing, "bmf::ones_map"),
+                                             map.size());
+  out.entries = Kokkos::View<ordinal_t*, Mem>(Kokkos::view_alloc(exec, Kokkos::WithoutInitializing, "bmf::ones_idx"),
+                                              idx.size());
+  out.values = Kokkos::View<std::uint8_t*, Mem>("bmf::ones_values", 0);
+  Kokkos::deep_copy(exec, out.row_map, Kokkos::View<const offset_t*, Kokkos::HostSpace, Unmanaged>(map.data(), map.size()));
+  Kokkos::deep_copy(exec, out.entries, Kokkos::View<const ordinal_t*, Kokkos::HostSpace, Unmanaged>(idx.data(), idx.size()));
+  exec.fence();
+  return out;
+}
+
+inline double init_probability(Init mode, double dc, int k) {
+  switch (mode) {
+    case Init::dost: return std::sqrt(1.0 - std::pow(1.0 - dc, 1.0 / double(k)));
+    case Init::density100: return dc / 100.0;
+    case Init::density: return dc;
+  }
+  return dc / 100.0;
+}
+
+template <class ExecutionSpace, class MemorySpace>
+void fill_bits(const ExecutionSpace& exec, const BitMatrix<MemorySpace>& X, double p, std::uint64_t seed,
+               RngStream stream) {
+  auto words = X.words;
+  const std::int64_t bits = X.bits;
+  const CounterRng rng(seed, stream);
+  Kokkos::parallel_for(
+      "kfactor::bmf::fill_bits",
+      Kokkos::MDRangePolicy<ExecutionSpace, Kokkos::Rank<2>>(exec, {0, 0},
+                                                             {std::size_t(X.lines), std::size_t(X.words_per_line())}),
+      KOKKOS_LAMBDA(std::size_t r, std::size_t q) {
+        bit_word_t w = 0;
+        const std::int64_t l0 = std::int64_t(q) * bit_word_bits;
+        for (int b = 0; b < bit_word_bits && l0 + b < bits; ++b)
+          if (rng.uniform(std::uint64_t(r) * std::uint64_t(bits) + std::uint64_t(l0 + b)) < p) w |= bit_word_t(1) << b;
+        words(r, q) = w;
+      });
+}
+
+/// Device totals [FP, FN, accepted] -> the state's host copies.
+template <class ExecutionSpace, class MemorySpace>
+void pull_totals(const ExecutionSpace& exec, State<MemorySpace>& s) {
+  auto h = Kokkos::create_mirror_view(Kokkos::HostSpace{}, s.totals);
+  Kokkos::deep_copy(exec, h, s.totals);
+  exec.fence();
+  s.false_pos = std::uint64_t(h(0));
+  s.false_neg = std::uint64_t(h(1));
+  s.accepted = std::uint64_t(h(2));
+}
+
+/// The state's host copies -> device totals.
+template <class ExecutionSpace, class MemorySpace>
+void push_totals(const ExecutionSpace& exec, State<MemorySpace>& s) {
+  auto h = Kokkos::create_mirror_view(Kokkos::HostSpace{}, s.totals);
+  h(0) = std::int64_t(s.false_pos);
+  h(1) = std::int64_t(s.false_neg);
+  h(2) = std::int64_t(s.accepted);
+  Kokkos::deep_copy(exec, s.totals, h);
+  exec.fence();
+}
+
+template <class ExecutionSpace>
+void run_one_phase(const ExecutionSpace& exec, const Problem<typename ExecutionSpace::memory_space>& problem,
+                   const Options& o, State<typename ExecutionSpace::memory_space>& s, std::uint64_t iter_key,
+                   bool columns) {
+  using Mem = typename ExecutionSpace::memory_space;
+  PhaseArgs<Mem> p;
+  p.X = columns ? s.Bt.words : s.A.words;
+  p.Y = columns ? s.A.words : s.Bt.words;
+  p.dense = problem.dense;
+  if (problem.dense) {
+    p.C = columns ? problem.c_cols.words : problem.c_rows.words;
+  } else {
+    const auto& csr = columns ? problem.by_col : problem.by_row;
+    p.map = csr.row_map;
+    p.idx = csr.entries;
+  }
+  p.totals = s.totals;
+  const std::int64_t len = columns ? problem.rows : problem.cols;
+  if (len > 0) build_bit_index(exec, p.Y, o.rank, s.bit_index);
+  p.bit_offsets = s.bit_index.offsets;
+  p.bit_lists = s.bit_index.lists;
+  p.num_lines = columns ? problem.cols : problem.rows;
+  p.len = columns ? problem.rows : problem.cols;
+  if (p.num_lines == 0 || p.len == 0) return;
+  p.phase = columns ? 0 : 1;
+  p.start = std::int64_t(CounterRng(iter_key, 2 + p.phase).bits(0) % std::uint64_t(p.num_lines));
+  p.count = std::min<std::int64_t>(o.batch, p.num_lines);
+  p.bits = o.rank;
+  p.iter_key = iter_key;
+  p.flip_threshold = std::uint32_t(std::lround(std::clamp(o.flip_prob, 0.0, 1.0) * 65536.0));
+  p.temperature = s.temperature;
+  p.weight_ones = o.weight_ones;
+  p.group = o.proposal_group;
+  run_phase(exec, p);
+}
+
+}  // namespace detail
+
+template <class ExecutionSpace>
+Problem<typename ExecutionSpace::memory_space> make_problem(const ExecutionSpace& exec, std::int64_t rows,
+                                                            std::int64_t cols, const std::vector<ordinal_t>& one_rows,
+                                                            const std::vector<ordinal_t>& one_cols,
+                                                            const Options& options) {
+  using Mem = typename ExecutionSpace::memory_space;
+  const auto h = detail::host_ones(rows, cols, one_rows, one_cols);
+  Problem<Mem> p;
+  p.rows = rows;
+  p.cols = cols;
+  p.ones = h.row_idx.size();
+  p.dense = use_dense(options.dense_c, rows, cols, options.dense_limit_bytes);
+  const std::size_t csr_bytes = 2 * (h.row_idx.size() * sizeof(ordinal_t) + (rows + cols + 2) * sizeof(offset_t));
+  try {
+    p.by_row = detail::device_csr(exec, h.row_map, h.row_idx, cols);
+    auto by_col = detail::device_csr(exec, h.col_map, h.col_idx, rows);
+    if (p.dense) {
+      try {
+        p.c_rows = pack_csr_bits(exec, p.by_row);
+        p.c_cols = pack_csr_bits(exec, by_col);
+        exec.fence();
+      } catch (const RuntimeFailure&) {
+        throw;
+      } catch (const std::exception& e) {
+        throw detail::allocation_failure("dense bits of a " + std::to_string(rows) + " x " + std::to_string(cols) +
+                                             " C (use --dense-c off)",
+                                         dense_bytes(rows, cols), e);
+      }
+    } else {
+      p.by_col = by_col;
+    }
+  } catch (const RuntimeFailure&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw detail::allocation_failure("the ones of C", csr_bytes, e);
+  }
+  return p;
+}
+
+template <class ExecutionSpace>
+BooleanErrors full_error(const ExecutionSpace& exec, const Problem<typename ExecutionSpace::memory_space>& problem,
+                         const BitMatrix<typename ExecutionSpace::memory_space>& A,
+                         const BitMatrix<typename ExecutionSpace::memory_space>& Bt) {
+  BooleanErrors e = problem.dense ? hamming_error(exec, problem.c_rows, A, Bt) : hamming_error(exec, problem.by_row, A, Bt);
+  e.rows = problem.rows;
+  e.cols = problem.cols;
+  return e;
+}
+
+template <class ExecutionSpace>
+State<typename ExecutionSpace::memory_space> init(const ExecutionSpace& exec,
+                                                  const Problem<typename ExecutionSpace::memory_space>& problem,
+                                                  const Options& options) {
+  using Mem = typename ExecutionSpace::memory_space;
+  options.validate();
+  State<Mem> s;
+  s.rows = problem.rows;
+  s.cols = problem.cols;
+  s.ones = problem.ones;
+  s.seed = options.seed;
+  s.temperature = options.temperature;
+  try {
+    s.A = BitMatrix<Mem>("bmf::A", problem.rows, options.rank);
+    s.Bt = BitMatrix<Mem>("bmf::Bt", problem.cols, options.rank);
+  } catch (const std::exception& e) {
+    throw detail::allocation_failure("the factors", dense_bytes(problem.rows, options.rank) , e);
+  }
+  s.totals = Kokkos::View<std::int64_t*, Mem>("bmf::totals", 3);
+  const double p = detail::init_probability(options.init, problem.density(), options.rank);
+  detail::fill_bits(exec, s.A, p, options.seed, RngStream::factor_w);
+  detail::fill_bits(exec, s.Bt, p, options.seed, RngStream::factor_h);
+  const auto e = full_error(exec, problem, s.A, s.Bt);
+  s.false_pos = s.best_false_pos = e.false_pos;
+  s.false_neg = s.best_false_neg = e.false_neg;
+  detail::push_totals(exec, s);
+  if (options.keep_best && options.temperature > 0.0) {
+    s.best_A = clone(exec, s.A);
+    s.best_Bt = clone(exec, s.Bt);
+    s.has_best_copy = true;
+  }
+  exec.fence();
+  return s;
+}
+
+template <class ExecutionSpace>
+void step(const ExecutionSpace& exec, const Problem<typename ExecutionSpace::memory_space>& problem,
+          const Options& options, State<typename ExecutionSpace::memory_space>& s) {
+  const std::uint64_t t = std::uint64_t(s.iteration);
+  const std::int64_t it = std::int64_t(t) + 1;
+  if (options.temp_step > 0 && it % options.temp_step == 0) s.temperature *= options.temp_factor;
+  const std::uint64_t iter_key = CounterRng(s.seed, RngStream::proposal).bits(t);
+  const bool cols_first = options.order == Order::columns_first;
+  detail::run_one_phase(exec, problem, options, s, iter_key, cols_first);
+  detail::run_one_phase(exec, problem, options, s, iter_key, !cols_first);
+  detail::pull_totals(exec, s);
+  const double w = options.weight_ones;
+  const double now = double(s.false_pos) + w * double(s.false_neg);
+  const double best = double(s.best_false_pos) + w * double(s.best_false_neg);
+  if (now < best) {
+    s.best_false_pos = s.false_pos;
+    s.best_false_neg = s.false_neg;
+    s.no_improve = 0;
+    if (s.has_best_copy) {
+      Kokkos::deep_copy(exec, s.best_A.words, s.A.words);
+      Kokkos::deep_copy(exec, s.best_Bt.words, s.Bt.words);
+    }
+  } else {
+    ++s.no_improve;
+  }
+}
+
+template <class ExecutionSpace>
+Result<typename ExecutionSpace::memory_space> solve(const ExecutionSpace& exec,
+                                                    const Problem<typename ExecutionSpace::memory_space>& problem,
+                                                    const Options& options,
+                                                    State<typename ExecutionSpace::memory_space> state,
+                                                    const Observer& observer) {
+  using Mem = typename ExecutionSpace::memory_space;
+  options.validate();
+  Result<Mem> res;
+  const std::int64_t limit = max_no_improve(problem.rows, problem.cols, options);
+  bool by_target = false, by_no_improve = false;
+  auto extra_stop = [&](const Metrics& m) {
+    if (m.get("relative_error") <= options.target_error) return by_target = true;
+    if (limit > 0 && state.no_improve >= limit) return by_no_improve = true;
+    return false;
+  };
+  double loop_seconds = 0.0;
+  std::string reason;
+  if (extra_stop(evaluate(options, state))) {
+    reason = by_target ? "target_reached" : "no_improvement";
+  } else {
+    const StopRule rule{options.max_iterations, 0.0};
+    const auto r = run_solver_loop(
+        state.iteration, state.history, rule, "relative_error", observer,
+        [&] { step(exec, problem, options, state); }, [&] { return evaluate(options, state); }, extra_stop,
+        &loop_seconds);
+    reason = r == StopReason::target_reached ? (by_no_improve ? "no_improvement" : "target_reached") : to_string(r);
+  }
+  if (state.has_best_copy) {
+    const double w = options.weight_ones;
+    if (double(state.best_false_pos) + w * double(state.best_false_neg) <
+        double(state.false_pos) + w * double(state.false_neg)) {
+      std::swap(state.A, state.best_A);
+      std::swap(state.Bt, state.best_Bt);
+      std::swap(state.false_pos, state.best_false_pos);
+      std::swap(state.false_neg, state.best_false_neg);
+      detail::push_totals(exec, state);
+    }
+  }
+  Report& rep = res.report;
+  rep.command = "bmf";
+  rep.backend = backend_name<ExecutionSpace>();
+  rep.precision = "bits";
+  rep.rows = problem.rows;
+  rep.cols = problem.cols;
+  rep.nnz = std::int64_t(problem.ones);
+  rep.rank = options.rank;
+  rep.iterations = state.iteration;
+  rep.seconds = loop_seconds;
+  rep.stop_reason = reason;
+  rep.metrics = evaluate(options, state);
+  rep.timings.set("iterations", loop_seconds);
+  rep.info["algorithm"] = "cubin";
+  rep.info["c_storage"] = problem.dense ? "dense_bits" : "sparse_csr";
+  rep.info["order"] = to_string(options.order);
+  rep.info["init"] = to_string(options.init);
+  rep.info["batch"] = std::to_string(options.batch);
+  rep.info["flip_prob"] = std::to_string(options.flip_prob);
+  rep.info["temperature"] = std::to_string(options.temperature);
+  rep.info["weight_ones"] = std::to_string(options.weight_ones);
+  rep.info["max_no_improve"] = std::to_string(limit);
+  rep.info["seed"] = std::to_string(options.seed);
+  rep.history = state.history;
+  res.state = std::move(state);
+  return res;
+}
+
+template <class ExecutionSpace>
+Result<typename ExecutionSpace::memory_space> solve(const ExecutionSpace& exec,
+                                                    const Problem<typename ExecutionSpace::memory_space>& problem,
+                                                    const Options& options, const Observer& observer) {
+  const auto t0 = std::chrono::steady_clock::now();
+  auto state = init(exec, problem, options);
+  const double init_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  auto res = solve(exec, problem, options, std::move(state), observer);
+  res.report.timings.set("init", init_seconds);
+  res.report.seconds += init_seconds;
+  return res;
+}
+
+template <class MemorySpace>
+DenseMatrix<std::uint8_t, Kokkos::HostSpace> factor_a(const State<MemorySpace>& state) {
+  const auto h = copy_to<Kokkos::HostSpace>(state.A);
+  return unpack_bits<std::uint8_t>(Kokkos::DefaultHostExecutionSpace{}, h);
+}
+
+template <class MemorySpace>
+DenseMatrix<std::uint8_t, Kokkos::HostSpace> factor_b(const State<MemorySpace>& state) {
+  const auto h = copy_to<Kokkos::HostSpace>(state.Bt);
+  DenseMatrix<std::uint8_t, Kokkos::HostSpace> B("bmf::B", h.bits, h.lines);
+  for (std::int64_t j = 0; j < h.lines; ++j)
+    for (std::int64_t l = 0; l < h.bits; ++l) B(l, j) = h.get(j, l) ? 1 : 0;
+  return B;
+}
+
+// Explicit instantiations live in src/bmf/bmf.cpp.
+#define KFACTOR_BMF_EXTERN(Space, T)                                                                              \
+  extern template Problem<Space::memory_space> make_problem<Space>(const Space&, std::int64_t, std::int64_t,     \
+                                                                    const std::vector<ordinal_t>&,                 \
+                                                                    const std::vector<ordinal_t>&, const Options&); \
+  extern template State<Space::memory_space> init<Space>(const Space&, const Problem<Space::memory_space>&,      \
+                                                         const Options&);                                         \
+  extern template void step<Space>(const Space&, const Problem<Space::memory_space>&, const Options&,            \
+                                   State<Space::memory_space>&);                                                  \
+  extern template BooleanErrors full_error<Space>(const Space&, const Problem<Space::memory_space>&,             \
+                                                  const BitMatrix<Space::memory_space>&,                          \
+                                                  const BitMatrix<Space::memory_space>&);
+KFACTOR_ETI_FOR_EACH_SPACE(KFACTOR_BMF_EXTERN, void)
+#undef KFACTOR_BMF_EXTERN
+
+}  // namespace kfactor::bmf

@@ -1,0 +1,304 @@
+// CuBin BMF solver: exact incremental error (dense and sparse C), greedy
+// monotonicity, planted recovery, k = 1 / 33 / 200, all-zero and all-ones C,
+// dense/sparse and thread-count determinism, options and stop rules.
+#include <kfactor/bmf/bmf.hpp>
+
+#include "common/test_spaces.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <unistd.h>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+namespace {
+using namespace kfactor;
+
+template <class Space>
+class BmfTest : public ::testing::Test {};
+TYPED_TEST_SUITE(BmfTest, test::ExecutionSpaces, test::SpaceNames);
+
+template <class Space>
+bmf::Problem<typename Space::memory_space> problem_of(const bmf::Planted& p, bmf::DenseC mode) {
+  bmf::Options o;
+  o.dense_c = mode;
+  return bmf::make_problem(Space{}, p.rows, p.cols, p.one_rows, p.one_cols, o);
+}
+
+/// Error of the planted factors on the noisy C.
+template <class Space>
+BooleanErrors planted_error(const bmf::Planted& p, const bmf::Problem<typename Space::memory_space>& prob) {
+  using Mem = typename Space::memory_space;
+  return bmf::full_error(Space{}, prob, copy_to<Mem>(p.A), copy_to<Mem>(p.Bt));
+}
+
+template <class Mem>
+std::vector<bit_word_t> words_of(const BitMatrix<Mem>& X) {
+  auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, X.words);
+  return std::vector<bit_word_t>(h.data(), h.data() + h.size());
+}
+
+// Runs `iters` steps by hand and checks the tracked counts against a full
+// recomputation after every iteration.
+template <class Space>
+void check_tracking(const bmf::Problem<typename Space::memory_space>& prob, const bmf::Options& o, int iters,
+                    bool greedy) {
+  auto s = bmf::init(Space{}, prob, o);
+  const auto e0 = bmf::full_error(Space{}, prob, s.A, s.Bt);
+  ASSERT_EQ(s.false_pos, e0.false_pos);
+  ASSERT_EQ(s.false_neg, e0.false_neg);
+  std::uint64_t prev = s.false_pos + s.false_neg;
+  for (int t = 0; t < iters; ++t) {
+    bmf::step(Space{}, prob, o, s);
+    ++s.iteration;
+    const auto e = bmf::full_error(Space{}, prob, s.A, s.Bt);
+    ASSERT_EQ(s.false_pos, e.false_pos) << "iteration " << t;
+    ASSERT_EQ(s.false_neg, e.false_neg) << "iteration " << t;
+    if (greedy) ASSERT_LE(s.false_pos + s.false_neg, prev) << "greedy increased the error at " << t;
+    prev = s.false_pos + s.false_neg;
+  }
+  EXPECT_GT(s.accepted, 0u);
+}
+
+TYPED_TEST(BmfTest, TrackedErrorEqualsRecomputationDenseAndSparse) {
+  using Space = TypeParam;
+  const auto p = bmf::make_planted(90, 70, 6, 0.2, 0.05, 3);
+  for (auto mode : {bmf::DenseC::on, bmf::DenseC::off}) {
+    const auto prob = problem_of<Space>(p, mode);
+    EXPECT_EQ(prob.dense, mode == bmf::DenseC::on);
+    bmf::Options o;
+    o.rank = 6;
+    o.batch = 25;  // windows wrap around
+    o.init = bmf::Init::dost;
+    check_tracking<Space>(prob, o, 30, true);
+    // Metropolis and weighted acceptance: worse changes are taken too, still exact.
+    o.temperature = 2.0;
+    o.weight_ones = 2.5;
+    o.flip_prob = 0.3;
+    check_tracking<Space>(prob, o, 30, false);
+  }
+}
+
+TYPED_TEST(BmfTest, RanksOneThirtyThreeAndTwoHundred) {
+  using Space = TypeParam;
+  for (int k : {1, 33, 200}) {
+    SCOPED_TRACE("k = " + std::to_string(k));
+    const auto p = bmf::make_planted(60, 50, k, std::min(0.5, std::sqrt(0.25 / k)), 0.02, 10 + k);
+    const auto prob = problem_of<Space>(p, k == 33 ? bmf::DenseC::off : bmf::DenseC::on);
+    bmf::Options o;
+    o.rank = k;
+    o.batch = 40;
+    o.init = bmf::Init::dost;
+    o.flip_prob = k == 1 ? 0.5 : 2.0 / k;
+    check_tracking<Space>(prob, o, 10, true);
+    o.max_iterations = 400;
+    const auto r = bmf::solve(Space{}, prob, o);
+    const double all_zero = prob.density();
+    EXPECT_LT(r.report.metrics.get("relative_error"), 0.8 * all_zero) << "k " << k;
+    EXPECT_EQ(bmf::factor_a(r.state).extent(1), std::size_t(k));
+    EXPECT_EQ(bmf::factor_b(r.state).extent(0), std::size_t(k));
+  }
+}
+
+TYPED_TEST(BmfTest, PlantedFactorsRecoveredToTheNoiseLevel) {
+  using Space = TypeParam;
+  for (double noise : {0.01, 0.05, 0.10}) {
+    const auto p = bmf::make_planted(300, 200, 5, 0.25, noise, 7);
+    const auto prob = problem_of<Space>(p, bmf::DenseC::automatic);
+    const auto truth = planted_error<Space>(p, prob);
+    bmf::Options o;
+    o.rank = 5;
+    o.max_iterations = 3000;
+    o.batch = 100;
+    o.flip_prob = 0.2;
+    o.init = bmf::Init::dost;
+    o.every_line_changed = 200;
+    double best = 1.0;
+    for (std::uint64_t seed : {1, 2, 3}) {
+      o.seed = seed;
+      const auto r = bmf::solve(Space{}, prob, o);
+      best = std::min(best, r.report.metrics.get("relative_error"));
+    }
+    std::printf("noise %.2f: planted E_rec %.5f, found %.5f, density %.4f\n", noise, truth.relative(), best,
+                prob.density());
+    EXPECT_LE(best, 1.25 * truth.relative() + 1e-3) << "noise " << noise;
+  }
+}
+
+TYPED_TEST(BmfTest, AllZeroAndAllOnesC) {
+  using Space = TypeParam;
+  const int m = 40, n = 23;
+  bmf::Options o;
+  o.rank = 3;
+  o.max_iterations = 200;
+  // All-zero C: the initial factors (density / 100 = 0) are already exact.
+  {
+    const auto prob = bmf::make_problem(Space{}, m, n, {}, {}, o);
+    const auto r = bmf::solve(Space{}, prob, o);
+    EXPECT_EQ(r.report.metrics.get("errors"), 0.0);
+    EXPECT_EQ(r.report.stop_reason, "target_reached");
+    EXPECT_EQ(r.report.iterations, 0);
+    EXPECT_DOUBLE_EQ(r.report.metrics.get("recall"), 1.0);
+  }
+  // All-ones C: found exactly (one column of A and one row of B all ones).
+  {
+    std::vector<ordinal_t> r_, c_;
+    for (int i = 0; i < m; ++i)
+      for (int j = 0; j < n; ++j) {
+        r_.push_back(i);
+        c_.push_back(j);
+      }
+    for (auto mode : {bmf::DenseC::on, bmf::DenseC::off}) {
+      o.dense_c = mode;
+      const auto prob = bmf::make_problem(Space{}, m, n, r_, c_, o);
+      EXPECT_DOUBLE_EQ(prob.density(), 1.0);
+      o.init = bmf::Init::density;  // p = 1: everything set, error 0 at once
+      auto r = bmf::solve(Space{}, prob, o);
+      EXPECT_EQ(r.report.metrics.get("errors"), 0.0);
+      o.init = bmf::Init::density100;  // p = 1/100: must be found by search
+      o.flip_prob = 0.5;
+      r = bmf::solve(Space{}, prob, o);
+      EXPECT_EQ(r.report.metrics.get("errors"), 0.0);
+      EXPECT_EQ(r.report.stop_reason, "target_reached");
+    }
+  }
+}
+
+TYPED_TEST(BmfTest, DenseAndSparseGiveIdenticalFactors) {
+  using Space = TypeParam;
+  const auto p = bmf::make_planted(150, 110, 8, 0.15, 0.05, 21);
+  bmf::Options o;
+  o.rank = 8;
+  o.batch = 60;
+  o.max_iterations = 60;
+  o.temperature = 1.0;
+  o.temp_step = 10;
+  o.temp_factor = 0.5;
+  const auto d = bmf::solve(Space{}, problem_of<Space>(p, bmf::DenseC::on), o);
+  const auto s = bmf::solve(Space{}, problem_of<Space>(p, bmf::DenseC::off), o);
+  EXPECT_EQ(d.report.info.at("c_storage"), "dense_bits");
+  EXPECT_EQ(s.report.info.at("c_storage"), "sparse_csr");
+  EXPECT_EQ(words_of(d.state.A), words_of(s.state.A));
+  EXPECT_EQ(words_of(d.state.Bt), words_of(s.state.Bt));
+  EXPECT_EQ(d.state.accepted, s.state.accepted);
+  EXPECT_EQ(d.report.metrics.get("errors"), s.report.metrics.get("errors"));
+  // A different seed gives different factors.
+  o.seed = 43;
+  const auto other = bmf::solve(Space{}, problem_of<Space>(p, bmf::DenseC::on), o);
+  EXPECT_NE(words_of(d.state.A), words_of(other.state.A));
+}
+
+// Thread-count independence: the parent runs the solver, then runs this test
+// binary again in a child process with a different OMP_NUM_THREADS (1, or 3
+// when the parent already has 1), and compares a digest of the factors the
+// child writes to a file.
+std::string run_digest(std::uint64_t seed) {
+  using Space = Kokkos::DefaultExecutionSpace;
+  const auto p = bmf::make_planted(200, 180, 20, 0.08, 0.05, 5);
+  bmf::Options o;
+  o.rank = 20;
+  o.batch = 50;
+  o.max_iterations = 40;
+  o.seed = seed;
+  o.temperature = 0.5;
+  const auto prob = bmf::make_problem(Space{}, p.rows, p.cols, p.one_rows, p.one_cols, o);
+  const auto r = bmf::solve(Space{}, prob, o);
+  std::uint64_t h = 1469598103934665603ULL;
+  for (auto w : words_of(r.state.A)) h = CounterRng::mix(h ^ w);
+  for (auto w : words_of(r.state.Bt)) h = CounterRng::mix(h ^ w);
+  return std::to_string(h) + " " + std::to_string(r.state.accepted) + " " + std::to_string(r.state.false_pos) + " " +
+         std::to_string(r.state.false_neg);
+}
+
+TEST(BmfThreads, ChildDigest) {
+  const char* out = std::getenv("KFACTOR_BMF_CHILD_OUT");
+  if (!out) GTEST_SKIP() << "only runs as the child of SameSeedSameFactorsAcrossThreadCounts";
+  std::ofstream(out) << run_digest(9) << " threads " << Kokkos::DefaultExecutionSpace().concurrency() << "\n";
+}
+
+TEST(BmfThreads, SameSeedSameFactorsAcrossThreadCounts) {
+  const int mine = Kokkos::DefaultExecutionSpace().concurrency();
+  const int child = mine == 1 ? 3 : 1;
+  const std::string file = ::testing::TempDir() + "/kfactor_bmf_child_" + std::to_string(::getpid()) + ".txt";
+  const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
+  const std::string cmd = "KFACTOR_BMF_CHILD_OUT=" + file + " OMP_NUM_THREADS=" + std::to_string(child) +
+                          " OMP_PROC_BIND=false " + self + " --gtest_filter=BmfThreads.ChildDigest > /dev/null 2>&1";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  std::ifstream in(file);
+  std::string digest, accepted, fp, fn, word;
+  int threads = 0;
+  in >> digest >> accepted >> fp >> fn >> word >> threads;
+  std::remove(file.c_str());
+  EXPECT_EQ(threads, child);
+  EXPECT_NE(threads, mine);
+  EXPECT_EQ(digest + " " + accepted + " " + fp + " " + fn, run_digest(9));
+}
+
+TYPED_TEST(BmfTest, StopRulesAndGreedyHistory) {
+  using Space = TypeParam;
+  const auto p = bmf::make_planted(120, 90, 4, 0.25, 0.03, 2);
+  const auto prob = problem_of<Space>(p, bmf::DenseC::automatic);
+  bmf::Options o;
+  o.rank = 4;
+  o.batch = 1000;
+  o.every_line_changed = 5;  // limit (120 / 1000 + 1) * 5 = 5
+  o.max_iterations = 100000;
+  const auto r = bmf::solve(Space{}, prob, o);
+  EXPECT_EQ(r.report.stop_reason, "no_improvement");
+  EXPECT_EQ(r.state.no_improve, 5);
+  EXPECT_EQ(r.report.info.at("max_no_improve"), "5");
+  const auto& h = r.report.history;
+  ASSERT_EQ(h.size(), std::size_t(r.report.iterations));
+  for (std::size_t t = 1; t < h.size(); ++t) EXPECT_LE(h.rows[t][0], h.rows[t - 1][0]);  // greedy: monotone
+  // Target error: stops as soon as E_rec <= target.
+  o.target_error = 0.5 * prob.density();
+  o.every_line_changed = 0;
+  const auto t = bmf::solve(Space{}, prob, o);
+  EXPECT_EQ(t.report.stop_reason, "target_reached");
+  EXPECT_LE(t.report.metrics.get("relative_error"), o.target_error);
+  // Max iterations.
+  o.target_error = 0;
+  o.max_iterations = 7;
+  EXPECT_EQ(bmf::solve(Space{}, prob, o).report.iterations, 7);
+  // Continuing a state gives the same as one long run.
+  o.max_iterations = 12;
+  const auto full = bmf::solve(Space{}, prob, o);
+  o.max_iterations = 5;
+  auto part = bmf::solve(Space{}, prob, o);
+  o.max_iterations = 12;
+  const auto cont = bmf::solve(Space{}, prob, o, std::move(part.state), nullptr);
+  EXPECT_EQ(words_of(full.state.A), words_of(cont.state.A));
+  EXPECT_EQ(words_of(full.state.Bt), words_of(cont.state.Bt));
+  EXPECT_EQ(full.report.metrics.get("errors"), cont.report.metrics.get("errors"));
+}
+
+TYPED_TEST(BmfTest, InputAndOptionErrors) {
+  using Space = TypeParam;
+  bmf::Options o;
+  EXPECT_THROW(bmf::make_problem(Space{}, 3, 3, {0, 3}, {0, 0}, o), InputError);
+  EXPECT_THROW(bmf::make_problem(Space{}, 3, 3, {0}, {-1}, o), InputError);
+  const auto prob = bmf::make_problem(Space{}, 3, 4, {0, 0, 2, 2}, {1, 1, 3, 0}, o);  // duplicate merged
+  EXPECT_EQ(prob.ones, 3u);
+  for (auto f : {+[](bmf::Options& x) { x.rank = 0; }, +[](bmf::Options& x) { x.rank = 5000; },
+                 +[](bmf::Options& x) { x.flip_prob = 0; }, +[](bmf::Options& x) { x.batch = 0; },
+                 +[](bmf::Options& x) { x.temperature = -1; }, +[](bmf::Options& x) { x.temp_factor = 1.5; },
+                 +[](bmf::Options& x) { x.weight_ones = 0; }}) {
+    bmf::Options bad;
+    f(bad);
+    EXPECT_THROW(bad.validate(), UsageError);
+  }
+  EXPECT_THROW(bmf::parse_init("x"), UsageError);
+  EXPECT_EQ(bmf::parse_dense_c("off"), bmf::DenseC::off);
+  // Automatic storage: dense under the limit, sparse above it.
+  o.dense_limit_bytes = 0;
+  EXPECT_FALSE(bmf::make_problem(Space{}, 3, 4, {0}, {1}, o).dense);
+  o.dense_limit_bytes = 1 << 20;
+  EXPECT_TRUE(bmf::make_problem(Space{}, 3, 4, {0}, {1}, o).dense);
+  EXPECT_FALSE(bmf::use_dense(bmf::DenseC::automatic, 1000000, 1000000, std::size_t(1) << 30));
+}
+
+}  // namespace
