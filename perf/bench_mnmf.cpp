@@ -30,7 +30,9 @@
 #include <string>
 #include <vector>
 
-namespace {
+// A named namespace: nvcc does not allow extended (device) lambdas in
+// functions of an unnamed namespace on every version.
+namespace kfactor_bench_mnmf {
 using namespace kfactor;
 using Exec = Kokkos::DefaultExecutionSpace;
 using Mem = Exec::memory_space;
@@ -273,11 +275,12 @@ void run(const Args& a) {
   }
 }
 
-}  // namespace
+}  // namespace kfactor_bench_mnmf
 
 int main(int argc, char** argv) {
   Kokkos::ScopeGuard guard(argc, argv);
   try {
+    using namespace kfactor_bench_mnmf;
     const Args a = parse(argc, argv);
     if (a.precision == "float")
       run<float>(a);

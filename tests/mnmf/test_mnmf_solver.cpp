@@ -50,19 +50,27 @@ TYPED_TEST(MnmfTyped, ObjectiveNonIncreasingPerSweep) {
       // an exact zero stays zero
       Kokkos::deep_copy(Kokkos::subview(s.W, 3, 2), T(0));
       Kokkos::deep_copy(Kokkos::subview(s.H, 4, 1), T(0));
-      double prev = objective(exec, problem, o, s);
-      int rises = 0;
+      // eq. 15's weighting (lambda instead of lambda/2 for KL), to show the
+      // check can fail: the digest saw rises in most epochs at lambda = 1
+      Options eq15 = o;
+      eq15.lambda_w = eq15.lambda_h = 2 * lambda;
+      double prev = objective(exec, problem, o, s), prev15 = objective(exec, problem, eq15, s);
+      int rises = 0, rises15 = 0;
       for (int epoch = 0; epoch < 25; ++epoch) {
         update_w(exec, problem, o, s);
-        const double a = objective(exec, problem, o, s);
+        const double a = objective(exec, problem, o, s), a15 = objective(exec, problem, eq15, s);
         update_h(exec, problem, o, s);
-        const double b = objective(exec, problem, o, s);
+        const double b = objective(exec, problem, o, s), b15 = objective(exec, problem, eq15, s);
         if (a > prev * (1 + tol)) ++rises;
         if (b > a * (1 + tol)) ++rises;
+        if (a15 > prev15 * (1 + tol)) ++rises15;
+        if (b15 > a15 * (1 + tol)) ++rises15;
         ASSERT_TRUE(std::isfinite(a) && std::isfinite(b));
         prev = b;
+        prev15 = b15;
       }
       EXPECT_EQ(rises, 0) << to_string(obj) << " lambda " << lambda;
+      if (obj == Objective::kl && lambda == 1.0) EXPECT_GT(rises15, 0) << "eq. 15 weighting never rose";
       const auto W = to_vector(s.W), H = to_vector(s.H);
       EXPECT_TRUE(all_finite_nonnegative(W));
       EXPECT_TRUE(all_finite_nonnegative(H));

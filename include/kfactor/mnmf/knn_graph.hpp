@@ -150,8 +150,8 @@ Kokkos::View<ordinal_t**, Kokkos::LayoutRight, MemorySpace> knn_select(const Exe
 
   for (ordinal_t b0 = 0; b0 < m; b0 += Bi) {
     const int nb = static_cast<int>(Kokkos::min<std::int64_t>(Bi, std::int64_t(m) - b0));
-    // 1. scatter the query rows into X (n x B), zero elsewhere
-    if (b0 > 0) Kokkos::deep_copy(exec, X, 0.0);
+    // 1. scatter the query rows into X (n x B), zero elsewhere (X is zeroed
+    // once; each block clears only what it wrote, at its end)
     Kokkos::parallel_for(
         "kfactor::mnmf::knn_scatter", Kokkos::RangePolicy<ExecutionSpace>(exec, 0, nb), KOKKOS_LAMBDA(int b) {
           const ordinal_t i = b0 + b;
@@ -233,6 +233,11 @@ Kokkos::View<ordinal_t**, Kokkos::LayoutRight, MemorySpace> knn_select(const Exe
             });
             team.team_barrier();
           }
+        });
+    Kokkos::parallel_for(
+        "kfactor::mnmf::knn_unscatter", Kokkos::RangePolicy<ExecutionSpace>(exec, 0, nb), KOKKOS_LAMBDA(int b) {
+          const ordinal_t i = b0 + b;
+          for (offset_t e = row_map(i); e < row_map(i + 1); ++e) X(cols(e), b) = 0.0;
         });
   }
   return nbr;

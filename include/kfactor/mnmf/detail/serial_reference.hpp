@@ -7,6 +7,7 @@
 /// the Kokkos solver's on host spaces (team size 1), so the two agree to the
 /// last bit there, and to rounding on a device.
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -56,13 +57,19 @@ void serial_sweep(bool kl, const SerialCsr<T>& A, std::vector<T>& X, const std::
     }
   }
   if (lambda != T(0)) {
-    for (std::size_t i = 0; i < m; ++i)
+    std::vector<T> g(r);
+    for (std::size_t i = 0; i < m; ++i) {
+      std::fill(g.begin(), g.end(), T(0));
+      for (std::size_t e = G.row_map[i]; e < G.row_map[i + 1]; ++e) {
+        const T p = G.values[e];
+        const T* xl = &X[std::size_t(G.entries[e]) * r];
+        for (int k = 0; k < r; ++k) g[k] += p * xl[k];
+      }
       for (int k = 0; k < r; ++k) {
-        T g = T(0);
-        for (std::size_t e = G.row_map[i]; e < G.row_map[i + 1]; ++e) g += G.values[e] * X[std::size_t(G.entries[e]) * r + k];
-        up[i * r + k] = up[i * r + k] + lambda * g;
+        up[i * r + k] = up[i * r + k] + lambda * g[k];
         dn[i * r + k] = dn[i * r + k] + lambda * deg[i] * X[i * r + k];
       }
+    }
   }
   for (std::size_t p = 0; p < m * std::size_t(r); ++p)
     if (dn[p] > T(0)) X[p] = X[p] * up[p] / dn[p];

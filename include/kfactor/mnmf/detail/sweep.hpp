@@ -18,7 +18,9 @@
 /// buffer Xnew (the caller swaps), so no thread can see a half-updated
 /// neighbour (the paper's "over-writing problem", Fig. 1b). The buffered
 /// numerators and denominators of one row live in team scratch, one (up, dn)
-/// pair of r-vectors per team thread; the global buffer is Xnew only, which
+/// pair of r-vectors per team thread plus one r-vector for the graph sum
+/// sum_l g_il x_lk (accumulated neighbour by neighbour, so each x_l is read
+/// as a contiguous row); the global buffer is Xnew only, which
 /// costs m*r instead of the paper's two max(m,n)*r Up/Down arrays.
 ///
 /// Parallel mapping: one team per row; team threads take the row's nonzeros
@@ -112,8 +114,8 @@ LaunchShape sweep_shape(int bin, int rank, std::size_t scalar_bytes) {
     s.vector_length = vl;
     const int wanted[3] = {1, 4, 16};
     int ts = wanted[bin];
-    // keep the per-team accumulators (2 * ts * rank scalars) within 32 KiB
-    while (ts > 1 && 2 * std::size_t(ts) * rank * scalar_bytes > 32768) ts /= 2;
+    // keep the per-team accumulators ((2 ts + 1) rank scalars) within 32 KiB
+    while (ts > 1 && (2 * std::size_t(ts) + 1) * rank * scalar_bytes > 32768) ts /= 2;
     s.team_size = ts;
     return s;
   }
@@ -144,7 +146,7 @@ void sweep(const ExecutionSpace& exec, Objective objective, const CsrMatrix<T, M
     if (count == 0) continue;
     const LaunchShape shape = sweep_shape<ExecutionSpace>(b, r, sizeof(T));
     Policy policy(exec, static_cast<int>(count), shape.team_size, shape.vector_length);
-    const std::size_t bytes = Scratch::shmem_size(2 * std::size_t(shape.team_size) * r);
+    const std::size_t bytes = Scratch::shmem_size((2 * std::size_t(shape.team_size) + 1) * r);
     const int level = bytes <= static_cast<std::size_t>(policy.scratch_size_max(0)) ? 0 : 1;
     policy.set_scratch_size(level, Kokkos::PerTeam(bytes));
     Kokkos::parallel_for(
@@ -152,7 +154,7 @@ void sweep(const ExecutionSpace& exec, Objective objective, const CsrMatrix<T, M
           const ordinal_t i = order(begin + team.league_rank());
           const int ts = team.team_size();
           const int t = team.team_rank();
-          Scratch acc(team.team_scratch(level), 2 * std::size_t(ts) * r);
+          Scratch acc(team.team_scratch(level), (2 * std::size_t(ts) + 1) * r);
           T* up = acc.data() + std::size_t(2 * t) * r;
           T* dn = up + r;
           Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, r), [&](int k) {
@@ -179,17 +181,33 @@ void sweep(const ExecutionSpace& exec, Objective objective, const CsrMatrix<T, M
             }
           }
           team.team_barrier();
+          // combine the thread partials (in thread order) into slot 0
+          T* gsum = acc.data() + std::size_t(2 * ts) * r;
           Kokkos::parallel_for(Kokkos::TeamVectorRange(team, r), [&](int k) {
             T u = acc(k), d = acc(std::size_t(r) + k);
             for (int s = 1; s < ts; ++s) {
               u += acc(std::size_t(2 * s) * r + k);
               d += acc(std::size_t(2 * s + 1) * r + k);
             }
+            acc(k) = u;
+            acc(std::size_t(r) + k) = d;
+            gsum[k] = T(0);
+          });
+          if (graph) {
+            // sum_l g_il x_lk, neighbours in CSR order, each x_l read as a row
+            team.team_barrier();
+            for (offset_t e = grow(i); e < grow(i + 1); ++e) {
+              const T p = gval(e);
+              const ordinal_t l = gcol(e);
+              Kokkos::parallel_for(Kokkos::TeamVectorRange(team, r), [&](int k) { gsum[k] += p * X(l, k); });
+            }
+          }
+          team.team_barrier();
+          Kokkos::parallel_for(Kokkos::TeamVectorRange(team, r), [&](int k) {
+            T u = acc(k), d = acc(std::size_t(r) + k);
             const T x = X(i, k);
             if (graph) {
-              T g = T(0);
-              for (offset_t e = grow(i); e < grow(i + 1); ++e) g += gval(e) * X(gcol(e), k);
-              u = u + lambda * g;
+              u = u + lambda * gsum[k];
               d = d + lambda * deg(i) * x;
             }
             Xnew(i, k) = d > T(0) ? x * u / d : x;
