@@ -157,18 +157,34 @@ Kokkos::View<ordinal_t**, Kokkos::LayoutRight, MemorySpace> knn_select(const Exe
           const ordinal_t i = b0 + b;
           for (offset_t e = row_map(i); e < row_map(i + 1); ++e) X(cols(e), b) = double(vals(e));
         });
-    // 2. S(l, b) = v_l . x_b over l's nonzeros in column order
-    Kokkos::parallel_for(
-        "kfactor::mnmf::knn_dots", Kokkos::TeamPolicy<ExecutionSpace>(exec, m, Kokkos::AUTO),
-        KOKKOS_LAMBDA(const Member& team) {
-          const ordinal_t l = team.league_rank();
-          const offset_t e0 = row_map(l), e1 = row_map(l + 1);
-          Kokkos::parallel_for(Kokkos::TeamVectorRange(team, nb), [&](int b) {
-            double s = 0.0;
-            for (offset_t e = e0; e < e1; ++e) s += X(cols(e), b) * double(vals(e));
-            S(l, b) = s;
+    // 2. S(l, b) = v_l . x_b over l's nonzeros in column order. Device:
+    // threads over b, the sum in a register (coalesced reads of X rows).
+    // Host: nonzeros outer, b inner, so X and S rows stream through the
+    // cache. Both add the same terms in the same order: identical S.
+    if constexpr (is_host_space_v<ExecutionSpace>) {
+      Kokkos::parallel_for(
+          "kfactor::mnmf::knn_dots", Kokkos::RangePolicy<ExecutionSpace, Kokkos::Schedule<Kokkos::Dynamic>>(exec, 0, m),
+          KOKKOS_LAMBDA(ordinal_t l) {
+            for (int b = 0; b < nb; ++b) S(l, b) = 0.0;
+            for (offset_t e = row_map(l); e < row_map(l + 1); ++e) {
+              const ordinal_t c = cols(e);
+              const double v = double(vals(e));
+              for (int b = 0; b < nb; ++b) S(l, b) += X(c, b) * v;
+            }
           });
-        });
+    } else {
+      Kokkos::parallel_for(
+          "kfactor::mnmf::knn_dots", Kokkos::TeamPolicy<ExecutionSpace>(exec, m, Kokkos::AUTO),
+          KOKKOS_LAMBDA(const Member& team) {
+            const ordinal_t l = team.league_rank();
+            const offset_t e0 = row_map(l), e1 = row_map(l + 1);
+            Kokkos::parallel_for(Kokkos::TeamVectorRange(team, nb), [&](int b) {
+              double s = 0.0;
+              for (offset_t e = e0; e < e1; ++e) s += X(cols(e), b) * double(vals(e));
+              S(l, b) = s;
+            });
+          });
+    }
     // 3. top-K per query
     const std::size_t bytes = ScratchD::shmem_size(std::size_t(ts) * K) + ScratchI::shmem_size(std::size_t(ts) * K) +
                               ScratchI::shmem_size(std::size_t(ts)) * 2;
