@@ -1,0 +1,410 @@
+#pragma once
+/// \file
+/// Manifold-regularized sparse NMF for recommender systems (CUMNMF, Li et al.
+/// 2018; digest ../shared/seeds/digests/003-cumnmf.md), Euclidean and KL,
+/// on the observed entries only.
+///
+/// Model: ratings R (m users x n items, stored entries Omega) ~ W H^T with
+/// W (m x r) >= 0 and H (n x r) >= 0, both LayoutRight (one row of r features
+/// contiguous: the per-row team kernels read whole rows). Objectives:
+///
+///   euclid (eq. 20): sum_Omega (v - w_i.h_j)^2 + lambda_w Tr(W^T L W) + lambda_h Tr(H^T Lb H)
+///   kl     (eq. 25): sum_Omega (v log(v / vt) - v + vt) + lambda_w/2 Tr(W^T L W) + lambda_h/2 Tr(H^T Lb H)
+///
+/// with L = Q - P for the symmetric user graph P (m x m, sparse) and
+/// Lb = Qb - Pb for the item graph Pb (n x n); Tr(W^T L W) = 1/2 sum p_il
+/// ||w_i - w_l||^2. (KL uses lambda/2: eq. 15's lambda is inconsistent with
+/// rule 29, digest section 6 item 2.) The updates are the multiplicative rules
+/// of eqs. 24 (euclid) and 29 (kl) as corrected in the digest's section 2;
+/// P, Pb are used as sparse matrices and Q, Qb as degree vectors; no
+/// Laplacian, W H^T, P W or Q W is ever formed. An epoch (one step()) is a W
+/// sweep, then an H sweep that uses the new W. Each sweep is a Jacobi update
+/// (every read of the old factor happens before any write): see
+/// detail/sweep.hpp for the parallel scheme and the row-binning load balance.
+///
+/// Numerical guards:
+///  - a zero denominator leaves the entry unchanged. This covers users/items
+///    without ratings at lambda = 0 (0/0), rows without ratings and without
+///    graph edges, and entries that are exactly 0 (an exact zero stays zero:
+///    multiplicative updates never revive it);
+///  - under KL the prediction vt is floored at Options::kl_floor (default
+///    1e-12) in the ratio v / vt and inside the objective's logarithm, so
+///    vt = 0 gives a large finite value, never Inf or NaN; rating v = 0
+///    contributes vt to the KL objective (0 log 0 = 0);
+///  - ratings must be finite and >= 0, graph weights finite and >= 0 and the
+///    graphs symmetric (InputError otherwise). Self-loops are accepted (they
+///    change the iterates, not the objective) though knn_graph makes none.
+///
+/// Initialization: w_ik, h_jk uniform in [init_low, init_high) * s from the
+/// counter RNG (streams factor_w / factor_h), with s = sqrt(mean rating / r)
+/// unless Options::init_scale > 0, so the initial predictions are about the
+/// mean rating. init_low > 0 makes every entry strictly positive.
+
+#include <kfactor/core/convert.hpp>
+#include <kfactor/core/error.hpp>
+#include <kfactor/core/matrix.hpp>
+#include <kfactor/core/metrics.hpp>
+#include <kfactor/core/random.hpp>
+#include <kfactor/core/report.hpp>
+#include <kfactor/core/solver.hpp>
+#include <kfactor/core/spaces.hpp>
+#include <kfactor/mnmf/detail/sweep.hpp>
+
+#include <Kokkos_Core.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <utility>
+
+namespace kfactor::mnmf {
+
+inline const char* to_string(Objective o) { return o == Objective::kl ? "kl" : "euclid"; }
+
+inline Objective parse_objective(const std::string& s) {
+  if (s == "euclid" || s == "eu" || s == "euclidean") return Objective::euclid;
+  if (s == "kl") return Objective::kl;
+  throw UsageError("unknown MNMF objective '" + s + "' (euclid|kl)");
+}
+
+struct Options {
+  Objective objective = Objective::euclid;
+  int rank = 10;
+  double lambda_w = 0.0;  ///< weight of the user-graph term (eq. 20; eq. 25 uses lambda_w / 2)
+  double lambda_h = 0.0;  ///< weight of the item-graph term
+  StopRule stop{100, 0.0};
+  std::uint64_t seed = 42;
+  double init_low = 0.5;   ///< init entries uniform in [init_low, init_high) * scale
+  double init_high = 1.5;
+  double init_scale = 0.0;  ///< 0: sqrt(mean training rating / rank)
+  double kl_floor = 1e-12;  ///< floor of vt under KL (guard for vt = 0)
+
+  void validate() const {
+    if (rank < 1) throw UsageError("mnmf: rank must be >= 1, got " + std::to_string(rank));
+    if (!(lambda_w >= 0.0) || !(lambda_h >= 0.0) || !std::isfinite(lambda_w) || !std::isfinite(lambda_h))
+      throw UsageError("mnmf: lambda_w and lambda_h must be finite and >= 0");
+    if (stop.max_iterations < 0) throw UsageError("mnmf: iterations must be >= 0");
+    if (!(init_low > 0.0) || !(init_high > init_low) || !std::isfinite(init_high))
+      throw UsageError("mnmf: need 0 < init_low < init_high (strictly positive initialization)");
+    if (!(init_scale >= 0.0) || !std::isfinite(init_scale)) throw UsageError("mnmf: init_scale must be >= 0");
+    if (!(kl_floor > 0.0)) throw UsageError("mnmf: kl_floor must be > 0");
+  }
+};
+
+/// The data of one run, in the solver's memory space: training ratings in
+/// CSR (rows = users) and CSC (= the transpose, rows = items), the graphs and
+/// their degree vectors, the row bins, and optional held-out ratings.
+template <class T, class MemorySpace>
+struct Problem {
+  CsrMatrix<T, MemorySpace> ratings;     ///< m x n training ratings
+  CsrMatrix<T, MemorySpace> ratings_t;   ///< n x m, the CSC of `ratings`
+  CsrMatrix<T, MemorySpace> user_graph;  ///< P, m x m symmetric (empty: none)
+  CsrMatrix<T, MemorySpace> item_graph;  ///< Pb, n x n symmetric (empty: none)
+  Kokkos::View<T*, MemorySpace> user_degree;  ///< q_ii
+  Kokkos::View<T*, MemorySpace> item_degree;  ///< qb_jj
+  detail::RowBins<MemorySpace> user_bins, item_bins;
+  CsrMatrix<T, MemorySpace> test;  ///< optional held-out ratings, m x n (empty: none)
+  double mean_rating = 0.0;
+
+  [[nodiscard]] ordinal_t rows() const { return ratings.num_rows(); }
+  [[nodiscard]] ordinal_t cols() const { return ratings.num_cols; }
+  [[nodiscard]] bool has_test() const { return test.row_map.extent(0) > 0 && test.nnz() > 0; }
+};
+
+template <class T, class MemorySpace>
+struct State {
+  DenseMatrix<T, MemorySpace> W;  ///< m x r user factor
+  DenseMatrix<T, MemorySpace> H;  ///< n x r item factor
+  int iteration = 0;
+  std::uint64_t seed = 0;
+  MetricHistory history;
+  /// Workspace of the Jacobi sweeps (not part of the iterate).
+  DenseMatrix<T, MemorySpace> W_next, H_next;
+
+  template <class F>
+  void visit(F&& f) {
+    f("W", W);
+    f("H", H);
+    f("iteration", iteration);
+    f("seed", seed);
+  }
+};
+
+template <class T, class MemorySpace>
+struct Result {
+  State<T, MemorySpace> state;
+  Report report;
+};
+
+namespace detail {
+template <class ExecutionSpace, class T, class MemorySpace>
+void check_graph(const ExecutionSpace& exec, const CsrMatrix<T, MemorySpace>& G, ordinal_t n, const char* what) {
+  if (G.row_map.extent(0) == 0) return;
+  if (G.num_rows() != n || G.num_cols != n)
+    throw InputError(std::string("mnmf: ") + what + " is " + std::to_string(G.num_rows()) + " x " +
+                     std::to_string(G.num_cols) + ", expected " + std::to_string(n) + " x " + std::to_string(n));
+  auto vals = G.values;
+  int bad = 0;
+  Kokkos::parallel_reduce(
+      "kfactor::mnmf::check_graph", Kokkos::RangePolicy<ExecutionSpace>(exec, 0, G.nnz()),
+      KOKKOS_LAMBDA(offset_t e, int& b) {
+        if (!(vals(e) >= T(0)) || !Kokkos::isfinite(vals(e))) b += 1;
+      },
+      bad);
+  if (bad) throw InputError(std::string("mnmf: ") + what + " has negative or non-finite weights");
+  // symmetry: G equals its transpose (same sorted pattern and values)
+  auto Gt = transpose(exec, G);
+  auto r1 = G.row_map, r2 = Gt.row_map;
+  auto c1 = G.entries, c2 = Gt.entries;
+  auto v1 = G.values, v2 = Gt.values;
+  int asym = 0;
+  Kokkos::parallel_reduce(
+      "kfactor::mnmf::check_symmetry", Kokkos::RangePolicy<ExecutionSpace>(exec, 0, n),
+      KOKKOS_LAMBDA(ordinal_t i, int& a) {
+        if (r1(i + 1) != r2(i + 1)) {
+          a += 1;
+          return;
+        }
+        for (offset_t e = r1(i); e < r1(i + 1); ++e)
+          if (c1(e) != c2(e) || v1(e) != v2(e)) {
+            a += 1;
+            return;
+          }
+      },
+      asym);
+  if (asym) throw InputError(std::string("mnmf: ") + what + " is not symmetric (" + std::to_string(asym) + " rows differ)");
+}
+
+template <class ExecutionSpace, class T, class MemorySpace>
+double check_ratings(const ExecutionSpace& exec, const CsrMatrix<T, MemorySpace>& R, const char* what) {
+  auto vals = R.values;
+  int bad = 0;
+  double sum = 0.0;
+  Kokkos::parallel_reduce(
+      "kfactor::mnmf::check_ratings", Kokkos::RangePolicy<ExecutionSpace>(exec, 0, R.nnz()),
+      KOKKOS_LAMBDA(offset_t e, int& b, double& s) {
+        if (!(vals(e) >= T(0)) || !Kokkos::isfinite(vals(e))) b += 1;
+        s += double(vals(e));
+      },
+      bad, sum);
+  if (bad) throw InputError(std::string("mnmf: ") + what + " has " + std::to_string(bad) + " negative or non-finite ratings");
+  return R.nnz() > 0 ? sum / double(R.nnz()) : 0.0;
+}
+}  // namespace detail
+
+/// Builds a Problem: validates the data, forms the CSC (transpose), the
+/// degree vectors and the row bins. Empty graphs (default-constructed) mean
+/// "no graph" and require the matching lambda to be 0 at solve time.
+template <class ExecutionSpace, class T, class MemorySpace>
+Problem<T, MemorySpace> make_problem(const ExecutionSpace& exec, const CsrMatrix<T, MemorySpace>& ratings,
+                                     const CsrMatrix<T, MemorySpace>& user_graph = {},
+                                     const CsrMatrix<T, MemorySpace>& item_graph = {},
+                                     const CsrMatrix<T, MemorySpace>& test = {}) {
+  Problem<T, MemorySpace> p;
+  p.ratings = ratings;
+  p.mean_rating = detail::check_ratings(exec, ratings, "ratings");
+  detail::check_graph(exec, user_graph, ratings.num_rows(), "user graph");
+  detail::check_graph(exec, item_graph, ratings.num_cols, "item graph");
+  if (test.row_map.extent(0) > 0) {
+    if (test.num_rows() != ratings.num_rows() || test.num_cols != ratings.num_cols)
+      throw InputError("mnmf: test ratings have another shape than the training ratings");
+    detail::check_ratings(exec, test, "test ratings");
+  }
+  try {
+    p.ratings_t = transpose(exec, ratings);
+    p.user_graph = user_graph;
+    p.item_graph = item_graph;
+    p.user_degree = detail::degrees(exec, user_graph, ratings.num_rows());
+    p.item_degree = detail::degrees(exec, item_graph, ratings.num_cols);
+    p.user_bins = detail::make_row_bins(exec, ratings);
+    p.item_bins = detail::make_row_bins(exec, p.ratings_t);
+  } catch (const std::runtime_error& e) {
+    throw RuntimeFailure(std::string("mnmf: allocation for ") + std::to_string(ratings.num_rows()) + " x " +
+                         std::to_string(ratings.num_cols) + " with " + std::to_string(ratings.nnz()) +
+                         " ratings failed: " + e.what());
+  }
+  p.test = test;
+  return p;
+}
+
+/// Fresh state: strictly positive uniform factors from options.seed.
+template <class ExecutionSpace, class T, class MemorySpace>
+State<T, MemorySpace> init(const ExecutionSpace& exec, const Problem<T, MemorySpace>& problem, const Options& options) {
+  options.validate();
+  const int r = options.rank;
+  State<T, MemorySpace> s;
+  s.seed = options.seed;
+  const double scale = options.init_scale > 0
+                           ? options.init_scale
+                           : std::sqrt((problem.mean_rating > 0 ? problem.mean_rating : 1.0) / double(r));
+  try {
+    s.W = DenseMatrix<T, MemorySpace>(Kokkos::view_alloc(exec, Kokkos::WithoutInitializing, "kfactor::mnmf::W"),
+                                      problem.rows(), r);
+    s.H = DenseMatrix<T, MemorySpace>(Kokkos::view_alloc(exec, Kokkos::WithoutInitializing, "kfactor::mnmf::H"),
+                                      problem.cols(), r);
+    s.W_next = DenseMatrix<T, MemorySpace>(Kokkos::view_alloc(exec, Kokkos::WithoutInitializing, "kfactor::mnmf::W_next"),
+                                           problem.rows(), r);
+    s.H_next = DenseMatrix<T, MemorySpace>(Kokkos::view_alloc(exec, Kokkos::WithoutInitializing, "kfactor::mnmf::H_next"),
+                                           problem.cols(), r);
+  } catch (const std::runtime_error& e) {
+    throw RuntimeFailure("mnmf: cannot allocate factors of " + std::to_string(problem.rows()) + " + " +
+                         std::to_string(problem.cols()) + " rows x rank " + std::to_string(r) + ": " + e.what());
+  }
+  fill_uniform(exec, s.W, options.seed, RngStream::factor_w, T(options.init_low * scale), T(options.init_high * scale));
+  fill_uniform(exec, s.H, options.seed, RngStream::factor_h, T(options.init_low * scale), T(options.init_high * scale));
+  return s;
+}
+
+namespace detail {
+template <class T, class MemorySpace>
+void check_step_inputs(const Problem<T, MemorySpace>& problem, const Options& options, const State<T, MemorySpace>& s) {
+  if (options.lambda_w > 0 && problem.user_graph.row_map.extent(0) == 0)
+    throw UsageError("mnmf: lambda_w > 0 needs a user graph");
+  if (options.lambda_h > 0 && problem.item_graph.row_map.extent(0) == 0)
+    throw UsageError("mnmf: lambda_h > 0 needs an item graph");
+  if (s.W.extent(0) != std::size_t(problem.rows()) || s.H.extent(0) != std::size_t(problem.cols()) ||
+      s.W.extent(1) != s.H.extent(1))
+    throw UsageError("mnmf: state factors do not fit the problem");
+}
+
+template <class ExecutionSpace, class T, class MemorySpace>
+void ensure_workspace(const ExecutionSpace& exec, State<T, MemorySpace>& s) {
+  if (s.W_next.extent(0) != s.W.extent(0) || s.W_next.extent(1) != s.W.extent(1))
+    s.W_next = DenseMatrix<T, MemorySpace>(Kokkos::view_alloc(exec, Kokkos::WithoutInitializing, "kfactor::mnmf::W_next"),
+                                           s.W.extent(0), s.W.extent(1));
+  if (s.H_next.extent(0) != s.H.extent(0) || s.H_next.extent(1) != s.H.extent(1))
+    s.H_next = DenseMatrix<T, MemorySpace>(Kokkos::view_alloc(exec, Kokkos::WithoutInitializing, "kfactor::mnmf::H_next"),
+                                           s.H.extent(0), s.H.extent(1));
+}
+}  // namespace detail
+
+/// The W sweep alone (Jacobi; W is replaced by the new W).
+template <class ExecutionSpace, class T, class MemorySpace>
+void update_w(const ExecutionSpace& exec, const Problem<T, MemorySpace>& problem, const Options& options,
+              State<T, MemorySpace>& s) {
+  detail::check_step_inputs(problem, options, s);
+  detail::ensure_workspace(exec, s);
+  detail::sweep(exec, options.objective, problem.ratings, problem.user_bins, s.W, s.H, problem.user_graph,
+                problem.user_degree, T(options.lambda_w), T(options.kl_floor), s.W_next);
+  std::swap(s.W, s.W_next);
+}
+
+/// The H sweep alone, using the current W.
+template <class ExecutionSpace, class T, class MemorySpace>
+void update_h(const ExecutionSpace& exec, const Problem<T, MemorySpace>& problem, const Options& options,
+              State<T, MemorySpace>& s) {
+  detail::check_step_inputs(problem, options, s);
+  detail::ensure_workspace(exec, s);
+  detail::sweep(exec, options.objective, problem.ratings_t, problem.item_bins, s.H, s.W, problem.item_graph,
+                problem.item_degree, T(options.lambda_h), T(options.kl_floor), s.H_next);
+  std::swap(s.H, s.H_next);
+}
+
+/// One epoch: the W sweep, then the H sweep with the new W. Does not advance
+/// state.iteration (solve's loop does).
+template <class ExecutionSpace, class T, class MemorySpace>
+void step(const ExecutionSpace& exec, const Problem<T, MemorySpace>& problem, const Options& options,
+          State<T, MemorySpace>& s) {
+  update_w(exec, problem, options, s);
+  update_h(exec, problem, options, s);
+}
+
+/// The objective: eq. 20 (euclid, weight lambda) or eq. 25 (kl, weight
+/// lambda/2), accumulated in double.
+template <class ExecutionSpace, class T, class MemorySpace>
+double objective(const ExecutionSpace& exec, const Problem<T, MemorySpace>& problem, const Options& options,
+                 const State<T, MemorySpace>& s) {
+  const double data = detail::data_term(exec, options.objective, problem.ratings, s.W, s.H, options.kl_floor);
+  const double weight = options.objective == Objective::kl ? 0.5 : 1.0;
+  double reg = 0.0;
+  if (options.lambda_w > 0) reg += weight * options.lambda_w * detail::roughness(exec, problem.user_graph, s.W);
+  if (options.lambda_h > 0) reg += weight * options.lambda_h * detail::roughness(exec, problem.item_graph, s.H);
+  return data + reg;
+}
+
+/// Metrics of the current iterate, in this order: test_rmse, test_mae (when
+/// the problem has test ratings), train_rmse, objective.
+template <class ExecutionSpace, class T, class MemorySpace>
+Metrics evaluate(const ExecutionSpace& exec, const Problem<T, MemorySpace>& problem, const Options& options,
+                 const State<T, MemorySpace>& s) {
+  Metrics m;
+  if (problem.has_test()) {
+    const auto e = rating_errors(exec, problem.test, s.W, s.H);
+    m.set("test_rmse", e.rmse);
+    m.set("test_mae", e.mae);
+  }
+  m.set("train_rmse", rating_errors(exec, problem.ratings, s.W, s.H).rmse);
+  m.set("objective", objective(exec, problem, options, s));
+  return m;
+}
+
+/// Continues `state` with the solver loop (restarts continue bit for bit).
+template <class ExecutionSpace, class T, class MemorySpace>
+Result<T, MemorySpace> solve(const ExecutionSpace& exec, const Problem<T, MemorySpace>& problem, const Options& options,
+                             State<T, MemorySpace> state, const Observer& observer = nullptr) {
+  options.validate();
+  detail::check_step_inputs(problem, options, state);
+  Result<T, MemorySpace> res;
+  double seconds = 0.0;
+  const StopReason reason = run_solver_loop(
+      state.iteration, state.history, options.stop, "objective", observer,
+      [&] { step(exec, problem, options, state); }, [&] { return evaluate(exec, problem, options, state); },
+      [](const Metrics&) { return false; }, &seconds);
+  Report& r = res.report;
+  r.command = "mnmf";
+  r.backend = backend_name<ExecutionSpace>();
+  r.precision = sizeof(T) == 4 ? "float" : "double";
+  r.rows = problem.rows();
+  r.cols = problem.cols();
+  r.nnz = static_cast<std::int64_t>(problem.ratings.nnz());
+  r.rank = options.rank;
+  r.iterations = state.iteration;
+  r.seconds = seconds;
+  r.stop_reason = to_string(reason);
+  r.metrics = state.history.size() > 0 ? state.history.last() : evaluate(exec, problem, options, state);
+  r.history = state.history;
+  r.info["objective"] = to_string(options.objective);
+  r.info["lambda_w"] = std::to_string(options.lambda_w);
+  r.info["lambda_h"] = std::to_string(options.lambda_h);
+  r.info["user_graph_edges"] = std::to_string(problem.user_graph.nnz());
+  r.info["item_graph_edges"] = std::to_string(problem.item_graph.nnz());
+  res.state = std::move(state);
+  return res;
+}
+
+/// Fresh solve from init(exec, problem, options).
+template <class ExecutionSpace, class T, class MemorySpace>
+Result<T, MemorySpace> solve(const ExecutionSpace& exec, const Problem<T, MemorySpace>& problem, const Options& options,
+                             const Observer& observer = nullptr) {
+  return solve(exec, problem, options, init(exec, problem, options), observer);
+}
+
+}  // namespace kfactor::mnmf
+
+// Explicit instantiations live in src/mnmf/mnmf.cpp (every enabled space,
+// float and double, memory space = the execution space's).
+#include <kfactor/core/detail/eti.hpp>
+#define KFACTOR_MNMF_ETI(EXTERN, S, T)                                                                          \
+  EXTERN template kfactor::mnmf::Problem<T, S::memory_space> kfactor::mnmf::make_problem(                     \
+      const S&, const kfactor::CsrMatrix<T, S::memory_space>&, const kfactor::CsrMatrix<T, S::memory_space>&,   \
+      const kfactor::CsrMatrix<T, S::memory_space>&, const kfactor::CsrMatrix<T, S::memory_space>&);           \
+  EXTERN template kfactor::mnmf::State<T, S::memory_space> kfactor::mnmf::init(                               \
+      const S&, const kfactor::mnmf::Problem<T, S::memory_space>&, const kfactor::mnmf::Options&);            \
+  EXTERN template void kfactor::mnmf::update_w(const S&, const kfactor::mnmf::Problem<T, S::memory_space>&,    \
+                                               const kfactor::mnmf::Options&,                                  \
+                                               kfactor::mnmf::State<T, S::memory_space>&);                     \
+  EXTERN template void kfactor::mnmf::update_h(const S&, const kfactor::mnmf::Problem<T, S::memory_space>&,    \
+                                               const kfactor::mnmf::Options&,                                  \
+                                               kfactor::mnmf::State<T, S::memory_space>&);                     \
+  EXTERN template double kfactor::mnmf::objective(const S&, const kfactor::mnmf::Problem<T, S::memory_space>&, \
+                                                  const kfactor::mnmf::Options&,                               \
+                                                  const kfactor::mnmf::State<T, S::memory_space>&);            \
+  EXTERN template kfactor::Metrics kfactor::mnmf::evaluate(                                                   \
+      const S&, const kfactor::mnmf::Problem<T, S::memory_space>&, const kfactor::mnmf::Options&,             \
+      const kfactor::mnmf::State<T, S::memory_space>&);                                                        \
+  EXTERN template kfactor::mnmf::Result<T, S::memory_space> kfactor::mnmf::solve(                             \
+      const S&, const kfactor::mnmf::Problem<T, S::memory_space>&, const kfactor::mnmf::Options&,             \
+      kfactor::mnmf::State<T, S::memory_space>, const kfactor::Observer&);
+#define KFACTOR_MNMF_EXTERN(S, T) KFACTOR_MNMF_ETI(extern, S, T)
+KFACTOR_ETI_FOR_EACH(KFACTOR_MNMF_EXTERN)
+#undef KFACTOR_MNMF_EXTERN
