@@ -644,7 +644,7 @@ Format detect_format(std::string_view text, std::string_view path) {
   if (!next_data_line(lines, line, "#%")) return Format::edges;
   if (line.find("::") != std::string_view::npos || line.find(',') != std::string_view::npos) return Format::ratings;
   const Fields f = detail::split_ws(line);
-  if (f.n > 0 && !detail::is_number(f[0])) return Format::ratings;
+  if (f.n > 0 && !detail::is_number(f[0]) && is_text(line)) return Format::ratings;  // a header
   if (f.n == 3) {
     std::int64_t a, b, c;
     if (detail::try_int(f[0], a) && detail::try_int(f[1], b) && detail::try_int(f[2], c)) {

@@ -283,6 +283,7 @@ TEST(Readers, DetectFormat) {
   EXPECT_EQ(detect_format("0 1 0.5\n1 2 3\n"), Format::edges);
   EXPECT_EQ(detect_format("# c\n6350\n0\t1\n"), Format::edges);
   EXPECT_EQ(detect_format("0 1\n"), Format::edges);
+  EXPECT_EQ(detect_format(std::string_view("\x7f""ELF\x00\x01 2\n", 9)), Format::edges);  // binary, not a header
   EXPECT_EQ(detect_format("0 1 1 0 1\n1 1 0 0 1\n"), Format::dense);
   EXPECT_EQ(detect_format("1 2", "r.csv"), Format::ratings);
   for (auto f : {Format::automatic, Format::matrix_market, Format::edges, Format::ratings, Format::bmf, Format::dense})

@@ -137,6 +137,23 @@ TYPED_TEST(WriteSpaces, FactorCsvKeepsOriginalIds) {
   EXPECT_THROW(io::write_factor_csv(path, W, std::vector<std::int64_t>{1, 2}), UsageError);
 }
 
+TEST(Write, FactorPicksFormatByExtension) {
+  DenseMatrix<double, Kokkos::HostSpace> F("F", 3, 2);
+  for (int i = 0; i < 3; ++i)
+    for (int k = 0; k < 2; ++k) F(i, k) = 0.5 * i - k;
+  TempDir dir;
+  io::write_factor(dir.file("F.CSV"), F, {10, 20, 30});
+  EXPECT_EQ(slurp(dir.file("F.CSV")).rfind("id,f0,f1\n10,0,-1\n20,0.5,-0.5\n30,1,0\n", 0), 0u);
+  io::write_factor(dir.file("F.mtx"), F, {10, 20, 30});
+  const std::string text = slurp(dir.file("F.mtx"));
+  EXPECT_NE(text.find("% row ids: 10 20 30\n"), std::string::npos) << text;
+  io::ReadOptions keep;
+  keep.keep_zeros = true;
+  const auto B = io::read_matrix_market<double>(dir.file("F.mtx"), keep);
+  ASSERT_EQ(B.nnz(), 6u);
+  for (std::size_t e = 0; e < B.nnz(); ++e) EXPECT_EQ(B.values[e], F(B.rows[e], B.cols[e]));
+}
+
 TEST(Write, FailuresAreRuntimeFailures) {
   CooMatrix<double> A;
   A.num_rows = A.num_cols = 1;

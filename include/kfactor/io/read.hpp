@@ -74,7 +74,8 @@
 /// ## Format::automatic (detect_format)
 /// In order: text starting with `%%MatrixMarket` (any case) or extension
 /// `.mtx`/`.mm` -> mm; extension `.csv`/`.dat`, or a first data line holding
-/// `,` or `::`, or a first field that is not a number (a header) -> ratings;
+/// `,` or `::`, or a first field that is not a number on a printable line (a
+/// header) -> ratings;
 /// a first data line of 3 integers followed by a line of 2 fields -> bmf;
 /// a first data line of 4 fields -> ratings; of 5 or more -> dense; anything
 /// else (2-3 fields, a single count) -> edges. Pass the format explicitly for

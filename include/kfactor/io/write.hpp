@@ -153,4 +153,26 @@ void write_factor_csv(const std::string& path, const Kokkos::View<T**, P...>& F,
   w.close();
 }
 
+/// A factor file chosen by extension: `.csv` -> write_factor_csv (with `ids`),
+/// anything else -> write_matrix_market_array (row r is factor row r; the ids,
+/// if any, are listed in the comment only when there are at most 64 of them,
+/// so pair a large ids vector with a .csv path).
+template <class T, class... P>
+void write_factor(const std::string& path, const Kokkos::View<T**, P...>& F, const std::vector<std::int64_t>& ids = {},
+                  const std::string& comment = {}) {
+  const auto dot = path.rfind('.');
+  std::string ext = dot == std::string::npos ? std::string() : path.substr(dot + 1);
+  for (auto& c : ext) c = static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
+  if (ext == "csv") {
+    write_factor_csv(path, F, ids);
+    return;
+  }
+  std::string note = comment;
+  if (!ids.empty() && ids.size() <= 64) {
+    note += note.empty() ? "row ids:" : "\nrow ids:";
+    for (const auto id : ids) note += " " + std::to_string(id);
+  }
+  write_matrix_market_array(path, F, note);
+}
+
 }  // namespace kfactor::io
