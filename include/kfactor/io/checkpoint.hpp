@@ -15,9 +15,8 @@
 /// `iteration` member has it recorded in the file's metadata.
 ///
 /// ```
-///   kfactor::CheckpointMeta meta{.solver = "nmf", .options = opts_json.dump(),
-///                                .input = kfactor::fingerprint(exec, A), .precision = "double",
-///                                .rank = K, .backend = kfactor::backend_name<Exec>()};
+///   auto meta = kfactor::checkpoint_meta<double, Exec>("nmf", opts_json.dump(),
+///                                                      kfactor::fingerprint(exec, A), K);
 ///   kfactor::save_checkpoint("run.h5", state, meta);          // atomic
 ///   auto state2 = init(exec, problem, options);                // same shapes
 ///   kfactor::load_checkpoint("run.h5", state2, meta);          // verifies, then copies
@@ -28,7 +27,8 @@
 /// the reason, for a missing, truncated or corrupt file (every dataset carries
 /// a checksum), another format version, solver, precision, rank K or input
 /// matrix, a missing field, and a field whose element type or shape differs
-/// from the State's. On such an error the State may be partly overwritten.
+/// from the State's. These are all detected before anything is copied; only
+/// a checksum failure found while copying leaves the State partly overwritten.
 ///
 /// The file layout (readable with h5dump and h5py) is documented in README.md
 /// ("Checkpoints"): root attributes for the metadata, /input attributes for
