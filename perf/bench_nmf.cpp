@@ -163,7 +163,12 @@ void run_case(const Exec& exec, const Args& args, const Matrix& A, const std::st
     r.info["algorithm"] = alg;
     r.info["input"] = kind;
     if (alg == "alo") r.info["tile"] = std::to_string(tile);
-    bench::emit(r, nlohmann::json{{"benchmark", what}});
+    // Useful flops of one epoch (sparse products counted by nnz, unlike the
+    // paper's Table 3): R and P, the Grams S and Q, the two column sweeps.
+    const double v = double(V), d = double(D), k = double(K), z = double(nnz);
+    const double flops = 4.0 * z * k + 2.0 * (v + d) * k * k + (2 * d * k * k + 3 * d * k) + (2 * v * k * k + 7 * v * k);
+    bench::emit(r, nlohmann::json{{"benchmark", what}, {"case", kind}, {"flops_per_epoch", flops},
+                                  {"gflops", flops / t.per_iter * 1e-9}});
     std::fprintf(stderr, "%-10s %-6s %-7s %-6s K=%-5d T=%-4s %10.3f ms/iter  products %9.3f  H %9.3f  W %9.3f ms  err %.4f\n",
                  what.c_str(), kind.c_str(), prec, alg.c_str(), K, alg == "alo" ? std::to_string(tile).c_str() : "-",
                  1e3 * t.per_iter, 1e3 * t.products, 1e3 * t.h, 1e3 * t.w, t.error);

@@ -225,12 +225,12 @@ const Registrar nmf_command{Command{
       };
     }}};
 
-/// Demo: a planted exact rank-8 non-negative 300 x 200 matrix (half the planted
+/// Demo: a planted exact rank-6 non-negative 200 x 150 matrix (half the planted
 /// entries zero), ALO in double, until the relative error is below 1e-4.
 const Registrar nmf_demo{Demo{"nmf", [](std::uint64_t seed) {
                                 using Exec = Kokkos::DefaultExecutionSpace;
                                 const Exec exec;
-                                const int V = 300, D = 200, K = 8;
+                                const int V = 200, D = 150, K = 6;
                                 const CounterRng rng(seed, RngStream::user);
                                 std::vector<double> W(V * K), H(K * D);
                                 for (std::size_t e = 0; e < W.size(); ++e)

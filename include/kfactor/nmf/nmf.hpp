@@ -182,7 +182,9 @@ StateFor<Matrix> init_with(const ExecutionSpace& exec, const Matrix& A, const Op
                            const DenseMatrix<typename MatrixTraits<Matrix>::value_type,
                                              typename MatrixTraits<Matrix>::memory_space>& Ht0);
 
-/// One epoch (H then W) and the cheap error pieces. No I/O.
+/// One epoch (H then W) and the cheap error pieces. No I/O. Like every
+/// kfactor solver, step() leaves state.iteration to the caller
+/// (run_solver_loop increments it after each step).
 template <class ExecutionSpace, class Matrix, class T, class MemorySpace>
 void step(const ExecutionSpace& exec, const Matrix& A, const Options& options, State<T, MemorySpace>& state);
 

@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <string>
 #include <utility>
@@ -471,7 +472,11 @@ Report resume(const ExecutionSpace& exec, const Matrix& A, const Options& option
   r.rank = options.rank;
   r.info["algorithm"] = to_string(options.algorithm);
   if (options.algorithm == Algorithm::alo) r.info["tile"] = std::to_string(resolve_tile(options.rank, options.tile));
-  r.info["epsilon"] = std::to_string(double(detail::resolve_epsilon<T>(options)));
+  {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.6g", double(detail::resolve_epsilon<T>(options)));
+    r.info["epsilon"] = buf;
+  }
   r.info["input"] = MatrixTraits<Matrix>::sparse ? "csr" : "dense";
   if constexpr (MatrixTraits<Matrix>::sparse) r.info["spmm"] = spmm_path();
   using DM = DenseMatrix<T, MemorySpace>;
