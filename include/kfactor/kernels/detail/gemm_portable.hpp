@@ -14,7 +14,7 @@ void gemm_portable(const ExecutionSpace& exec, bool ta, bool tb, typename CV::no
                    const AV& A, const BV& B, typename CV::non_const_value_type beta, const CV& C) {
   using T = typename CV::non_const_value_type;
   using Policy = Kokkos::TeamPolicy<ExecutionSpace>;
-  using Scratch = Kokkos::View<T**, typename ExecutionSpace::scratch_memory_space, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+  using Scratch = Kokkos::View<T**, typename ExecutionSpace::scratch_memory_space, Kokkos::MemoryUnmanaged>;
   constexpr int tile = 16;
   const int m = static_cast<int>(C.extent(0)), n = static_cast<int>(C.extent(1));
   const int kdim = static_cast<int>(ta ? A.extent(0) : A.extent(1));

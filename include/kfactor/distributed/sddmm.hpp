@@ -1,0 +1,98 @@
+#pragma once
+/// \file
+/// Distributed SDDMM over MPI (the paper's §IV-C, header-only; needs a build
+/// with KFACTOR_HAVE_MPI): S's columns are split into P contiguous blocks
+/// balanced by nonzeros (kfactor::balanced_column_blocks); rank p holds all of
+/// A, the rows [b_p, b_{p+1}) of B and the nonzeros of its columns, and runs
+/// its own SddmmPlan on its device. The output stays distributed (each rank's
+/// values with their positions in S) or is gathered on one rank.
+/// Any rank count works, including ranks that get no columns.
+
+#include <kfactor/config.hpp>
+#include <kfactor/sddmm/sddmm.hpp>
+
+#if defined(KFACTOR_HAVE_MPI)
+#include <mpi.h>
+
+#include <numeric>
+#include <string>
+#include <vector>
+
+namespace kfactor::distributed {
+
+/// One rank's part of a distributed SDDMM.
+template <class ExecutionSpace, class T, class TI = T>
+class SddmmRankPlan {
+ public:
+  using memory_space = typename ExecutionSpace::memory_space;
+
+  /// Collective over `comm`. Every rank passes the same global S (a shallow
+  /// copy is fine; only the rank's block is kept on the device afterwards).
+  SddmmRankPlan(const ExecutionSpace& exec, MPI_Comm comm, const CsrMatrix<T, memory_space>& S, int K,
+                const SddmmOptions& options = {})
+      : comm_(comm), nnz_(S.nnz()) {
+    MPI_Comm_rank(comm, &rank_);
+    MPI_Comm_size(comm, &size_);
+    bounds_ = balanced_column_blocks(S, size_);
+    block_ = extract_column_block(S, bounds_[rank_], bounds_[rank_ + 1]);
+    if (block_.local.nnz() > 0) plan_ = SddmmPlan<ExecutionSpace, T, TI>(exec, block_.local, K, options);
+  }
+
+  /// Column block boundaries (size P + 1); this rank owns [begin(), end()).
+  [[nodiscard]] const std::vector<ordinal_t>& bounds() const { return bounds_; }
+  [[nodiscard]] ordinal_t begin() const { return bounds_[rank_]; }
+  [[nodiscard]] ordinal_t end() const { return bounds_[rank_ + 1]; }
+  [[nodiscard]] offset_t local_nnz() const { return block_.local.nnz(); }
+  /// Position in S of each local output value.
+  [[nodiscard]] const Kokkos::View<offset_t*, memory_space>& positions() const { return block_.positions; }
+
+  /// out_local (local_nnz()) = the rank's share of the SDDMM. A: M x K (all
+  /// rows, replicated); B_local: (end() - begin()) x K (the rank's B rows).
+  template <class AV, class BV>
+  void apply(const ExecutionSpace& exec, const AV& A, const BV& B_local, const Kokkos::View<T*, memory_space>& out_local,
+             bool scaled = true) const {
+    if (B_local.extent(0) != static_cast<std::size_t>(end() - begin()))
+      throw UsageError("distributed sddmm: rank " + std::to_string(rank_) + " owns " +
+                       std::to_string(end() - begin()) + " rows of B, got " + std::to_string(B_local.extent(0)));
+    if (out_local.extent(0) != local_nnz())
+      throw UsageError("distributed sddmm: out_local needs " + std::to_string(local_nnz()) + " entries");
+    if (local_nnz() > 0) plan_(exec, A, B_local, out_local, scaled);
+  }
+
+  /// Gathers every rank's values into S's order on `root` (host vector of
+  /// nnz(S) values there, empty elsewhere). Collective.
+  std::vector<T> gather(const Kokkos::View<T*, memory_space>& out_local, int root = 0) const {
+    auto hv = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, out_local);
+    auto hp = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, block_.positions);
+    std::vector<double> vals(hv.extent(0));
+    std::vector<long long> pos(hp.extent(0));
+    for (std::size_t e = 0; e < vals.size(); ++e) {
+      vals[e] = static_cast<double>(hv(e));
+      pos[e] = static_cast<long long>(hp(e));
+    }
+    int mine = static_cast<int>(vals.size());
+    std::vector<int> counts(static_cast<std::size_t>(size_)), displs(static_cast<std::size_t>(size_), 0);
+    MPI_Gather(&mine, 1, MPI_INT, counts.data(), 1, MPI_INT, root, comm_);
+    if (rank_ == root) std::partial_sum(counts.begin(), counts.end() - 1, displs.begin() + 1);
+    std::vector<double> all_vals(rank_ == root ? nnz_ : 0);
+    std::vector<long long> all_pos(rank_ == root ? nnz_ : 0);
+    MPI_Gatherv(vals.data(), mine, MPI_DOUBLE, all_vals.data(), counts.data(), displs.data(), MPI_DOUBLE, root, comm_);
+    MPI_Gatherv(pos.data(), mine, MPI_LONG_LONG, all_pos.data(), counts.data(), displs.data(), MPI_LONG_LONG, root,
+                comm_);
+    std::vector<T> out(rank_ == root ? nnz_ : 0);
+    for (std::size_t e = 0; e < all_vals.size(); ++e) out[static_cast<std::size_t>(all_pos[e])] = static_cast<T>(all_vals[e]);
+    return out;
+  }
+
+ private:
+  MPI_Comm comm_;
+  int rank_ = 0, size_ = 1;
+  offset_t nnz_ = 0;
+  std::vector<ordinal_t> bounds_;
+  ColumnBlock<T, memory_space> block_;
+  SddmmPlan<ExecutionSpace, T, TI> plan_;
+};
+
+}  // namespace kfactor::distributed
+
+#endif  // KFACTOR_HAVE_MPI
