@@ -408,3 +408,11 @@ TEST(AlsMovieLens, LatestSmallTestRmseAtF10) {
 }
 
 }  // namespace
+
+namespace {
+// 16: GFLOP/s counts S1 = nnz f (f + 1) and S2 = 2 nnz f per half-step, two half-steps.
+TEST(AlsFlops, PerIterationDefinition) {
+  EXPECT_DOUBLE_EQ(kfactor::als::flops_per_iteration(1000, 10), 2.0 * (1000.0 * 10 * 11 + 2.0 * 1000 * 10));
+  EXPECT_DOUBLE_EQ(kfactor::als::flops_per_iteration(99000000, 100), 2.0 * (99e6 * 100 * 101 + 2 * 99e6 * 100));
+}
+}  // namespace

@@ -293,7 +293,7 @@ std::pair<int, int> autotune_tile(const ExecutionSpace& exec, const CsrMatrix<T,
   const std::int64_t m = Ah.num_rows(), n = Ah.num_cols, nnz = std::int64_t(Ah.nnz());
   const auto cands = tile_candidates<ExecutionSpace, T>(m, n, nnz, f);
   if (cands.size() == 1) return cands[0];
-  if (sample_nnz <= 0) sample_nnz = is_host_space_v<ExecutionSpace> ? 20000 : 4000000;
+  if (sample_nnz <= 0) sample_nnz = is_host_space_v<ExecutionSpace> ? 20000 : 1000000;
   // Strided sample of 8-row groups (8 = lcm of the xb candidates).
   const std::int64_t groups = (m + 7) / 8;
   const std::int64_t stride = std::max<std::int64_t>(1, nnz / std::max<std::int64_t>(sample_nnz, 1));
@@ -384,6 +384,22 @@ CsrMatrix<T, MemorySpace> warm_entries(const ExecutionSpace& exec, const CsrMatr
                            }
                        });
   exec.fence();
+  return out;
+}
+
+/// sum_r w_r |F_r|^2 with w_r = cnt(r) (nnz weighting) or 1, in double.
+template <class ExecutionSpace, class T, class MemorySpace>
+double weighted_norm2(const ExecutionSpace& exec, const DenseMatrix<T, MemorySpace>& F,
+                      const Kokkos::View<int*, MemorySpace>& cnt, bool weight_nnz) {
+  double out = 0.0;
+  Kokkos::parallel_reduce(
+      "kfactor::als::reg", Kokkos::RangePolicy<ExecutionSpace>(exec, 0, F.extent(0)),
+      KOKKOS_LAMBDA(std::size_t r, double& acc) {
+        double n2 = 0.0;
+        for (std::size_t k = 0; k < F.extent(1); ++k) n2 += double(F(r, k)) * double(F(r, k));
+        acc += (weight_nnz ? double(cnt(r)) : 1.0) * n2;
+      },
+      out);
   return out;
 }
 
@@ -519,20 +535,8 @@ double loss(const ExecutionSpace& exec, const Problem<T, MemorySpace>& problem, 
   const auto& p = *s.plan;
   const auto e = rating_errors(exec, problem.train, s.X, s.Y);
   const double sq = e.rmse * e.rmse * double(e.count);
-  auto reg = [&](const DenseMatrix<T, MemorySpace>& F, const Kokkos::View<int*, MemorySpace>& cnt) {
-    const bool w = p.weight_nnz;
-    double out = 0.0;
-    Kokkos::parallel_reduce(
-        "kfactor::als::reg", Kokkos::RangePolicy<ExecutionSpace>(exec, 0, F.extent(0)),
-        KOKKOS_LAMBDA(std::size_t r, double& acc) {
-          double n2 = 0.0;
-          for (std::size_t k = 0; k < F.extent(1); ++k) n2 += double(F(r, k)) * double(F(r, k));
-          acc += (w ? double(cnt(r)) : 1.0) * n2;
-        },
-        out);
-    return out;
-  };
-  return sq + double(p.lambda) * (reg(s.X, p.user_count) + reg(s.Y, p.item_count));
+  return sq + double(p.lambda) * (detail::weighted_norm2(exec, s.X, p.user_count, p.weight_nnz) +
+                                  detail::weighted_norm2(exec, s.Y, p.item_count, p.weight_nnz));
 }
 
 /// Metrics, in order: test_rmse (held-out split, when present; over its warm
