@@ -13,7 +13,11 @@
 
 #include <cstdint>
 #include <limits>
+#include <algorithm>
 #include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
 
 namespace kfactor {
 
@@ -91,27 +95,46 @@ void validate_coo(const CooMatrix<T>& coo, const std::string& what = "matrix") {
 }
 
 /// CSR in ExecutionSpace's memory from host triplets (no duplicate pairs;
-/// an empty `values` means a pattern matrix, stored as ones).
+/// an empty `values` means a pattern matrix, stored as ones). The triplets are
+/// already on the host, so the CSR is assembled there (a counting sort by row,
+/// then each row sorted by column: O(nnz log row length)) and copied once.
 template <class ExecutionSpace, class T>
 CsrMatrix<T, typename ExecutionSpace::memory_space> to_csr(const ExecutionSpace& exec, const CooMatrix<T>& coo) {
   using MemorySpace = typename ExecutionSpace::memory_space;
   validate_coo(coo);
   const std::size_t nnz = coo.nnz();
-  using Unmanaged = Kokkos::MemoryTraits<Kokkos::Unmanaged>;
-  Kokkos::View<const ordinal_t*, Kokkos::HostSpace, Unmanaged> hr(coo.rows.data(), nnz);
-  Kokkos::View<const ordinal_t*, Kokkos::HostSpace, Unmanaged> hc(coo.cols.data(), nnz);
-  Kokkos::View<ordinal_t*, MemorySpace> dr(Kokkos::view_alloc(exec, Kokkos::WithoutInitializing, "kfactor::coo_rows"), nnz);
-  Kokkos::View<ordinal_t*, MemorySpace> dc(Kokkos::view_alloc(exec, Kokkos::WithoutInitializing, "kfactor::coo_cols"), nnz);
-  Kokkos::View<T*, MemorySpace> dv(Kokkos::view_alloc(exec, Kokkos::WithoutInitializing, "kfactor::coo_vals"),
-                                   coo.values.empty() ? 0 : nnz);
-  Kokkos::deep_copy(exec, dr, hr);
-  Kokkos::deep_copy(exec, dc, hc);
-  if (!coo.values.empty())
-    Kokkos::deep_copy(exec, dv, Kokkos::View<const T*, Kokkos::HostSpace, Unmanaged>(coo.values.data(), nnz));
-  auto csr = detail::csr_from_triplets<ExecutionSpace, T, MemorySpace>(
-      exec, dr, dc, dv, static_cast<ordinal_t>(coo.num_rows), static_cast<ordinal_t>(coo.num_cols));
-  exec.fence();  // the host vectors may go away after return
-  return csr;
+  const auto m = static_cast<std::size_t>(coo.num_rows);
+  CsrMatrix<T, Kokkos::HostSpace> h;
+  h.num_cols = static_cast<ordinal_t>(coo.num_cols);
+  h.row_map = Kokkos::View<offset_t*, Kokkos::HostSpace>("kfactor::row_map", m + 1);
+  h.entries = Kokkos::View<ordinal_t*, Kokkos::HostSpace>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kfactor::entries"), nnz);
+  h.values = Kokkos::View<T*, Kokkos::HostSpace>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kfactor::values"), nnz);
+  for (std::size_t e = 0; e < nnz; ++e) ++h.row_map(static_cast<std::size_t>(coo.rows[e]) + 1);
+  for (std::size_t i = 0; i < m; ++i) h.row_map(i + 1) += h.row_map(i);
+  std::vector<offset_t> cursor(h.row_map.data(), h.row_map.data() + m);
+  std::vector<std::pair<ordinal_t, T>> row;
+  for (std::size_t e = 0; e < nnz; ++e) {
+    const auto slot = cursor[static_cast<std::size_t>(coo.rows[e])]++;
+    h.entries(slot) = coo.cols[e];
+    h.values(slot) = coo.values.empty() ? T(1) : coo.values[e];
+  }
+  for (std::size_t i = 0; i < m; ++i) {
+    const auto b = h.row_map(i), n = h.row_map(i + 1) - b;
+    bool sorted = true;
+    for (offset_t q = 1; q < n && sorted; ++q) sorted = h.entries(b + q - 1) < h.entries(b + q);
+    if (sorted) continue;
+    row.resize(n);
+    for (offset_t q = 0; q < n; ++q) row[q] = {h.entries(b + q), h.values(b + q)};
+    std::stable_sort(row.begin(), row.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
+    for (offset_t q = 0; q < n; ++q) std::tie(h.entries(b + q), h.values(b + q)) = row[q];
+  }
+  CsrMatrix<T, MemorySpace> out;
+  out.num_cols = h.num_cols;
+  out.row_map = Kokkos::create_mirror_view_and_copy(MemorySpace{}, h.row_map);
+  out.entries = Kokkos::create_mirror_view_and_copy(MemorySpace{}, h.entries);
+  out.values = Kokkos::create_mirror_view_and_copy(MemorySpace{}, h.values);
+  exec.fence();
+  return out;
 }
 
 /// Row index of every nonzero, expanded from the row map.

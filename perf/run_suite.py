@@ -1,0 +1,174 @@
+#!/usr/bin/env python3
+"""Runs kfactor's benchmark suite, peers included, in one invocation.
+
+    perf/run_suite.py --build BUILD_DIR --profile cpu|gpu [--out results.json]
+                      [--only NAME[,NAME...]] [--peers-dir DIR] [--skip-peers]
+
+Every kfactor benchmark writes JSON records (the Report schema plus machine
+metadata, see perf/common/bench.hpp); peers print `key=value` lines that are
+parsed into records of their own. The runner adds each record's fraction of
+the machine's measured peaks (bench_peaks: copy GB/s, GEMM GFLOP/s) and the
+performance-portability metric across backends (harmonic mean of the
+architectural efficiencies, Pennycook et al.), writes everything to one JSON
+file (and a CSV beside it), and prints a short summary table last.
+perf/plot.py turns the JSON into one PNG per kernel.
+"""
+import argparse, csv, json, os, re, shlex, subprocess, sys, tempfile, time
+from collections import defaultdict
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+
+
+def shared(*parts):
+    return os.path.join(os.environ.get("KFACTOR_SHARED", os.path.join(ROOT, "..", "shared")), *parts)
+
+
+# name -> {profile: [argv tail]}; "kfactor" entries run BUILD/perf/<program>.
+SUITE = [
+    dict(name="peaks", program="bench_peaks", args={"cpu": ["--mib", "256", "--gemm", "1024"],
+                                                     "gpu": ["--mib", "2048", "--gemm", "8192"]}),
+]
+
+PEERS = []
+
+
+def run(argv, env=None, timeout=None):
+    t0 = time.time()
+    print("+", " ".join(shlex.quote(a) for a in argv), file=sys.stderr, flush=True)
+    p = subprocess.run(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=timeout)
+    if p.returncode != 0:
+        print(f"  exit {p.returncode}: {p.stderr[-2000:]}", file=sys.stderr)
+    return p, time.time() - t0
+
+
+def parse_kv_lines(text, peer):
+    out = []
+    for line in text.splitlines():
+        fields = dict(re.findall(r"([A-Za-z_][\w.()]*)=([^\s]+)", line))
+        if not fields:
+            continue
+        rec = {"peer": peer, "line": line.strip()}
+        for k, v in fields.items():
+            try:
+                rec[k] = float(v.rstrip("s")) if re.fullmatch(r"-?[\d.eE+-]+s?", v) else v
+            except ValueError:
+                rec[k] = v
+        out.append(rec)
+    return out
+
+
+def peaks_of(records):
+    peaks = {}
+    for r in records:
+        if r.get("kernel") != "peak":
+            continue
+        if r.get("case") == "copy":
+            peaks[(r["backend"], "gbps")] = r.get("gbps")
+        elif r.get("case") == "gemm":
+            peaks[(r["backend"], "gflops", r.get("precision"))] = r.get("gflops")
+    return peaks
+
+
+def add_efficiency(records, peaks):
+    for r in records:
+        if "backend" not in r or r.get("kernel") == "peak":
+            continue
+        effs = []
+        if r.get("gflops") and peaks.get((r["backend"], "gflops", r.get("precision", "float"))):
+            effs.append(r["gflops"] / peaks[(r["backend"], "gflops", r.get("precision", "float"))])
+        if r.get("gbps") and peaks.get((r["backend"], "gbps")):
+            effs.append(r["gbps"] / peaks[(r["backend"], "gbps")])
+        if effs:
+            r["efficiency"] = max(effs)  # the binding ceiling is the one closest to reached
+
+
+def portability(records):
+    """Harmonic mean of efficiencies per (kernel, case, precision) across backends."""
+    groups = defaultdict(dict)
+    for r in records:
+        if "efficiency" in r and r.get("kernel"):
+            key = (r["kernel"], r.get("case", ""), r.get("precision", ""))
+            groups[key][r["backend"]] = max(groups[key].get(r["backend"], 0), r["efficiency"])
+    out = []
+    for (kernel, case, prec), by_backend in sorted(groups.items()):
+        effs = list(by_backend.values())
+        pp = len(effs) / sum(1 / e for e in effs) if all(e > 0 for e in effs) else 0.0
+        out.append(dict(kernel=kernel, case=case, precision=prec, backends=sorted(by_backend), pp=pp))
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--build", default=os.path.join(ROOT, "build"))
+    ap.add_argument("--profile", choices=["cpu", "gpu"], default="cpu")
+    ap.add_argument("--out", default=None)
+    ap.add_argument("--only", default="")
+    ap.add_argument("--peers-dir", default=shared("peers"))
+    ap.add_argument("--skip-peers", action="store_true")
+    ap.add_argument("--merge", nargs="*", default=[], help="earlier results files to merge (other backends)")
+    a = ap.parse_args()
+    only = set(filter(None, a.only.split(",")))
+    out = a.out or os.path.join(a.build, f"perf-{a.profile}.json")
+    records = []
+    for b in SUITE:
+        if only and b["name"] not in only:
+            continue
+        if a.profile not in b["args"]:
+            continue
+        exe = os.path.join(a.build, "perf", b["program"])
+        if not os.path.exists(exe):
+            print(f"skip {b['name']}: {exe} not built", file=sys.stderr)
+            continue
+        with tempfile.NamedTemporaryFile(suffix=".jsonl", delete=False) as tmp:
+            path = tmp.name
+        env = dict(os.environ, KFACTOR_BENCH_OUT=path)
+        p, secs = run([exe] + [x.format(shared=shared(), build=a.build) for x in b["args"][a.profile]], env=env)
+        with open(path) as f:
+            for line in f:
+                if line.strip():
+                    rec = json.loads(line)
+                    rec["bench"] = b["name"]
+                    records.append(rec)
+        os.unlink(path)
+    if not a.skip_peers:
+        for peer in PEERS:
+            if (only and peer["name"] not in only) or a.profile not in peer["args"]:
+                continue
+            script = os.path.join(a.peers_dir, peer["script"])
+            if not os.path.exists(script):
+                print(f"skip peer {peer['name']}: {script} missing", file=sys.stderr)
+                continue
+            p, secs = run([sys.executable, script] + [x.format(shared=shared(), build=a.build) for x in peer["args"][a.profile]])
+            records += parse_kv_lines(p.stdout, peer["name"])
+    for path in a.merge:
+        with open(path) as f:
+            records += json.load(f)["records"]
+    peaks = peaks_of(records)
+    add_efficiency(records, peaks)
+    pp = portability(records)
+    with open(out, "w") as f:
+        json.dump({"profile": a.profile, "records": records, "portability": pp}, f, indent=1)
+    with open(os.path.splitext(out)[0] + ".csv", "w", newline="") as f:
+        cols = ["bench", "kernel", "case", "backend", "precision", "rows", "cols", "nnz", "rank", "seconds",
+                "gflops", "gbps", "efficiency", "peer", "line"]
+        w = csv.DictWriter(f, fieldnames=cols, extrasaction="ignore")
+        w.writeheader()
+        w.writerows(records)
+    print(f"\nwrote {out}")
+    print(f"{'kernel':<10} {'case':<28} {'backend':<8} {'prec':<6} {'ms':>10} {'GFLOP/s':>10} {'GB/s':>9} {'eff':>6}")
+    for r in records:
+        if "backend" in r:
+            print(f"{str(r.get('kernel', r.get('command', ''))):<10} {str(r.get('case', ''))[:28]:<28} "
+                  f"{r['backend']:<8} {r.get('precision', ''):<6} {1e3 * r.get('seconds', 0):>10.3f} "
+                  f"{r.get('gflops') or 0:>10.1f} {r.get('gbps') or 0:>9.1f} {r.get('efficiency', 0):>6.1%}")
+        else:
+            print(f"peer {r['peer']}: {r['line'][:110]}")
+    if pp:
+        print("\nperformance portability (harmonic mean of efficiencies over backends):")
+        for e in pp:
+            print(f"  {e['kernel']:<10} {e['case'][:28]:<28} {e['precision']:<6} {','.join(e['backends']):<14} {e['pp']:.1%}")
+
+
+if __name__ == "__main__":
+    main()
