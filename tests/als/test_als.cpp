@@ -127,7 +127,7 @@ TYPED_TEST(Als, HalfStepSolvesNormalEquationsAndZeroesEmptyRows) {
   const auto coo = planted<T>(m, n, 4, 0.3, 0.3, 8, 5, 7);
   for (auto weighting : {als::LambdaWeighting::nnz, als::LambdaWeighting::plain})
     for (bool tiled : {false, true})
-      for (int f : {7, 20}) {
+      for (int f : {7, 20, 130}) {  // 130: normal equations too large for scratch (double)
         auto problem = als::make_problem(exec, coo, 0.0, 1);
         als::Options o;
         o.rank = f;
@@ -407,4 +407,12 @@ TEST(AlsMovieLens, LatestSmallTestRmseAtF10) {
   EXPECT_GT(rmse, 0.5);
 }
 
+}  // namespace
+
+namespace {
+// 16: GFLOP/s counts S1 = nnz f (f + 1) and S2 = 2 nnz f per half-step, two half-steps.
+TEST(AlsFlops, PerIterationDefinition) {
+  EXPECT_DOUBLE_EQ(kfactor::als::flops_per_iteration(1000, 10), 2.0 * (1000.0 * 10 * 11 + 2.0 * 1000 * 10));
+  EXPECT_DOUBLE_EQ(kfactor::als::flops_per_iteration(99000000, 100), 2.0 * (99e6 * 100 * 101 + 2 * 99e6 * 100));
+}
 }  // namespace

@@ -198,6 +198,9 @@ TEST(Autotune, CandidatesFitScratchAndTeam) {
     ASSERT_FALSE(c.empty());
     for (auto [xb, yb] : c) {
       EXPECT_LE((als::detail::normal_equation_scratch<Space, float>(true, f, xb, yb)), Tn::scratch_budget);
+      EXPECT_LE((als::detail::normal_equation_scratch<Space, float>(true, f, xb, yb)), als::detail::fast_scratch_bytes<Space>());
+      const als::detail::TileShape sh(f, Tn::block, xb);
+      if (!is_host_space_v<Space> && xb > 1) EXPECT_LE(sh.total, Tn::max_team * Tn::tiles_per_thread);
       EXPECT_GE(xb, 1);
       EXPECT_GE(yb, 1);
     }

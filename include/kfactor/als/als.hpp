@@ -75,7 +75,9 @@ struct Options {
   bool reorder = false;          ///< visit rows/columns by descending count
   int xb = 0, yb = 0;            ///< BALS tile for both half-steps; 0: autotune each
   std::int64_t batch_rows = 0;   ///< rows per batch of normal equations; 0: from max_batch_bytes
-  std::size_t max_batch_bytes = std::size_t(1) << 30;
+  /// Bytes of normal equations per batch; 0: 1 GiB on devices, 32 MiB on
+  /// hosts (a batch that stays in cache).
+  std::size_t max_batch_bytes = 0;
   std::uint64_t seed = 42;       ///< initial Y
   /// Largest sample (nonzeros) the autotuner times per candidate; 0: a default per space.
   std::int64_t autotune_sample_nnz = 0;
@@ -150,6 +152,7 @@ struct Plan {
   int rank = 0;
   std::int64_t batch_rows = 0;
   std::size_t max_batch_bytes = 0;
+  mutable detail::Workspace<T, MemorySpace> workspace;  ///< batch buffers, reused by every half-step
   double preprocess_seconds = 0.0;  ///< reordering + format build + autotune
   double autotune_seconds = 0.0;
   std::map<std::string, std::string> info;
@@ -265,14 +268,19 @@ std::vector<std::pair<int, int>> tile_candidates(std::int64_t m, std::int64_t n,
       bool dup = false;
       for (auto& c : out) dup |= (c.first == xb && c.second == y);
       if (dup) continue;
-      if (normal_equation_scratch<ExecutionSpace, T>(true, f, xb, y) > Tn::scratch_budget) continue;
+      if (normal_equation_scratch<ExecutionSpace, T>(true, f, xb, y) > fast_scratch_bytes<ExecutionSpace>()) continue;
       const TileShape s(f, Tn::block, xb);
       if (!is_host_space_v<ExecutionSpace> && s.total > Tn::max_team * Tn::tiles_per_thread && xb > 1) continue;
       const std::int64_t segs = (m + xb - 1) / xb * ((n + y - 1) / y) * xb;
       if (segs > 8 * nnz + (std::int64_t(1) << 22) && !(xb == 1 && y == yb)) continue;
       out.emplace_back(xb, y);
     }
-  if (out.empty()) out.emplace_back(1, int(std::min<std::int64_t>(32, std::max<std::int64_t>(n, 1))));
+  // Nothing fits (very large f): the widest narrow tile that does, else 1 x 1.
+  for (int yb = 16; out.empty() && yb >= 1; yb /= 2) {
+    const int y = int(std::min<std::int64_t>(yb, std::max<std::int64_t>(n, 1)));
+    if (yb == 1 || normal_equation_scratch<ExecutionSpace, T>(true, f, 1, y) <= fast_scratch_bytes<ExecutionSpace>())
+      out.emplace_back(1, y);
+  }
   return out;
 }
 
@@ -285,7 +293,7 @@ std::pair<int, int> autotune_tile(const ExecutionSpace& exec, const CsrMatrix<T,
   const std::int64_t m = Ah.num_rows(), n = Ah.num_cols, nnz = std::int64_t(Ah.nnz());
   const auto cands = tile_candidates<ExecutionSpace, T>(m, n, nnz, f);
   if (cands.size() == 1) return cands[0];
-  if (sample_nnz <= 0) sample_nnz = is_host_space_v<ExecutionSpace> ? 20000 : 4000000;
+  if (sample_nnz <= 0) sample_nnz = is_host_space_v<ExecutionSpace> ? 20000 : 1000000;
   // Strided sample of 8-row groups (8 = lcm of the xb candidates).
   const std::int64_t groups = (m + 7) / 8;
   const std::int64_t stride = std::max<std::int64_t>(1, nnz / std::max<std::int64_t>(sample_nnz, 1));
@@ -311,7 +319,8 @@ std::pair<int, int> autotune_tile(const ExecutionSpace& exec, const CsrMatrix<T,
   double best_t = 1e300;
   for (const auto& [xb, yb] : cands) {
     auto S = make_structure(exec, Sd, Sh, true, xb, yb, {}, {});
-    auto run = [&] { half_step(exec, S, Y, X, f, T(lambda), true, 0, std::size_t(1) << 28); };
+    Workspace<T, Mem> ws;
+    auto run = [&] { half_step(exec, S, Y, X, f, T(lambda), true, 0, std::size_t(1) << 28, &ws); };
     run();
     exec.fence();
     double t = 1e300;
@@ -344,13 +353,11 @@ CsrMatrix<T, MemorySpace> warm_entries(const ExecutionSpace& exec, const CsrMatr
   auto val = A.values;
   auto orm = out.row_map;
   const ordinal_t mu = ordinal_t(uc.extent(0)), ni = ordinal_t(ic.extent(0));
-  auto warm = KOKKOS_LAMBDA(ordinal_t r, offset_t e) {
-    return r < mu && ent(e) < ni && uc(r) > 0 && ic(ent(e)) > 0;
-  };
   Kokkos::parallel_for("kfactor::als::warm_count", Kokkos::RangePolicy<ExecutionSpace>(exec, 0, m),
                        KOKKOS_LAMBDA(ordinal_t r) {
                          offset_t c = 0;
-                         for (offset_t e = rm(r); e < rm(r + 1); ++e) c += warm(r, e) ? 1 : 0;
+                         for (offset_t e = rm(r); e < rm(r + 1); ++e)
+                           c += (r < mu && ent(e) < ni && uc(r) > 0 && ic(ent(e)) > 0) ? 1 : 0;
                          orm(r + 1) = c;
                        });
   Kokkos::parallel_scan("kfactor::als::warm_scan", Kokkos::RangePolicy<ExecutionSpace>(exec, 0, m + 1),
@@ -370,13 +377,29 @@ CsrMatrix<T, MemorySpace> warm_entries(const ExecutionSpace& exec, const CsrMatr
                        KOKKOS_LAMBDA(ordinal_t r) {
                          offset_t o = orm(r);
                          for (offset_t e = rm(r); e < rm(r + 1); ++e)
-                           if (warm(r, e)) {
+                           if (r < mu && ent(e) < ni && uc(r) > 0 && ic(ent(e)) > 0) {
                              oe(o) = ent(e);
                              ov(o) = val(e);
                              ++o;
                            }
                        });
   exec.fence();
+  return out;
+}
+
+/// sum_r w_r |F_r|^2 with w_r = cnt(r) (nnz weighting) or 1, in double.
+template <class ExecutionSpace, class T, class MemorySpace>
+double weighted_norm2(const ExecutionSpace& exec, const DenseMatrix<T, MemorySpace>& F,
+                      const Kokkos::View<int*, MemorySpace>& cnt, bool weight_nnz) {
+  double out = 0.0;
+  Kokkos::parallel_reduce(
+      "kfactor::als::reg", Kokkos::RangePolicy<ExecutionSpace>(exec, 0, F.extent(0)),
+      KOKKOS_LAMBDA(std::size_t r, double& acc) {
+        double n2 = 0.0;
+        for (std::size_t k = 0; k < F.extent(1); ++k) n2 += double(F(r, k)) * double(F(r, k));
+        acc += (weight_nnz ? double(cnt(r)) : 1.0) * n2;
+      },
+      out);
   return out;
 }
 
@@ -408,7 +431,9 @@ std::shared_ptr<const Plan<T, MemorySpace>> prepare(const ExecutionSpace& exec, 
   plan->weight_nnz = options.weighting == LambdaWeighting::nnz;
   plan->rank = f;
   plan->batch_rows = options.batch_rows;
-  plan->max_batch_bytes = options.max_batch_bytes;
+  plan->max_batch_bytes = options.max_batch_bytes > 0 ? options.max_batch_bytes
+                          : is_host_space_v<ExecutionSpace> ? std::size_t(32) << 20
+                                                            : std::size_t(1) << 30;
   {
     // NaN/Inf check of the training ratings.
     auto vals = R.values;
@@ -485,12 +510,14 @@ State<T, MemorySpace> init(const ExecutionSpace& exec, const Problem<T, MemorySp
 template <class ExecutionSpace, class T, class MemorySpace>
 void user_half_step(const ExecutionSpace& exec, State<T, MemorySpace>& s) {
   const auto& p = *s.plan;
-  detail::half_step(exec, p.users, s.Y, s.X, p.rank, p.lambda, p.weight_nnz, p.batch_rows, p.max_batch_bytes);
+  detail::half_step(exec, p.users, s.Y, s.X, p.rank, p.lambda, p.weight_nnz, p.batch_rows, p.max_batch_bytes,
+                    &p.workspace);
 }
 template <class ExecutionSpace, class T, class MemorySpace>
 void item_half_step(const ExecutionSpace& exec, State<T, MemorySpace>& s) {
   const auto& p = *s.plan;
-  detail::half_step(exec, p.items, s.X, s.Y, p.rank, p.lambda, p.weight_nnz, p.batch_rows, p.max_batch_bytes);
+  detail::half_step(exec, p.items, s.X, s.Y, p.rank, p.lambda, p.weight_nnz, p.batch_rows, p.max_batch_bytes,
+                    &p.workspace);
 }
 
 template <class ExecutionSpace, class T, class MemorySpace>
@@ -508,20 +535,8 @@ double loss(const ExecutionSpace& exec, const Problem<T, MemorySpace>& problem, 
   const auto& p = *s.plan;
   const auto e = rating_errors(exec, problem.train, s.X, s.Y);
   const double sq = e.rmse * e.rmse * double(e.count);
-  auto reg = [&](const DenseMatrix<T, MemorySpace>& F, const Kokkos::View<int*, MemorySpace>& cnt) {
-    const bool w = p.weight_nnz;
-    double out = 0.0;
-    Kokkos::parallel_reduce(
-        "kfactor::als::reg", Kokkos::RangePolicy<ExecutionSpace>(exec, 0, F.extent(0)),
-        KOKKOS_LAMBDA(std::size_t r, double& acc) {
-          double n2 = 0.0;
-          for (std::size_t k = 0; k < F.extent(1); ++k) n2 += double(F(r, k)) * double(F(r, k));
-          acc += (w ? double(cnt(r)) : 1.0) * n2;
-        },
-        out);
-    return out;
-  };
-  return sq + double(p.lambda) * (reg(s.X, p.user_count) + reg(s.Y, p.item_count));
+  return sq + double(p.lambda) * (detail::weighted_norm2(exec, s.X, p.user_count, p.weight_nnz) +
+                                  detail::weighted_norm2(exec, s.Y, p.item_count, p.weight_nnz));
 }
 
 /// Metrics, in order: test_rmse (held-out split, when present; over its warm

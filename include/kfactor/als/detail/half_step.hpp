@@ -94,12 +94,32 @@ struct TileShape {
   }
 };
 
+/// Fast (level-0) team scratch per team on this space, capped by the tuning budget.
+template <class ExecutionSpace>
+std::size_t fast_scratch_bytes() {
+  // On hosts both scratch levels are ordinary (cached) memory.
+  if constexpr (is_host_space_v<ExecutionSpace>) return Tuning<ExecutionSpace>::scratch_budget;
+  const Kokkos::TeamPolicy<ExecutionSpace> probe(1, 1);
+  return std::min<std::size_t>(Tuning<ExecutionSpace>::scratch_budget, std::size_t(probe.scratch_size_max(0)));
+}
+
+/// Y rows staged per chunk on the CSR path: csr_chunk, fewer when a chunk
+/// would take more than half the fast scratch (large f, double).
+template <class ExecutionSpace, class T>
+int csr_chunk_rows(int f) {
+  using Tn = Tuning<ExecutionSpace>;
+  const TileShape s(f, Tn::block, 1);
+  const std::size_t fit = fast_scratch_bytes<ExecutionSpace>() / 2 / (std::size_t(s.fp) * sizeof(T) + sizeof(T));
+  return int(std::max<std::size_t>(8, std::min<std::size_t>(Tn::csr_chunk, fit)));
+}
+
 /// Team scratch bytes the normal-equation kernel needs.
 template <class ExecutionSpace, class T>
 std::size_t normal_equation_scratch(bool tiled, int f, int xb, int max_tile_columns) {
   using Tn = Tuning<ExecutionSpace>;
   const TileShape s(f, Tn::block, xb);
-  const std::size_t rows = tiled ? std::size_t(std::max(1, max_tile_columns)) : std::size_t(Tn::csr_chunk);
+  const std::size_t rows =
+      tiled ? std::size_t(std::max(1, max_tile_columns)) : std::size_t(csr_chunk_rows<ExecutionSpace, T>(f));
   const std::size_t entries = tiled ? rows * xb : rows;
   using ST = Kokkos::View<T*, typename ExecutionSpace::scratch_memory_space, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
   using SI = Kokkos::View<int*, typename ExecutionSpace::scratch_memory_space, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
@@ -126,7 +146,7 @@ void build_normal_equations(const ExecutionSpace& exec, const HalfStepStructure<
   const int xb = Tiled ? S.xb : 1;
   const TileShape shape(f, B, xb);
   const int nblk = shape.nblk, fp = shape.fp, P = shape.pairs, PP = shape.per_row, total = shape.total;
-  const int C = Tiled ? std::max(1, S.max_tile_columns) : Tn::csr_chunk;
+  const int C = Tiled ? std::max(1, S.max_tile_columns) : csr_chunk_rows<ExecutionSpace, T>(f);
   const std::size_t nent = Tiled ? std::size_t(C) * xb : std::size_t(C);
   const std::size_t bytes = normal_equation_scratch<ExecutionSpace, T>(Tiled, f, xb, S.max_tile_columns);
 
@@ -340,24 +360,37 @@ inline std::int64_t batch_row_blocks(std::int64_t rows, int xb, int f, std::size
   return std::min(per, std::max<std::int64_t>(blocks, 1));
 }
 
+/// Reusable batch buffers of the normal equations (allocated once, without
+/// initialization: the kernels write every entry they read).
+template <class T, class MemorySpace>
+struct Workspace {
+  Kokkos::View<T*, MemorySpace> A, b;
+};
+
 /// X = argmin over the half-step objective, row by row, in batches.
 template <class ExecutionSpace, class T, class MemorySpace, class XView, class YView>
 void half_step(const ExecutionSpace& exec, const HalfStepStructure<T, MemorySpace>& S, const YView& Y, const XView& X,
-               int f, T lambda, bool weight_nnz, std::int64_t batch_rows, std::size_t max_batch_bytes) {
+               int f, T lambda, bool weight_nnz, std::int64_t batch_rows, std::size_t max_batch_bytes,
+               Workspace<T, MemorySpace>* workspace = nullptr) {
   const int xb = S.tiled ? S.xb : 1;
   const std::int64_t blocks = (std::int64_t(S.rows) + xb - 1) / xb;
   const std::int64_t per = batch_row_blocks(S.rows, xb, f, sizeof(T), batch_rows, max_batch_bytes);
   const std::int64_t cap_rows = std::min<std::int64_t>(per * xb, S.rows);
-  Kokkos::View<T***, Kokkos::LayoutRight, MemorySpace> A;
-  Kokkos::View<T**, Kokkos::LayoutRight, MemorySpace> b;
+  Workspace<T, MemorySpace> local;
+  Workspace<T, MemorySpace>& ws = workspace ? *workspace : local;
+  const std::size_t need_A = std::size_t(cap_rows) * f * f, need_b = std::size_t(cap_rows) * f;
   try {
-    A = Kokkos::View<T***, Kokkos::LayoutRight, MemorySpace>("kfactor::als::S1", cap_rows, f, f);
-    b = Kokkos::View<T**, Kokkos::LayoutRight, MemorySpace>("kfactor::als::S2", cap_rows, f);
+    if (ws.A.extent(0) < need_A)
+      ws.A = Kokkos::View<T*, MemorySpace>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kfactor::als::S1"), need_A);
+    if (ws.b.extent(0) < need_b)
+      ws.b = Kokkos::View<T*, MemorySpace>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kfactor::als::S2"), need_b);
   } catch (const std::exception& e) {
     throw RuntimeFailure("ALS: cannot allocate the normal equations of " + std::to_string(cap_rows) + " rows at f = " +
-                         std::to_string(f) + " (" + std::to_string(double(cap_rows) * f * f * sizeof(T) / 1e9) +
+                         std::to_string(f) + " (" + std::to_string(double(need_A) * sizeof(T) / 1e9) +
                          " GB); lower the batch size: " + e.what());
   }
+  Kokkos::View<T***, Kokkos::LayoutRight, MemorySpace> A(ws.A.data(), cap_rows, f, f);
+  Kokkos::View<T**, Kokkos::LayoutRight, MemorySpace> b(ws.b.data(), cap_rows, f);
   int failed = 0;
   for (std::int64_t g0 = 0; g0 < blocks; g0 += per) {
     const std::int64_t g1 = std::min(blocks, g0 + per);

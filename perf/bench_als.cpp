@@ -1,0 +1,247 @@
+// ALS benchmark: time per iteration and GFLOP/s (S1 = nnz f (f+1), S2 =
+// 2 nnz f per half-step, two half-steps per iteration) on Netflix-like
+// synthetic ratings (power-law users and items, generated on the device,
+// duplicates removed), plain CSR vs BALS tiled vs tiled + reordered, for
+// several ranks. One JSON record per (variant, f) through common/bench.hpp.
+//
+//   bench_als [--users 480189] [--items 17770] [--distinct 99000000]
+//             [--ranks 32,64,100,128] [--iters 3] [--variants plain,tiled,reorder]
+//             [--precision float|double] [--alpha-users 0.6] [--alpha-items 0.9]
+#include "common/bench.hpp"
+
+#include <kfactor/als/als.hpp>
+
+#include <Kokkos_Sort.hpp>
+
+#include <algorithm>
+#include <cstdio>
+#include <numeric>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace {
+using namespace kfactor;
+
+struct Args {
+  std::int64_t users = 480189, items = 17770, distinct = 99000000;
+  std::vector<int> ranks{32, 64, 100, 128};
+  int iters = 3;
+  std::vector<std::string> variants{"plain", "tiled", "reorder"};
+  std::string precision = "float";
+  double alpha_users = 0.6, alpha_items = 0.9;
+  std::uint64_t seed = 1;
+};
+
+template <class T>
+std::vector<T> split_list(const std::string& s) {
+  std::vector<T> out;
+  std::stringstream ss(s);
+  std::string x;
+  while (std::getline(ss, x, ','))
+    if constexpr (std::is_same_v<T, int>)
+      out.push_back(std::stoi(x));
+    else
+      out.push_back(x);
+  return out;
+}
+
+/// Zipf(alpha) CDF over k ids.
+std::vector<double> zipf_cdf(std::int64_t k, double alpha) {
+  std::vector<double> c(k);
+  double s = 0;
+  for (std::int64_t i = 0; i < k; ++i) c[i] = (s += std::pow(double(i + 1), -alpha));
+  for (auto& v : c) v /= s;
+  return c;
+}
+
+/// `samples` (user, item) draws from the two Zipf laws, ids scattered by a
+/// random permutation, duplicates removed; ratings 1..5 from a hash of the
+/// pair. Returns the sorted unique keys u * n + i.
+template <class Space>
+Kokkos::View<std::uint64_t*, typename Space::memory_space> generate_keys(const Space& exec, const Args& a,
+                                                                          std::int64_t samples) {
+  using Mem = typename Space::memory_space;
+  const auto cu = zipf_cdf(a.users, a.alpha_users), ci = zipf_cdf(a.items, a.alpha_items);
+  std::vector<ordinal_t> pu(a.users), pi(a.items);
+  std::iota(pu.begin(), pu.end(), 0);
+  std::iota(pi.begin(), pi.end(), 0);
+  std::mt19937_64 g(a.seed);
+  std::shuffle(pu.begin(), pu.end(), g);
+  std::shuffle(pi.begin(), pi.end(), g);
+  auto to_dev = [&](const auto& v, const char* name) {
+    using V = typename std::decay_t<decltype(v)>::value_type;
+    Kokkos::View<V*, Mem> d(name, v.size());
+    Kokkos::deep_copy(exec, d, Kokkos::View<const V*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(v.data(), v.size()));
+    exec.fence();
+    return d;
+  };
+  auto dcu = to_dev(cu, "cdf_u");
+  auto dci = to_dev(ci, "cdf_i");
+  auto dpu = to_dev(pu, "perm_u");
+  auto dpi = to_dev(pi, "perm_i");
+  Kokkos::View<std::uint64_t*, Mem> keys("keys", samples);
+  const CounterRng rng(a.seed, RngStream::user);
+  const std::int64_t nu = a.users, ni = a.items;
+  Kokkos::parallel_for(
+      "bench_als::draw", Kokkos::RangePolicy<Space>(exec, 0, samples), KOKKOS_LAMBDA(std::int64_t e) {
+        auto search = [](const Kokkos::View<double*, Mem>& c, std::int64_t k, double x) {
+          std::int64_t lo = 0, hi = k - 1;
+          while (lo < hi) {
+            const std::int64_t mid = (lo + hi) / 2;
+            if (c(mid) < x) lo = mid + 1; else hi = mid;
+          }
+          return lo;
+        };
+        const std::int64_t u = search(dcu, nu, rng.uniform(std::uint64_t(2 * e)));
+        const std::int64_t i = search(dci, ni, rng.uniform(std::uint64_t(2 * e + 1)));
+        keys(e) = std::uint64_t(dpu(u)) * std::uint64_t(ni) + std::uint64_t(dpi(i));
+      });
+  Kokkos::sort(exec, keys);
+  Kokkos::View<std::int64_t*, Mem> pos("pos", samples + 1);
+  Kokkos::parallel_scan(
+      "bench_als::unique", Kokkos::RangePolicy<Space>(exec, 0, samples),
+      KOKKOS_LAMBDA(std::int64_t e, std::int64_t& acc, bool final) {
+        const bool first = e == 0 || keys(e) != keys(e - 1);
+        if (final && first) pos(acc) = e;
+        acc += first ? 1 : 0;
+      });
+  std::int64_t distinct = 0;
+  Kokkos::parallel_reduce(
+      "bench_als::count", Kokkos::RangePolicy<Space>(exec, 0, samples),
+      KOKKOS_LAMBDA(std::int64_t e, std::int64_t& c) { c += (e == 0 || keys(e) != keys(e - 1)) ? 1 : 0; }, distinct);
+  Kokkos::View<std::uint64_t*, Mem> uniq("uniq", distinct);
+  Kokkos::parallel_for(
+      "bench_als::compact", Kokkos::RangePolicy<Space>(exec, 0, distinct),
+      KOKKOS_LAMBDA(std::int64_t d) { uniq(d) = keys(pos(d)); });
+  exec.fence();
+  return uniq;
+}
+
+template <class Space, class T>
+CsrMatrix<T, typename Space::memory_space> netflix_like(const Space& exec, const Args& a) {
+  using Mem = typename Space::memory_space;
+  // Draw, deduplicate, and rescale the number of draws until the distinct
+  // count is within 1% of the target.
+  std::int64_t samples = std::int64_t(a.distinct * 1.3);
+  Kokkos::View<std::uint64_t*, Mem> keys;
+  for (int round = 0; round < 6; ++round) {
+    keys = generate_keys(exec, a, samples);
+    const double got = double(keys.extent(0));
+    std::fprintf(stderr, "bench_als: %lld draws -> %lld distinct ratings\n", (long long)samples, (long long)got);
+    if (std::abs(got - double(a.distinct)) <= 0.01 * double(a.distinct)) break;
+    samples = std::int64_t(double(samples) * std::pow(double(a.distinct) / got, 1.3));
+  }
+  const std::int64_t nnz = keys.extent(0);
+  Kokkos::View<ordinal_t*, Mem> rows("rows", nnz), cols("cols", nnz);
+  Kokkos::View<T*, Mem> vals("vals", nnz);
+  const std::uint64_t ni = a.items;
+  const CounterRng rng(a.seed, RngStream(1001));
+  Kokkos::parallel_for(
+      "bench_als::triplets", Kokkos::RangePolicy<Space>(exec, 0, nnz), KOKKOS_LAMBDA(std::int64_t e) {
+        rows(e) = ordinal_t(keys(e) / ni);
+        cols(e) = ordinal_t(keys(e) % ni);
+        vals(e) = T(1 + Kokkos::floor(5.0 * rng.uniform(keys(e))));
+      });
+  keys = {};
+  auto R = kfactor::detail::csr_from_triplets<Space, T, Mem>(exec, rows, cols, vals, ordinal_t(a.users),
+                                                             ordinal_t(a.items));
+  exec.fence();
+  return R;
+}
+
+template <class T>
+void run(const Args& a) {
+  using Space = Kokkos::DefaultExecutionSpace;
+  using Mem = Space::memory_space;
+  const Space exec;
+  const auto tg = std::chrono::steady_clock::now();
+  als::Problem<T, Mem> problem;
+  problem.train = netflix_like<Space, T>(exec, a);
+  const double gen_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - tg).count();
+  const std::int64_t nnz = std::int64_t(problem.train.nnz());
+  std::fprintf(stderr, "bench_als: %lld x %lld, %lld ratings (generated in %.2f s)\n", (long long)a.users,
+               (long long)a.items, (long long)nnz, gen_s);
+  for (int f : a.ranks)
+    for (const auto& variant : a.variants) {
+      als::Options o;
+      o.rank = f;
+      o.lambda = 0.05;
+      o.tiled = variant != "plain";
+      o.reorder = variant == "reorder";
+      auto s = als::init(exec, problem, o);
+      als::step(exec, problem, o, s);  // warm-up
+      exec.fence();
+      std::vector<double> t, tu;
+      for (int it = 0; it < a.iters; ++it) {
+        const auto t0 = std::chrono::steady_clock::now();
+        als::user_half_step(exec, s);
+        exec.fence();
+        const auto t1 = std::chrono::steady_clock::now();
+        als::item_half_step(exec, s);
+        exec.fence();
+        const auto t2 = std::chrono::steady_clock::now();
+        t.push_back(std::chrono::duration<double>(t2 - t0).count());
+        tu.push_back(std::chrono::duration<double>(t1 - t0).count());
+      }
+      std::sort(t.begin(), t.end());
+      std::sort(tu.begin(), tu.end());
+      const double per = t[t.size() / 2], user = tu[tu.size() / 2];
+      const double gflops = als::flops_per_iteration(nnz, f) / per / 1e9;
+      const auto m = als::evaluate(exec, problem, s);
+      Report r;
+      r.command = "bench_als";
+      r.backend = backend_name<Space>();
+      r.precision = sizeof(T) == 4 ? "float" : "double";
+      r.rows = a.users;
+      r.cols = a.items;
+      r.nnz = nnz;
+      r.rank = f;
+      r.iterations = a.iters;
+      r.seconds = per;
+      r.metrics.set("gflops", gflops);
+      r.metrics.set("train_rmse", m.get("train_rmse"));
+      r.timings.set("per_iteration", per);
+      r.timings.set("user_half_step", user);
+      r.timings.set("item_half_step", per - user);
+      r.timings.set("preprocess", s.plan->preprocess_seconds);
+      r.timings.set("autotune", s.plan->autotune_seconds);
+      r.info = s.plan->info;
+      r.info["variant"] = variant;
+      bench::emit(r, {{"variant", variant}, {"f", f}});
+      std::fprintf(stderr, "bench_als: f=%3d %-8s %9.2f ms/iter (users %.2f, items %.2f) %8.1f GFLOP/s  preprocess %.2f s  tiles %s / %s  train_rmse %.4f\n",
+                   f, variant.c_str(), per * 1e3, user * 1e3, (per - user) * 1e3, gflops, s.plan->preprocess_seconds,
+                   r.info.count("users_tile") ? r.info["users_tile"].c_str() : "-",
+                   r.info.count("items_tile") ? r.info["items_tile"].c_str() : "-", m.get("train_rmse"));
+    }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Kokkos::ScopeGuard guard(argc, argv);
+  Args a;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string k = argv[i], v = argv[i + 1];
+    if (k == "--users") a.users = std::stoll(v);
+    else if (k == "--items") a.items = std::stoll(v);
+    else if (k == "--distinct") a.distinct = std::stoll(v);
+    else if (k == "--ranks") a.ranks = split_list<int>(v);
+    else if (k == "--iters") a.iters = std::stoi(v);
+    else if (k == "--variants") a.variants = split_list<std::string>(v);
+    else if (k == "--precision") a.precision = v;
+    else if (k == "--alpha-users") a.alpha_users = std::stod(v);
+    else if (k == "--alpha-items") a.alpha_items = std::stod(v);
+    else if (k == "--seed") a.seed = std::stoull(v);
+    else {
+      std::fprintf(stderr, "bench_als: unknown option %s\n", k.c_str());
+      return 2;
+    }
+  }
+  if (a.precision == "double")
+    run<double>(a);
+  else
+    run<float>(a);
+  return 0;
+}
