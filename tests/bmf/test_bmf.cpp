@@ -107,25 +107,25 @@ TYPED_TEST(BmfTest, RanksOneThirtyThreeAndTwoHundred) {
 TYPED_TEST(BmfTest, PlantedFactorsRecoveredToTheNoiseLevel) {
   using Space = TypeParam;
   for (double noise : {0.01, 0.05, 0.10}) {
-    const auto p = bmf::make_planted(300, 200, 5, 0.25, noise, 7);
+    const auto p = bmf::make_planted(160, 120, 4, 0.3, noise, 7);
     const auto prob = problem_of<Space>(p, bmf::DenseC::automatic);
     const auto truth = planted_error<Space>(p, prob);
     bmf::Options o;
-    o.rank = 5;
-    o.max_iterations = 3000;
+    o.rank = 4;
+    o.max_iterations = 1500;
     o.batch = 100;
-    o.flip_prob = 0.2;
+    o.flip_prob = 0.25;
     o.init = bmf::Init::dost;
-    o.every_line_changed = 200;
+    o.every_line_changed = 100;
     double best = 1.0;
-    for (std::uint64_t seed : {1, 2, 3}) {
+    for (std::uint64_t seed : {1, 2}) {
       o.seed = seed;
       const auto r = bmf::solve(Space{}, prob, o);
       best = std::min(best, r.report.metrics.get("relative_error"));
     }
     std::printf("noise %.2f: planted E_rec %.5f, found %.5f, density %.4f\n", noise, truth.relative(), best,
                 prob.density());
-    EXPECT_LE(best, 1.25 * truth.relative() + 1e-3) << "noise " << noise;
+    EXPECT_LE(best, 1.1 * truth.relative() + 1e-4) << "noise " << noise;
   }
 }
 

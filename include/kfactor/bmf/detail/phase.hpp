@@ -80,6 +80,7 @@ void run_phase_impl(const ExecutionSpace& exec, const PhaseArgs<MemorySpace>& p)
   const double T = p.temperature, w1 = p.weight_ones;
   const bool dense = p.dense;
   const std::int64_t group = p.group;
+  const std::uint64_t accept_at = accept_counter;  // a local, not a namespace constant, in device code
   constexpr std::int64_t hi = std::int64_t(1) << 32;
   // Host backends: one thread per line (a team barrier per reduction would
   // cost more than the line's work); device backends: a team per line.
@@ -176,7 +177,7 @@ void run_phase_impl(const ExecutionSpace& exec, const PhaseArgs<MemorySpace>& p)
         }
         const double delta = double(dfp) + w1 * double(dfn);
         bool accept = delta < 0.0;
-        if (!accept && T > 0.0) accept = rng.uniform(accept_counter) < Kokkos::exp(-delta / T);
+        if (!accept && T > 0.0) accept = rng.uniform(accept_at) < Kokkos::exp(-delta / T);
         if (!accept) return;
         // The team reductions above are barriers: every thread has read X(line) already.
         Kokkos::single(Kokkos::PerTeam(team), [&]() {
