@@ -80,6 +80,11 @@ TYPED_TEST(BmfTest, TrackedErrorEqualsRecomputationDenseAndSparse) {
     o.weight_ones = 2.5;
     o.flip_prob = 0.3;
     check_tracking<Space>(prob, o, 30, false);
+    // Data-driven start (B's rows sampled from C), greedy.
+    o.temperature = 0.0;
+    o.weight_ones = 1.0;
+    o.init = bmf::Init::sample_rows;
+    check_tracking<Space>(prob, o, 10, true);
   }
 }
 

@@ -72,6 +72,10 @@ enum class Init {
   dost,        ///< 1: p = sqrt(1 - (1 - d_C)^(1/k)) (Dost et al.; CuBin's code form)
   density100,  ///< 2: p = d_C / 100 (CuBin's default)
   density,     ///< 3: p = d_C
+  /// Not in CuBin: row l of B is the pattern of a random row of C (drawn
+  /// from the seed), A starts empty; the search then assigns rows to these
+  /// candidate patterns (Asso-style candidates, a data-driven start).
+  sample_rows,
 };
 enum class DenseC { automatic, on, off };
 enum class Order { columns_first, rows_first };
@@ -79,7 +83,7 @@ enum class Order { columns_first, rows_first };
 const char* to_string(Init v);
 const char* to_string(DenseC v);
 const char* to_string(Order v);
-Init parse_init(const std::string& s);     ///< "dost" | "density100" | "density"; UsageError otherwise
+Init parse_init(const std::string& s);     ///< "dost" | "density100" | "density" | "rows"; UsageError otherwise
 DenseC parse_dense_c(const std::string& s);  ///< "auto" | "on" | "off"
 Order parse_order(const std::string& s);     ///< "columns-first" | "rows-first"
 
