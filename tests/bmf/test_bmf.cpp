@@ -191,6 +191,14 @@ TYPED_TEST(BmfTest, DenseAndSparseGiveIdenticalFactors) {
   EXPECT_EQ(words_of(d.state.Bt), words_of(s.state.Bt));
   EXPECT_EQ(d.state.accepted, s.state.accepted);
   EXPECT_EQ(d.report.metrics.get("errors"), s.report.metrics.get("errors"));
+  // Without the inverted bit index (plain scans of the fixed factor): the same.
+  o.index_min_lines = std::int64_t(1) << 40;
+  for (auto mode : {bmf::DenseC::on, bmf::DenseC::off}) {
+    const auto x = bmf::solve(Space{}, problem_of<Space>(p, mode), o);
+    EXPECT_EQ(words_of(d.state.A), words_of(x.state.A));
+    EXPECT_EQ(words_of(d.state.Bt), words_of(x.state.Bt));
+  }
+  o.index_min_lines = -1;
   // A different seed gives different factors.
   o.seed = 43;
   const auto other = bmf::solve(Space{}, problem_of<Space>(p, bmf::DenseC::on), o);

@@ -162,7 +162,11 @@ void run_one_phase(const ExecutionSpace& exec, const Problem<typename ExecutionS
   }
   p.totals = s.totals;
   const std::int64_t len = columns ? problem.rows : problem.cols;
-  if (len > 0) build_bit_index(exec, p.Y, o.rank, s.bit_index);
+  // Inverted bit index: always on host backends (it cuts the work per line);
+  // on devices only for long lines of C, where it pays for its 4 launches.
+  const std::int64_t min_lines = o.index_min_lines >= 0 ? o.index_min_lines : (is_host_space_v<ExecutionSpace> ? 0 : 65536);
+  p.use_index = len >= min_lines;
+  if (len > 0 && p.use_index) build_bit_index(exec, p.Y, o.rank, s.bit_index);
   p.bit_offsets = s.bit_index.offsets;
   p.bit_lists = s.bit_index.lists;
   p.num_lines = columns ? problem.cols : problem.rows;
