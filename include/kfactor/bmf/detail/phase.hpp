@@ -84,7 +84,7 @@ void run_phase_impl(const ExecutionSpace& exec, const PhaseArgs<MemorySpace>& p)
   const bool use_index = p.use_index;
   const std::int64_t len = p.len;
   const std::uint64_t accept_at = accept_counter;  // a local, not a namespace constant, in device code
-  constexpr std::int64_t hi = std::int64_t(1) << 32;
+  const std::int64_t hi = std::int64_t(1) << 32;
   // Host backends: one thread per line (a team barrier per reduction would
   // cost more than the line's work); device backends: a team per line.
   const Policy policy = is_host_space_v<ExecutionSpace> ? Policy(exec, p.count, 1) : Policy(exec, p.count, Kokkos::AUTO);
