@@ -11,6 +11,7 @@ const char* to_string(Init v) {
     case Init::dost: return "dost";
     case Init::density100: return "density100";
     case Init::density: return "density";
+    case Init::sample_rows: return "rows";
   }
   return "?";
 }
@@ -28,7 +29,8 @@ Init parse_init(const std::string& s) {
   if (s == "dost" || s == "1") return Init::dost;
   if (s == "density100" || s == "2") return Init::density100;
   if (s == "density" || s == "3") return Init::density;
-  throw UsageError("bmf: unknown init '" + s + "' (dost|density100|density)");
+  if (s == "rows") return Init::sample_rows;
+  throw UsageError("bmf: unknown init '" + s + "' (dost|density100|density|rows)");
 }
 DenseC parse_dense_c(const std::string& s) {
   if (s == "auto") return DenseC::automatic;

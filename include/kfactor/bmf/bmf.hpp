@@ -27,6 +27,12 @@
 /// is identical for one seed whatever the thread count; flip probabilities
 /// are realised with 16-bit draws (multiples of 2^-16).
 ///
+/// Cost of one line's delta: only lines of the fixed factor that hold a
+/// flipped bit can change, found through an inverted index of its bits
+/// (rebuilt per phase): O((sum over flipped bits of their list lengths +
+/// nnz of the C line) * k / 64), for dense and sparse C alike; devices skip
+/// the index for short lines (Options::index_min_lines) and scan instead.
+///
 /// Error. d(C, A o B) = FP + FN (spurious plus missed ones) is tracked
 /// exactly as two integers updated by the accepted deltas; the weighted error
 /// FP + w FN (Options::weight_ones = w) decides acceptance. Reported:
@@ -72,6 +78,10 @@ enum class Init {
   dost,        ///< 1: p = sqrt(1 - (1 - d_C)^(1/k)) (Dost et al.; CuBin's code form)
   density100,  ///< 2: p = d_C / 100 (CuBin's default)
   density,     ///< 3: p = d_C
+  /// Not in CuBin: row l of B is the pattern of a random row of C (drawn
+  /// from the seed), A starts empty; the search then assigns rows to these
+  /// candidate patterns (Asso-style candidates, a data-driven start).
+  sample_rows,
 };
 enum class DenseC { automatic, on, off };
 enum class Order { columns_first, rows_first };
@@ -79,7 +89,7 @@ enum class Order { columns_first, rows_first };
 const char* to_string(Init v);
 const char* to_string(DenseC v);
 const char* to_string(Order v);
-Init parse_init(const std::string& s);     ///< "dost" | "density100" | "density"; UsageError otherwise
+Init parse_init(const std::string& s);     ///< "dost" | "density100" | "density" | "rows"; UsageError otherwise
 DenseC parse_dense_c(const std::string& s);  ///< "auto" | "on" | "off"
 Order parse_order(const std::string& s);     ///< "columns-first" | "rows-first"
 
@@ -103,6 +113,10 @@ struct Options {
   /// Lines i with equal i / proposal_group share one flip mask per phase
   /// (coordinated proposals; 1 = every line its own mask).
   int proposal_group = 1;
+  /// Use the inverted bit index of the fixed factor when a C line has at
+  /// least this many entries (-1: automatic, host always, devices from 65536).
+  /// Results are identical either way.
+  std::int64_t index_min_lines = -1;
 
   /// Throws UsageError for values out of range.
   void validate() const;

@@ -76,6 +76,7 @@ inline double init_probability(Init mode, double dc, int k) {
     case Init::dost: return std::sqrt(1.0 - std::pow(1.0 - dc, 1.0 / double(k)));
     case Init::density100: return dc / 100.0;
     case Init::density: return dc;
+    case Init::sample_rows: return 0.0;
   }
   return dc / 100.0;
 }
@@ -97,6 +98,28 @@ void fill_bits(const ExecutionSpace& exec, const BitMatrix<MemorySpace>& X, doub
           if (rng.uniform(std::uint64_t(r) * std::uint64_t(bits) + std::uint64_t(l0 + b)) < p) w |= bit_word_t(1) << b;
         words(r, q) = w;
       });
+}
+
+/// Row l of B := the ones of row r_l of C, r_l drawn from the seed (nonempty rows preferred).
+template <class ExecutionSpace, class MemorySpace>
+void sample_rows(const ExecutionSpace& exec, const Problem<MemorySpace>& problem, BitMatrix<MemorySpace>& Bt,
+                 std::uint64_t seed) {
+  auto map = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, problem.by_row.row_map);
+  auto idx = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, problem.by_row.entries);
+  auto h = Kokkos::create_mirror_view(Kokkos::HostSpace{}, Bt.words);
+  Kokkos::deep_copy(h, bit_word_t(0));
+  const CounterRng rng(seed, RngStream::factor_h);
+  const std::int64_t m = problem.rows;
+  for (std::int64_t l = 0; l < Bt.bits && m > 0; ++l) {
+    std::int64_t r = 0;
+    for (std::uint64_t t = 0; t < 16; ++t) {  // a few tries for a nonempty row
+      r = std::int64_t(rng.bits(std::uint64_t(l) * 16 + t) % std::uint64_t(m));
+      if (map(r + 1) > map(r)) break;
+    }
+    for (auto e = map(r); e < map(r + 1); ++e) h(idx(e), l / bit_word_bits) |= bit_word_t(1) << (l % bit_word_bits);
+  }
+  Kokkos::deep_copy(exec, Bt.words, h);
+  exec.fence();
 }
 
 /// Device totals [FP, FN, accepted] -> the state's host copies.
@@ -139,7 +162,11 @@ void run_one_phase(const ExecutionSpace& exec, const Problem<typename ExecutionS
   }
   p.totals = s.totals;
   const std::int64_t len = columns ? problem.rows : problem.cols;
-  if (len > 0) build_bit_index(exec, p.Y, o.rank, s.bit_index);
+  // Inverted bit index: always on host backends (it cuts the work per line);
+  // on devices only for long lines of C, where it pays for its 4 launches.
+  const std::int64_t min_lines = o.index_min_lines >= 0 ? o.index_min_lines : (is_host_space_v<ExecutionSpace> ? 0 : 65536);
+  p.use_index = len >= min_lines;
+  if (len > 0 && p.use_index) build_bit_index(exec, p.Y, o.rank, s.bit_index);
   p.bit_offsets = s.bit_index.offsets;
   p.bit_lists = s.bit_index.lists;
   p.num_lines = columns ? problem.cols : problem.rows;
@@ -228,8 +255,12 @@ State<typename ExecutionSpace::memory_space> init(const ExecutionSpace& exec,
   }
   s.totals = Kokkos::View<std::int64_t*, Mem>("bmf::totals", 3);
   const double p = detail::init_probability(options.init, problem.density(), options.rank);
-  detail::fill_bits(exec, s.A, p, options.seed, RngStream::factor_w);
-  detail::fill_bits(exec, s.Bt, p, options.seed, RngStream::factor_h);
+  if (options.init == Init::sample_rows) {
+    detail::sample_rows(exec, problem, s.Bt, options.seed);
+  } else {
+    detail::fill_bits(exec, s.A, p, options.seed, RngStream::factor_w);
+    detail::fill_bits(exec, s.Bt, p, options.seed, RngStream::factor_h);
+  }
   const auto e = full_error(exec, problem, s.A, s.Bt);
   s.false_pos = s.best_false_pos = e.false_pos;
   s.false_neg = s.best_false_neg = e.false_neg;

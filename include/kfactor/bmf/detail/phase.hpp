@@ -58,6 +58,7 @@ struct PhaseArgs {
   double weight_ones = 1.0;
   bool dense = true;
   std::int64_t group = 1;  ///< lines line / group equal share one flip mask
+  bool use_index = true;   ///< walk the inverted bit lists (else scan all lines of Y)
 };
 
 template <int MaxW, class ExecutionSpace, class MemorySpace>
@@ -80,7 +81,10 @@ void run_phase_impl(const ExecutionSpace& exec, const PhaseArgs<MemorySpace>& p)
   const double T = p.temperature, w1 = p.weight_ones;
   const bool dense = p.dense;
   const std::int64_t group = p.group;
-  constexpr std::int64_t hi = std::int64_t(1) << 32;
+  const bool use_index = p.use_index;
+  const std::int64_t len = p.len;
+  const std::uint64_t accept_at = accept_counter;  // a local, not a namespace constant, in device code
+  const std::int64_t hi = std::int64_t(1) << 32;
   // Host backends: one thread per line (a team barrier per reduction would
   // cost more than the line's work); device backends: a team per line.
   const Policy policy = is_host_space_v<ExecutionSpace> ? Policy(exec, p.count, 1) : Policy(exec, p.count, Kokkos::AUTO);
@@ -132,7 +136,23 @@ void run_phase_impl(const ExecutionSpace& exec, const PhaseArgs<MemorySpace>& p)
           return -1;
         };
         std::int64_t packed = 0;  // dFP * 2^32 + dFN (dense) or S_all * 2^32 + S_ones (sparse)
-        for (int q = 0; q < W && q < MaxW; ++q) {
+        auto contribution = [&](std::int64_t i, int dv) -> std::int64_t {
+          if (dense) {
+            const bool c = (C(line, i / bit_word_bits) >> (i % bit_word_bits)) & 1u;
+            return c ? std::int64_t(-dv) : std::int64_t(dv) * hi;
+          }
+          return std::int64_t(dv) * hi;
+        };
+        if (!use_index) {  // small Y: one pass over all its lines, no index to build
+          Kokkos::parallel_reduce(
+              Kokkos::TeamThreadRange(team, len),
+              [&](std::int64_t i, std::int64_t& s) {
+                const int dv = dv_of(i);
+                if (dv != 0) s += contribution(i, dv);
+              },
+              packed);
+        }
+        for (int q = 0; use_index && q < W && q < MaxW; ++q) {
           bit_word_t fq = flip[q];
           while (fq != 0) {
             const int l = q * bit_word_bits + Kokkos::Experimental::countr_zero_builtin(fq);
@@ -144,13 +164,7 @@ void run_phase_impl(const ExecutionSpace& exec, const PhaseArgs<MemorySpace>& p)
                   const std::int64_t i = lists(e);
                   if (lowest_flipped(i) != l) return;
                   const int dv = dv_of(i);
-                  if (dv == 0) return;
-                  if (dense) {
-                    const bool c = (C(line, i / bit_word_bits) >> (i % bit_word_bits)) & 1u;
-                    s += c ? std::int64_t(-dv) : std::int64_t(dv) * hi;
-                  } else {
-                    s += std::int64_t(dv) * hi;
-                  }
+                  if (dv != 0) s += contribution(i, dv);
                 },
                 part);
             packed += part;
@@ -176,7 +190,7 @@ void run_phase_impl(const ExecutionSpace& exec, const PhaseArgs<MemorySpace>& p)
         }
         const double delta = double(dfp) + w1 * double(dfn);
         bool accept = delta < 0.0;
-        if (!accept && T > 0.0) accept = rng.uniform(accept_counter) < Kokkos::exp(-delta / T);
+        if (!accept && T > 0.0) accept = rng.uniform(accept_at) < Kokkos::exp(-delta / T);
         if (!accept) return;
         // The team reductions above are barriers: every thread has read X(line) already.
         Kokkos::single(Kokkos::PerTeam(team), [&]() {
