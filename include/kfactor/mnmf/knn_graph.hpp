@@ -25,8 +25,9 @@
 /// of the query rows and an m x B tile of dot products (S^T = V * X^T, a
 /// sparse-times-dense product, one team per candidate row, summed in column
 /// order so the result is deterministic), so the peak is about
-/// 8 B (m + n) bytes with B chosen from GraphOptions::block_bytes; nothing is
-/// m x m. Selection: one team per query row, each thread keeps a sorted
+/// 8 B (m + n) bytes (8 B (2m + n) on host spaces, which also keep the tile
+/// transposed for the selection scan) with B chosen from
+/// GraphOptions::block_bytes; nothing is m x m. Selection: one team per query row, each thread keeps a sorted
 /// top-K list of its strided candidates in team scratch, then K rounds of
 /// team min-reductions merge them. Time is O(m nnz(V)) multiply-adds plus
 /// O(m^2) selection work: exact kNN, meant for the data sizes of the paper's
@@ -120,15 +121,18 @@ Kokkos::View<ordinal_t**, Kokkos::LayoutRight, MemorySpace> knn_select(const Exe
   Kokkos::View<ordinal_t**, Kokkos::LayoutRight, MemorySpace> nbr(
       Kokkos::view_alloc(exec, Kokkos::WithoutInitializing, "kfactor::mnmf::knn"), m, K);
   if (K == 0 || m == 0) return nbr;
-  const std::size_t per_query = sizeof(double) * (std::size_t(m) + std::size_t(n));
+  // host spaces also keep S transposed (B x m) so that selection streams it
+  constexpr bool host = is_host_space_v<ExecutionSpace>;
+  const std::size_t per_query = sizeof(double) * ((host ? 2 : 1) * std::size_t(m) + std::size_t(n));
   std::size_t B = block_bytes / per_query;
   if (B < 1) B = 1;
   if (B > std::size_t(m)) B = m;
   using Tile = Kokkos::View<double**, Kokkos::LayoutRight, MemorySpace>;
-  Tile X, S;
+  Tile X, S, St;
   try {
     X = Tile(Kokkos::view_alloc(exec, "kfactor::mnmf::knn_queries"), n, B);
     S = Tile(Kokkos::view_alloc(exec, Kokkos::WithoutInitializing, "kfactor::mnmf::knn_dots"), m, B);
+    if (host) St = Tile(Kokkos::view_alloc(exec, Kokkos::WithoutInitializing, "kfactor::mnmf::knn_dots_t"), B, m);
   } catch (const std::runtime_error& e) {
     throw RuntimeFailure("knn graph: cannot allocate the " + std::to_string(B) + "-query block buffers (" +
                          std::to_string(B * per_query) + " bytes): " + e.what());
@@ -185,6 +189,13 @@ Kokkos::View<ordinal_t**, Kokkos::LayoutRight, MemorySpace> knn_select(const Exe
             });
           });
     }
+    if constexpr (host) {
+      Kokkos::parallel_for(
+          "kfactor::mnmf::knn_transpose",
+          Kokkos::MDRangePolicy<ExecutionSpace, Kokkos::Rank<2>>(exec, {0, 0}, {std::int64_t(m), std::int64_t(nb)},
+                                                                 {64, 64}),
+          KOKKOS_LAMBDA(std::int64_t l, std::int64_t b) { St(b, l) = S(l, b); });
+    }
     // 3. top-K per query
     const std::size_t bytes = ScratchD::shmem_size(std::size_t(ts) * K) + ScratchI::shmem_size(std::size_t(ts) * K) +
                               ScratchI::shmem_size(std::size_t(ts)) * 2;
@@ -205,7 +216,7 @@ Kokkos::View<ordinal_t**, Kokkos::LayoutRight, MemorySpace> knn_select(const Exe
           const double ni = norms(i);
           for (ordinal_t l = t; l < m; l += T_) {
             if (l == i) continue;
-            double d = (ni + norms(l)) - 2.0 * S(l, b);
+            double d = (ni + norms(l)) - 2.0 * (host ? St(b, l) : S(l, b));
             d = d > 0.0 ? d : 0.0;
             if (c == K && !knn_less(d, l, myd[K - 1], myi[K - 1])) continue;
             int p = c < K ? c : K - 1;  // slot to fill, then bubble down
