@@ -28,9 +28,37 @@ def shared(*parts):
 SUITE = [
     dict(name="peaks", program="bench_peaks", args={"cpu": ["--mib", "256", "--gemm", "1024"],
                                                      "gpu": ["--mib", "2048", "--gemm", "8192"]}),
+    dict(name="sddmm", program="bench_sddmm",
+         args={"cpu": ["--scale", "100", "--k", "32,128", "--precisions", "float", "--reps", "10", "--no-sweep",
+                       "--facebook", "{shared}/data/snap/facebook_combined.txt"],
+               "gpu": ["--facebook", "{shared}/data/snap/facebook_combined.txt", "--no-sweep"]}),
+    dict(name="nmf", program="bench_nmf",
+         args={"cpu": ["--dense", "2000x1000", "--sparse", "6000x3000x150000", "--ks", "64,256", "--precision",
+                       "double", "--iters", "3", "--tiles", "4,8,16,32", "--tile-k", "256"],
+               "gpu": ["--dense", "20000x10000", "--sparse", "26214x11314x1018191", "--ks", "16,64,128,256",
+                       "--precision", "float", "--iters", "3", "--tiles", "4,8,16,32,64", "--tile-k", "256"]}),
+    dict(name="als", program="bench_als",
+         args={"cpu": ["--users", "20000", "--items", "2000", "--distinct", "1000000", "--ranks", "32", "--iters", "2"],
+               "gpu": ["--users", "480189", "--items", "17770", "--distinct", "99000000", "--ranks", "100,32",
+                       "--iters", "2", "--variants", "plain,tiled,reorder"]}),
+    dict(name="bmf", program="bench_bmf",
+         args={"cpu": ["--data", "{shared}/data", "--seeds", "1", "--iters", "1000", "--planted", "20000",
+                       "--only", "files,movielens"],
+               "gpu": ["--data", "{shared}/data", "--seeds", "5", "--planted", "1000000"]}),
+    dict(name="mnmf", program="bench_mnmf",
+         args={"cpu": ["--m", "20000", "--n", "3000", "--nnz", "1000000", "--ranks", "32", "--serial-ranks", "32",
+                       "--reps", "1", "--knn", "none"],
+               "gpu": ["--preset", "netflix", "--ranks", "32,128,512", "--serial-ranks", "0", "--knn", "items",
+                       "--reps", "2"]}),
 ]
 
-PEERS = []
+# Peers run in the same invocation; their `key=value` lines become records.
+PEERS = [
+    dict(name="torch_sddmm_hals", script="torch_sddmm_hals.py", args={"gpu": []}),
+    dict(name="torch_als", script="torch_als.py", args={"gpu": ["32", "100"]}),
+    dict(name="sklearn_nmf", script="sklearn_nmf.py",
+         args={"cpu": ["{shared}/data/snap/p2p-Gnutella08.txt", "16", "100", "0"]}),
+]
 
 
 def run(argv, env=None, timeout=None):

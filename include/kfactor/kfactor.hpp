@@ -2,7 +2,7 @@
 /// \file
 /// Everything public in kfactor. Layers (see README): core -> kernels ->
 /// solvers (nmf, als, bmf, mnmf, sddmm) -> io -> distributed; drivers/ holds
-/// the `kfactor` command.
+/// the `kfactor` command. MPI-only headers (distributed/) are not included.
 
 #include <kfactor/config.hpp>
 #include <kfactor/core/build_info.hpp>
@@ -14,5 +14,18 @@
 #include <kfactor/core/report.hpp>
 #include <kfactor/core/solver.hpp>
 #include <kfactor/core/spaces.hpp>
-#include <kfactor/io/report_json.hpp>
+#include <kfactor/kernels/batched_cholesky.hpp>
+#include <kfactor/kernels/bit_matrix.hpp>
 #include <kfactor/kernels/gemm.hpp>
+#include <kfactor/kernels/sddmm.hpp>
+#include <kfactor/kernels/spmm.hpp>
+#include <kfactor/sddmm/sddmm.hpp>
+#include <kfactor/nmf/nmf.hpp>
+#include <kfactor/als/als.hpp>
+#include <kfactor/bmf/bmf.hpp>
+#include <kfactor/mnmf/mnmf.hpp>
+#include <kfactor/mnmf/knn_graph.hpp>
+#include <kfactor/io/checkpoint.hpp>
+#include <kfactor/io/read.hpp>
+#include <kfactor/io/report_json.hpp>
+#include <kfactor/io/write.hpp>
