@@ -28,11 +28,15 @@ gtest=()
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_PROC_BIND=false
 
 t0=$(date +%s)
-cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$kokkos;$deps" \
+generator=()
+command -v ninja >/dev/null && [ ! -f "$build/Makefile" ] && generator=(-G Ninja)  # compiles dependents early
+cmake -S . -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$kokkos;$deps" \
   -DCMAKE_CUDA_ARCHITECTURES=90 "${gtest[@]}" >"$out/configure.log" 2>&1 \
   || { tail -40 "$out/configure.log"; echo "CONFIGURE FAILED"; exit 1; }
 grep "kfactor:" "$out/configure.log"
-cmake --build "$build" -j "$jobs" >"$out/build.log" 2>&1 \
+keep_going=(-- -k 0)  # report every compile error in one call
+[ -f "$build/Makefile" ] && keep_going=(-- -k)
+cmake --build "$build" -j "$jobs" "${keep_going[@]}" >"$out/build.log" 2>&1 \
   || { grep -E "error|Error" "$out/build.log" | head -40; echo "BUILD FAILED"; exit 1; }
 t1=$(date +%s)
 (cd "$build" && ctest --output-on-failure -j 4 --timeout 300 ${CTEST_ARGS:-}) >"$out/ctest.log" 2>&1

@@ -701,15 +701,15 @@ void CheckpointReader::expect(const CheckpointMeta& e) const {
 
 std::vector<std::string> CheckpointReader::field_names() const {
   std::vector<std::string> names;
-  auto cb = [](hid_t, const char* name, const H5L_info2_t*, void* out) -> herr_t {
+  auto cb = [](hid_t, const char* name, const h5::link_info_t*, void* out) -> herr_t {
     static_cast<std::vector<std::string>*>(out)->emplace_back(name);
     return 0;
   };
   hsize_t idx = 0;
-  if (H5Literate2(impl_->state, H5_INDEX_CRT_ORDER, H5_ITER_INC, &idx, cb, &names) < 0) {
+  if (h5::link_iterate(impl_->state, H5_INDEX_CRT_ORDER, H5_ITER_INC, &idx, cb, &names) < 0) {
     names.clear();
     idx = 0;
-    h5::check(H5Literate2(impl_->state, H5_INDEX_NAME, H5_ITER_INC, &idx, cb, &names), h5::Mode::read,
+    h5::check(h5::link_iterate(impl_->state, H5_INDEX_NAME, H5_ITER_INC, &idx, cb, &names), h5::Mode::read,
               impl_->path + ": listing /state");
   }
   return names;

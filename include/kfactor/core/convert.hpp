@@ -153,12 +153,37 @@ Kokkos::View<ordinal_t*, MemorySpace> expand_rows(const ExecutionSpace& exec, co
   return rows;
 }
 
-/// A^T as a sorted CSR in the same space (the CSC of A).
+/// A^T as a sorted CSR in the same space (the CSC of A). Assembled on the
+/// host by a stable counting sort over columns (walking A's rows in order
+/// leaves every column's rows sorted), then copied back: O(nnz), deterministic
+/// and identical on every backend. Solvers transpose once, in preprocessing.
 template <class ExecutionSpace, class T, class MemorySpace>
 CsrMatrix<T, MemorySpace> transpose(const ExecutionSpace& exec, const CsrMatrix<T, MemorySpace>& A) {
-  auto rows = expand_rows(exec, A);
-  return detail::csr_from_triplets<ExecutionSpace, T, MemorySpace>(
-      exec, A.entries, Kokkos::View<const ordinal_t*, MemorySpace>(rows), A.values, A.num_cols, A.num_rows());
+  exec.fence();
+  const auto rm = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, A.row_map);
+  const auto en = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, A.entries);
+  const auto va = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, A.values);
+  const std::size_t nnz = A.nnz(), n = static_cast<std::size_t>(A.num_cols);
+  const ordinal_t m = A.num_rows();
+  Kokkos::View<offset_t*, Kokkos::HostSpace> row_map("kfactor::row_map", n + 1);
+  Kokkos::View<ordinal_t*, Kokkos::HostSpace> entries(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kfactor::entries"), nnz);
+  Kokkos::View<T*, Kokkos::HostSpace> values(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kfactor::values"), nnz);
+  const bool has_values = va.extent(0) == nnz;
+  for (std::size_t e = 0; e < nnz; ++e) ++row_map(static_cast<std::size_t>(en(e)) + 1);
+  for (std::size_t c = 0; c < n; ++c) row_map(c + 1) += row_map(c);
+  std::vector<offset_t> cursor(row_map.data(), row_map.data() + n);
+  for (ordinal_t r = 0; r < m; ++r)
+    for (auto e = rm(r); e < rm(r + 1); ++e) {
+      const auto slot = cursor[static_cast<std::size_t>(en(e))]++;
+      entries(slot) = r;
+      values(slot) = has_values ? va(e) : T(1);
+    }
+  CsrMatrix<T, MemorySpace> out;
+  out.num_cols = m;
+  out.row_map = Kokkos::create_mirror_view_and_copy(MemorySpace{}, row_map);
+  out.entries = Kokkos::create_mirror_view_and_copy(MemorySpace{}, entries);
+  out.values = Kokkos::create_mirror_view_and_copy(MemorySpace{}, values);
+  return out;
 }
 
 /// Deep copy of a CSR into another memory space (e.g. a host mirror).

@@ -163,7 +163,8 @@ InputFingerprint fingerprint(const ExecutionSpace& exec, const CsrMatrix<T, Memo
 }
 
 /// Fingerprint of a dense rank-2 view (nnz counts the nonzero entries).
-template <class ExecutionSpace, class View, std::enable_if_t<Kokkos::is_view_v<View>, int> = 0>
+template <class ExecutionSpace, class View>
+  requires Kokkos::is_view_v<View>  // not an unnamed enable_if: nvcc needs named template parameters
 InputFingerprint fingerprint(const ExecutionSpace& exec, const View& D) {
   static_assert(View::rank() == 2, "fingerprint takes a CsrMatrix or a rank-2 view");
   const std::uint64_t ncols = D.extent(1);
@@ -194,7 +195,8 @@ template <class T, class MemorySpace>
 InputFingerprint fingerprint(const CsrMatrix<T, MemorySpace>& A) {
   return fingerprint(typename MemorySpace::execution_space{}, A);
 }
-template <class View, std::enable_if_t<Kokkos::is_view_v<View>, int> = 0>
+template <class View>
+  requires Kokkos::is_view_v<View>
 InputFingerprint fingerprint(const View& D) {
   return fingerprint(typename View::memory_space::execution_space{}, D);
 }

@@ -206,7 +206,7 @@ void build_normal_equations(const ExecutionSpace& exec, const HalfStepStructure<
           }
         }
       };
-      if constexpr (Tiled) {
+      if (Tiled) {  // plain if: nvcc refuses first captures inside if constexpr
         for (ordinal_t tc = 0; tc < ntc; ++tc) {
           const std::int64_t t = std::int64_t(g) * ntc + tc;
           const offset_t tp0 = tile_ptr(t);

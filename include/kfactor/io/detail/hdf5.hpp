@@ -22,6 +22,21 @@
 
 namespace kfactor::detail::h5 {
 
+// HDF5 1.10 (still common on clusters) lacks the *2 link API of 1.12+.
+#if H5_VERSION_GE(1, 12, 0)
+using link_info_t = H5L_info2_t;
+inline herr_t link_iterate(hid_t group, H5_index_t index, H5_iter_order_t order, hsize_t* idx, H5L_iterate2_t op,
+                           void* data) {
+  return H5Literate2(group, index, order, idx, op, data);
+}
+#else
+using link_info_t = H5L_info_t;
+inline herr_t link_iterate(hid_t group, H5_index_t index, H5_iter_order_t order, hsize_t* idx, H5L_iterate_t op,
+                           void* data) {
+  return H5Literate(group, index, order, idx, op, data);
+}
+#endif
+
 /// Which exception a failure becomes.
 enum class Mode { read, write };
 
@@ -200,7 +215,11 @@ inline std::vector<std::string> read_strings_attribute(hid_t loc, const std::str
     std::vector<char*> p(static_cast<std::size_t>(n), nullptr);
     check(H5Aread(a, mt, p.data()), Mode::read, where + ": reading attribute '" + name + "'");
     for (auto* c : p) out.emplace_back(c ? c : "");
+#if H5_VERSION_GE(1, 12, 0)
     H5Treclaim(mt, s, H5P_DEFAULT, p.data());
+#else
+    H5Dvlen_reclaim(mt, s, H5P_DEFAULT, p.data());
+#endif
   } else {
     const std::size_t len = H5Tget_size(t);
     std::vector<char> buf(len * static_cast<std::size_t>(n) + 1, '\0');

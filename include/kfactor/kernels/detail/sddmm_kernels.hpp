@@ -177,11 +177,13 @@ void sddmm_rowsplit_kernel(const ExecutionSpace& exec, Kokkos::View<const SddmmI
                   for (int p = lane; p < npacks; p += V) {
                     if constexpr (Vec) {
                       const Pack xp = reinterpret_cast<const Pack*>(xr)[p];
-                      Acc xa[W];
-                      for (int w = 0; w < W; ++w) xa[w] = sddmm_to_acc<Acc>(xp.v[w]);
+                      // Pack::width, not the local W: nvcc refuses a lambda's first
+                      // capture inside `if constexpr`.
+                      Acc xa[Pack::width];
+                      for (int w = 0; w < Pack::width; ++w) xa[w] = sddmm_to_acc<Acc>(xp.v[w]);
                       for (int g = 0; g < G; ++g) {
                         const Pack yp = reinterpret_cast<const Pack*>(yr[g])[p];
-                        for (int w = 0; w < W; ++w) loc[g] += xa[w] * sddmm_to_acc<Acc>(yp.v[w]);
+                        for (int w = 0; w < Pack::width; ++w) loc[g] += xa[w] * sddmm_to_acc<Acc>(yp.v[w]);
                       }
                     } else {
                       const Acc xa = sddmm_to_acc<Acc>(xr[p]);
