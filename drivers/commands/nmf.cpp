@@ -1,149 +1,60 @@
 // `kfactor nmf`: non-negative matrix factorization (FAST-HALS, ALO-NMF, MU)
 // of a dense or sparse non-negative matrix; writes W (V x K) and H (K x D).
 //
-// Input reading and factor writing are local to this file until io/ is
-// merged: read_nmf_input() (Matrix Market array/coordinate, edge lists) and
-// write_mm_array() are the two calls to replace with io/'s readers/writers.
+// Input through kfactor::io (any --format; Matrix Market arrays and `dense`
+// files run the dense solver, everything else CSR). Output: PREFIX_W.mtx and
+// PREFIX_H.mtx (Matrix Market arrays); for a ratings input PREFIX_W.csv
+// (users x K, original user ids) and PREFIX_Ht.csv (items x K = H^T,
+// original item ids). --checkpoint/--restart save and continue the solver
+// state through kfactor/io/checkpoint.hpp; a restarted run to --iters gives
+// the same factors, bit for bit, as an uninterrupted one.
 #include "cli.hpp"
 
 #include <kfactor/core/convert.hpp>
 #include <kfactor/core/error.hpp>
+#include <kfactor/io/checkpoint.hpp>
+#include <kfactor/io/read.hpp>
+#include <kfactor/io/write.hpp>
 #include <kfactor/nmf/nmf.hpp>
 
 #include <Kokkos_Core.hpp>
+#include <nlohmann/json.hpp>
 
-#include <algorithm>
 #include <cstdio>
-#include <fstream>
 #include <memory>
-#include <sstream>
 #include <string>
 #include <vector>
 
 namespace kfactor::cli {
 namespace {
 
-/// What read_nmf_input returns: a dense host matrix (column-major values, as
-/// Matrix Market arrays store them) or host triplets.
+/// What read_nmf_input returns: host triplets, whether the file was dense
+/// (Matrix Market array or a `dense` file), and original ids for ratings.
 struct NmfInput {
+  CooMatrix<double> coo;
   bool dense = false;
-  std::int64_t rows = 0, cols = 0;
-  std::vector<double> values;  ///< dense: column-major rows x cols
-  CooMatrix<double> coo;       ///< sparse
+  bool ratings = false;
+  std::vector<std::int64_t> user_ids, item_ids;
 };
 
-std::string lower(std::string s) {
-  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
-
-/// Matrix Market (array or coordinate; real/integer/pattern; general or
-/// symmetric) or an edge list (`u v [w]` per line, '#'/'%' comments, lines
-/// with fewer than two fields skipped, duplicates merged to 1 like the
-/// scikit-learn peer; square with n = max id + 1).
 NmfInput read_nmf_input(const CommonOptions& common) {
-  std::ifstream in(common.input);
-  if (!in) throw InputError(common.input, 0, "cannot open");
-  std::string format = common.format;
-  std::string first;
-  std::getline(in, first);
-  if (format == "auto") format = first.rfind("%%MatrixMarket", 0) == 0 ? "mm" : "edges";
+  const std::string text = io::read_file(common.input);
+  io::Format format = io::parse_format(common.format);
+  if (format == io::Format::automatic) format = io::detect_format(text, common.input);
   NmfInput out;
-  std::int64_t line_no = 1;
-  if (format == "mm" || format == "dense") {
-    const std::string header = lower(first);
-    if (header.rfind("%%matrixmarket", 0) != 0) throw InputError(common.input, 1, "missing %%MatrixMarket header");
-    const bool array = header.find(" array") != std::string::npos;
-    const bool pattern = header.find(" pattern") != std::string::npos;
-    const bool symmetric = header.find(" symmetric") != std::string::npos;
-    if (header.find(" complex") != std::string::npos) throw InputError(common.input, 1, "complex matrices are not supported");
-    std::string line;
-    while (std::getline(in, line)) {
-      ++line_no;
-      if (!line.empty() && line[0] != '%') break;
-    }
-    std::istringstream size(line);
-    std::int64_t nnz = 0;
-    if (!(size >> out.rows >> out.cols) || (!array && !(size >> nnz)))
-      throw InputError(common.input, line_no, "bad size line");
-    if (array) {
-      out.dense = true;
-      out.values.reserve(static_cast<std::size_t>(out.rows * out.cols));
-      double v;
-      while (in >> v) out.values.push_back(v);
-      if (static_cast<std::int64_t>(out.values.size()) != out.rows * out.cols)
-        throw InputError(common.input, 0, "array has " + std::to_string(out.values.size()) + " values, expected " +
-                                              std::to_string(out.rows * out.cols));
-      if (symmetric) throw InputError(common.input, 1, "symmetric arrays are not supported");
-      return out;
-    }
-    out.coo.num_rows = out.rows;
-    out.coo.num_cols = out.cols;
-    std::vector<std::tuple<ordinal_t, ordinal_t, double>> t;
-    while (std::getline(in, line)) {
-      ++line_no;
-      if (line.empty() || line[0] == '%') continue;
-      std::istringstream ls(line);
-      std::int64_t i, j;
-      double v = 1.0;
-      if (!(ls >> i >> j) || (!pattern && !(ls >> v))) throw InputError(common.input, line_no, "bad entry");
-      if (i < 1 || j < 1 || i > out.rows || j > out.cols) throw InputError(common.input, line_no, "index out of range");
-      t.emplace_back(ordinal_t(i - 1), ordinal_t(j - 1), v);
-      if (symmetric && i != j) t.emplace_back(ordinal_t(j - 1), ordinal_t(i - 1), v);
-    }
-    std::sort(t.begin(), t.end());
-    for (std::size_t e = 0; e < t.size(); ++e) {
-      const auto& [i, j, v] = t[e];
-      if (e > 0 && std::get<0>(t[e - 1]) == i && std::get<1>(t[e - 1]) == j) {
-        out.coo.values.back() += v;  // duplicates add (Matrix Market convention)
-        continue;
-      }
-      out.coo.rows.push_back(i);
-      out.coo.cols.push_back(j);
-      out.coo.values.push_back(v);
-    }
-    return out;
+  io::ReadInfo info;
+  if (format == io::Format::ratings) {
+    auto r = io::parse_ratings<double>(text, common.input, {}, &info);
+    out.coo = std::move(r.matrix);
+    out.user_ids = std::move(r.user_ids);
+    out.item_ids = std::move(r.item_ids);
+    out.ratings = true;
+  } else {
+    out.coo = io::parse_matrix<double>(text, common.input, format, {}, &info);
   }
-  if (format != "edges") throw UsageError("nmf: unsupported --format " + format + " (mm, dense or edges)");
-  std::vector<std::pair<ordinal_t, ordinal_t>> e;
-  std::int64_t n = 0;
-  auto parse = [&](const std::string& line) {
-    if (line.empty() || line[0] == '#' || line[0] == '%') return;
-    std::istringstream ls(line);
-    std::int64_t u, v;
-    if (!(ls >> u >> v)) return;  // a count line or a blank one
-    if (u < 0 || v < 0) throw InputError(common.input, line_no, "negative vertex id");
-    e.emplace_back(ordinal_t(u), ordinal_t(v));
-    n = std::max({n, u + 1, v + 1});
-  };
-  parse(first);
-  std::string line;
-  while (std::getline(in, line)) {
-    ++line_no;
-    parse(line);
-  }
-  std::sort(e.begin(), e.end());
-  e.erase(std::unique(e.begin(), e.end()), e.end());
-  out.rows = out.cols = n;
-  out.coo.num_rows = out.coo.num_cols = n;
-  for (const auto& [u, v] : e) {
-    out.coo.rows.push_back(u);
-    out.coo.cols.push_back(v);
-    out.coo.values.push_back(1.0);
-  }
+  out.dense = info.format == io::Format::dense ||
+              (info.format == io::Format::matrix_market && info.detail.find("array") != std::string::npos);
   return out;
-}
-
-/// Writes X (rows x cols, value(i, j)) as a Matrix Market real array.
-template <class Get>
-void write_mm_array(const std::string& path, std::int64_t rows, std::int64_t cols, Get&& value) {
-  FILE* f = std::fopen(path.c_str(), "w");
-  if (!f) throw RuntimeFailure("nmf: cannot write " + path);
-  std::fprintf(f, "%%%%MatrixMarket matrix array real general\n%lld %lld\n", static_cast<long long>(rows),
-               static_cast<long long>(cols));
-  for (std::int64_t j = 0; j < cols; ++j)
-    for (std::int64_t i = 0; i < rows; ++i) std::fprintf(f, "%.17g\n", value(i, j));
-  if (std::fclose(f) != 0) throw RuntimeFailure("nmf: error while writing " + path);
 }
 
 struct NmfCliOptions {
@@ -153,7 +64,22 @@ struct NmfCliOptions {
   int tile = 0;
   double eps = 0.0;
   int every = 1;
+  std::string checkpoint;
+  int checkpoint_every = 10;
+  std::string restart;
 };
+
+/// The options that decide the iterates (not --iters or --tol: a restart may
+/// run further or stop differently).
+nlohmann::json options_json(const nmf::Options& o) {
+  nlohmann::json j;
+  j["algorithm"] = nmf::to_string(o.algorithm);
+  j["rank"] = o.rank;
+  j["tile"] = o.algorithm == nmf::Algorithm::alo ? nmf::resolve_tile(o.rank, o.tile) : 0;
+  j["epsilon"] = o.epsilon;
+  j["seed"] = o.seed;
+  return j;
+}
 
 template <class T>
 Report run_nmf(const NmfCliOptions& o, const NmfInput& input) {
@@ -169,38 +95,61 @@ Report run_nmf(const NmfCliOptions& o, const NmfInput& input) {
   opt.epsilon = o.eps;
   opt.seed = o.common.seed;
   opt.validate();
-  const auto observer = progress_printer(o.common, o.every);
-  auto finish = [&](auto& result) {
-    if (!o.common.output.empty()) {
-      auto W = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, result.state.W);
-      auto Ht = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, result.state.Ht);
-      const std::string wpath = o.common.output + "_W.mtx", hpath = o.common.output + "_H.mtx";
-      write_mm_array(wpath, W.extent(0), W.extent(1), [&](std::int64_t i, std::int64_t j) { return double(W(i, j)); });
-      write_mm_array(hpath, Ht.extent(1), Ht.extent(0), [&](std::int64_t k, std::int64_t d) { return double(Ht(d, k)); });
-      result.report.info["W"] = wpath;
-      result.report.info["H"] = hpath;
-    }
-    result.report.info["input_file"] = o.common.input;
-    return result.report;
-  };
-  if (input.dense) {
-    DenseMatrix<T, Mem> A("kfactor::nmf::A", input.rows, input.cols);
-    auto h = Kokkos::create_mirror_view(A);
-    for (std::int64_t j = 0; j < input.cols; ++j)
-      for (std::int64_t i = 0; i < input.rows; ++i) h(i, j) = T(input.values[std::size_t(j * input.rows + i)]);
-    Kokkos::deep_copy(A, h);
-    auto result = nmf::solve(exec, A, opt, observer);
-    return finish(result);
-  }
+  if (!o.checkpoint.empty() && o.checkpoint_every <= 0)
+    throw UsageError("nmf: --checkpoint-every must be positive, got " + std::to_string(o.checkpoint_every));
+
   CooMatrix<T> coo;
   coo.num_rows = input.coo.num_rows;
   coo.num_cols = input.coo.num_cols;
   coo.rows = input.coo.rows;
   coo.cols = input.coo.cols;
   coo.values.assign(input.coo.values.begin(), input.coo.values.end());
-  auto A = to_csr(exec, coo);
-  auto result = nmf::solve(exec, A, opt, observer);
-  return finish(result);
+  const auto csr = to_csr(exec, coo);
+
+  auto run = [&](const auto& A) {
+    const std::string opts = options_json(opt).dump();
+    const auto meta = checkpoint_meta<T, Exec>("nmf", opts, fingerprint(exec, A), opt.rank);
+    auto state = nmf::init(exec, A, opt);
+    if (!o.restart.empty()) {
+      const CheckpointMeta stored = load_checkpoint(o.restart, state, meta);
+      if (stored.options != opts)
+        throw InputError(o.restart + ": checkpoint was written with nmf options " + stored.options +
+                         "; this run has " + opts);
+    }
+    Observer observer = progress_printer(o.common, o.every);
+    if (!o.checkpoint.empty())
+      observer = chain(std::move(observer), checkpoint_observer(o.checkpoint, o.checkpoint_every, state, meta));
+    Report report = nmf::resume(exec, A, opt, state, observer);
+    if (!o.checkpoint.empty()) {
+      save_checkpoint(o.checkpoint, state, meta);
+      report.info["checkpoint"] = o.checkpoint;
+    }
+    if (!o.restart.empty()) report.info["restart"] = o.restart;
+    if (!o.common.output.empty()) {
+      const auto& W = state.W;
+      const auto& Ht = state.Ht;
+      if (input.ratings) {
+        const std::string wpath = o.common.output + "_W.csv", hpath = o.common.output + "_Ht.csv";
+        io::write_factor(wpath, W, input.user_ids);
+        io::write_factor(hpath, Ht, input.item_ids);
+        report.info["W"] = wpath;
+        report.info["Ht"] = hpath;
+      } else {
+        const std::string wpath = o.common.output + "_W.mtx", hpath = o.common.output + "_H.mtx";
+        // H (K x D) is Ht (D x K, row-major) read as LayoutLeft: same memory.
+        const Kokkos::View<const T**, Kokkos::LayoutLeft, Mem, Kokkos::MemoryTraits<Kokkos::Unmanaged>> H(
+            Ht.data(), Ht.extent(1), Ht.extent(0));
+        io::write_matrix_market_array(wpath, W, "kfactor nmf W (V x K)");
+        io::write_matrix_market_array(hpath, H, "kfactor nmf H (K x D)");
+        report.info["W"] = wpath;
+        report.info["H"] = hpath;
+      }
+    }
+    report.info["input_file"] = o.common.input;
+    return report;
+  };
+  if (input.dense) return run(to_dense(exec, csr));
+  return run(csr);
 }
 
 const Registrar nmf_command{Command{
@@ -218,6 +167,12 @@ const Registrar nmf_command{Command{
       cmd.add_option("--eps", o->eps, "floor of W and H / MU denominator guard (0: machine epsilon)")
           ->capture_default_str();
       cmd.add_option("--every", o->every, "print a progress line every N iterations")->capture_default_str();
+      cmd.add_option("--checkpoint", o->checkpoint,
+                     "save the solver state to FILE (HDF5) every --checkpoint-every iterations and at the end");
+      cmd.add_option("--checkpoint-every", o->checkpoint_every, "iterations between checkpoints")
+          ->capture_default_str();
+      cmd.add_option("--restart", o->restart,
+                     "continue from checkpoint FILE (same input, --rank, --precision and options) up to --iters");
       return [o] {
         const NmfInput input = read_nmf_input(o->common);
         Report r = o->common.precision == "float" ? run_nmf<float>(*o, input) : run_nmf<double>(*o, input);

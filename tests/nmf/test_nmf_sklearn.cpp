@@ -4,47 +4,22 @@
 // at most 1.005 x scikit-learn's median. Labelled slow; skipped when python3
 // with scikit-learn is not available.
 //
-// The edge-list parser below is local to this test until io/ is merged; it
-// follows the peer script: lines with two integer fields, n = max id + 1,
-// duplicates merged, every value 1.
+// The graphs are read with kfactor::io::read_edges, which matches the peer
+// script: the leading count line skipped, n = max id + 1, duplicates merged,
+// every value 1.
 #include <kfactor/core/convert.hpp>
+#include <kfactor/io/read.hpp>
 #include <kfactor/nmf/nmf.hpp>
 
 #include "common/test_spaces.hpp"
 
 #include <algorithm>
 #include <cstdio>
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
 namespace {
 using namespace kfactor;
-
-CooMatrix<double> read_edges(const std::string& path) {
-  std::ifstream in(path);
-  std::vector<std::pair<ordinal_t, ordinal_t>> e;
-  std::string line;
-  long long n = 0;
-  while (std::getline(in, line)) {
-    std::istringstream ls(line);
-    long long u, v;
-    if (!(ls >> u >> v) || u < 0) continue;
-    e.emplace_back(ordinal_t(u), ordinal_t(v));
-    n = std::max({n, u + 1, v + 1});
-  }
-  std::sort(e.begin(), e.end());
-  e.erase(std::unique(e.begin(), e.end()), e.end());
-  CooMatrix<double> coo;
-  coo.num_rows = coo.num_cols = n;
-  for (auto [u, v] : e) {
-    coo.rows.push_back(u);
-    coo.cols.push_back(v);
-    coo.values.push_back(1.0);
-  }
-  return coo;
-}
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -77,7 +52,7 @@ TEST(NmfSklearn, FinalErrorWithinHalfPercentOfScikitLearn) {
     const std::string path = kfactor::test::data_path(name);
     const auto ref = sklearn_errors(path, K, iters);
     if (ref.size() != 3) GTEST_SKIP() << "python3 with scikit-learn is not available";
-    auto A = to_csr(exec, read_edges(path));
+    auto A = to_csr(exec, io::read_edges<double>(path));
     for (auto alg : {nmf::Algorithm::alo, nmf::Algorithm::hals}) {
       std::vector<double> ours;
       for (std::uint64_t seed = 0; seed < 3; ++seed) {
