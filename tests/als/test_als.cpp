@@ -392,7 +392,7 @@ TEST(AlsInput, RejectsNonFiniteRatings) {
 // MovieLens latest-small through kfactor::io (ids remapped in ascending
 // order): f = 10, 10 iterations, lambda = 0.1 (nnz weighting, the default),
 // the default split (10% held out, seed 42, split_train_test): test RMSE
-// <= 0.90 (measured 0.8756 with first-appearance ids; lambda 0.05: 0.922,
+// <= 0.90 (measured 0.8574; 0.8756 with first-appearance ids; lambda 0.05: 0.922,
 // 0.15: 0.869). test_rmse drops the ~4% cold held-out entries (movies rated
 // once); with them, predicted as 0, the RMSE is 1.11.
 TEST(AlsMovieLens, LatestSmallTestRmseAtF10) {
