@@ -7,9 +7,14 @@
 //   bench_als [--users 480189] [--items 17770] [--distinct 99000000]
 //             [--ranks 32,64,100,128] [--iters 3] [--variants plain,tiled,reorder]
 //             [--precision float|double] [--alpha-users 0.6] [--alpha-items 0.9]
+//             [--input FILE [--format auto|ratings|mm]]
+//
+// With --input, the ratings come from FILE through kfactor::io (all of them
+// train; --users/--items/--distinct are ignored) instead of the generator.
 #include "common/bench.hpp"
 
 #include <kfactor/als/als.hpp>
+#include <kfactor/io/read.hpp>
 
 #include <Kokkos_Sort.hpp>
 
@@ -32,6 +37,7 @@ struct Args {
   std::string precision = "float";
   double alpha_users = 0.6, alpha_items = 0.9;
   std::uint64_t seed = 1;
+  std::string input, format = "auto";
 };
 
 template <class T>
@@ -158,11 +164,16 @@ void run(const Args& a) {
   const Space exec;
   const auto tg = std::chrono::steady_clock::now();
   als::Problem<T, Mem> problem;
-  problem.train = netflix_like<Space, T>(exec, a);
+  if (a.input.empty()) {
+    problem.train = netflix_like<Space, T>(exec, a);
+  } else {
+    problem = als::make_problem(exec, io::read_matrix<T>(a.input, io::parse_format(a.format)), 0.0, 0);
+  }
+  const std::int64_t users = problem.train.num_rows(), items = problem.train.num_cols;
   const double gen_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - tg).count();
   const std::int64_t nnz = std::int64_t(problem.train.nnz());
-  std::fprintf(stderr, "bench_als: %lld x %lld, %lld ratings (generated in %.2f s)\n", (long long)a.users,
-               (long long)a.items, (long long)nnz, gen_s);
+  std::fprintf(stderr, "bench_als: %lld x %lld, %lld ratings (%s in %.2f s)\n", (long long)users,
+               (long long)items, (long long)nnz, a.input.empty() ? "generated" : a.input.c_str(), gen_s);
   for (int f : a.ranks)
     for (const auto& variant : a.variants) {
       als::Options o;
@@ -194,8 +205,8 @@ void run(const Args& a) {
       r.command = "bench_als";
       r.backend = backend_name<Space>();
       r.precision = sizeof(T) == 4 ? "float" : "double";
-      r.rows = a.users;
-      r.cols = a.items;
+      r.rows = users;
+      r.cols = items;
       r.nnz = nnz;
       r.rank = f;
       r.iterations = a.iters;
@@ -209,6 +220,7 @@ void run(const Args& a) {
       r.timings.set("autotune", s.plan->autotune_seconds);
       r.info = s.plan->info;
       r.info["variant"] = variant;
+      if (!a.input.empty()) r.info["input"] = a.input;
       bench::emit(r, {{"variant", variant}, {"f", f}});
       std::fprintf(stderr, "bench_als: f=%3d %-8s %9.2f ms/iter (users %.2f, items %.2f) %8.1f GFLOP/s  preprocess %.2f s  tiles %s / %s  train_rmse %.4f\n",
                    f, variant.c_str(), per * 1e3, user * 1e3, (per - user) * 1e3, gflops, s.plan->preprocess_seconds,
@@ -234,6 +246,8 @@ int main(int argc, char** argv) {
     else if (k == "--alpha-users") a.alpha_users = std::stod(v);
     else if (k == "--alpha-items") a.alpha_items = std::stod(v);
     else if (k == "--seed") a.seed = std::stoull(v);
+    else if (k == "--input") a.input = v;
+    else if (k == "--format") a.format = v;
     else {
       std::fprintf(stderr, "bench_als: unknown option %s\n", k.c_str());
       return 2;

@@ -1,144 +1,101 @@
-// `kfactor als`: ALS (BALS tiled format) on explicit ratings; `kfactor predict`
+// `kfactor als`: ALS (BALS tiled format) on explicit ratings, read through
+// kfactor::io, with HDF5 checkpoints and exact restart; `kfactor predict`
 // scores (user, item) pairs from the factor files it writes; a Demo entry on
 // planted low-rank ratings.
 //
-// File reading is one call, read_ratings(path, format) below: a small local
-// reader (rating CSV with or without header, MovieLens "::" files,
-// whitespace-separated `user item rating [timestamp]`, Matrix Market
-// coordinate) until the io/ readers are merged; the lead can swap it for
-// io/'s reader. Ids are kept as strings and re-indexed densely in order of
-// first appearance; factors are written with the original ids.
+// Input: --format auto|ratings|mm (auto: io::detect_format). Rating files
+// keep their original 64-bit user and item ids (io::read_ratings remaps them
+// to 0..n-1 in ascending order); Matrix Market rows and columns are their
+// 0-based indices. --output PREFIX writes PREFIX_X.csv and PREFIX_Y.csv
+// (io::write_factor: `id,f0,...` with the original ids).
+//
+// Checkpoints: --checkpoint FILE saves the State every --checkpoint-every
+// iterations and at the end; --restart FILE continues a saved run to --iters.
+// The checkpoint records the options that decide the iterates (rank, lambda,
+// weighting, tiled, reorder, xb, yb, seed, test fraction and split seed) and
+// the fingerprint of the training matrix; a mismatch is an InputError
+// (exit 3) naming the checkpoint, and the checkpoint is not touched.
+// With xb = yb = 0 the autotuner picks the tiles per run; give --xb/--yb for
+// runs you mean to restart on another machine.
 #include "cli.hpp"
 
 #include <kfactor/als/als.hpp>
 #include <kfactor/core/error.hpp>
+#include <kfactor/io/checkpoint.hpp>
+#include <kfactor/io/read.hpp>
+#include <kfactor/io/write.hpp>
 
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <fstream>
-#include <iostream>
 #include <memory>
-#include <sstream>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
 namespace kfactor::cli {
 namespace {
 
-/// Ratings with their original id tables.
+/// Ratings with their original ids (empty: ids are the 0-based indices).
+template <class T>
 struct Ratings {
-  CooMatrix<double> coo;
-  std::vector<std::string> user_ids, item_ids;
-  std::unordered_map<std::string, int> user_index, item_index;
+  CooMatrix<T> coo;
+  std::vector<std::int64_t> user_ids, item_ids;
 };
 
-int intern(std::unordered_map<std::string, int>& idx, std::vector<std::string>& ids, const std::string& key, bool add) {
-  auto it = idx.find(key);
-  if (it != idx.end()) return it->second;
-  if (!add) return -1;
-  const int v = int(ids.size());
-  idx.emplace(key, v);
-  ids.push_back(key);
-  return v;
-}
-
-std::vector<std::string> split_fields(const std::string& line, const std::string& format) {
-  std::vector<std::string> out;
-  if (format == "movielens" || line.find("::") != std::string::npos) {
-    std::size_t p = 0;
-    while (true) {
-      const auto q = line.find("::", p);
-      out.push_back(line.substr(p, q == std::string::npos ? std::string::npos : q - p));
-      if (q == std::string::npos) break;
-      p = q + 2;
-    }
-    return out;
+/// Reads `path` through kfactor::io: rating files keep their ids, other
+/// formats (Matrix Market, edge lists) give indices.
+template <class T>
+Ratings<T> read_input(const std::string& path, const std::string& format_name) {
+  const std::string text = io::read_file(path);
+  io::Format f = io::parse_format(format_name);
+  if (f == io::Format::automatic) f = io::detect_format(text, path);
+  Ratings<T> R;
+  if (f == io::Format::ratings) {
+    auto d = io::parse_ratings<T>(text, path);
+    R.coo = std::move(d.matrix);
+    R.user_ids = std::move(d.user_ids);
+    R.item_ids = std::move(d.item_ids);
+  } else {
+    R.coo = io::parse_matrix<T>(text, path, f);
   }
-  std::string cur;
-  for (char c : line) {
-    if (c == ',' || c == '\t' || c == ' ' || c == ';') {
-      if (!cur.empty()) out.push_back(cur);
-      cur.clear();
-    } else if (c != '\r') {
-      cur += c;
-    }
-  }
-  if (!cur.empty()) out.push_back(cur);
-  return out;
-}
-
-/// Reads ratings (or, with `base`, a test set in base's id space: unknown ids
-/// are an InputError). Formats: auto|csv|movielens|tsv|mm.
-Ratings read_ratings(const std::string& path, std::string format, const Ratings* base = nullptr) {
-  std::ifstream in(path);
-  if (!in) throw InputError(path, 0, "cannot open");
-  Ratings R;
-  if (base) {
-    R.user_ids = base->user_ids;
-    R.item_ids = base->item_ids;
-    R.user_index = base->user_index;
-    R.item_index = base->item_index;
-  }
-  std::string line;
-  std::int64_t lineno = 0;
-  bool mm = format == "mm";
-  bool mm_header_done = false;
-  std::unordered_map<std::uint64_t, std::size_t> seen;
-  while (std::getline(in, line)) {
-    ++lineno;
-    if (lineno == 1 && line.rfind("%%MatrixMarket", 0) == 0) {
-      mm = true;
-      continue;
-    }
-    if (line.empty() || line[0] == '%' || line[0] == '#') continue;
-    auto f = split_fields(line, format);
-    if (mm && !mm_header_done) {  // size line
-      mm_header_done = true;
-      continue;
-    }
-    if (f.size() < 3) throw InputError(path, lineno, "expected `user item rating`");
-    double v = 0;
-    try {
-      std::size_t used = 0;
-      v = std::stod(f[2], &used);
-      if (used != f[2].size()) throw std::invalid_argument("trailing");
-    } catch (const std::exception&) {
-      if (lineno == 1 || (R.coo.nnz() == 0 && !mm)) continue;  // header line
-      throw InputError(path, lineno, "rating '" + f[2] + "' is not a number");
-    }
-    if (!std::isfinite(v)) throw InputError(path, lineno, "rating is not finite");
-    const int u = intern(R.user_index, R.user_ids, f[0], base == nullptr);
-    const int i = intern(R.item_index, R.item_ids, f[1], base == nullptr);
-    if (u < 0 || i < 0) throw InputError(path, lineno, "user or item id not in the training ratings");
-    const std::uint64_t key = (std::uint64_t(u) << 32) | std::uint32_t(i);
-    auto [it, fresh] = seen.emplace(key, R.coo.nnz());
-    if (!fresh) {  // duplicate pair: the last rating wins
-      R.coo.values[it->second] = v;
-      continue;
-    }
-    R.coo.rows.push_back(u);
-    R.coo.cols.push_back(i);
-    R.coo.values.push_back(v);
-  }
-  R.coo.num_rows = std::int64_t(R.user_ids.size());
-  R.coo.num_cols = std::int64_t(R.item_ids.size());
-  if (R.coo.nnz() == 0) throw InputError(path, 0, "no ratings");
+  if (R.coo.nnz() == 0) throw InputError(path + ": no ratings");
   return R;
 }
 
-template <class T, class Mem>
-void write_factor(const std::string& path, const DenseMatrix<T, Mem>& F, const std::vector<std::string>& ids) {
-  auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, F);
-  std::ofstream out(path);
-  if (!out) throw RuntimeFailure("cannot write " + path);
-  out.precision(sizeof(T) == 4 ? 9 : 17);
-  for (std::size_t r = 0; r < h.extent(0); ++r) {
-    out << ids[r];
-    for (std::size_t k = 0; k < h.extent(1); ++k) out << '\t' << h(r, k);
-    out << '\n';
+/// Index of `id` in the ascending `ids` (empty: the id is the index, < n).
+std::int64_t index_of(const std::vector<std::int64_t>& ids, std::int64_t id, std::int64_t n) {
+  if (ids.empty()) return id >= 0 && id < n ? id : -1;
+  const auto it = std::lower_bound(ids.begin(), ids.end(), id);
+  return it != ids.end() && *it == id ? std::int64_t(it - ids.begin()) : -1;
+}
+
+/// A test set re-indexed into the training ratings' id space; unknown ids are
+/// an InputError.
+template <class T>
+CooMatrix<T> to_training_ids(const Ratings<T>& test, const Ratings<T>& train, const std::string& path) {
+  CooMatrix<T> out;
+  out.num_rows = train.coo.num_rows;
+  out.num_cols = train.coo.num_cols;
+  for (std::size_t e = 0; e < test.coo.nnz(); ++e) {
+    const std::int64_t uid = test.user_ids.empty() ? test.coo.rows[e] : test.user_ids[test.coo.rows[e]];
+    const std::int64_t iid = test.item_ids.empty() ? test.coo.cols[e] : test.item_ids[test.coo.cols[e]];
+    const auto u = index_of(train.user_ids, uid, train.coo.num_rows);
+    const auto i = index_of(train.item_ids, iid, train.coo.num_cols);
+    if (u < 0 || i < 0)
+      throw InputError(path + ": " + (u < 0 ? "user " + std::to_string(uid) : "item " + std::to_string(iid)) +
+                       " is not in the training ratings");
+    out.rows.push_back(ordinal_t(u));
+    out.cols.push_back(ordinal_t(i));
+    out.values.push_back(test.coo.values[e]);
   }
+  return out;
 }
 
 struct AlsCli {
@@ -153,6 +110,8 @@ struct AlsCli {
   int xb = 0, yb = 0;
   std::int64_t batch_rows = 0;
   double tolerance = 0.0;
+  std::string checkpoint, restart;
+  int checkpoint_every = 1;
 };
 
 void print_info(const CommonOptions& o, const Report& r) {
@@ -160,32 +119,24 @@ void print_info(const CommonOptions& o, const Report& r) {
   for (const auto& [k, v] : r.info) std::printf("  %-22s %s\n", k.c_str(), v.c_str());
 }
 
+/// The options that decide the iterates (not max_iterations, tolerance or
+/// the batch size, which change nothing in them).
+nlohmann::json iterate_options(const als::Options& o) {
+  return nlohmann::json{{"rank", o.rank},         {"lambda", o.lambda}, {"weighting", als::to_string(o.weighting)},
+                        {"tiled", o.tiled},       {"reorder", o.reorder}, {"xb", o.xb},
+                        {"yb", o.yb},             {"seed", o.seed}};
+}
+
 template <class T>
 void run_als(const AlsCli& a) {
   using Space = Kokkos::DefaultExecutionSpace;
   const Space exec;
   const auto t0 = std::chrono::steady_clock::now();
-  Ratings R = read_ratings(a.common.input, a.common.format);
-  std::unique_ptr<Ratings> given;
-  if (!a.test_input.empty()) given = std::make_unique<Ratings>(read_ratings(a.test_input, a.common.format, &R));
+  const Ratings<T> R = read_input<T>(a.common.input, a.common.format);
+  std::optional<CooMatrix<T>> given;
+  if (!a.test_input.empty()) given = to_training_ids(read_input<T>(a.test_input, a.common.format), R, a.test_input);
   const double read_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  auto convert = [](const CooMatrix<double>& c) {
-    CooMatrix<T> o;
-    o.num_rows = c.num_rows;
-    o.num_cols = c.num_cols;
-    o.rows = c.rows;
-    o.cols = c.cols;
-    o.values.assign(c.values.begin(), c.values.end());
-    return o;
-  };
-  const auto all = convert(R.coo);
-  CooMatrix<T> given_coo;
-  if (given) {
-    given_coo = convert(given->coo);
-    given_coo.num_rows = all.num_rows;
-    given_coo.num_cols = all.num_cols;
-  }
-  auto problem = als::make_problem(exec, all, a.test_fraction, a.split_seed, given ? &given_coo : nullptr);
+  auto problem = als::make_problem(exec, R.coo, a.test_fraction, a.split_seed, given ? &*given : nullptr);
   als::Options o;
   o.rank = a.common.rank;
   o.max_iterations = a.common.iters;
@@ -198,13 +149,43 @@ void run_als(const AlsCli& a) {
   o.yb = a.yb;
   o.batch_rows = a.batch_rows;
   o.tolerance = a.tolerance;
-  auto res = als::solve(exec, problem, o, progress_printer(a.common));
+  o.validate();
+  auto opts = iterate_options(o);
+  opts["test_fraction"] = a.test_fraction;
+  opts["split_seed"] = a.split_seed;
+  const bool checkpointing = !a.checkpoint.empty() || !a.restart.empty();
+  CheckpointMeta meta;
+  if (checkpointing) meta = checkpoint_meta<T, Space>("als", opts.dump(), fingerprint(exec, problem.train), o.rank);
+
+  auto state = als::init(exec, problem, o);
+  if (!a.restart.empty()) {
+    // The library checks solver, precision, rank and input; the options that
+    // decide the iterates are compared here (nothing is written on a refusal).
+    const auto saved = load_checkpoint(a.restart, state, meta);
+    nlohmann::json saved_opts;
+    try {
+      saved_opts = nlohmann::json::parse(saved.options);
+    } catch (const nlohmann::json::exception&) {
+      throw InputError(a.restart + ": checkpoint options are not JSON: " + saved.options);
+    }
+    if (saved_opts != opts)
+      throw InputError(a.restart + ": checkpoint was written with options " + saved_opts.dump() +
+                       "; this run has " + opts.dump());
+  }
+  Observer observer = progress_printer(a.common);
+  if (!a.checkpoint.empty())
+    observer = chain(observer, checkpoint_observer(a.checkpoint, a.checkpoint_every, state, meta));
+  auto res = als::solve(exec, problem, o, state, observer);
+  if (!a.checkpoint.empty()) save_checkpoint(a.checkpoint, state, meta);
   res.report.timings.set("read", read_s);
   res.report.info["input"] = a.common.input;
+  if (!a.restart.empty()) res.report.info["restart"] = a.restart;
+  if (!a.checkpoint.empty()) res.report.info["checkpoint"] = a.checkpoint;
   if (!a.common.output.empty()) {
-    write_factor(a.common.output + "_X.tsv", res.state.X, R.user_ids);
-    write_factor(a.common.output + "_Y.tsv", res.state.Y, R.item_ids);
-    res.report.info["factors"] = a.common.output + "_X.tsv, " + a.common.output + "_Y.tsv";
+    const std::string fx = a.common.output + "_X.csv", fy = a.common.output + "_Y.csv";
+    io::write_factor(fx, res.state.X, R.user_ids);
+    io::write_factor(fy, res.state.Y, R.item_ids);
+    res.report.info["factors"] = fx + ", " + fy;
   }
   print_report(a.common, res.report);
   print_info(a.common, res.report);
@@ -224,7 +205,7 @@ const Registrar als_command{Command{
       cmd.add_option("--test-fraction", a->test_fraction, "held-out fraction for test RMSE (0: none)")
           ->capture_default_str();
       cmd.add_option("--split-seed", a->split_seed, "seed of the held-out split")->capture_default_str();
-      cmd.add_option("--test-input", a->test_input, "a test ratings file in the same id space");
+      cmd.add_option("--test-input", a->test_input, "a test ratings file in the same id space (same --format)");
       cmd.add_flag("--tiled,!--no-tiled", a->tiled, "BALS tiled format (default) or plain CSR");
       cmd.add_flag("--reorder,!--no-reorder", a->reorder, "visit rows and columns by descending count");
       cmd.add_option("--xb", a->xb, "BALS tile rows (0: autotune)")->capture_default_str();
@@ -233,8 +214,12 @@ const Registrar als_command{Command{
           ->capture_default_str();
       cmd.add_option("--tolerance", a->tolerance, "stop when test RMSE changes by <= this (relative)")
           ->capture_default_str();
+      cmd.add_option("--checkpoint", a->checkpoint, "save the state to this HDF5 file (atomically)");
+      cmd.add_option("--checkpoint-every", a->checkpoint_every, "iterations between checkpoints (and at the end)")
+          ->capture_default_str()
+          ->check(CLI::PositiveNumber);
+      cmd.add_option("--restart", a->restart, "continue the run saved in this checkpoint up to --iters");
       return [a] {
-        if (a->common.format == "auto" || a->common.format == "ratings") a->common.format = "auto";
         if (a->common.precision == "float")
           run_als<float>(*a);
         else
@@ -246,53 +231,79 @@ struct PredictCli {
   std::string factors, pairs;
 };
 
-std::unordered_map<std::string, std::vector<double>> read_factor(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw InputError(path, 0, "cannot open");
-  std::unordered_map<std::string, std::vector<double>> out;
-  std::string line;
+/// A factor file written by io::write_factor_csv: header `id,f0,...`, then
+/// `id,v0,...` lines. Returns id -> row.
+std::unordered_map<std::int64_t, std::vector<double>> read_factor_csv(const std::string& path) {
+  const std::string text = io::read_file(path);
+  std::unordered_map<std::int64_t, std::vector<double>> out;
+  std::size_t width = 0;
   std::int64_t lineno = 0;
-  while (std::getline(in, line)) {
+  std::size_t pos = 0;
+  while (pos < text.size()) {
+    auto end = text.find('\n', pos);
+    if (end == std::string::npos) end = text.size();
+    std::string_view line(text.data() + pos, end - pos);
+    pos = end + 1;
     ++lineno;
-    std::istringstream ls(line);
-    std::string id;
-    if (!std::getline(ls, id, '\t')) continue;
-    std::vector<double> v;
-    double x;
-    while (ls >> x) v.push_back(x);
-    if (!out.empty() && v.size() != out.begin()->second.size()) throw InputError(path, lineno, "rank differs");
-    out[id] = std::move(v);
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    if (line.empty()) continue;
+    auto fail = [&](const std::string& why) { return InputError(path + ":" + std::to_string(lineno) + ": " + why); };
+    std::vector<std::string_view> fields;
+    for (std::size_t p = 0;;) {
+      const auto q = line.find(',', p);
+      fields.push_back(line.substr(p, q == std::string_view::npos ? std::string_view::npos : q - p));
+      if (q == std::string_view::npos) break;
+      p = q + 1;
+    }
+    if (lineno == 1) {
+      if (fields.size() < 2 || fields[0] != "id") throw fail("expected the header `id,f0,...` of a factor CSV");
+      width = fields.size() - 1;
+      continue;
+    }
+    if (fields.size() != width + 1) throw fail("expected " + std::to_string(width + 1) + " fields");
+    std::int64_t id = 0;
+    auto r = std::from_chars(fields[0].data(), fields[0].data() + fields[0].size(), id);
+    if (r.ec != std::errc() || r.ptr != fields[0].data() + fields[0].size()) throw fail("bad id");
+    std::vector<double> v(width);
+    for (std::size_t k = 0; k < width; ++k) {
+      const auto& f = fields[k + 1];
+      auto rv = std::from_chars(f.data(), f.data() + f.size(), v[k]);
+      if (rv.ec != std::errc() || rv.ptr != f.data() + f.size() || !std::isfinite(v[k])) throw fail("bad value");
+    }
+    if (!out.emplace(id, std::move(v)).second) throw fail("id " + std::to_string(id) + " repeated");
   }
+  if (width == 0) throw InputError(path + ": empty factor file");
   return out;
 }
 
 const Registrar predict_command{Command{
-    "predict", "score (user, item) pairs with factors written by `kfactor als --output PREFIX`",
+    "predict",
+    "score (user, item) pairs with factors written by `kfactor als --output PREFIX`; prints `user item score` "
+    "for each distinct pair in ascending (user, item) order (nan for an unknown id)",
     [](CLI::App& cmd) -> std::function<void()> {
       auto p = std::make_shared<PredictCli>();
-      cmd.add_option("--factors", p->factors, "PREFIX of PREFIX_X.tsv and PREFIX_Y.tsv")->required();
-      cmd.add_option("--pairs", p->pairs, "file of `user item` lines (csv, tab or space separated)")->required();
+      cmd.add_option("--factors", p->factors, "PREFIX of PREFIX_X.csv and PREFIX_Y.csv")->required();
+      cmd.add_option("--pairs", p->pairs, "ratings-style file of `user item [rating ...]` lines")->required();
       return [p] {
-        const auto X = read_factor(p->factors + "_X.tsv");
-        const auto Y = read_factor(p->factors + "_Y.tsv");
-        std::ifstream in(p->pairs);
-        if (!in) throw InputError(p->pairs, 0, "cannot open");
-        std::string line;
-        std::int64_t lineno = 0;
-        while (std::getline(in, line)) {
-          ++lineno;
-          const auto f = split_fields(line, "auto");
-          if (f.size() < 2) continue;
-          const auto xu = X.find(f[0]);
-          const auto yi = Y.find(f[1]);
+        const auto X = read_factor_csv(p->factors + "_X.csv");
+        const auto Y = read_factor_csv(p->factors + "_Y.csv");
+        if (X.begin()->second.size() != Y.begin()->second.size())
+          throw InputError(p->factors + "_X.csv and _Y.csv have different ranks");
+        io::ReadOptions ro;
+        ro.duplicates = io::DuplicatePolicy::last;
+        const auto pairs = io::read_ratings<double>(p->pairs, ro);
+        const auto& c = pairs.matrix;
+        for (std::size_t e = 0; e < c.nnz(); ++e) {
+          const std::int64_t u = pairs.user_ids[c.rows[e]], i = pairs.item_ids[c.cols[e]];
+          const auto xu = X.find(u);
+          const auto yi = Y.find(i);
           if (xu == X.end() || yi == Y.end()) {
-            if (lineno == 1) continue;  // header
-            std::printf("%s\t%s\tnan\n", f[0].c_str(), f[1].c_str());
+            std::printf("%lld\t%lld\tnan\n", (long long)u, (long long)i);
             continue;
           }
           double s = 0;
           for (std::size_t k = 0; k < xu->second.size(); ++k) s += xu->second[k] * yi->second[k];
-          std::printf("%s\t%s\t%.6g\n", f[0].c_str(), f[1].c_str(), s);
+          std::printf("%lld\t%lld\t%.6g\n", (long long)u, (long long)i, s);
         }
       };
     }}};

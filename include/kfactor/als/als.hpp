@@ -576,16 +576,27 @@ inline double flops_per_iteration(std::int64_t nnz, int f) {
   return 2.0 * (double(nnz) * f * (f + 1) + 2.0 * double(nnz) * f);
 }
 
+/// Continues `state` (from init(exec, problem, options), possibly restored
+/// from a checkpoint) in place until options.max_iterations; a restored State
+/// continues bit for bit. `state` is iterated by reference so an observer
+/// holding it (kfactor::checkpoint_observer) saves the live iterate; the
+/// result holds a copy (views shared). Report::seconds and the timings cover
+/// this call only (plus the plan's preprocessing).
 template <class ExecutionSpace, class T, class MemorySpace>
 Result<T, MemorySpace> solve(const ExecutionSpace& exec, const Problem<T, MemorySpace>& problem, const Options& options,
-                             const Observer& observer = {}) {
+                             State<T, MemorySpace>& state, const Observer& observer = {}) {
+  options.validate();
+  if (!state.plan) throw UsageError("als::solve: state has no plan (make it with als::init)");
+  if (state.X.extent(0) != std::size_t(problem.train.num_rows()) || state.Y.extent(0) != std::size_t(problem.train.num_cols) ||
+      state.X.extent(1) != std::size_t(options.rank) || state.Y.extent(1) != std::size_t(options.rank))
+    throw UsageError("als::solve: state shapes do not match the problem and rank");
   const auto t0 = std::chrono::steady_clock::now();
   Result<T, MemorySpace> res;
-  res.state = init(exec, problem, options);
-  auto& s = res.state;
+  auto& s = state;
   const std::string primary = problem.test.nnz() > 0 ? "test_rmse"
                               : problem.given_test.nnz() > 0 ? "given_test_rmse" : "train_rmse";
   double loop_seconds = 0.0, step_seconds = 0.0;
+  const int first_iteration = s.iteration;
   StopRule rule{options.max_iterations, options.tolerance};
   const StopReason why = run_solver_loop(
       s.iteration, s.history, rule, primary, observer,
@@ -606,21 +617,34 @@ Result<T, MemorySpace> solve(const ExecutionSpace& exec, const Problem<T, Memory
   r.rank = options.rank;
   r.iterations = s.iteration;
   r.stop_reason = to_string(why);
-  r.metrics = s.history.last();
+  r.metrics = s.history.size() > 0 ? s.history.last() : evaluate(exec, problem, s);
   r.history = s.history;
   r.timings.set("preprocess", s.plan->preprocess_seconds);
   r.timings.set("autotune", s.plan->autotune_seconds);
   r.timings.set("iterations", step_seconds);
-  const int its = int(s.history.size());
+  r.info = s.plan->info;
+  const int its = s.iteration - first_iteration;  // iterations run by this call
   if (its > 0) {
     r.timings.set("per_iteration", step_seconds / its);
     r.info["gflops"] = detail::fmt(flops_per_iteration(r.nnz, options.rank) * its / step_seconds / 1e9);
   }
-  r.info = s.plan->info;
+  if (first_iteration > 0) r.info["continued_from"] = std::to_string(first_iteration);
   r.info["split"] = problem.test.nnz() > 0 ? "fraction " + detail::fmt(problem.test_fraction) + ", seed " +
                                                  std::to_string(problem.split_seed)
                                            : "none";
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  res.state = s;
+  return res;
+}
+
+/// Fresh solve: init(exec, problem, options), then the loop above.
+template <class ExecutionSpace, class T, class MemorySpace>
+Result<T, MemorySpace> solve(const ExecutionSpace& exec, const Problem<T, MemorySpace>& problem, const Options& options,
+                             const Observer& observer = {}) {
+  const auto t0 = std::chrono::steady_clock::now();
+  auto state = init(exec, problem, options);
+  auto res = solve(exec, problem, options, state, observer);
+  res.report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return res;
 }
 

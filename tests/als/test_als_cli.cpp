@@ -1,0 +1,201 @@
+// `kfactor als` as a user runs it: MovieLens latest-small through kfactor::io
+// with --json; exact restart from a checkpoint (factor files byte-identical
+// to a straight run); refused restarts (another matrix, another rank) exit 3
+// naming the checkpoint and leave it unchanged; `kfactor predict` on the
+// written factors.
+#include "common/test_spaces.hpp"
+
+#include <kfactor/config.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+namespace {
+
+struct TempDir {
+  std::string path;
+  TempDir() {
+    std::string t = (std::filesystem::temp_directory_path() / "kfactor_als_cli_XXXXXX").string();
+    path = mkdtemp(t.data());
+  }
+  ~TempDir() { std::filesystem::remove_all(path); }
+  [[nodiscard]] std::string file(const std::string& name) const { return path + "/" + name; }
+};
+
+struct CliRun {
+  int code = -1;
+  std::string out, err;
+};
+
+std::string slurp(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+std::string quote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+CliRun kfactor(const std::string& args, const TempDir& dir) {
+  const std::string out = dir.file("stdout"), err = dir.file("stderr");
+  const std::string cmd = quote(std::string(KFACTOR_BINARY_DIR) + "/kfactor") + " " + args + " >" + quote(out) +
+                          " 2>" + quote(err);
+  const int status = std::system(cmd.c_str());
+  CliRun r;
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+  r.out = slurp(out);
+  r.err = slurp(err);
+  return r;
+}
+
+const std::string movielens = kfactor::test::data_path("movielens-latest-small/ratings.csv");
+
+/// The first `lines` lines of MovieLens (header included), a smaller real file.
+std::string head_of_movielens(const TempDir& dir, int lines, const std::string& name) {
+  std::ifstream in(movielens);
+  std::ofstream out(dir.file(name));
+  std::string line;
+  for (int k = 0; k < lines && std::getline(in, line); ++k) out << line << '\n';
+  return dir.file(name);
+}
+
+TEST(AlsCli, MovieLensThroughIoWithJson) {
+  if (!std::filesystem::exists(movielens)) GTEST_SKIP() << "MovieLens latest-small not found";
+  TempDir dir;
+  const auto r = kfactor("als --input " + quote(movielens) +
+                             " --format ratings --rank 10 --iters 10 --lambda 0.1 --json --quiet --output " +
+                             quote(dir.file("ml")),
+                         dir);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["command"], "als");
+  EXPECT_EQ(j["rows"], 610);   // users
+  EXPECT_EQ(j["cols"], 9724);  // movies
+  EXPECT_EQ(j["rank"], 10);
+  EXPECT_EQ(j["iterations"], 10);
+  // 10% held out (seed 42): the training matrix keeps the rest.
+  EXPECT_NEAR(double(j["nnz"]), 0.9 * 100836, 0.01 * 100836);
+  const double rmse = j["test_rmse"];
+  EXPECT_LE(rmse, 0.90);
+  EXPECT_GT(rmse, 0.5);
+  EXPECT_LT(double(j["train_rmse"]), rmse);
+  EXPECT_EQ(j["history"]["iteration"].size(), 10u);
+  // The factor files carry the original ids (user 1 .. 610; movie 1 first).
+  const auto X = slurp(dir.file("ml_X.csv"));
+  EXPECT_EQ(X.rfind("id,f0,f1,", 0), 0u) << X.substr(0, 40);
+  EXPECT_NE(X.find("\n1,"), std::string::npos);
+  EXPECT_NE(X.find("\n610,"), std::string::npos);
+  EXPECT_EQ(std::count(X.begin(), X.end(), '\n'), 611);
+  const auto Y = slurp(dir.file("ml_Y.csv"));
+  EXPECT_EQ(std::count(Y.begin(), Y.end(), '\n'), 9725);
+  EXPECT_NE(Y.find("\n193609,"), std::string::npos);  // the largest movieId
+}
+
+#if defined(KFACTOR_HAVE_HDF5)
+TEST(AlsCli, RestartIsByteIdenticalAndPredictUsesTheFactors) {
+  if (!std::filesystem::exists(movielens)) GTEST_SKIP() << "MovieLens latest-small not found";
+  TempDir dir;
+  const std::string small = head_of_movielens(dir, 6001, "small.csv");
+  const std::string common = "als --input " + quote(small) + " --rank 6 --lambda 0.1 --xb 4 --yb 64 --quiet --json";
+  const auto straight = kfactor(common + " --iters 5 --output " + quote(dir.file("a")), dir);
+  ASSERT_EQ(straight.code, 0) << straight.err;
+  const auto first = kfactor(common + " --iters 2 --checkpoint " + quote(dir.file("c.h5")), dir);
+  ASSERT_EQ(first.code, 0) << first.err;
+  ASSERT_TRUE(std::filesystem::exists(dir.file("c.h5")));
+  const auto rest =
+      kfactor(common + " --iters 5 --restart " + quote(dir.file("c.h5")) + " --output " + quote(dir.file("b")), dir);
+  ASSERT_EQ(rest.code, 0) << rest.err;
+  const auto ja = nlohmann::json::parse(straight.out), jb = nlohmann::json::parse(rest.out);
+  EXPECT_EQ(jb["iterations"], 5);
+  EXPECT_EQ(jb["history"]["iteration"].size(), 5u);  // history restored from the checkpoint
+  EXPECT_EQ(ja["test_rmse"], jb["test_rmse"]);
+  for (const char* side : {"_X.csv", "_Y.csv"}) {
+    const auto a = slurp(dir.file(std::string("a") + side)), b = slurp(dir.file(std::string("b") + side));
+    ASSERT_FALSE(a.empty());
+    EXPECT_TRUE(a == b) << side << " differs after restart";
+  }
+
+  // predict: pairs from the input (rating column ignored) get finite scores,
+  // an unknown user gets nan.
+  {
+    std::ofstream p(dir.file("pairs.txt"));
+    p << "1 1\n1 3\n999999 1\n";
+  }
+  const auto pr = kfactor("predict --factors " + quote(dir.file("a")) + " --pairs " + quote(dir.file("pairs.txt")), dir);
+  ASSERT_EQ(pr.code, 0) << pr.err;
+  std::istringstream lines(pr.out);
+  std::string u, i, s;
+  int n = 0, nans = 0;
+  while (lines >> u >> i >> s) {
+    ++n;
+    if (s == "nan") {
+      ++nans;
+      EXPECT_EQ(u, "999999");
+    } else {
+      EXPECT_TRUE(std::isfinite(std::stod(s))) << s;
+      EXPECT_GT(std::stod(s), 0.5) << "user 1 rated these 4.0";
+    }
+  }
+  EXPECT_EQ(n, 3);
+  EXPECT_EQ(nans, 1);
+}
+
+TEST(AlsCli, RefusedRestartExits3AndKeepsTheCheckpoint) {
+  if (!std::filesystem::exists(movielens)) GTEST_SKIP() << "MovieLens latest-small not found";
+  TempDir dir;
+  const std::string small = head_of_movielens(dir, 3001, "small.csv");
+  const std::string other = head_of_movielens(dir, 2501, "other.csv");
+  const std::string ckpt = dir.file("c.h5");
+  const auto first = kfactor("als --input " + quote(small) + " --rank 4 --iters 2 --xb 4 --yb 64 --quiet --checkpoint " +
+                                 quote(ckpt),
+                             dir);
+  ASSERT_EQ(first.code, 0) << first.err;
+  const std::string before = slurp(ckpt);
+  ASSERT_FALSE(before.empty());
+  const std::string variants[] = {
+      "als --input " + quote(other) + " --rank 4 --iters 4 --xb 4 --yb 64 --quiet",  // another matrix
+      "als --input " + quote(small) + " --rank 5 --iters 4 --xb 4 --yb 64 --quiet",  // another rank
+      "als --input " + quote(small) + " --rank 4 --iters 4 --xb 4 --yb 64 --quiet --lambda 0.2",  // another option
+  };
+  for (const auto& v : variants) {
+    SCOPED_TRACE(v);
+    // Also asking to checkpoint into the same file: a refused run must not touch it.
+    const auto r = kfactor(v + " --restart " + quote(ckpt) + " --checkpoint " + quote(ckpt), dir);
+    EXPECT_EQ(r.code, 3) << r.err;
+    EXPECT_NE(r.err.find(ckpt), std::string::npos) << r.err;
+    EXPECT_TRUE(slurp(ckpt) == before) << "checkpoint changed";
+  }
+  // A missing checkpoint is an input error too.
+  const auto missing = kfactor("als --input " + quote(small) + " --rank 4 --quiet --restart " +
+                                   quote(dir.file("none.h5")),
+                               dir);
+  EXPECT_EQ(missing.code, 3);
+  EXPECT_NE(missing.err.find("none.h5"), std::string::npos) << missing.err;
+}
+#endif
+
+TEST(AlsCli, BadRatingsExit3NamingTheLine) {
+  TempDir dir;
+  {
+    std::ofstream f(dir.file("bad.csv"));
+    f << "userId,movieId,rating\n1,1,4.0\n1,2,nan\n";
+  }
+  const auto r = kfactor("als --input " + quote(dir.file("bad.csv")) + " --quiet", dir);
+  EXPECT_EQ(r.code, 3);
+  EXPECT_NE(r.err.find("bad.csv:3"), std::string::npos) << r.err;
+}
+
+}  // namespace
