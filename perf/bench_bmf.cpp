@@ -9,15 +9,13 @@
 //
 // DIR holds bmf/*.in and movielens-latest-small/ratings.csv (default
 // ../shared/data). One JSON record per measurement (perf/common/bench.hpp);
-// a summary table on stderr. Reads the files with a small local parser
-// (io/ is not merged yet).
+// a summary table on stderr. Reads the files with kfactor::io.
 #include "common/bench.hpp"
 
 #include <kfactor/bmf/bmf.hpp>
+#include <kfactor/io/read.hpp>
 
 #include <cstdio>
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -30,58 +28,23 @@ struct Ones {
   std::vector<ordinal_t> r, c;
 };
 
-Ones read_bmf(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw InputError(path, 0, "cannot open");
+Ones ones_of(const CooMatrix<double>& m, double t) {
   Ones o;
-  std::int64_t nnz = 0;
-  in >> o.rows >> o.cols >> nnz;
-  std::int64_t a, b;
-  while (in >> a >> b) {
-    o.r.push_back(ordinal_t(a));
-    o.c.push_back(ordinal_t(b));
-  }
-  return o;
-}
-
-// MovieLens ratings.csv: ids re-indexed over all ratings, one iff rating >= t.
-Ones read_ratings(const std::string& path, double t) {
-  std::ifstream in(path);
-  if (!in) throw InputError(path, 0, "cannot open");
-  std::string line;
-  std::getline(in, line);  // header
-  std::vector<std::int64_t> u, m;
-  std::vector<double> v;
-  while (std::getline(in, line)) {
-    std::stringstream ss(line);
-    std::string a, b, c;
-    std::getline(ss, a, ',');
-    std::getline(ss, b, ',');
-    std::getline(ss, c, ',');
-    if (a.empty()) continue;
-    u.push_back(std::stoll(a));
-    m.push_back(std::stoll(b));
-    v.push_back(std::stod(c));
-  }
-  auto reindex = [](const std::vector<std::int64_t>& ids, std::vector<ordinal_t>& out) {
-    std::vector<std::int64_t> s(ids);
-    std::sort(s.begin(), s.end());
-    s.erase(std::unique(s.begin(), s.end()), s.end());
-    out.resize(ids.size());
-    for (std::size_t e = 0; e < ids.size(); ++e) out[e] = ordinal_t(std::lower_bound(s.begin(), s.end(), ids[e]) - s.begin());
-    return std::int64_t(s.size());
-  };
-  std::vector<ordinal_t> ur, mc;
-  Ones o;
-  o.rows = reindex(u, ur);
-  o.cols = reindex(m, mc);
-  for (std::size_t e = 0; e < v.size(); ++e)
-    if (v[e] >= t) {
-      o.r.push_back(ur[e]);
-      o.c.push_back(mc[e]);
+  o.rows = m.num_rows;
+  o.cols = m.num_cols;
+  for (std::size_t e = 0; e < m.nnz(); ++e)
+    if ((m.values.empty() ? 1.0 : m.values[e]) >= t) {
+      o.r.push_back(m.rows[e]);
+      o.c.push_back(m.cols[e]);
     }
   return o;
 }
+
+// CuBin's Boolean format: every listed entry is a one.
+Ones read_bmf(const std::string& path) { return ones_of(io::read_bmf<double>(path), 0.5); }
+
+// MovieLens ratings.csv (ids re-indexed by io::read_ratings): one iff rating >= t.
+Ones read_ratings(const std::string& path, double t) { return ones_of(io::read_ratings<double>(path).matrix, t); }
 
 struct Args {
   std::string data = "../shared/data";

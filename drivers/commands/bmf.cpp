@@ -1,206 +1,89 @@
 // `kfactor bmf`: Boolean matrix factorization (CuBin), and its demo entry.
 //
-// Until include/kfactor/io/ is merged, the input is read by the small local
-// reader read_boolean_input() in this file (formats bmf, mm, edges, dense,
-// ratings); the lead replaces that one call with the io/ readers.
+// Input through kfactor::io (any --format; ratings keep their user/item ids);
+// an entry is a one when its value is >= --threshold (when given) or nonzero.
+// Factors: PREFIX_A.mtx / PREFIX_B.mtx (coordinate, value 1 per set bit), or
+// for ratings input PREFIX_A.csv / PREFIX_B.csv (one line per user / item with
+// its original id, then the k bits). --checkpoint/--restart save and continue
+// the exact State (io/checkpoint.hpp).
 #include "cli.hpp"
 
 #include <kfactor/bmf/bmf.hpp>
+#include <kfactor/core/convert.hpp>
+#include <kfactor/io/checkpoint.hpp>
+#include <kfactor/io/read.hpp>
+#include <kfactor/io/write.hpp>
 
-#include <algorithm>
+#include <nlohmann/json.hpp>
+
 #include <chrono>
-#include <cmath>
-#include <cctype>
-#include <climits>
-#include <cstdio>
-#include <fstream>
-#include <map>
+#include <cstdint>
 #include <memory>
-#include <sstream>
 #include <string>
 #include <vector>
 
 namespace kfactor::cli {
 namespace {
 
-/// The ones of a Boolean input matrix.
+/// The ones of the input (value >= threshold, or nonzero), with the ratings'
+/// original ids when the input was a ratings file.
 struct BooleanInput {
-  std::int64_t rows = 0, cols = 0;
-  std::vector<ordinal_t> one_rows, one_cols;
+  CooMatrix<double> ones;  ///< values all 1
+  std::vector<std::int64_t> row_ids, col_ids;  ///< empty unless ratings
 };
 
-std::vector<std::string> tokens_of(const std::string& line) {
-  std::vector<std::string> t;
-  std::string cur;
-  for (char ch : line) {
-    if (std::isspace(static_cast<unsigned char>(ch)) || ch == ',' || ch == ';') {
-      if (!cur.empty()) t.push_back(cur), cur.clear();
-    } else {
-      cur.push_back(ch);
-    }
-  }
-  if (!cur.empty()) t.push_back(cur);
-  return t;
-}
-
-double number(const std::string& tok, const std::string& file, std::int64_t line) {
-  try {
-    std::size_t used = 0;
-    const double v = std::stod(tok, &used);
-    if (used != tok.size() || !std::isfinite(v)) throw std::invalid_argument(tok);
-    return v;
-  } catch (const std::exception&) {
-    throw InputError(file, line, "'" + tok + "' is not a number");
-  }
-}
-
-std::string guess_format(const std::string& path) {
-  auto ends = [&](const std::string& s) { return path.size() >= s.size() && path.compare(path.size() - s.size(), s.size(), s) == 0; };
-  if (ends(".in") || ends(".data")) return "bmf";
-  if (ends(".mtx")) return "mm";
-  if (ends(".csv")) return "ratings";
-  return "edges";
-}
-
-/// Local reader (temporary, see the file comment). A value counts as a one
-/// when it is >= threshold (when a threshold is given) or nonzero.
-BooleanInput read_boolean_input(const std::string& path, std::string format, double threshold, bool has_threshold) {
-  std::ifstream in(path);
-  if (!in) throw InputError(path, 0, "cannot open");
-  if (format == "auto") format = guess_format(path);
-  auto is_one = [&](double v) { return has_threshold ? v >= threshold : v != 0.0; };
-  BooleanInput out;
-  std::string line;
-  std::int64_t ln = 0;
-  auto add = [&](double r, double c, std::int64_t at) {
-    if (r < 0 || c < 0 || r != std::floor(r) || c != std::floor(c) || r > INT_MAX || c > INT_MAX)
-      throw InputError(path, at, "bad index");
-    out.one_rows.push_back(ordinal_t(r));
-    out.one_cols.push_back(ordinal_t(c));
-  };
-  if (format == "bmf") {  // first line `rows cols [nnz]` (or CuBin's `rows,cols`), then 0-based `row col`
-    bool header = false;
-    while (std::getline(in, line)) {
-      ++ln;
-      const auto t = tokens_of(line);
-      if (t.empty() || t[0][0] == '#' || t[0][0] == '%') continue;
-      if (!header) {
-        if (t.size() < 2) throw InputError(path, ln, "expected `rows cols nnz`");
-        out.rows = std::int64_t(number(t[0], path, ln));
-        out.cols = std::int64_t(number(t[1], path, ln));
-        header = true;
-        continue;
-      }
-      if (t.size() < 2) throw InputError(path, ln, "expected `row col`");
-      if (t.size() >= 3 && !is_one(number(t[2], path, ln))) continue;
-      add(number(t[0], path, ln), number(t[1], path, ln), ln);
-    }
-    if (!header) throw InputError(path, 0, "empty file");
-  } else if (format == "mm") {
-    bool banner = false, size = false, pattern = false, symmetric = false;
-    while (std::getline(in, line)) {
-      ++ln;
-      if (!banner) {
-        std::string low = line;
-        for (auto& ch : low) ch = char(std::tolower(static_cast<unsigned char>(ch)));
-        if (low.rfind("%%matrixmarket", 0) != 0) throw InputError(path, ln, "missing %%MatrixMarket banner");
-        if (low.find("coordinate") == std::string::npos) throw InputError(path, ln, "only coordinate Matrix Market (use --format dense for arrays)");
-        pattern = low.find("pattern") != std::string::npos;
-        symmetric = low.find("symmetric") != std::string::npos;
-        banner = true;
-        continue;
-      }
-      const auto t = tokens_of(line);
-      if (t.empty() || t[0][0] == '%') continue;
-      if (!size) {
-        if (t.size() < 3) throw InputError(path, ln, "expected `rows cols nnz`");
-        out.rows = std::int64_t(number(t[0], path, ln));
-        out.cols = std::int64_t(number(t[1], path, ln));
-        size = true;
-        continue;
-      }
-      if (t.size() < (pattern ? 2u : 3u)) throw InputError(path, ln, "short entry");
-      if (!pattern && !is_one(number(t[2], path, ln))) continue;
-      const double r = number(t[0], path, ln) - 1, c = number(t[1], path, ln) - 1;
-      add(r, c, ln);
-      if (symmetric && r != c) add(c, r, ln);
-    }
-  } else if (format == "edges") {  // `u v` per line, 0-based; comment lines and a lone count line skipped
-    std::int64_t mr = -1, mc = -1;
-    while (std::getline(in, line)) {
-      ++ln;
-      const auto t = tokens_of(line);
-      if (t.empty() || t[0][0] == '#' || t[0][0] == '%' || t.size() == 1) continue;
-      if (t.size() >= 3 && !is_one(number(t[2], path, ln))) continue;
-      const double r = number(t[0], path, ln), c = number(t[1], path, ln);
-      add(r, c, ln);
-      mr = std::max(mr, std::int64_t(r));
-      mc = std::max(mc, std::int64_t(c));
-    }
-    out.rows = mr + 1;
-    out.cols = mc + 1;
-  } else if (format == "dense") {  // one row of 0/1 (or numbers) per line
-    std::int64_t r = 0;
-    while (std::getline(in, line)) {
-      ++ln;
-      const auto t = tokens_of(line);
-      if (t.empty() || t[0][0] == '#' || t[0][0] == '%') continue;
-      if (out.cols == 0) out.cols = std::int64_t(t.size());
-      if (std::int64_t(t.size()) != out.cols) throw InputError(path, ln, "rows have different lengths");
-      for (std::size_t c = 0; c < t.size(); ++c)
-        if (is_one(number(t[c], path, ln))) add(double(r), double(c), ln);
-      ++r;
-    }
-    out.rows = r;
-  } else if (format == "ratings") {  // CSV user,item,rating[,...] with an optional header; ids re-indexed
-    std::vector<std::int64_t> users, items;
-    std::vector<double> vals;
-    while (std::getline(in, line)) {
-      ++ln;
-      const auto t = tokens_of(line);
-      if (t.empty() || t[0][0] == '#') continue;
-      if (t.size() < 3) throw InputError(path, ln, "expected user,item,rating");
-      if (!std::isdigit(static_cast<unsigned char>(t[0][0])) && t[0][0] != '-') continue;  // header
-      users.push_back(std::int64_t(number(t[0], path, ln)));
-      items.push_back(std::int64_t(number(t[1], path, ln)));
-      vals.push_back(number(t[2], path, ln));
-    }
-    auto reindex = [](const std::vector<std::int64_t>& ids, std::vector<ordinal_t>& out_idx) {
-      std::vector<std::int64_t> u(ids);
-      std::sort(u.begin(), u.end());
-      u.erase(std::unique(u.begin(), u.end()), u.end());
-      out_idx.resize(ids.size());
-      for (std::size_t e = 0; e < ids.size(); ++e)
-        out_idx[e] = ordinal_t(std::lower_bound(u.begin(), u.end(), ids[e]) - u.begin());
-      return std::int64_t(u.size());
-    };
-    std::vector<ordinal_t> ur, ic;
-    out.rows = reindex(users, ur);
-    out.cols = reindex(items, ic);
-    for (std::size_t e = 0; e < vals.size(); ++e)
-      if (is_one(vals[e])) {
-        out.one_rows.push_back(ur[e]);
-        out.one_cols.push_back(ic[e]);
-      }
+BooleanInput read_boolean_input(const std::string& path, const std::string& format_name, double threshold,
+                                bool has_threshold) {
+  const std::string text = io::read_file(path);
+  io::Format format = io::parse_format(format_name);
+  if (format == io::Format::automatic) format = io::detect_format(text, path);
+  BooleanInput in;
+  CooMatrix<double> m;
+  if (format == io::Format::ratings) {
+    auto r = io::parse_ratings<double>(text, path);
+    m = std::move(r.matrix);
+    in.row_ids = std::move(r.user_ids);
+    in.col_ids = std::move(r.item_ids);
   } else {
-    throw UsageError("bmf: unknown format '" + format + "' (auto|bmf|mm|edges|dense|ratings)");
+    m = io::parse_matrix<double>(text, path, format);
   }
-  return out;
+  in.ones.num_rows = m.num_rows;
+  in.ones.num_cols = m.num_cols;
+  for (std::size_t e = 0; e < m.nnz(); ++e) {
+    const double v = m.values.empty() ? 1.0 : m.values[e];
+    if (has_threshold ? v >= threshold : v != 0.0) {
+      in.ones.rows.push_back(m.rows[e]);
+      in.ones.cols.push_back(m.cols[e]);
+      in.ones.values.push_back(1.0);
+    }
+  }
+  return in;
 }
 
-/// Writes a 0/1 matrix as a Matrix Market pattern file.
-void write_pattern(const std::string& path, const DenseMatrix<std::uint8_t, Kokkos::HostSpace>& X) {
-  std::ofstream out(path);
-  if (!out) throw RuntimeFailure("cannot write " + path);
-  std::size_t nnz = 0;
-  for (std::size_t i = 0; i < X.extent(0); ++i)
-    for (std::size_t j = 0; j < X.extent(1); ++j) nnz += X(i, j) != 0;
-  out << "%%MatrixMarket matrix coordinate pattern general\n% kfactor bmf factor\n"
-      << X.extent(0) << " " << X.extent(1) << " " << nnz << "\n";
+/// A 0/1 factor: coordinate Matrix Market of its ones (value 1).
+void write_bits_mtx(const std::string& path, const DenseMatrix<std::uint8_t, Kokkos::HostSpace>& X,
+                    const std::string& comment) {
+  CooMatrix<double> c;
+  c.num_rows = std::int64_t(X.extent(0));
+  c.num_cols = std::int64_t(X.extent(1));
   for (std::size_t i = 0; i < X.extent(0); ++i)
     for (std::size_t j = 0; j < X.extent(1); ++j)
-      if (X(i, j)) out << i + 1 << " " << j + 1 << "\n";
-  if (!out) throw RuntimeFailure("error writing " + path);
+      if (X(i, j)) {
+        c.rows.push_back(ordinal_t(i));
+        c.cols.push_back(ordinal_t(j));
+        c.values.push_back(1.0);
+      }
+  io::write_matrix_market(path, c, comment);
+}
+
+/// A 0/1 factor with one row per id (lines x k) as CSV `id,f0,...`.
+void write_bits_csv(const std::string& path, const DenseMatrix<std::uint8_t, Kokkos::HostSpace>& X, bool transpose,
+                    const std::vector<std::int64_t>& ids) {
+  const std::size_t n = transpose ? X.extent(1) : X.extent(0), k = transpose ? X.extent(0) : X.extent(1);
+  Kokkos::View<double**, Kokkos::LayoutRight, Kokkos::HostSpace> F("bmf::factor", n, k);
+  for (std::size_t i = 0; i < n; ++i)
+    for (std::size_t l = 0; l < k; ++l) F(i, l) = transpose ? X(l, i) : X(i, l);
+  io::write_factor(path, F, ids);
 }
 
 struct BmfCliOptions {
@@ -209,7 +92,25 @@ struct BmfCliOptions {
   double threshold = 0.0;
   std::string init = "density100", dense_c = "auto", order = "columns-first";
   double dense_limit_mb = 1024;
+  std::string checkpoint, restart;
+  int checkpoint_every = 100;
 };
+
+/// The options that decide the iterates (not the stop rules), for the checkpoint.
+nlohmann::json options_json(const bmf::Options& s) {
+  return nlohmann::json{{"rank", s.rank},
+                        {"batch", s.batch},
+                        {"flip_prob", s.flip_prob},
+                        {"temperature", s.temperature},
+                        {"temp_step", s.temp_step},
+                        {"temp_factor", s.temp_factor},
+                        {"weight_ones", s.weight_ones},
+                        {"init", bmf::to_string(s.init)},
+                        {"order", bmf::to_string(s.order)},
+                        {"keep_best", s.keep_best},
+                        {"seed", s.seed},
+                        {"proposal_group", s.proposal_group}};
+}
 
 const Registrar bmf_command{Command{
     "bmf", "Boolean matrix factorization C ~ A o B (CuBin: parallel random bit-flip search)",
@@ -237,7 +138,12 @@ const Registrar bmf_command{Command{
       cmd.add_option("--target-error", s.target_error, "stop when the relative error is <= this")->capture_default_str();
       cmd.add_option("--every-line-changed", s.every_line_changed,
                      "no-improvement stop after (max(m,n)/L+1)*this iterations (0: off)")->capture_default_str();
-      return [o, thr] {
+      cmd.add_option("--checkpoint", o->checkpoint, "save the solver state to this HDF5 file (and at the end)");
+      auto* every = cmd.add_option("--checkpoint-every", o->checkpoint_every, "iterations between checkpoints")
+                        ->capture_default_str()->check(CLI::PositiveNumber);
+      cmd.add_option("--restart", o->restart, "continue from this checkpoint (same input, rank and options) to --iters");
+      return [o, thr, every] {
+        if (every->count() > 0 && o->checkpoint.empty()) throw UsageError("bmf: --checkpoint-every needs --checkpoint");
         auto& s = o->solver;
         s.rank = o->common.rank;
         s.max_iterations = o->common.iters;
@@ -251,17 +157,47 @@ const Registrar bmf_command{Command{
         const auto input = read_boolean_input(o->common.input, o->common.format, o->threshold, thr->count() > 0);
         using Space = Kokkos::DefaultExecutionSpace;
         const Space exec;
-        const auto problem = bmf::make_problem(exec, input.rows, input.cols, input.one_rows, input.one_cols, s);
+        const auto problem = bmf::make_problem(exec, input.ones, s);
         const double read_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-        auto res = bmf::solve(exec, problem, s, progress_printer(o->common, 100));
-        res.report.timings.set("read", read_s);
-        res.report.info["input"] = o->common.input;
-        if (!o->common.output.empty()) {
-          write_pattern(o->common.output + "_A.mtx", bmf::factor_a(res.state));
-          write_pattern(o->common.output + "_B.mtx", bmf::factor_b(res.state));
-          res.report.info["output"] = o->common.output + "_{A,B}.mtx";
+
+        const bool checkpointing = !o->checkpoint.empty() || !o->restart.empty();
+        CheckpointMeta meta;
+        if (checkpointing) {
+          meta = checkpoint_meta<std::uint64_t, Space>(
+              "bmf", options_json(s).dump(),
+              fingerprint(Kokkos::DefaultHostExecutionSpace{}, to_csr(Kokkos::DefaultHostExecutionSpace{}, input.ones)),
+              s.rank);
+          meta.precision = "bits";
         }
-        print_report(o->common, res.report);
+        const auto t1 = std::chrono::steady_clock::now();
+        auto state = bmf::init(exec, problem, s);
+        if (!o->restart.empty()) load_checkpoint(o->restart, state, meta);
+        const double init_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
+        Observer observer = progress_printer(o->common, 100);
+        if (!o->checkpoint.empty())
+          observer = chain(std::move(observer), checkpoint_observer(o->checkpoint, o->checkpoint_every, state, meta));
+        Report report = bmf::solve_in_place(exec, problem, s, state, observer);
+        if (!o->checkpoint.empty()) {
+          save_checkpoint(o->checkpoint, state, meta);
+          report.info["checkpoint"] = o->checkpoint;
+        }
+        if (!o->restart.empty()) report.info["restart"] = o->restart;
+        report.timings.set("read", read_s);
+        report.timings.set("init", init_s);
+        report.info["input"] = o->common.input;
+        if (!o->common.output.empty()) {
+          const auto A = bmf::factor_a(state), B = bmf::factor_b(state);
+          if (!input.row_ids.empty()) {
+            write_bits_csv(o->common.output + "_A.csv", A, false, input.row_ids);
+            write_bits_csv(o->common.output + "_B.csv", B, true, input.col_ids);
+            report.info["output"] = o->common.output + "_{A,B}.csv";
+          } else {
+            write_bits_mtx(o->common.output + "_A.mtx", A, "kfactor bmf factor A (m x k)");
+            write_bits_mtx(o->common.output + "_B.mtx", B, "kfactor bmf factor B (k x n)");
+            report.info["output"] = o->common.output + "_{A,B}.mtx";
+          }
+        }
+        print_report(o->common, report);
       };
     }}};
 

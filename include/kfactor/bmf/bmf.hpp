@@ -306,6 +306,13 @@ Result<typename ExecutionSpace::memory_space> solve(const ExecutionSpace& exec,
                                                     State<typename ExecutionSpace::memory_space> state,
                                                     const Observer& observer);
 
+/// The same loop on `state` in place (the observer may hold a reference to
+/// it, e.g. a checkpoint_observer); returns the report.
+template <class ExecutionSpace>
+Report solve_in_place(const ExecutionSpace& exec, const Problem<typename ExecutionSpace::memory_space>& problem,
+                      const Options& options, State<typename ExecutionSpace::memory_space>& state,
+                      const Observer& observer);
+
 /// A (m x k) and B (k x n) as dense 0/1 matrices in host memory.
 template <class MemorySpace>
 DenseMatrix<std::uint8_t, Kokkos::HostSpace> factor_a(const State<MemorySpace>& state);

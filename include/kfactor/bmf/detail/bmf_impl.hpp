@@ -302,14 +302,10 @@ void step(const ExecutionSpace& exec, const Problem<typename ExecutionSpace::mem
 }
 
 template <class ExecutionSpace>
-Result<typename ExecutionSpace::memory_space> solve(const ExecutionSpace& exec,
-                                                    const Problem<typename ExecutionSpace::memory_space>& problem,
-                                                    const Options& options,
-                                                    State<typename ExecutionSpace::memory_space> state,
-                                                    const Observer& observer) {
-  using Mem = typename ExecutionSpace::memory_space;
+Report solve_in_place(const ExecutionSpace& exec, const Problem<typename ExecutionSpace::memory_space>& problem,
+                      const Options& options, State<typename ExecutionSpace::memory_space>& state,
+                      const Observer& observer) {
   options.validate();
-  Result<Mem> res;
   const std::int64_t limit = max_no_improve(problem.rows, problem.cols, options);
   bool by_target = false, by_no_improve = false;
   auto extra_stop = [&](const Metrics& m) {
@@ -340,7 +336,7 @@ Result<typename ExecutionSpace::memory_space> solve(const ExecutionSpace& exec,
       detail::push_totals(exec, state);
     }
   }
-  Report& rep = res.report;
+  Report rep;
   rep.command = "bmf";
   rep.backend = backend_name<ExecutionSpace>();
   rep.precision = "bits";
@@ -364,6 +360,17 @@ Result<typename ExecutionSpace::memory_space> solve(const ExecutionSpace& exec,
   rep.info["max_no_improve"] = std::to_string(limit);
   rep.info["seed"] = std::to_string(options.seed);
   rep.history = state.history;
+  return rep;
+}
+
+template <class ExecutionSpace>
+Result<typename ExecutionSpace::memory_space> solve(const ExecutionSpace& exec,
+                                                    const Problem<typename ExecutionSpace::memory_space>& problem,
+                                                    const Options& options,
+                                                    State<typename ExecutionSpace::memory_space> state,
+                                                    const Observer& observer) {
+  Result<typename ExecutionSpace::memory_space> res;
+  res.report = solve_in_place(exec, problem, options, state, observer);
   res.state = std::move(state);
   return res;
 }

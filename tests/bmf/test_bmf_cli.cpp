@@ -1,0 +1,190 @@
+// `kfactor bmf` as a user runs it: a real data set read through kfactor::io
+// (--json fields; ratings with --threshold keep their ids in the CSV
+// factors), exact restart from a checkpoint (byte-identical factor files),
+// and a restart against another input or rank failing with exit code 3
+// without touching the checkpoint.
+#include "common/test_spaces.hpp"
+
+#include <kfactor/config.hpp>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+namespace {
+
+struct Dir {
+  std::filesystem::path path;
+  Dir() {
+    path = std::filesystem::temp_directory_path() /
+           ("kfactor_bmf_cli_" + std::to_string(::getpid()) + "_" +
+            std::to_string(reinterpret_cast<std::uintptr_t>(this)));
+    std::filesystem::create_directories(path);
+  }
+  ~Dir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+  }
+  [[nodiscard]] std::string file(const std::string& name) const { return (path / name).string(); }
+};
+
+std::string slurp(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+struct Run {
+  int code = -1;
+  std::string out, err;
+};
+
+Run kfactor(const std::string& args, const Dir& dir) {
+  const std::string out = dir.file("stdout"), err = dir.file("stderr");
+  const std::string cmd = "OMPI_MCA_pml=ob1 OMPI_MCA_btl=self OMPI_MCA_osc=^ucx '" + std::string(KFACTOR_BINARY_DIR) +
+                          "/kfactor' " + args + " >'" + out + "' 2>'" + err + "'";
+  const int status = std::system(cmd.c_str());
+  Run r;
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+  r.out = slurp(out);
+  r.err = slurp(err);
+  return r;
+}
+
+const std::string patio = kfactor::test::data_path("bmf/APatio.in");
+// Small, fast settings (dost init: dense enough start that the search moves) on the thesis's APatio (1686 x 962, 12080 ones).
+const std::string common = "bmf --input '" + patio + "' --rank 8 --batch 500 --quiet --seed 7 --init dost";
+
+TEST(BmfCli, RealFileThroughIoJson) {
+  Dir dir;
+  const auto r = kfactor(common + " --iters 6 --json --output '" + dir.file("f") + "'", dir);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j.at("command"), "bmf");
+  EXPECT_EQ(j.at("rows"), 1686);
+  EXPECT_EQ(j.at("cols"), 962);
+  EXPECT_EQ(j.at("nnz"), 12080);
+  EXPECT_EQ(j.at("rank"), 8);
+  EXPECT_EQ(j.at("iterations"), 6);
+  const double err = j.at("relative_error");
+  EXPECT_GT(err, 0.0);
+  EXPECT_NEAR(err * 1686.0 * 962.0, double(j.at("errors")), 1e-6 * double(j.at("errors")));
+  const auto& h = j.at("history").at("relative_error");
+  for (std::size_t t = 1; t < h.size(); ++t) EXPECT_LE(double(h[t]), double(h[t - 1]));  // greedy: monotone
+  EXPECT_LT(double(h.back()), double(h.front()));  // and it moved
+  EXPECT_EQ(double(j.at("errors")), double(j.at("false_pos")) + double(j.at("false_neg")));
+  EXPECT_EQ(j.at("history").at("iteration").size(), 6u);
+  // Factors: coordinate Matrix Market with the factor shapes.
+  std::istringstream a(slurp(dir.file("f_A.mtx"))), b(slurp(dir.file("f_B.mtx")));
+  std::string line;
+  std::getline(a, line);
+  EXPECT_EQ(line, "%%MatrixMarket matrix coordinate real general");
+  while (std::getline(a, line) && line[0] == '%') {}
+  EXPECT_EQ(line.substr(0, line.rfind(' ')), "1686 8");
+  while (std::getline(b, line) && line[0] == '%') {}
+  EXPECT_EQ(line.substr(0, line.rfind(' ')), "8 962");
+}
+
+TEST(BmfCli, RatingsWithThresholdKeepIds) {
+  Dir dir;
+  const std::string csv = kfactor::test::data_path("movielens-latest-small/ratings.csv");
+  const auto r = kfactor("bmf --input '" + csv + "' --threshold 4 --rank 4 --iters 2 --quiet --json --output '" +
+                             dir.file("m") + "'",
+                         dir);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j.at("rows"), 610);    // users
+  EXPECT_EQ(j.at("cols"), 9724);   // rated movies
+  EXPECT_EQ(j.at("nnz"), 48580);   // ratings >= 4
+  std::istringstream a(slurp(dir.file("m_A.csv"))), b(slurp(dir.file("m_B.csv")));
+  std::string line;
+  std::getline(a, line);
+  EXPECT_EQ(line, "id,f0,f1,f2,f3");
+  int users = 0;
+  std::string first;
+  while (std::getline(a, line)) first = users++ ? first : line;
+  EXPECT_EQ(users, 610);
+  EXPECT_EQ(first.substr(0, 2), "1,");  // MovieLens user ids start at 1
+  std::getline(b, line);
+  int items = 0;
+  std::string last;
+  while (std::getline(b, line)) ++items, last = line;
+  EXPECT_EQ(items, 9724);
+  EXPECT_EQ(last.substr(0, last.find(',')), "193609");  // the largest movie id
+}
+
+TEST(BmfCli, RestartFromCheckpointIsExact) {
+#if !defined(KFACTOR_HAVE_HDF5)
+  GTEST_SKIP() << "built without HDF5";
+#endif
+  Dir dir;
+  const std::string ck = dir.file("run.h5");
+  auto r = kfactor(common + " --iters 9 --output '" + dir.file("straight") + "'", dir);
+  ASSERT_EQ(r.code, 0) << r.err;
+  r = kfactor(common + " --iters 4 --checkpoint '" + ck + "' --checkpoint-every 2", dir);
+  ASSERT_EQ(r.code, 0) << r.err;
+  r = kfactor(common + " --iters 9 --restart '" + ck + "' --output '" + dir.file("restarted") + "' --json", dir);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out).at("iterations"), 9);
+  for (const char* f : {"_A.mtx", "_B.mtx"}) {
+    const auto x = slurp(dir.file(std::string("straight") + f)), y = slurp(dir.file(std::string("restarted") + f));
+    EXPECT_GT(x.size(), 100u) << f;
+    EXPECT_EQ(x, y) << f;
+  }
+  // And a different number of iterations does give different factors (the test can fail).
+  r = kfactor(common + " --iters 4 --output '" + dir.file("short") + "'", dir);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(slurp(dir.file("short_A.mtx")) + slurp(dir.file("short_B.mtx")),
+            slurp(dir.file("straight_A.mtx")) + slurp(dir.file("straight_B.mtx")));
+}
+
+TEST(BmfCli, RestartAgainstAnotherInputOrRankFails) {
+#if !defined(KFACTOR_HAVE_HDF5)
+  GTEST_SKIP() << "built without HDF5";
+#endif
+  Dir dir;
+  const std::string ck = dir.file("run.h5");
+  auto r = kfactor(common + " --iters 3 --checkpoint '" + ck + "'", dir);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const std::string before = slurp(ck);
+  ASSERT_FALSE(before.empty());
+  // Another matrix: APatio without one of its ones, same shape.
+  {
+    std::ifstream in(patio);
+    std::ofstream out(dir.file("other.in"));
+    std::string line;
+    std::getline(in, line);
+    out << "1686 962 12079\n";
+    std::getline(in, line);  // drop the first one
+    while (std::getline(in, line)) out << line << "\n";
+  }
+  const std::string other = "bmf --input '" + dir.file("other.in") + "' --rank 8 --batch 500 --quiet --seed 7 --init dost";
+  r = kfactor(other + " --iters 6 --restart '" + ck + "' --checkpoint '" + ck + "'", dir);
+  EXPECT_EQ(r.code, 3) << r.err;
+  EXPECT_NE(r.err.find(ck), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("another input matrix"), std::string::npos) << r.err;
+  EXPECT_EQ(slurp(ck), before);
+  // Another rank.
+  r = kfactor("bmf --input '" + patio + "' --rank 9 --batch 500 --quiet --seed 7 --init dost --iters 6 --restart '" + ck +
+                  "' --checkpoint '" + ck + "'",
+              dir);
+  EXPECT_EQ(r.code, 3) << r.err;
+  EXPECT_NE(r.err.find(ck), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("rank"), std::string::npos) << r.err;
+  EXPECT_EQ(slurp(ck), before);
+  // The unchanged checkpoint still restarts.
+  r = kfactor(common + " --iters 6 --restart '" + ck + "'", dir);
+  EXPECT_EQ(r.code, 0) << r.err;
+}
+
+}  // namespace
