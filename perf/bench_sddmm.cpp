@@ -15,6 +15,7 @@
 
 #include <kfactor/core/convert.hpp>
 #include <kfactor/core/random.hpp>
+#include <kfactor/io/read.hpp>
 #include <kfactor/sddmm/generate.hpp>
 #include <kfactor/sddmm/sddmm.hpp>
 
@@ -112,21 +113,8 @@ CooMatrix<float> load_matrix(const std::string& which, const Args& a, std::strin
                                            "../shared/data/snap/facebook_combined.txt"};
     for (const auto& path : candidates) {
       if (path.empty()) continue;
-      std::ifstream in(path);
-      if (!in) continue;
-      std::set<std::pair<int, int>> seen;
-      long u, v;
-      int maxid = -1;
-      std::string line;
-      while (std::getline(in, line)) {
-        std::istringstream ls(line);
-        if (line.empty() || line[0] == '#' || !(ls >> u >> v)) continue;
-        if (!seen.insert({int(u), int(v)}).second) continue;
-        c.rows.push_back(int(u));
-        c.cols.push_back(int(v));
-        maxid = std::max<int>(maxid, int(std::max(u, v)));
-      }
-      c.num_rows = c.num_cols = maxid + 1;
+      if (!std::ifstream(path)) continue;
+      c = io::read_edges<float>(path);  // square, duplicate edges merged
       source = path;
       fill_values(c);
       return c;

@@ -2,15 +2,15 @@
 // (CUMNMF), Euclidean or KL, with kNN user/item graphs built on the device or
 // loaded from Matrix Market files.
 //
-// File reading and writing here is a minimal local stand-in until io/ is
-// merged: read_ratings() (CSV/TSV/space-separated `user item rating [...]`
-// with an optional header, or a Matrix Market coordinate file), and
-// read_graph_mm()/write_graph_mm()/write_dense_mm(). The lead can swap these
-// four functions for io/ calls without touching the rest.
+// Files go through kfactor::io (ratings keep their original ids; --format
+// honoured); --checkpoint/--restart through io/checkpoint.hpp.
 #include "../cli.hpp"
 
 #include <kfactor/core/convert.hpp>
 #include <kfactor/core/metrics.hpp>
+#include <kfactor/io/checkpoint.hpp>
+#include <kfactor/io/read.hpp>
+#include <kfactor/io/write.hpp>
 #include <kfactor/mnmf/knn_graph.hpp>
 #include <kfactor/mnmf/mnmf.hpp>
 
@@ -20,6 +20,7 @@
 #include <fstream>
 #include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 namespace kfactor::cli {
@@ -28,157 +29,69 @@ namespace {
 using Exec = Kokkos::DefaultExecutionSpace;
 using Mem = Exec::memory_space;
 
-/// Ratings with the id <-> index maps of the file they came from.
+/// Ratings with the original ids of the file they came from (empty for a
+/// file without ids, e.g. Matrix Market: row/column index = id).
+template <class T>
 struct RatingFile {
-  CooMatrix<double> coo;
-  std::map<std::string, int> users, items;
+  CooMatrix<T> coo;
+  std::vector<std::int64_t> user_ids, item_ids;
 };
 
-bool is_matrix_market(const std::string& path) {
-  std::ifstream in(path);
-  std::string first;
-  std::getline(in, first);
-  return first.rfind("%%MatrixMarket", 0) == 0;
+/// Reads the rating matrix through io/: a ratings file (CSV, `::`, tab/space)
+/// keeps its original ids; any other format (--format) is read by
+/// io::parse_matrix. Negative ratings are refused (MNMF is non-negative).
+template <class T>
+RatingFile<T> read_ratings(const std::string& path, io::Format format) {
+  const std::string text = io::read_file(path);
+  if (format == io::Format::automatic) format = io::detect_format(text, path);
+  RatingFile<T> f;
+  if (format == io::Format::ratings) {
+    auto d = io::parse_ratings<T>(text, path);
+    f.coo = std::move(d.matrix);
+    f.user_ids = std::move(d.user_ids);
+    f.item_ids = std::move(d.item_ids);
+  } else {
+    f.coo = io::parse_matrix<T>(text, path, format);
+  }
+  if (io::has_negative(f.coo)) throw InputError(path, 0, "ratings must be >= 0 (MNMF is non-negative)");
+  return f;
 }
 
-/// `user item rating` triplets (comma, tab or space separated; extra columns
-/// ignored; a first line that does not parse is a header). Ids are any
-/// tokens, numbered 0.. in sorted order (numeric ids numerically). With
-/// `like`, ids are mapped through its maps and unknown ids are dropped
-/// (counted in *dropped).
-RatingFile read_ratings(const std::string& path, const RatingFile* like = nullptr, std::size_t* dropped = nullptr) {
-  RatingFile f;
-  std::ifstream in(path);
-  if (!in) throw InputError(path, 0, "cannot open");
-  if (is_matrix_market(path)) {
-    std::string line;
-    std::getline(in, line);
-    const bool symmetric = line.find("symmetric") != std::string::npos;
-    while (std::getline(in, line) && (line.empty() || line[0] == '%')) {
-    }
-    std::istringstream hs(line);
-    std::int64_t m = 0, n = 0, nnz = 0;
-    if (!(hs >> m >> n >> nnz)) throw InputError(path, 0, "bad Matrix Market size line");
-    f.coo.num_rows = m;
-    f.coo.num_cols = n;
-    std::int64_t lineno = 2;
-    while (std::getline(in, line)) {
-      ++lineno;
-      if (line.empty() || line[0] == '%') continue;
-      std::istringstream ss(line);
-      std::int64_t i, j;
-      double v = 1.0;
-      if (!(ss >> i >> j)) throw InputError(path, lineno, "bad entry");
-      ss >> v;
-      f.coo.rows.push_back(int(i - 1));
-      f.coo.cols.push_back(int(j - 1));
-      f.coo.values.push_back(v);
-      if (symmetric && i != j) {
-        f.coo.rows.push_back(int(j - 1));
-        f.coo.cols.push_back(int(i - 1));
-        f.coo.values.push_back(v);
-      }
-    }
-    validate_coo(f.coo, path);
-    return f;
-  }
-  std::vector<std::string> us, is;
-  std::vector<double> vs;
-  std::string line;
-  std::int64_t lineno = 0;
-  while (std::getline(in, line)) {
-    ++lineno;
-    if (line.empty() || line[0] == '#' || line[0] == '%') continue;
-    for (auto& ch : line)
-      if (ch == ',' || ch == '\t' || ch == ';') ch = ' ';
-    std::istringstream ss(line);
-    std::string u, it, v;
-    if (!(ss >> u >> it >> v)) throw InputError(path, lineno, "expected `user item rating`");
-    double val = 0;
-    try {
-      std::size_t used = 0;
-      val = std::stod(v, &used);
-      if (used != v.size()) throw std::invalid_argument(v);
-    } catch (const std::exception&) {
-      if (lineno == 1) continue;  // header
-      throw InputError(path, lineno, "rating '" + v + "' is not a number");
-    }
-    if (!std::isfinite(val) || val < 0) throw InputError(path, lineno, "rating must be finite and >= 0");
-    us.push_back(u);
-    is.push_back(it);
-    vs.push_back(val);
-  }
-  auto numbering = [](const std::vector<std::string>& ids) {
-    std::vector<std::string> u(ids);
-    std::sort(u.begin(), u.end(), [](const std::string& a, const std::string& b) {
-      return a.size() != b.size() ? a.size() < b.size() : a < b;  // numeric ids in numeric order
-    });
-    u.erase(std::unique(u.begin(), u.end()), u.end());
-    std::map<std::string, int> m;
-    for (std::size_t k = 0; k < u.size(); ++k) m[u[k]] = int(k);
-    return m;
+/// Held-out ratings `test` re-indexed to the training file's ids (entries
+/// with an id the training file lacks are dropped and counted).
+template <class T>
+CooMatrix<T> align_to(const RatingFile<T>& train, const RatingFile<T>& test, std::size_t& dropped) {
+  auto index = [](const std::vector<std::int64_t>& ids, const std::vector<std::int64_t>& own, ordinal_t k,
+                  std::int64_t extent) -> std::int64_t {
+    const std::int64_t id = own.empty() ? k : own[static_cast<std::size_t>(k)];
+    if (ids.empty()) return id < extent ? id : -1;
+    const auto it = std::lower_bound(ids.begin(), ids.end(), id);
+    return it != ids.end() && *it == id ? it - ids.begin() : -1;
   };
-  f.users = like ? like->users : numbering(us);
-  f.items = like ? like->items : numbering(is);
-  f.coo.num_rows = static_cast<std::int64_t>(f.users.size());
-  f.coo.num_cols = static_cast<std::int64_t>(f.items.size());
-  std::map<std::pair<int, int>, double> seen;  // duplicates: the last one wins
-  for (std::size_t e = 0; e < vs.size(); ++e) {
-    auto a = f.users.find(us[e]), b = f.items.find(is[e]);
-    if (a == f.users.end() || b == f.items.end()) {
-      if (dropped) ++*dropped;
+  CooMatrix<T> c;
+  c.num_rows = train.coo.num_rows;
+  c.num_cols = train.coo.num_cols;
+  for (std::size_t e = 0; e < test.coo.nnz(); ++e) {
+    const auto i = index(train.user_ids, test.user_ids, test.coo.rows[e], c.num_rows);
+    const auto j = index(train.item_ids, test.item_ids, test.coo.cols[e], c.num_cols);
+    if (i < 0 || j < 0) {
+      ++dropped;
       continue;
     }
-    seen[{a->second, b->second}] = vs[e];
+    c.rows.push_back(static_cast<ordinal_t>(i));
+    c.cols.push_back(static_cast<ordinal_t>(j));
+    c.values.push_back(test.coo.values[e]);
   }
-  for (auto& [k, v] : seen) {
-    f.coo.rows.push_back(k.first);
-    f.coo.cols.push_back(k.second);
-    f.coo.values.push_back(v);
-  }
-  return f;
+  return c;
 }
 
 template <class T>
 CsrMatrix<T, Mem> read_graph_mm(const std::string& path, std::int64_t n) {
-  auto f = read_ratings(path);
-  if (f.coo.num_rows != n || f.coo.num_cols != n)
-    throw InputError(path, 0, "graph is " + std::to_string(f.coo.num_rows) + " x " + std::to_string(f.coo.num_cols) +
+  const auto c = io::read_matrix<T>(path, io::Format::matrix_market);
+  if (c.num_rows != n || c.num_cols != n)
+    throw InputError(path, 0, "graph is " + std::to_string(c.num_rows) + " x " + std::to_string(c.num_cols) +
                                   ", expected " + std::to_string(n) + " x " + std::to_string(n));
-  std::map<std::pair<int, int>, double> seen;
-  for (std::size_t e = 0; e < f.coo.nnz(); ++e) seen[{f.coo.rows[e], f.coo.cols[e]}] = f.coo.values[e];
-  CooMatrix<T> c;
-  c.num_rows = c.num_cols = n;
-  for (auto& [k, v] : seen) {
-    c.rows.push_back(k.first);
-    c.cols.push_back(k.second);
-    c.values.push_back(T(v));
-  }
   return to_csr(Exec{}, c);
-}
-
-template <class T>
-void write_graph_mm(const std::string& path, const CsrMatrix<T, Mem>& G) {
-  auto h = copy_to<Kokkos::HostSpace>(G);
-  std::FILE* out = std::fopen(path.c_str(), "w");
-  if (!out) throw RuntimeFailure("cannot write " + path);
-  std::fprintf(out, "%%%%MatrixMarket matrix coordinate real general\n%% kfactor mnmf kNN graph\n%d %d %zu\n",
-               G.num_rows(), G.num_cols, G.nnz());
-  for (int i = 0; i < G.num_rows(); ++i)
-    for (auto e = h.row_map(i); e < h.row_map(i + 1); ++e)
-      std::fprintf(out, "%d %d %.17g\n", i + 1, h.entries(e) + 1, double(h.values(e)));
-  std::fclose(out);
-}
-
-template <class T>
-void write_dense_mm(const std::string& path, const DenseMatrix<T, Mem>& X) {
-  auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, X);
-  std::FILE* out = std::fopen(path.c_str(), "w");
-  if (!out) throw RuntimeFailure("cannot write " + path);
-  std::fprintf(out, "%%%%MatrixMarket matrix array real general\n%zu %zu\n", X.extent(0), X.extent(1));
-  for (std::size_t k = 0; k < X.extent(1); ++k)  // array format is column-major
-    for (std::size_t i = 0; i < X.extent(0); ++i) std::fprintf(out, "%.9g\n", double(h(i, k)));
-  std::fclose(out);
 }
 
 struct MnmfCli {
@@ -195,6 +108,8 @@ struct MnmfCli {
   std::vector<double> lambda_grid;
   std::string graph_w, graph_h, save_graph_w, save_graph_h;
   double knn_block_mb = 256;
+  std::string checkpoint, restart;
+  int checkpoint_every = 10;
 };
 
 double seconds_since(std::chrono::steady_clock::time_point t0) {
@@ -206,23 +121,15 @@ void run(const MnmfCli& c) {
   const Exec exec;
   Report report;
   const auto t_read = std::chrono::steady_clock::now();
-  const RatingFile file = read_ratings(c.common.input);
-  CooMatrix<T> all;
-  all.num_rows = file.coo.num_rows;
-  all.num_cols = file.coo.num_cols;
-  all.rows = file.coo.rows;
-  all.cols = file.coo.cols;
-  all.values.assign(file.coo.values.begin(), file.coo.values.end());
+  const auto format = io::parse_format(c.common.format);
+  const RatingFile<T> file = read_ratings<T>(c.common.input, format);
+  const CooMatrix<T>& all = file.coo;
   CooMatrix<T> train, test;
   std::size_t dropped = 0;
   if (!c.test_input.empty()) {
-    const RatingFile tf = read_ratings(c.test_input, file.users.empty() ? nullptr : &file, &dropped);
+    const RatingFile<T> tf = read_ratings<T>(c.test_input, format);
     train = all;
-    test.num_rows = all.num_rows;
-    test.num_cols = all.num_cols;
-    test.rows = tf.coo.rows;
-    test.cols = tf.coo.cols;
-    test.values.assign(tf.coo.values.begin(), tf.coo.values.end());
+    test = align_to(file, tf, dropped);
     report.info["test_input"] = c.test_input;
     report.info["test_dropped_unknown_ids"] = std::to_string(dropped);
   } else if (c.test_fraction > 0) {
@@ -295,13 +202,57 @@ void run(const MnmfCli& c) {
   const bool need_w = o.lambda_w > 0 || !c.save_graph_w.empty();
   const bool need_h = o.lambda_h > 0 || !c.save_graph_h.empty();
   const auto [P, Pb] = make_graphs(R, need_w, need_h, true);
-  if (!c.save_graph_w.empty()) write_graph_mm(c.save_graph_w, P);
-  if (!c.save_graph_h.empty()) write_graph_mm(c.save_graph_h, Pb);
+  if (!c.save_graph_w.empty()) io::write_matrix_market(c.save_graph_w, P, "kfactor mnmf user kNN graph");
+  if (!c.save_graph_h.empty()) io::write_matrix_market(c.save_graph_h, Pb, "kfactor mnmf item kNN graph");
   const auto problem = mnmf::make_problem(exec, R, o.lambda_w > 0 ? P : CsrMatrix<T, Mem>{},
                                           o.lambda_h > 0 ? Pb : CsrMatrix<T, Mem>{},
                                           test.nnz() > 0 ? to_csr(exec, test) : CsrMatrix<T, Mem>{});
-  auto result = mnmf::solve(exec, problem, o, progress_printer(c.common));
+  // The solver loop runs here (not through mnmf::solve, which takes the State
+  // by value) so the checkpoint observer sees the State being iterated.
+  auto state = mnmf::init(exec, problem, o);
+  const nlohmann::json options_json = {
+      {"objective", mnmf::to_string(o.objective)}, {"rank", o.rank},
+      {"lambda_w", o.lambda_w}, {"lambda_h", o.lambda_h},
+      {"seed", o.seed}, {"init_low", o.init_low},
+      {"init_high", o.init_high}, {"init_scale", o.init_scale},
+      {"kl_floor", o.kl_floor}, {"precision", c.common.precision},
+      {"test_fraction", c.test_fraction}, {"test_input", c.test_input},
+      {"validation_fraction", c.validation_fraction}, {"lambda_grid", c.lambda_grid},
+      {"neighbors", c.neighbors}, {"weighting", c.weighting},
+      {"sigma", c.sigma}, {"symmetrize", c.symmetrize},
+      {"graph_w", c.graph_w}, {"graph_h", c.graph_h}};
+  const auto meta =
+      checkpoint_meta<T, Exec>("mnmf", options_json.dump(), fingerprint(exec, problem.ratings), o.rank);
+  if (!c.restart.empty()) {
+    const CheckpointMeta stored = load_checkpoint(c.restart, state, meta);
+    // load_checkpoint checks solver, precision, rank and input; the options
+    // that decide the iterates are checked here
+    const auto saved = nlohmann::json::parse(stored.options, nullptr, false);
+    std::string differ;
+    for (const auto& [key, value] : options_json.items())
+      if (saved.is_discarded() || !saved.contains(key) || saved[key] != value)
+        differ += (differ.empty() ? "" : ", ") + key + " (checkpoint " +
+                  (saved.is_discarded() || !saved.contains(key) ? std::string("-") : saved[key].dump()) +
+                  ", this run " + value.dump() + ")";
+    if (!differ.empty())
+      throw InputError(c.restart + ": checkpoint was written with other mnmf options: " + differ);
+    report.info["restart"] = c.restart;
+    report.info["restart_iteration"] = std::to_string(state.iteration);
+  }
+  Observer observer = progress_printer(c.common);
+  if (!c.checkpoint.empty())
+    observer = chain(observer, checkpoint_observer(c.checkpoint, c.checkpoint_every, state, meta));
+  double solve_seconds = 0.0;
+  const StopReason reason = run_solver_loop(
+      state.iteration, state.history, o.stop, "objective", observer, [&] { mnmf::step(exec, problem, o, state); },
+      [&] { return mnmf::evaluate(exec, problem, o, state); }, [](const Metrics&) { return false; },
+      &solve_seconds);
+  if (!c.checkpoint.empty()) save_checkpoint(c.checkpoint, state, meta);
+  // the report of a zero-iteration solve continuing the final state
+  auto result = mnmf::solve(exec, problem, o, state);
   Report& r = result.report;
+  r.seconds = solve_seconds;
+  r.stop_reason = to_string(reason);
   r.timings = report.timings;
   r.timings.set("graph", graph_seconds);
   r.timings.set("solve", r.seconds);
@@ -312,9 +263,16 @@ void run(const MnmfCli& c) {
   r.info["symmetrize"] = c.symmetrize;
   r.info["test_ratings"] = std::to_string(test.nnz());
   if (!c.common.output.empty()) {
-    write_dense_mm(c.common.output + "_W.mtx", result.state.W);
-    write_dense_mm(c.common.output + "_H.mtx", result.state.H);
-    r.info["output"] = c.common.output + "_{W,H}.mtx";
+    // --output PREFIX writes PREFIX_W.mtx / PREFIX_H.mtx; PREFIX.csv writes
+    // PREFIX_W.csv / PREFIX_H.csv with the original user / item ids
+    std::string prefix = c.common.output, ext = ".mtx";
+    if (prefix.size() > 4 && prefix.compare(prefix.size() - 4, 4, ".csv") == 0) {
+      prefix.resize(prefix.size() - 4);
+      ext = ".csv";
+    }
+    io::write_factor(prefix + "_W" + ext, state.W, file.user_ids, "kfactor mnmf user factor W");
+    io::write_factor(prefix + "_H" + ext, state.H, file.item_ids, "kfactor mnmf item factor H");
+    r.info["output"] = prefix + "_{W,H}" + ext;
   }
   print_report(c.common, r);
 }
@@ -349,6 +307,12 @@ const Registrar mnmf_command{Command{
       cmd.add_option("--save-graph-h", c->save_graph_h, "write the item graph as Matrix Market");
       cmd.add_option("--knn-block-mb", c->knn_block_mb, "memory bound of the kNN query blocks (MiB)")
           ->capture_default_str();
+      cmd.add_option("--checkpoint", c->checkpoint, "save the solver state (HDF5) here every --checkpoint-every "
+                                                    "iterations and at the end");
+      cmd.add_option("--checkpoint-every", c->checkpoint_every, "checkpoint interval (iterations)")
+          ->capture_default_str()
+          ->check(CLI::PositiveNumber);
+      cmd.add_option("--restart", c->restart, "continue from this checkpoint (same input, options and rank) to --iters");
       return [c] {
         if (c->common.precision == "float")
           run<float>(*c);

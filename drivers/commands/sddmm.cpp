@@ -5,6 +5,7 @@
 #include <kfactor/core/error.hpp>
 #include <kfactor/core/random.hpp>
 #include <kfactor/core/spaces.hpp>
+#include <kfactor/io/read.hpp>
 #include <kfactor/sddmm/generate.hpp>
 #include <kfactor/sddmm/sddmm.hpp>
 
@@ -25,82 +26,11 @@ namespace sddmm_command_detail {
 using Space = Kokkos::DefaultExecutionSpace;
 using Mem = Space::memory_space;
 
-/// The command's one file-reading call (a local reader until io/ is merged):
-/// Matrix Market coordinate (real / integer / pattern; general / symmetric)
-/// or a whitespace edge list ("u v [w]", 0-based; '#' and '%' comments; a
-/// first line holding a single count is skipped). Duplicates keep the first.
-CooMatrix<double> read_sddmm_input(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw InputError(path, 0, "cannot open");
-  CooMatrix<double> coo;
-  std::string line;
-  std::int64_t lineno = 0;
-  bool mm = false, symmetric = false, pattern = false, have_size = false;
-  std::int64_t maxr = -1, maxc = -1;
-  while (std::getline(in, line)) {
-    ++lineno;
-    if (lineno == 1 && line.rfind("%%MatrixMarket", 0) == 0) {
-      mm = true;
-      std::string lower = line;
-      std::transform(lower.begin(), lower.end(), lower.begin(), ::tolower);
-      if (lower.find("coordinate") == std::string::npos) throw InputError(path, 1, "only coordinate Matrix Market");
-      symmetric = lower.find("symmetric") != std::string::npos;
-      pattern = lower.find("pattern") != std::string::npos;
-      continue;
-    }
-    if (line.empty() || line[0] == '%' || line[0] == '#') continue;
-    std::istringstream ls(line);
-    if (mm && !have_size) {
-      std::int64_t r, c, nz;
-      if (!(ls >> r >> c >> nz)) throw InputError(path, lineno, "bad size line");
-      coo.num_rows = r;
-      coo.num_cols = c;
-      have_size = true;
-      continue;
-    }
-    std::int64_t u, v;
-    double w = 1.0;
-    if (!(ls >> u)) continue;
-    if (!(ls >> v)) {
-      if (lineno == 1) continue;  // a count line
-      throw InputError(path, lineno, "expected 'row col [value]'");
-    }
-    if (!(mm && pattern)) ls >> w;
-    if (mm) --u, --v;
-    if (u < 0 || v < 0) throw InputError(path, lineno, "negative index");
-    if (!std::isfinite(w)) throw InputError(path, lineno, "value is NaN or Inf");
-    coo.rows.push_back(static_cast<ordinal_t>(u));
-    coo.cols.push_back(static_cast<ordinal_t>(v));
-    coo.values.push_back(w);
-    if (symmetric && u != v) {
-      coo.rows.push_back(static_cast<ordinal_t>(v));
-      coo.cols.push_back(static_cast<ordinal_t>(u));
-      coo.values.push_back(w);
-    }
-    maxr = std::max({maxr, u, symmetric ? v : u});
-    maxc = std::max({maxc, v, symmetric ? u : v});
-  }
-  if (!mm) {
-    coo.num_rows = maxr + 1;
-    coo.num_cols = maxc + 1;
-  }
-  // Merge duplicates (keep the first).
-  std::vector<std::size_t> order(coo.nnz());
-  for (std::size_t e = 0; e < order.size(); ++e) order[e] = e;
-  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-    return std::tie(coo.rows[a], coo.cols[a]) < std::tie(coo.rows[b], coo.cols[b]);
-  });
-  CooMatrix<double> out;
-  out.num_rows = coo.num_rows;
-  out.num_cols = coo.num_cols;
-  for (std::size_t q = 0; q < order.size(); ++q) {
-    const auto e = order[q];
-    if (q > 0 && coo.rows[e] == coo.rows[order[q - 1]] && coo.cols[e] == coo.cols[order[q - 1]]) continue;
-    out.rows.push_back(coo.rows[e]);
-    out.cols.push_back(coo.cols[e]);
-    out.values.push_back(coo.values[e]);
-  }
-  return out;
+/// The command's one file-reading call: kfactor::io::read_matrix in the
+/// --format given (auto: detected from the content and name; Matrix Market,
+/// edge lists, ratings, bmf, dense). The readers' InputErrors go to main (exit 3).
+CooMatrix<double> read_sddmm_input(const std::string& path, const std::string& format) {
+  return io::read_matrix<double>(path, io::parse_format(format));
 }
 
 struct SddmmCliOptions {
@@ -226,7 +156,9 @@ const Registrar sddmm_command{Command{
       auto o = std::make_shared<SddmmCliOptions>();
       o->common.rank = 32;
       o->common.precision = "float";
-      cmd.add_option("-i,--input", o->common.input, "sparse matrix S (Matrix Market or edge list); none: generate");
+      cmd.add_option("-i,--input", o->common.input, "sparse matrix S (any io/ format); none: generate");
+      cmd.add_option("--format", o->common.format, "input format: auto|mm|edges|ratings|bmf|dense")
+          ->capture_default_str();
       cmd.add_option("-k,--rank", o->common.rank, "inner dimension K")->capture_default_str()->check(CLI::PositiveNumber);
       cmd.add_option("--precision", o->common.precision, "float|double|bf16|fp16 (bf16/fp16: A and B stored so)")
           ->capture_default_str()
@@ -252,7 +184,7 @@ const Registrar sddmm_command{Command{
         CooMatrix<double> coo;
         std::string source;
         if (!o->common.input.empty()) {
-          coo = read_sddmm_input(o->common.input);
+          coo = read_sddmm_input(o->common.input, o->common.format);
           source = o->common.input;
         } else {
           PowerLawSpec spec = peer_matrix_spec(o->generate);

@@ -3,56 +3,16 @@
 // at most the RMSE without them, at equal rank, epochs and initialization,
 // for both objectives.
 //
-// The CSV is read by a tiny local parser (io/ is not merged yet; the lead
-// will switch it to the io/ ratings reader).
+// The CSV is read by the io/ ratings reader.
 #include "mnmf_test_utils.hpp"
 
+#include <kfactor/io/read.hpp>
+
 #include <cstdio>
-#include <fstream>
-#include <map>
-#include <sstream>
 
 namespace {
 using namespace kfactor;
 using namespace kfactor::mnmf;
-
-/// userId,movieId,rating[,timestamp] with a header; ids renumbered 0.. in
-/// increasing id order.
-CooMatrix<double> read_movielens(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw InputError(path, 0, "cannot open");
-  std::string line;
-  std::getline(in, line);  // header
-  std::vector<long> u, it;
-  std::vector<double> v;
-  while (std::getline(in, line)) {
-    if (line.empty()) continue;
-    std::istringstream ss(line);
-    std::string a, b, c;
-    std::getline(ss, a, ',');
-    std::getline(ss, b, ',');
-    std::getline(ss, c, ',');
-    u.push_back(std::stol(a));
-    it.push_back(std::stol(b));
-    v.push_back(std::stod(c));
-  }
-  std::map<long, int> um, im;
-  for (long x : u) um[x] = 0;
-  for (long x : it) im[x] = 0;
-  int k = 0;
-  for (auto& [id, idx] : um) idx = k++;
-  k = 0;
-  for (auto& [id, idx] : im) idx = k++;
-  CooMatrix<double> c;
-  c.num_rows = static_cast<std::int64_t>(um.size());
-  c.num_cols = static_cast<std::int64_t>(im.size());
-  for (std::size_t e = 0; e < v.size(); ++e) {
-    c.rows.push_back(um[u[e]]);
-    c.cols.push_back(im[it[e]]);
-    c.values.push_back(v[e]);
-  }
-  return c;
-}
 
 template <class S>
 class MovieLens : public ::testing::Test {};
@@ -60,7 +20,7 @@ TYPED_TEST_SUITE(MovieLens, kfactor::test::ExecutionSpaces, kfactor::test::Space
 
 TYPED_TEST(MovieLens, GraphRegularizationDoesNotHurtTestRmse) {
   const TypeParam exec;
-  const auto all = read_movielens(kfactor::test::data_path("movielens-latest-small/ratings.csv"));
+  const auto all = io::read_ratings<double>(kfactor::test::data_path("movielens-latest-small/ratings.csv")).matrix;
   ASSERT_EQ(all.nnz(), 100836u);
   auto [train, test] = split_train_test(all, 0.2, 7);
   auto [fit, validation] = split_train_test(train, 0.2, 8);

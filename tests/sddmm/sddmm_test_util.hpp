@@ -3,15 +3,16 @@
 // negative values and explicit zeros; host float64 references.
 #include <kfactor/core/convert.hpp>
 #include <kfactor/core/random.hpp>
+#include <kfactor/io/read.hpp>
 #include <kfactor/sddmm/sddmm.hpp>
 
 #include "common/test_spaces.hpp"
 
+#include <algorithm>
 #include <cmath>
-#include <fstream>
+#include <filesystem>
 #include <limits>
 #include <set>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -110,29 +111,14 @@ DenseMatrix<TI, typename ExecutionSpace::memory_space> random_dense(const Execut
   return X;
 }
 
-/// Tiny local edge-list parser for ../shared/data/snap files (until io/ is
-/// merged): skips a first line with a single number and '#' comments,
-/// reads "u v" pairs, merges duplicates; values 1 + (u + v) % 3 - 1.5
-/// (negatives and nonzero), shape max id + 1.
-inline CooMatrix<double> read_edge_list_local(const std::string& path) {
-  std::ifstream in(path);
-  CooMatrix<double> coo;
-  if (!in) return coo;
-  std::set<std::pair<int, int>> seen;
-  std::string line;
-  int maxid = -1;
-  while (std::getline(in, line)) {
-    if (line.empty() || line[0] == '#') continue;
-    std::istringstream ls(line);
-    long u, v;
-    if (!(ls >> u >> v)) continue;
-    if (!seen.insert({int(u), int(v)}).second) continue;
-    coo.rows.push_back(int(u));
-    coo.cols.push_back(int(v));
-    coo.values.push_back(double((u + v) % 3) - 1.5);
-    maxid = std::max<int>(maxid, std::max<long>(u, v));
-  }
-  coo.num_rows = coo.num_cols = maxid + 1;
+/// A ../shared/data/snap edge list read by kfactor::io::read_edges (square,
+/// 0-based, duplicate edges merged, a leading count line skipped), with
+/// values 1 + (u + v) % 3 - 1.5 (negatives, all nonzero) in place of the
+/// pattern's ones. An empty matrix when the file is missing.
+inline CooMatrix<double> read_snap_edges(const std::string& path) {
+  if (!std::filesystem::exists(path)) return {};
+  auto coo = io::read_edges<double>(path);
+  for (std::size_t e = 0; e < coo.nnz(); ++e) coo.values[e] = double((coo.rows[e] + coo.cols[e]) % 3) - 1.5;
   return coo;
 }
 

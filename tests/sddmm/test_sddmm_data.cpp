@@ -1,8 +1,7 @@
 // SDDMM on the SNAP graphs of ../shared/data (facebook_combined is one of the
 // paper's data sets): every kernel against a float64 reference; results do not
 // depend on the number of vector lanes (checklist 9) or the tiling.
-// The edge lists are read by a tiny local parser (sddmm_test_util.hpp) until
-// io/ is merged.
+// The edge lists are read by kfactor::io (read_snap_edges, sddmm_test_util.hpp).
 #include "sddmm_test_util.hpp"
 
 namespace {
@@ -20,7 +19,7 @@ TYPED_TEST(SddmmDataTest, SnapGraphsMatchReference) {
   using Mem = typename Space::memory_space;
   const Space exec;
   for (const char* name : {"snap/facebook_combined.txt", "snap/p2p-Gnutella08.txt"}) {
-    auto coo = kfactor::test::read_edge_list_local(kfactor::test::data_path(name));
+    auto coo = kfactor::test::read_snap_edges(kfactor::test::data_path(name));
     if (coo.nnz() == 0) GTEST_SKIP() << "missing " << name;
     CooMatrix<float> c{coo.num_rows, coo.num_cols, coo.rows, coo.cols, {}};
     for (double v : coo.values) c.values.push_back(float(v));

@@ -1,0 +1,164 @@
+// `kfactor mnmf` as a user runs it, through kfactor::io and the HDF5
+// checkpoints: (a) MovieLens latest-small read by the io ratings reader, JSON
+// report fields and factor CSVs carrying the original ids; (b) N iterations
+// straight and t + restart to N give byte-identical factor files; (c) a
+// restart against another matrix or another rank exits 3 naming the
+// checkpoint and leaves it unchanged.
+#include "common/test_spaces.hpp"
+
+#include <kfactor/core/random.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+namespace {
+
+struct TempDir {
+  std::filesystem::path path;
+  TempDir() {
+    path = std::filesystem::temp_directory_path() / ("kfactor_mnmf_cli_" + std::to_string(::getpid()));
+    std::filesystem::create_directories(path);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+  }
+  [[nodiscard]] std::string file(const std::string& name) const { return (path / name).string(); }
+};
+
+std::string slurp(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+struct CliRun {
+  int code = -1;
+  std::string out, err;
+};
+
+CliRun kfactor(const std::string& args, const TempDir& dir) {
+  const std::string out = dir.file("stdout"), err = dir.file("stderr");
+  const std::string cmd = "'" + std::string(KFACTOR_BINARY_DIR) + "/kfactor' mnmf " + args + " >'" + out + "' 2>'" +
+                          err + "'";
+  const int status = std::system(cmd.c_str());
+  CliRun r;
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+  r.out = slurp(out);
+  r.err = slurp(err);
+  return r;
+}
+
+/// A small `user,item,rating` CSV with sparse, non-contiguous ids; `bump`
+/// changes one rating (another matrix of the same shape).
+void write_ratings(const std::string& path, std::uint64_t seed, bool bump = false) {
+  std::ofstream f(path);
+  f << "userId,movieId,rating\n";
+  const kfactor::CounterRng rng(seed, kfactor::RngStream::user);
+  std::uint64_t ctr = 0;
+  bool first = true;
+  for (int u = 0; u < 60; ++u)
+    for (int i = 0; i < 40; ++i)
+      if (rng.uniform(ctr++) < 0.3 || i == u % 40) {
+        double v = 1 + static_cast<int>(rng.uniform(ctr++) * 9) * 0.5;
+        if (bump && first) v += 0.5;
+        first = false;
+        f << (10 + 7 * u) << ',' << (1000 + 3 * i) << ',' << v << '\n';
+      }
+}
+
+const std::string common_args = " --rank 4 --neighbors 5 --lambda-w 0.5 --lambda-h 0.5 --seed 3 --quiet";
+
+TEST(MnmfCli, MovieLensThroughIo) {
+  TempDir dir;
+  const std::string input = kfactor::test::data_path("movielens-latest-small/ratings.csv");
+  const auto r = kfactor("--input '" + input + "' --format ratings --rank 3 --iters 2 --lambda-w 1 --lambda-h 0" +
+                             " --neighbors 5 --test-fraction 0.1 --json --output '" + dir.file("ml.csv") + "'",
+                         dir);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["command"].get<std::string>(), "mnmf");
+  EXPECT_EQ(j["rows"].get<int>(), 610);
+  EXPECT_EQ(j["cols"].get<int>(), 9724);
+  EXPECT_EQ(j["rank"].get<int>(), 3);
+  EXPECT_EQ(j["iterations"].get<int>(), 2);
+  const auto nnz = j["nnz"].get<std::int64_t>();
+  EXPECT_GT(nnz, 85000);
+  EXPECT_LT(nnz, 100836);  // 10% held out
+  EXPECT_EQ(j["info"]["test_ratings"].get<std::string>(), std::to_string(100836 - nnz));
+  ASSERT_TRUE(j.contains("test_rmse"));
+  EXPECT_GT(j["test_rmse"].get<double>(), 0.0);
+  EXPECT_LT(j["test_rmse"].get<double>(), 5.0);
+  // factors carry the original ids: users 1..610, movies starting at 1 and ending at 193609
+  std::istringstream w(slurp(dir.file("ml_W.csv"))), h(slurp(dir.file("ml_H.csv")));
+  std::string line, last;
+  std::getline(w, line);
+  EXPECT_EQ(line, "id,f0,f1,f2");
+  std::getline(w, line);
+  EXPECT_EQ(line.substr(0, 2), "1,");
+  while (std::getline(w, line)) last = line;
+  EXPECT_EQ(last.substr(0, 4), "610,");
+  std::getline(h, line);
+  std::getline(h, line);
+  EXPECT_EQ(line.substr(0, 2), "1,");
+  while (std::getline(h, line)) last = line;
+  EXPECT_EQ(last.substr(0, 7), "193609,");
+}
+
+TEST(MnmfCli, RestartIsBitIdenticalAndRefusesOtherInputs) {
+  TempDir dir;
+  const std::string a = dir.file("a.csv"), b = dir.file("b.csv"), ck = dir.file("run.h5");
+  write_ratings(a, 11);
+  write_ratings(b, 11, true);
+  for (const std::string objective : {"euclid", "kl"}) {
+    SCOPED_TRACE(objective);
+    const std::string args = common_args + " --objective " + objective + " --input '" + a + "'";
+    // straight: 9 iterations
+    auto r = kfactor(args + " --iters 9 --output '" + dir.file("straight") + "'", dir);
+    ASSERT_EQ(r.code, 0) << r.err;
+    // 4 iterations with checkpoints every 2 (saved at 2, 4 and the end), then restart to 9
+    std::filesystem::remove(ck);
+    r = kfactor(args + " --iters 4 --checkpoint '" + ck + "' --checkpoint-every 2", dir);
+    ASSERT_EQ(r.code, 0) << r.err;
+    ASSERT_TRUE(std::filesystem::exists(ck));
+    r = kfactor(args + " --iters 9 --restart '" + ck + "' --json --output '" + dir.file("restarted") + "'", dir);
+    ASSERT_EQ(r.code, 0) << r.err;
+    const auto j = nlohmann::json::parse(r.out);
+    EXPECT_EQ(j["iterations"].get<int>(), 9);
+    EXPECT_EQ(j["info"]["restart_iteration"].get<std::string>(), "4");
+    EXPECT_EQ(j["history"]["iteration"].size(), 9u);  // the restored history continues
+    for (const char* f : {"_W.mtx", "_H.mtx"}) {
+      const std::string s = slurp(dir.file(std::string("straight") + f));
+      ASSERT_FALSE(s.empty());
+      EXPECT_EQ(s, slurp(dir.file(std::string("restarted") + f))) << f;
+    }
+
+    // (c) another matrix / another rank / other options: exit 3 naming the checkpoint, file unchanged
+    const std::string before = slurp(ck);
+    const std::string objective_other = objective == std::string("kl") ? "euclid" : "kl";
+    for (const std::string bad :
+         {common_args + " --objective " + objective + " --input '" + b + "'",
+          " --rank 5 --neighbors 5 --lambda-w 0.5 --lambda-h 0.5 --seed 3 --quiet --objective " + objective +
+              " --input '" + a + "'",
+          common_args + " --objective " + objective_other + " --input '" + a + "'"}) {
+      SCOPED_TRACE(bad);
+      r = kfactor(bad + " --iters 9 --restart '" + ck + "' --checkpoint '" + ck + "'", dir);
+      EXPECT_EQ(r.code, 3) << r.err;
+      EXPECT_NE(r.err.find(ck), std::string::npos) << r.err;
+      EXPECT_EQ(slurp(ck), before);
+    }
+  }
+}
+
+}  // namespace
