@@ -46,15 +46,20 @@ pid_t spawn(const std::vector<std::string>& args) {
 }
 
 /// Waits until `file` changes (a new checkpoint was renamed into place) or
-/// the child exits; false on exit or after 60 s.
-bool wait_for_new_checkpoint(pid_t pid, const std::string& file) {
+/// the child exits; false on exit (the child is then reaped: *reaped is set
+/// and its status stored) or after 60 s.
+bool wait_for_new_checkpoint(pid_t pid, const std::string& file, bool* reaped, int* reaped_status) {
   std::error_code ec;
   const auto before = fs::exists(file, ec) ? fs::last_write_time(file, ec) : fs::file_time_type::min();
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
   while (std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
     int status = 0;
-    if (::waitpid(pid, &status, WNOHANG) == pid) return false;
+    if (::waitpid(pid, &status, WNOHANG) == pid) {
+      *reaped = true;
+      *reaped_status = status;
+      return false;
+    }
     if (fs::exists(file, ec) && fs::last_write_time(file, ec) != before) return true;
   }
   return false;
@@ -65,7 +70,7 @@ TEST(CheckpointKill, SigkillAtRandomPointsNeverLosesTheLastCheckpoint) {
   fs::remove_all(dir);
   fs::create_directories(dir);
   const std::string ckpt = (dir / "run.h5").string(), final_path = (dir / "final.h5").string();
-  const int iters = 40, m = 300, n = 200, k = 8;
+  const int iters = 400, m = 300, n = 200, k = 8;  // long enough that no child finishes before its kill
   const std::vector<std::string> cmd = {KFACTOR_TOY_RUN, ckpt, final_path, std::to_string(iters),
                                         std::to_string(m), std::to_string(n), std::to_string(k)};
 
@@ -87,11 +92,14 @@ TEST(CheckpointKill, SigkillAtRandomPointsNeverLosesTheLastCheckpoint) {
     const pid_t pid = spawn(cmd);
     ASSERT_GT(pid, 0);
     // Once the child has saved at least once, kill it anywhere in its next ~1-2 iterations.
-    if (wait_for_new_checkpoint(pid, ckpt))
-      std::this_thread::sleep_for(std::chrono::microseconds(schedule.bits(round) % 150000));
-    ::kill(pid, SIGKILL);
+    bool reaped = false;
     int status = 0;
-    ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+    if (wait_for_new_checkpoint(pid, ckpt, &reaped, &status))
+      std::this_thread::sleep_for(std::chrono::microseconds(schedule.bits(round) % 20000));
+    if (!reaped) {
+      ::kill(pid, SIGKILL);
+      ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+    }
     if (WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) ++killed;
     else ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "child failed on its own";
     std::size_t temporaries = 0;
