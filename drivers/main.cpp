@@ -14,6 +14,8 @@
 #include <new>
 
 #if defined(KFACTOR_HAVE_MPI)
+#include <kfactor/distributed/collective.hpp>
+
 #include <mpi.h>
 #endif
 
@@ -69,6 +71,16 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "kfactor: error: %s\n", e.what());
     code = 4;
   }
+#if defined(KFACTOR_HAVE_MPI)
+  // An error that only this rank saw would leave the others waiting in a
+  // collective: end the whole job instead of hanging it.
+  int world = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &world);
+  if (code != 0 && world > 1 && !kfactor::distributed::detail::error_agreed) {
+    std::fflush(stderr);
+    MPI_Abort(MPI_COMM_WORLD, code);
+  }
+#endif
   Kokkos::finalize();
 #if defined(KFACTOR_HAVE_MPI)
   MPI_Finalize();

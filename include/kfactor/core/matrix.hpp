@@ -15,6 +15,17 @@
 
 #include <Kokkos_Core.hpp>
 
+// nvcc 12.9 and later lay out [[no_unique_address]] members differently in
+// host and device code, so a Kokkos whose mdspan-based View uses the
+// attribute passes corrupt Views to every kernel (silent wrong results and
+// illegal addresses; kokkos/mdspan#434, kokkos/kokkos#8615). Refuse to build
+// against such a Kokkos rather than compute garbage.
+#if defined(__NVCC__) && (__CUDACC_VER_MAJOR__ * 100 + __CUDACC_VER_MINOR__ * 10 >= 1290) && \
+    defined(MDSPAN_IMPL_USE_ATTRIBUTE_NO_UNIQUE_ADDRESS) && \
+    !defined(MDSPAN_IMPL_USE_FAKE_ATTRIBUTE_NO_UNIQUE_ADDRESS) && !defined(KOKKOS_ENABLE_IMPL_VIEW_LEGACY)
+#error "kfactor: this Kokkos enables [[no_unique_address]] in View under nvcc >= 12.9, which breaks View layout between host and device; use a Kokkos that includes kokkos/kokkos#8615 (or disable the attribute in its mdspan config.hpp)"
+#endif
+
 #include <cstdint>
 #include <vector>
 
