@@ -12,6 +12,8 @@
 #                src/googletest.
 # Environment: BUILD_DIR (default build-cuda), JOBS, CTEST_ARGS (e.g. "-E slow"),
 #              OUT (a folder for logs and results; default BUILD_DIR),
+#              TEST_JOBS (tests at once, default 6), TEST_OMP_THREADS (host
+#              threads per test program, default 2),
 #              TESTS=0 to skip the test suite (benchmarks only, e.g. on a
 #              machine that already passed it with this build).
 set -uo pipefail
@@ -43,7 +45,10 @@ cmake --build "$build" -j "$jobs" "${keep_going[@]}" >"$out/build.log" 2>&1 \
 t1=$(date +%s)
 test_rc=0
 if [ "${TESTS:-1}" != 0 ]; then
-  (cd "$build" && ctest --output-on-failure -j 4 --timeout 300 ${CTEST_ARGS:-}) >"$out/ctest.log" 2>&1
+  # Several test programs run at once; give each a few host threads so their
+  # OpenMP teams do not oversubscribe the cores (spinning teams crawl).
+  (cd "$build" && OMP_NUM_THREADS=${TEST_OMP_THREADS:-2} ctest --output-on-failure -j "${TEST_JOBS:-6}" --timeout 300 \
+    ${CTEST_ARGS:-}) >"$out/ctest.log" 2>&1
   test_rc=$?
 fi
 t2=$(date +%s)

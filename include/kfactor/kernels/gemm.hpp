@@ -5,8 +5,11 @@
 ///   1. host CBLAS (OpenBLAS) for host execution spaces with contiguous
 ///      float/double operands (a tuned host BLAS; Kokkos Kernels' own host
 ///      GEMM without a BLAS TPL ran at 51 GFLOP/s on 16 cores, far below it);
-///   2. Kokkos Kernels (cuBLAS on CUDA) when kfactor was configured with it;
-///   3. the portable Kokkos kernel in detail/gemm_portable.hpp otherwise.
+///   2. cuBLAS for the Cuda space when every operand has a unit stride (column
+///      blocks of row-major factors included, which Kokkos Kernels would not
+///      send to cuBLAS);
+///   3. Kokkos Kernels when kfactor was configured with it;
+///   4. the portable Kokkos kernel in detail/gemm_portable.hpp otherwise.
 /// Solvers call kfactor::gemm and never see which one ran; gemm_path() names
 /// it for reports, and tests call each available path directly.
 
@@ -14,6 +17,7 @@
 #include <kfactor/core/error.hpp>
 #include <kfactor/core/spaces.hpp>
 #include <kfactor/kernels/detail/gemm_cblas.hpp>
+#include <kfactor/kernels/detail/gemm_cublas.hpp>
 #include <kfactor/kernels/detail/gemm_portable.hpp>
 
 #if defined(KFACTOR_HAVE_KOKKOSKERNELS)
@@ -45,6 +49,8 @@ template <class ExecutionSpace, class AV, class BV, class CV>
 std::string gemm_path() {
   if constexpr (detail::cblas_applicable_v<ExecutionSpace, AV, BV, CV>)
     return "cblas";
+  if constexpr (detail::cublas_applicable_v<ExecutionSpace, AV, BV, CV>)
+    return "cublas";
 #if defined(KFACTOR_HAVE_KOKKOSKERNELS)
   return "kokkos-kernels";
 #else
@@ -59,6 +65,10 @@ void gemm(const ExecutionSpace& exec, Trans ta, Trans tb, typename CV::non_const
   if constexpr (detail::cblas_applicable_v<ExecutionSpace, AV, BV, CV>) {
     detail::gemm_cblas(exec, ta == Trans::transpose, tb == Trans::transpose, alpha, A, B, beta, C);
   } else {
+#if defined(KFACTOR_HAVE_CUBLAS)
+    if constexpr (detail::cublas_applicable_v<ExecutionSpace, AV, BV, CV>)
+      if (detail::gemm_cublas(exec, ta == Trans::transpose, tb == Trans::transpose, alpha, A, B, beta, C)) return;
+#endif
 #if defined(KFACTOR_HAVE_KOKKOSKERNELS)
     const char tac = static_cast<char>(ta), tbc = static_cast<char>(tb);
     KokkosBlas::gemm(exec, &tac, &tbc, alpha, A, B, beta, C);
