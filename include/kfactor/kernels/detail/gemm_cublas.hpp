@@ -9,6 +9,7 @@
 
 #include <kfactor/config.hpp>
 #include <kfactor/core/error.hpp>
+#include <kfactor/kernels/detail/blas_shape.hpp>
 
 #include <Kokkos_Core.hpp>
 
@@ -33,34 +34,6 @@ inline constexpr bool cublas_applicable_v =
     false;
 #endif
 
-/// A rank-2 view seen as a BLAS matrix: row-major (unit stride along a row)
-/// or column-major, with its leading dimension; `ok` is false when neither
-/// stride is 1.
-struct BlasShape {
-  bool ok = false;
-  bool row_major = true;
-  int ld = 1;
-};
-
-template <class V>
-BlasShape blas_shape(const V& X) {
-  const auto r = X.extent(0), c = X.extent(1);
-  const auto s0 = X.stride(0), s1 = X.stride(1);
-  BlasShape b;
-  if (c <= 1 || s1 == 1) {  // row-major: rows of c contiguous elements, ld >= c
-    b.row_major = true;
-    b.ld = static_cast<int>(r <= 1 ? (c > 0 ? c : 1) : s0);
-    b.ok = b.ld >= static_cast<int>(c > 0 ? c : 1);
-    if (b.ok) return b;
-  }
-  if (r <= 1 || s0 == 1) {  // column-major, ld >= r
-    b.row_major = false;
-    b.ld = static_cast<int>(c <= 1 ? (r > 0 ? r : 1) : s1);
-    b.ok = b.ld >= static_cast<int>(r > 0 ? r : 1);
-  }
-  return b;
-}
-
 #if defined(KFACTOR_HAVE_CUBLAS)
 inline cublasHandle_t cublas_handle() {
   static cublasHandle_t handle = [] {
@@ -78,11 +51,12 @@ template <class AV, class BV, class CV>
 bool gemm_cublas(const Kokkos::Cuda& exec, bool ta, bool tb, typename CV::non_const_value_type alpha, const AV& A,
                  const BV& B, typename CV::non_const_value_type beta, const CV& C) {
   using T = typename CV::non_const_value_type;
-  const BlasShape sa = blas_shape(A), sb = blas_shape(B), sc = blas_shape(C);
-  if (!sa.ok || !sb.ok || !sc.ok) return false;
   const int m = static_cast<int>(C.extent(0)), n = static_cast<int>(C.extent(1));
   const int k = static_cast<int>(ta ? A.extent(0) : A.extent(1));
   if (m == 0 || n == 0) return true;
+  if (k == 0) return false;  // C = beta C: the portable kernel does it without cuBLAS's ld rules
+  const BlasShape sa = blas_shape(A), sb = blas_shape(B), sc = blas_shape(C);
+  if (!sa.ok || !sb.ok || !sc.ok) return false;
   // cuBLAS is column-major. A row-major C is computed as C^T = op(B)^T op(A)^T.
   // An operand stored row-major is, read column-major, its own transpose.
   const bool swap = sc.row_major;
