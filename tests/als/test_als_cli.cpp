@@ -3,6 +3,7 @@
 // to a straight run); refused restarts (another matrix, another rank) exit 3
 // naming the checkpoint and leave it unchanged; `kfactor predict` on the
 // written factors.
+#include "common/cli.hpp"
 #include "common/test_spaces.hpp"
 
 #include <kfactor/config.hpp>
@@ -20,46 +21,11 @@
 #include <unistd.h>
 
 namespace {
-
-struct TempDir {
-  std::string path;
-  TempDir() {
-    std::string t = (std::filesystem::temp_directory_path() / "kfactor_als_cli_XXXXXX").string();
-    path = mkdtemp(t.data());
-  }
-  ~TempDir() { std::filesystem::remove_all(path); }
-  [[nodiscard]] std::string file(const std::string& name) const { return path + "/" + name; }
-};
-
-struct CliRun {
-  int code = -1;
-  std::string out, err;
-};
-
-std::string slurp(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
-
-std::string quote(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
-
-CliRun kfactor(const std::string& args, const TempDir& dir) {
-  const std::string out = dir.file("stdout"), err = dir.file("stderr");
-  const std::string cmd = quote(std::string(KFACTOR_BINARY_DIR) + "/kfactor") + " " + args + " >" + quote(out) +
-                          " 2>" + quote(err);
-  const int status = std::system(cmd.c_str());
-  CliRun r;
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
-  r.out = slurp(out);
-  r.err = slurp(err);
-  return r;
-}
+using kfactor::test::CliRun;
+using kfactor::test::quote;
+using kfactor::test::run_kfactor;
+using kfactor::test::slurp;
+using kfactor::test::TempDir;
 
 const std::string movielens = kfactor::test::data_path("movielens-latest-small/ratings.csv");
 
@@ -75,7 +41,7 @@ std::string head_of_movielens(const TempDir& dir, int lines, const std::string& 
 TEST(AlsCli, MovieLensThroughIoWithJson) {
   if (!std::filesystem::exists(movielens)) GTEST_SKIP() << "MovieLens latest-small not found";
   TempDir dir;
-  const auto r = kfactor("als --input " + quote(movielens) +
+  const auto r = run_kfactor("als --input " + quote(movielens) +
                              " --format ratings --rank 10 --iters 10 --lambda 0.1 --json --quiet --output " +
                              quote(dir.file("ml")),
                          dir);
@@ -110,13 +76,13 @@ TEST(AlsCli, RestartIsByteIdenticalAndPredictUsesTheFactors) {
   TempDir dir;
   const std::string small = head_of_movielens(dir, 6001, "small.csv");
   const std::string common = "als --input " + quote(small) + " --rank 6 --lambda 0.1 --xb 4 --yb 64 --quiet --json";
-  const auto straight = kfactor(common + " --iters 5 --output " + quote(dir.file("a")), dir);
+  const auto straight = run_kfactor(common + " --iters 5 --output " + quote(dir.file("a")), dir);
   ASSERT_EQ(straight.code, 0) << straight.err;
-  const auto first = kfactor(common + " --iters 2 --checkpoint " + quote(dir.file("c.h5")), dir);
+  const auto first = run_kfactor(common + " --iters 2 --checkpoint " + quote(dir.file("c.h5")), dir);
   ASSERT_EQ(first.code, 0) << first.err;
   ASSERT_TRUE(std::filesystem::exists(dir.file("c.h5")));
   const auto rest =
-      kfactor(common + " --iters 5 --restart " + quote(dir.file("c.h5")) + " --output " + quote(dir.file("b")), dir);
+      run_kfactor(common + " --iters 5 --restart " + quote(dir.file("c.h5")) + " --output " + quote(dir.file("b")), dir);
   ASSERT_EQ(rest.code, 0) << rest.err;
   const auto ja = nlohmann::json::parse(straight.out), jb = nlohmann::json::parse(rest.out);
   EXPECT_EQ(jb["iterations"], 5);
@@ -134,7 +100,7 @@ TEST(AlsCli, RestartIsByteIdenticalAndPredictUsesTheFactors) {
     std::ofstream p(dir.file("pairs.txt"));
     p << "1 1\n1 3\n999999 1\n";
   }
-  const auto pr = kfactor("predict --factors " + quote(dir.file("a")) + " --pairs " + quote(dir.file("pairs.txt")), dir);
+  const auto pr = run_kfactor("predict --factors " + quote(dir.file("a")) + " --pairs " + quote(dir.file("pairs.txt")), dir);
   ASSERT_EQ(pr.code, 0) << pr.err;
   std::istringstream lines(pr.out);
   std::string u, i, s;
@@ -159,7 +125,7 @@ TEST(AlsCli, RefusedRestartExits3AndKeepsTheCheckpoint) {
   const std::string small = head_of_movielens(dir, 3001, "small.csv");
   const std::string other = head_of_movielens(dir, 2501, "other.csv");
   const std::string ckpt = dir.file("c.h5");
-  const auto first = kfactor("als --input " + quote(small) + " --rank 4 --iters 2 --xb 4 --yb 64 --quiet --checkpoint " +
+  const auto first = run_kfactor("als --input " + quote(small) + " --rank 4 --iters 2 --xb 4 --yb 64 --quiet --checkpoint " +
                                  quote(ckpt),
                              dir);
   ASSERT_EQ(first.code, 0) << first.err;
@@ -173,13 +139,13 @@ TEST(AlsCli, RefusedRestartExits3AndKeepsTheCheckpoint) {
   for (const auto& v : variants) {
     SCOPED_TRACE(v);
     // Also asking to checkpoint into the same file: a refused run must not touch it.
-    const auto r = kfactor(v + " --restart " + quote(ckpt) + " --checkpoint " + quote(ckpt), dir);
+    const auto r = run_kfactor(v + " --restart " + quote(ckpt) + " --checkpoint " + quote(ckpt), dir);
     EXPECT_EQ(r.code, 3) << r.err;
     EXPECT_NE(r.err.find(ckpt), std::string::npos) << r.err;
     EXPECT_TRUE(slurp(ckpt) == before) << "checkpoint changed";
   }
   // A missing checkpoint is an input error too.
-  const auto missing = kfactor("als --input " + quote(small) + " --rank 4 --quiet --restart " +
+  const auto missing = run_kfactor("als --input " + quote(small) + " --rank 4 --quiet --restart " +
                                    quote(dir.file("none.h5")),
                                dir);
   EXPECT_EQ(missing.code, 3);
@@ -193,7 +159,7 @@ TEST(AlsCli, BadRatingsExit3NamingTheLine) {
     std::ofstream f(dir.file("bad.csv"));
     f << "userId,movieId,rating\n1,1,4.0\n1,2,nan\n";
   }
-  const auto r = kfactor("als --input " + quote(dir.file("bad.csv")) + " --quiet", dir);
+  const auto r = run_kfactor("als --input " + quote(dir.file("bad.csv")) + " --quiet", dir);
   EXPECT_EQ(r.code, 3);
   EXPECT_NE(r.err.find("bad.csv:3"), std::string::npos) << r.err;
 }

@@ -3,6 +3,7 @@
 // factors), exact restart from a checkpoint (byte-identical factor files),
 // and a restart against another input or rank failing with exit code 3
 // without touching the checkpoint.
+#include "common/cli.hpp"
 #include "common/test_spaces.hpp"
 
 #include <kfactor/config.hpp>
@@ -21,53 +22,19 @@
 #include <unistd.h>
 
 namespace {
-
-struct Dir {
-  std::filesystem::path path;
-  Dir() {
-    path = std::filesystem::temp_directory_path() /
-           ("kfactor_bmf_cli_" + std::to_string(::getpid()) + "_" +
-            std::to_string(reinterpret_cast<std::uintptr_t>(this)));
-    std::filesystem::create_directories(path);
-  }
-  ~Dir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path, ec);
-  }
-  [[nodiscard]] std::string file(const std::string& name) const { return (path / name).string(); }
-};
-
-std::string slurp(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
-
-struct Run {
-  int code = -1;
-  std::string out, err;
-};
-
-Run kfactor(const std::string& args, const Dir& dir) {
-  const std::string out = dir.file("stdout"), err = dir.file("stderr");
-  const std::string cmd = "OMPI_MCA_pml=ob1 OMPI_MCA_btl=self OMPI_MCA_osc=^ucx '" + std::string(KFACTOR_BINARY_DIR) +
-                          "/kfactor' " + args + " >'" + out + "' 2>'" + err + "'";
-  const int status = std::system(cmd.c_str());
-  Run r;
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128;
-  r.out = slurp(out);
-  r.err = slurp(err);
-  return r;
-}
+using kfactor::test::CliRun;
+using kfactor::test::quote;
+using kfactor::test::run_kfactor;
+using kfactor::test::slurp;
+using kfactor::test::TempDir;
 
 const std::string patio = kfactor::test::data_path("bmf/APatio.in");
 // Small, fast settings (dost init: dense enough start that the search moves) on the thesis's APatio (1686 x 962, 12080 ones).
 const std::string common = "bmf --input '" + patio + "' --rank 8 --batch 500 --quiet --seed 7 --init dost";
 
 TEST(BmfCli, RealFileThroughIoJson) {
-  Dir dir;
-  const auto r = kfactor(common + " --iters 6 --json --output '" + dir.file("f") + "'", dir);
+  TempDir dir;
+  const auto r = run_kfactor(common + " --iters 6 --json --output '" + dir.file("f") + "'", dir);
   ASSERT_EQ(r.code, 0) << r.err;
   const auto j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j.at("command"), "bmf");
@@ -96,9 +63,9 @@ TEST(BmfCli, RealFileThroughIoJson) {
 }
 
 TEST(BmfCli, RatingsWithThresholdKeepIds) {
-  Dir dir;
+  TempDir dir;
   const std::string csv = kfactor::test::data_path("movielens-latest-small/ratings.csv");
-  const auto r = kfactor("bmf --input '" + csv + "' --threshold 4 --rank 4 --iters 2 --quiet --json --output '" +
+  const auto r = run_kfactor("bmf --input '" + csv + "' --threshold 4 --rank 4 --iters 2 --quiet --json --output '" +
                              dir.file("m") + "'",
                          dir);
   ASSERT_EQ(r.code, 0) << r.err;
@@ -127,13 +94,13 @@ TEST(BmfCli, RestartFromCheckpointIsExact) {
 #if !defined(KFACTOR_HAVE_HDF5)
   GTEST_SKIP() << "built without HDF5";
 #endif
-  Dir dir;
+  TempDir dir;
   const std::string ck = dir.file("run.h5");
-  auto r = kfactor(common + " --iters 9 --output '" + dir.file("straight") + "'", dir);
+  auto r = run_kfactor(common + " --iters 9 --output '" + dir.file("straight") + "'", dir);
   ASSERT_EQ(r.code, 0) << r.err;
-  r = kfactor(common + " --iters 4 --checkpoint '" + ck + "' --checkpoint-every 2", dir);
+  r = run_kfactor(common + " --iters 4 --checkpoint '" + ck + "' --checkpoint-every 2", dir);
   ASSERT_EQ(r.code, 0) << r.err;
-  r = kfactor(common + " --iters 9 --restart '" + ck + "' --output '" + dir.file("restarted") + "' --json", dir);
+  r = run_kfactor(common + " --iters 9 --restart '" + ck + "' --output '" + dir.file("restarted") + "' --json", dir);
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(nlohmann::json::parse(r.out).at("iterations"), 9);
   for (const char* f : {"_A.mtx", "_B.mtx"}) {
@@ -142,7 +109,7 @@ TEST(BmfCli, RestartFromCheckpointIsExact) {
     EXPECT_EQ(x, y) << f;
   }
   // And a different number of iterations does give different factors (the test can fail).
-  r = kfactor(common + " --iters 4 --output '" + dir.file("short") + "'", dir);
+  r = run_kfactor(common + " --iters 4 --output '" + dir.file("short") + "'", dir);
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(slurp(dir.file("short_A.mtx")) + slurp(dir.file("short_B.mtx")),
             slurp(dir.file("straight_A.mtx")) + slurp(dir.file("straight_B.mtx")));
@@ -152,9 +119,9 @@ TEST(BmfCli, RestartAgainstAnotherInputOrRankFails) {
 #if !defined(KFACTOR_HAVE_HDF5)
   GTEST_SKIP() << "built without HDF5";
 #endif
-  Dir dir;
+  TempDir dir;
   const std::string ck = dir.file("run.h5");
-  auto r = kfactor(common + " --iters 3 --checkpoint '" + ck + "'", dir);
+  auto r = run_kfactor(common + " --iters 3 --checkpoint '" + ck + "'", dir);
   ASSERT_EQ(r.code, 0) << r.err;
   const std::string before = slurp(ck);
   ASSERT_FALSE(before.empty());
@@ -169,13 +136,13 @@ TEST(BmfCli, RestartAgainstAnotherInputOrRankFails) {
     while (std::getline(in, line)) out << line << "\n";
   }
   const std::string other = "bmf --input '" + dir.file("other.in") + "' --rank 8 --batch 500 --quiet --seed 7 --init dost";
-  r = kfactor(other + " --iters 6 --restart '" + ck + "' --checkpoint '" + ck + "'", dir);
+  r = run_kfactor(other + " --iters 6 --restart '" + ck + "' --checkpoint '" + ck + "'", dir);
   EXPECT_EQ(r.code, 3) << r.err;
   EXPECT_NE(r.err.find(ck), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("another input matrix"), std::string::npos) << r.err;
   EXPECT_EQ(slurp(ck), before);
   // Another rank.
-  r = kfactor("bmf --input '" + patio + "' --rank 9 --batch 500 --quiet --seed 7 --init dost --iters 6 --restart '" + ck +
+  r = run_kfactor("bmf --input '" + patio + "' --rank 9 --batch 500 --quiet --seed 7 --init dost --iters 6 --restart '" + ck +
                   "' --checkpoint '" + ck + "'",
               dir);
   EXPECT_EQ(r.code, 3) << r.err;
@@ -183,7 +150,7 @@ TEST(BmfCli, RestartAgainstAnotherInputOrRankFails) {
   EXPECT_NE(r.err.find("rank"), std::string::npos) << r.err;
   EXPECT_EQ(slurp(ck), before);
   // The unchanged checkpoint still restarts.
-  r = kfactor(common + " --iters 6 --restart '" + ck + "'", dir);
+  r = run_kfactor(common + " --iters 6 --restart '" + ck + "'", dir);
   EXPECT_EQ(r.code, 0) << r.err;
 }
 

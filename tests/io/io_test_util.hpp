@@ -1,4 +1,5 @@
 #pragma once
+#include "common/cli.hpp"
 // Helpers shared by the io tests.
 #include <kfactor/core/error.hpp>
 #include <kfactor/core/matrix.hpp>
@@ -58,19 +59,5 @@ void expect_canonical(const CooMatrix<T>& A) {
 }
 
 /// A scratch directory removed at scope exit.
-struct TempDir {
-  std::filesystem::path path;
-  TempDir() {
-    path = std::filesystem::temp_directory_path() /
-           ("kfactor_io_" + std::to_string(::getpid()) + "_" +
-            std::to_string(reinterpret_cast<std::uintptr_t>(this)));
-    std::filesystem::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path, ec);
-  }
-  std::string file(const std::string& name) const { return (path / name).string(); }
-};
 
 }  // namespace kfactor::test

@@ -1,6 +1,7 @@
 // `kfactor info` as a user runs it: every corpus file gives exit code 3 and a
 // stderr message naming the file and line (ok files exit 0); --json prints
 // one object with the real data set's shape; usage errors exit 2.
+#include "common/cli.hpp"
 #include "common/test_spaces.hpp"
 #include "corpus.hpp"
 #include "io_test_util.hpp"
@@ -15,37 +16,11 @@
 #include <sys/wait.h>
 
 namespace {
+using kfactor::test::CliRun;
+using kfactor::test::quote;
+using kfactor::test::run_kfactor;
+using kfactor::test::slurp;
 using kfactor::test::TempDir;
-
-struct CliRun {
-  int code = -1;
-  std::string out, err;
-};
-
-std::string slurp(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
-
-std::string quote(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
-
-CliRun kfactor(const std::string& args, const TempDir& dir, int slot = 0) {
-  const std::string out = dir.file("stdout" + std::to_string(slot)), err = dir.file("stderr" + std::to_string(slot));
-  const std::string cmd = quote(std::string(KFACTOR_BINARY_DIR) + "/kfactor") + " " + args + " >" + quote(out) +
-                          " 2>" + quote(err);
-  const int status = std::system(cmd.c_str());
-  CliRun r;
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
-  r.out = slurp(out);
-  r.err = slurp(err);
-  return r;
-}
 
 TEST(CliInfo, CorpusExitCodesAndMessages) {
   TempDir dir;
@@ -60,7 +35,7 @@ TEST(CliInfo, CorpusExitCodesAndMessages) {
         const auto& c = files[k];
         std::string args = "info --input " + quote(c.path) + " --format " + c.format;
         if (c.strict_duplicates) args += " --duplicates error";
-        runs[k] = kfactor(args, dir, static_cast<int>(k));
+        runs[k] = run_kfactor(args, dir, "", static_cast<int>(k));
       }));
     for (auto& f : batch) f.get();
   }
@@ -86,7 +61,7 @@ TEST(CliInfo, JsonOnRealData) {
   const auto path = kfactor::test::data_path("snap/p2p-Gnutella08.txt");
   if (!std::ifstream(path).good()) GTEST_SKIP() << "missing " << path;
   TempDir dir;
-  const CliRun r = kfactor("info --input " + quote(path) + " --json", dir);
+  const CliRun r = run_kfactor("info --input " + quote(path) + " --json", dir);
   ASSERT_EQ(r.code, 0) << r.err;
   const auto j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["command"], "info");
@@ -98,7 +73,7 @@ TEST(CliInfo, JsonOnRealData) {
   EXPECT_EQ(j["duplicates_merged"], 0);
   EXPECT_DOUBLE_EQ(j["density"].get<double>(), 20777.0 / (6301.0 * 6301.0));
   // human output names the format too
-  const CliRun h = kfactor("info --input " + quote(path), dir);
+  const CliRun h = run_kfactor("info --input " + quote(path), dir);
   ASSERT_EQ(h.code, 0) << h.err;
   EXPECT_NE(h.out.find("6301 x 6301"), std::string::npos) << h.out;
 }
@@ -106,9 +81,9 @@ TEST(CliInfo, JsonOnRealData) {
 TEST(CliInfo, UsageAndMissingFiles) {
   TempDir dir;
   const std::string some = quote(std::string(KFACTOR_SOURCE_DIR) + "/tests/io/malformed/mm_ok_crlf.mtx");
-  EXPECT_EQ(kfactor("info --input " + some + " --format xml", dir).code, 2);
-  EXPECT_EQ(kfactor("info", dir).code, 2);
-  const CliRun missing = kfactor("info --input " + quote(dir.file("does-not-exist.mtx")), dir);
+  EXPECT_EQ(run_kfactor("info --input " + some + " --format xml", dir).code, 2);
+  EXPECT_EQ(run_kfactor("info", dir).code, 2);
+  const CliRun missing = run_kfactor("info --input " + quote(dir.file("does-not-exist.mtx")), dir);
   EXPECT_EQ(missing.code, 3);
   EXPECT_NE(missing.err.find("does-not-exist.mtx"), std::string::npos) << missing.err;
 }

@@ -4,6 +4,7 @@
 // straight and t + restart to N give byte-identical factor files; (c) a
 // restart against another matrix or another rank exits 3 naming the
 // checkpoint and leaves it unchanged.
+#include "common/cli.hpp"
 #include "common/test_spaces.hpp"
 
 #include <kfactor/core/random.hpp>
@@ -22,43 +23,11 @@
 #include <unistd.h>
 
 namespace {
-
-struct TempDir {
-  std::filesystem::path path;
-  TempDir() {
-    path = std::filesystem::temp_directory_path() / ("kfactor_mnmf_cli_" + std::to_string(::getpid()));
-    std::filesystem::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path, ec);
-  }
-  [[nodiscard]] std::string file(const std::string& name) const { return (path / name).string(); }
-};
-
-std::string slurp(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
-
-struct CliRun {
-  int code = -1;
-  std::string out, err;
-};
-
-CliRun kfactor(const std::string& args, const TempDir& dir) {
-  const std::string out = dir.file("stdout"), err = dir.file("stderr");
-  const std::string cmd = "'" + std::string(KFACTOR_BINARY_DIR) + "/kfactor' mnmf " + args + " >'" + out + "' 2>'" +
-                          err + "'";
-  const int status = std::system(cmd.c_str());
-  CliRun r;
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128;
-  r.out = slurp(out);
-  r.err = slurp(err);
-  return r;
-}
+using kfactor::test::CliRun;
+using kfactor::test::quote;
+using kfactor::test::run_kfactor;
+using kfactor::test::slurp;
+using kfactor::test::TempDir;
 
 /// A small `user,item,rating` CSV with sparse, non-contiguous ids; `bump`
 /// changes one rating (another matrix of the same shape).
@@ -83,7 +52,7 @@ const std::string common_args = " --rank 4 --neighbors 5 --lambda-w 0.5 --lambda
 TEST(MnmfCli, MovieLensThroughIo) {
   TempDir dir;
   const std::string input = kfactor::test::data_path("movielens-latest-small/ratings.csv");
-  const auto r = kfactor("--input '" + input + "' --format ratings --rank 3 --iters 2 --lambda-w 1 --lambda-h 0" +
+  const auto r = run_kfactor("mnmf --input '" + input + "' --format ratings --rank 3 --iters 2 --lambda-w 1 --lambda-h 0" +
                              " --neighbors 5 --test-fraction 0.1 --json --output '" + dir.file("ml.csv") + "'",
                          dir);
   ASSERT_EQ(r.code, 0) << r.err;
@@ -125,14 +94,14 @@ TEST(MnmfCli, RestartIsBitIdenticalAndRefusesOtherInputs) {
     SCOPED_TRACE(objective);
     const std::string args = common_args + " --objective " + objective + " --input '" + a + "'";
     // straight: 9 iterations
-    auto r = kfactor(args + " --iters 9 --output '" + dir.file("straight") + "'", dir);
+    auto r = run_kfactor("mnmf " + args + " --iters 9 --output '" + dir.file("straight") + "'", dir);
     ASSERT_EQ(r.code, 0) << r.err;
     // 4 iterations with checkpoints every 2 (saved at 2, 4 and the end), then restart to 9
     std::filesystem::remove(ck);
-    r = kfactor(args + " --iters 4 --checkpoint '" + ck + "' --checkpoint-every 2", dir);
+    r = run_kfactor("mnmf " + args + " --iters 4 --checkpoint '" + ck + "' --checkpoint-every 2", dir);
     ASSERT_EQ(r.code, 0) << r.err;
     ASSERT_TRUE(std::filesystem::exists(ck));
-    r = kfactor(args + " --iters 9 --restart '" + ck + "' --json --output '" + dir.file("restarted") + "'", dir);
+    r = run_kfactor("mnmf " + args + " --iters 9 --restart '" + ck + "' --json --output '" + dir.file("restarted") + "'", dir);
     ASSERT_EQ(r.code, 0) << r.err;
     const auto j = nlohmann::json::parse(r.out);
     EXPECT_EQ(j["iterations"].get<int>(), 9);
@@ -153,7 +122,7 @@ TEST(MnmfCli, RestartIsBitIdenticalAndRefusesOtherInputs) {
               " --input '" + a + "'",
           common_args + " --objective " + objective_other + " --input '" + a + "'"}) {
       SCOPED_TRACE(bad);
-      r = kfactor(bad + " --iters 9 --restart '" + ck + "' --checkpoint '" + ck + "'", dir);
+      r = run_kfactor("mnmf " + bad + " --iters 9 --restart '" + ck + "' --checkpoint '" + ck + "'", dir);
       EXPECT_EQ(r.code, 3) << r.err;
       EXPECT_NE(r.err.find(ck), std::string::npos) << r.err;
       EXPECT_EQ(slurp(ck), before);

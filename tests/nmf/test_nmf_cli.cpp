@@ -4,6 +4,7 @@
 // against another matrix or another --rank exits 3 naming the checkpoint and
 // leaves it unchanged. The child environment (ctest ENVIRONMENT) pins one
 // OpenMP thread and keeps Open MPI off UCX.
+#include "common/cli.hpp"
 #include "common/test_spaces.hpp"
 
 #include <nlohmann/json.hpp>
@@ -20,56 +21,18 @@
 #include <unistd.h>
 
 namespace {
-
-struct TempDir {
-  std::filesystem::path path;
-  TempDir() {
-    path = std::filesystem::temp_directory_path() / ("kfactor_nmf_cli_" + std::to_string(::getpid()));
-    std::filesystem::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path, ec);
-  }
-  std::string file(const std::string& name) const { return (path / name).string(); }
-};
-
-struct CliRun {
-  int code = -1;
-  std::string out, err;
-};
-
-std::string slurp(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
-
-std::string quote(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
-
-CliRun kfactor_run(const std::string& args, const TempDir& dir) {
-  const std::string out = dir.file("stdout"), err = dir.file("stderr");
-  const std::string cmd = quote(std::string(KFACTOR_BINARY_DIR) + "/kfactor") + " " + args + " >" + quote(out) +
-                          " 2>" + quote(err);
-  const int status = std::system(cmd.c_str());
-  CliRun r;
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
-  r.out = slurp(out);
-  r.err = slurp(err);
-  return r;
-}
+using kfactor::test::CliRun;
+using kfactor::test::quote;
+using kfactor::test::run_kfactor;
+using kfactor::test::slurp;
+using kfactor::test::TempDir;
 
 const std::string gnutella = kfactor::test::data_path("snap/p2p-Gnutella08.txt");
 const std::string facebook = kfactor::test::data_path("snap/facebook_combined.txt");
 
 TEST(NmfCli, JsonReportOnSnapGraph) {
   TempDir dir;
-  const auto r = kfactor_run("nmf --input " + quote(gnutella) + " --format edges --rank 4 --iters 5 --seed 3 --json "
+  const auto r = run_kfactor("nmf --input " + quote(gnutella) + " --format edges --rank 4 --iters 5 --seed 3 --json "
                              "--output " + quote(dir.file("g")),
                              dir);
   ASSERT_EQ(r.code, 0) << r.err;
@@ -100,15 +63,15 @@ TEST(NmfCli, RestartGivesByteIdenticalFactors) {
     SCOPED_TRACE(alg);
     const std::string common = "nmf --input " + quote(gnutella) + " --rank 5 --seed 7 --quiet --algorithm " + alg;
     const std::string ckpt = dir.file(std::string("c_") + alg + ".h5");
-    auto r = kfactor_run(common + " --iters 8 --output " + quote(dir.file("a")), dir);
+    auto r = run_kfactor(common + " --iters 8 --output " + quote(dir.file("a")), dir);
     ASSERT_EQ(r.code, 0) << r.err;
-    r = kfactor_run(common + " --iters 3 --checkpoint " + quote(ckpt) + " --checkpoint-every 2", dir);
+    r = run_kfactor(common + " --iters 3 --checkpoint " + quote(ckpt) + " --checkpoint-every 2", dir);
     ASSERT_EQ(r.code, 0) << r.err;
     ASSERT_TRUE(std::filesystem::exists(ckpt));
     // Not --quiet: the restart must print iterations 4..8 only (it continued,
     // it did not start over to the same result).
     const std::string loud = "nmf --input " + quote(gnutella) + " --rank 5 --seed 7 --algorithm " + alg;
-    r = kfactor_run(loud + " --iters 8 --restart " + quote(ckpt) + " --output " + quote(dir.file("b")), dir);
+    r = run_kfactor(loud + " --iters 8 --restart " + quote(ckpt) + " --output " + quote(dir.file("b")), dir);
     ASSERT_EQ(r.code, 0) << r.err;
     EXPECT_EQ(r.out.find("iter      3 "), std::string::npos) << r.out;
     EXPECT_NE(r.out.find("iter      4 "), std::string::npos) << r.out;
@@ -126,7 +89,7 @@ TEST(NmfCli, RestartGivesByteIdenticalFactors) {
 TEST(NmfCli, MismatchedRestartExits3AndKeepsCheckpoint) {
   TempDir dir;
   const std::string ckpt = dir.file("c.h5");
-  auto r = kfactor_run("nmf --input " + quote(gnutella) + " --rank 4 --iters 2 --quiet --checkpoint " + quote(ckpt),
+  auto r = run_kfactor("nmf --input " + quote(gnutella) + " --rank 4 --iters 2 --quiet --checkpoint " + quote(ckpt),
                        dir);
   ASSERT_EQ(r.code, 0) << r.err;
   const std::string before = slurp(ckpt);
@@ -142,13 +105,13 @@ TEST(NmfCli, MismatchedRestartExits3AndKeepsCheckpoint) {
   for (const auto& c : cases) {
     SCOPED_TRACE(c);
     // The same file as --restart and --checkpoint: a failing run must not touch it.
-    r = kfactor_run(c + " --restart " + quote(ckpt) + " --checkpoint " + quote(ckpt), dir);
+    r = run_kfactor(c + " --restart " + quote(ckpt) + " --checkpoint " + quote(ckpt), dir);
     EXPECT_EQ(r.code, 3) << r.err;
     EXPECT_NE(r.err.find(ckpt), std::string::npos) << r.err;
     EXPECT_TRUE(slurp(ckpt) == before) << "checkpoint changed by a failing restart";
   }
   // A missing checkpoint is an input error too.
-  r = kfactor_run("nmf --input " + quote(gnutella) + " --rank 4 --iters 4 --quiet --restart " +
+  r = run_kfactor("nmf --input " + quote(gnutella) + " --rank 4 --iters 4 --quiet --restart " +
                       quote(dir.file("missing.h5")),
                   dir);
   EXPECT_EQ(r.code, 3) << r.err;
