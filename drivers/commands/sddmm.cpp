@@ -86,10 +86,27 @@ template <class TI>
 std::pair<DenseMatrix<TI, Mem>, DenseMatrix<TI, Mem>> make_factors(const Space& exec, std::int64_t m, std::int64_t n,
                                                                     int K, std::uint64_t seed) {
   using Acc = detail::sddmm_acc_t<TI>;
-  DenseMatrix<Acc, Mem> A0("A0", m, K), B0("B0", n, K);
+  const double gib = double(m + n) * K * double(sizeof(Acc) + sizeof(TI)) / double(1ull << 30);
+  DenseMatrix<Acc, Mem> A0, B0;
+  try {
+    A0 = DenseMatrix<Acc, Mem>("A0", m, K);
+    B0 = DenseMatrix<Acc, Mem>("B0", n, K);
+  } catch (const std::exception& e) {
+    throw RuntimeFailure("sddmm: cannot allocate A (" + std::to_string(m) + " x " + std::to_string(K) + ") and B (" +
+                         std::to_string(n) + " x " + std::to_string(K) + "), about " + std::to_string(gib) +
+                         " GiB with their staging copies; lower --rank: " + e.what());
+  }
   fill_uniform(exec, A0, seed, RngStream::factor_w, Acc(-1), Acc(1));
   fill_uniform(exec, B0, seed, RngStream::factor_h, Acc(-1), Acc(1));
-  DenseMatrix<TI, Mem> A("A", m, K), B("B", n, K);
+  DenseMatrix<TI, Mem> A, B;
+  try {
+    A = DenseMatrix<TI, Mem>("A", m, K);
+    B = DenseMatrix<TI, Mem>("B", n, K);
+  } catch (const std::exception& e) {
+    throw RuntimeFailure("sddmm: cannot allocate A (" + std::to_string(m) + " x " + std::to_string(K) + ") and B (" +
+                         std::to_string(n) + " x " + std::to_string(K) + "), about " + std::to_string(gib) +
+                         " GiB with their staging copies; lower --rank: " + e.what());
+  }
   Kokkos::parallel_for(
       "cast", Kokkos::MDRangePolicy<Space, Kokkos::Rank<2>>(exec, {0, 0}, {A.extent(0), A.extent(1)}),
       KOKKOS_LAMBDA(std::size_t i, std::size_t k) { A(i, k) = static_cast<TI>(A0(i, k)); });
