@@ -125,6 +125,23 @@ TEST(Collective, RequireSameDetectsAMismatch) {
   expect_comm_usable();
 }
 
+TEST(Collective, NestedAgreementKeepsTheMessage) {
+  ASSERT_GE(size_of(), 2);
+  // An agreed error passing through an outer agree() (every rank holds it)
+  // keeps its message: no second "rank 0: " prefix.
+  try {
+    distributed::agree(MPI_COMM_WORLD, [] {
+      distributed::agree(MPI_COMM_WORLD, [] {
+        if (rank_of() == 1) throw InputError("f.csv", 3, "bad rating");
+      });
+    });
+    ADD_FAILURE();
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()), "rank 1: f.csv:3: bad rating");
+  }
+  expect_comm_usable();
+}
+
 TEST(Collective, LocalErrorsAreNotAgreed) {
   // What main() uses to decide between ending normally and MPI_Abort.
   EXPECT_FALSE(distributed::is_agreed(InputError("local")));

@@ -54,13 +54,16 @@ inline bool error_agreed = false;
 }
 
 /// Runs g(), turning any exception into (exit code, message); code 0: none.
+/// `agreed`: the error was already agreed (a nested agree), so every rank
+/// holds it and its message already names the rank.
 template <class G>
-void capture(G&& g, int& code, std::string& what) noexcept {
+void capture(G&& g, int& code, std::string& what, int& agreed) noexcept {
   try {
     g();
   } catch (const Error& e) {
     code = e.exit_code() == 2 || e.exit_code() == 3 ? e.exit_code() : 4;
     what = e.what();
+    agreed = dynamic_cast<const AgreedError*>(&e) != nullptr;
   } catch (const std::bad_alloc&) {
     code = 4;
     what = "out of memory";
@@ -72,7 +75,7 @@ void capture(G&& g, int& code, std::string& what) noexcept {
 
 /// Collective: if any rank has code != 0, every rank throws the error of the
 /// lowest such rank.
-inline void settle(MPI_Comm comm, int code, const std::string& what) {
+inline void settle(MPI_Comm comm, int code, const std::string& what, int agreed) {
   int rank = 0, size = 1;
   MPI_Comm_rank(comm, &rank);
   MPI_Comm_size(comm, &size);
@@ -80,11 +83,11 @@ inline void settle(MPI_Comm comm, int code, const std::string& what) {
   int first = size;
   MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, comm);
   if (first == size) return;
-  int sent[2] = {code, static_cast<int>(what.size())};
-  MPI_Bcast(sent, 2, MPI_INT, first, comm);
+  int sent[3] = {code, static_cast<int>(what.size()), agreed};
+  MPI_Bcast(sent, 3, MPI_INT, first, comm);
   std::string message = rank == first ? what : std::string(static_cast<std::size_t>(sent[1]), '\0');
   MPI_Bcast(message.data(), sent[1], MPI_CHAR, first, comm);
-  throw_kind(sent[0], size > 1 ? "rank " + std::to_string(first) + ": " + message : message);
+  throw_kind(sent[0], size > 1 && !sent[2] ? "rank " + std::to_string(first) + ": " + message : message);
 }
 }  // namespace detail
 
@@ -95,15 +98,15 @@ inline void settle(MPI_Comm comm, int code, const std::string& what) {
 template <class F>
 auto agree(MPI_Comm comm, F&& fn) -> decltype(fn()) {
   using R = decltype(fn());
-  int code = 0;
+  int code = 0, agreed = 0;
   std::string what;
   if constexpr (std::is_void_v<R>) {
-    detail::capture([&] { fn(); }, code, what);
-    detail::settle(comm, code, what);
+    detail::capture([&] { fn(); }, code, what, agreed);
+    detail::settle(comm, code, what, agreed);
   } else {
     std::optional<R> result;
-    detail::capture([&] { result.emplace(fn()); }, code, what);
-    detail::settle(comm, code, what);
+    detail::capture([&] { result.emplace(fn()); }, code, what, agreed);
+    detail::settle(comm, code, what, agreed);
     return std::move(*result);
   }
 }
