@@ -53,30 +53,41 @@ int main(int argc, char** argv) {
     if (sub->parsed()) action = act;
 
   int code = 0;
+  [[maybe_unused]] int world = 1;
+  int world_rank = 0;
 #if defined(KFACTOR_HAVE_MPI)
   int mpi_initialized = 0;
   MPI_Initialized(&mpi_initialized);
   if (!mpi_initialized) MPI_Init(nullptr, nullptr);
+  MPI_Comm_size(MPI_COMM_WORLD, &world);
+  MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
 #endif
+  // An error every rank throws alike (distributed::agree, require_same) is
+  // printed by rank 0 only, and every rank ends normally with its code.
+  bool agreed = false;
+  auto report = [&](const char* what) {
+    if (!agreed || world_rank == 0) std::fprintf(stderr, "kfactor: error: %s\n", what);
+  };
   Kokkos::initialize(Kokkos::InitializationSettings().set_disable_warnings(true));
   try {
     action();
   } catch (const kfactor::Error& e) {
-    std::fprintf(stderr, "kfactor: error: %s\n", e.what());
+#if defined(KFACTOR_HAVE_MPI)
+    agreed = kfactor::distributed::is_agreed(e);
+#endif
+    report(e.what());
     code = e.exit_code();
   } catch (const std::bad_alloc&) {
-    std::fprintf(stderr, "kfactor: error: out of memory\n");
+    report("out of memory");
     code = 4;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "kfactor: error: %s\n", e.what());
+    report(e.what());
     code = 4;
   }
 #if defined(KFACTOR_HAVE_MPI)
   // An error that only this rank saw would leave the others waiting in a
   // collective: end the whole job instead of hanging it.
-  int world = 1;
-  MPI_Comm_size(MPI_COMM_WORLD, &world);
-  if (code != 0 && world > 1 && !kfactor::distributed::detail::error_agreed) {
+  if (code != 0 && world > 1 && !agreed) {
     std::fflush(stderr);
     MPI_Abort(MPI_COMM_WORLD, code);
   }

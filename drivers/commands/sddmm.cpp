@@ -5,7 +5,9 @@
 #include <kfactor/core/error.hpp>
 #include <kfactor/core/random.hpp>
 #include <kfactor/core/spaces.hpp>
+#include <kfactor/io/checkpoint.hpp>
 #include <kfactor/io/read.hpp>
+#include <kfactor/io/write.hpp>
 #include <kfactor/sddmm/generate.hpp>
 #include <kfactor/sddmm/sddmm.hpp>
 
@@ -15,8 +17,16 @@
 #include <cstdio>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <tuple>
+
+#if defined(KFACTOR_HAVE_MPI)
+#include <kfactor/distributed/collective.hpp>
+#include <kfactor/distributed/sddmm.hpp>
+
+#include <mpi.h>
+#endif
 
 namespace kfactor::cli {
 // A named namespace (not an anonymous one): CUDA's extended lambdas need an
@@ -44,7 +54,81 @@ struct SddmmCliOptions {
   std::string generate = "powerlaw";
   std::int64_t rows = 20000, cols = 10000, nnz = 1000000;
   std::string tune_cache;
+  std::string output;        ///< Matrix Market file of P at S's pattern (rank 0 writes it)
+  bool distributed = false;  ///< under mpiexec: S's columns split over the ranks
 };
+
+/// Writes P (values in S's CSR order) at S's pattern as Matrix Market
+/// coordinate, 1-based, row by row.
+template <class T, class V>
+void write_sddmm_output(const std::string& path, const CsrMatrix<T, Mem>& S, const V& values_in_csr_order,
+                        const std::string& comment) {
+  auto rm = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, S.row_map);
+  auto en = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, S.entries);
+  CooMatrix<T> P;
+  P.num_rows = S.num_rows();
+  P.num_cols = S.num_cols;
+  P.rows.reserve(S.nnz());
+  P.cols.reserve(S.nnz());
+  P.values.reserve(S.nnz());
+  for (ordinal_t r = 0; r < S.num_rows(); ++r)
+    for (auto e = rm(r); e < rm(r + 1); ++e) {
+      P.rows.push_back(r);
+      P.cols.push_back(en(e));
+      P.values.push_back(values_in_csr_order[e]);
+    }
+  io::write_matrix_market(path, P, comment);
+}
+
+/// The random A and B of a run (from --seed, as the TI inputs): the same on
+/// every rank and in the single-rank run.
+template <class TI>
+std::pair<DenseMatrix<TI, Mem>, DenseMatrix<TI, Mem>> make_factors(const Space& exec, std::int64_t m, std::int64_t n,
+                                                                    int K, std::uint64_t seed) {
+  using Acc = detail::sddmm_acc_t<TI>;
+  const double gib = double(m + n) * K * double(sizeof(Acc) + sizeof(TI)) / double(1ull << 30);
+  DenseMatrix<Acc, Mem> A0, B0;
+  try {
+    A0 = DenseMatrix<Acc, Mem>("A0", m, K);
+    B0 = DenseMatrix<Acc, Mem>("B0", n, K);
+  } catch (const std::exception& e) {
+    throw RuntimeFailure("sddmm: cannot allocate A (" + std::to_string(m) + " x " + std::to_string(K) + ") and B (" +
+                         std::to_string(n) + " x " + std::to_string(K) + "), about " + std::to_string(gib) +
+                         " GiB with their staging copies; lower --rank: " + e.what());
+  }
+  fill_uniform(exec, A0, seed, RngStream::factor_w, Acc(-1), Acc(1));
+  fill_uniform(exec, B0, seed, RngStream::factor_h, Acc(-1), Acc(1));
+  DenseMatrix<TI, Mem> A, B;
+  try {
+    A = DenseMatrix<TI, Mem>("A", m, K);
+    B = DenseMatrix<TI, Mem>("B", n, K);
+  } catch (const std::exception& e) {
+    throw RuntimeFailure("sddmm: cannot allocate A (" + std::to_string(m) + " x " + std::to_string(K) + ") and B (" +
+                         std::to_string(n) + " x " + std::to_string(K) + "), about " + std::to_string(gib) +
+                         " GiB with their staging copies; lower --rank: " + e.what());
+  }
+  Kokkos::parallel_for(
+      "cast", Kokkos::MDRangePolicy<Space, Kokkos::Rank<2>>(exec, {0, 0}, {A.extent(0), A.extent(1)}),
+      KOKKOS_LAMBDA(std::size_t i, std::size_t k) { A(i, k) = static_cast<TI>(A0(i, k)); });
+  Kokkos::parallel_for(
+      "cast", Kokkos::MDRangePolicy<Space, Kokkos::Rank<2>>(exec, {0, 0}, {B.extent(0), B.extent(1)}),
+      KOKKOS_LAMBDA(std::size_t i, std::size_t k) { B(i, k) = static_cast<TI>(B0(i, k)); });
+  return {A, B};
+}
+
+/// The plan options the command line asks for.
+SddmmOptions plan_options(const SddmmCliOptions& o) {
+  SddmmOptions opt;
+  opt.kernel = parse_sddmm_kernel(o.kernel);
+  opt.column_tiles = !o.no_tiles;
+  opt.tile_cols = o.tile_cols;
+  opt.tk = o.tk;
+  opt.chunk = o.chunk;
+  opt.vector_length = o.lanes;
+  opt.check_inputs = false;  // inputs are generated; keep the timing to the kernel
+  opt.validate();
+  return opt;
+}
 
 template <class T, class TI>
 Report run_sddmm(const SddmmCliOptions& o, const CooMatrix<double>& coo) {
@@ -63,27 +147,10 @@ Report run_sddmm(const SddmmCliOptions& o, const CooMatrix<double>& coo) {
   r.nnz = static_cast<std::int64_t>(S.nnz());
   r.rank = K;
 
-  using Acc = detail::sddmm_acc_t<TI>;
-  DenseMatrix<Acc, Mem> A0("A0", S.num_rows(), K), B0("B0", S.num_cols, K);
-  fill_uniform(exec, A0, o.common.seed, RngStream::factor_w, Acc(-1), Acc(1));
-  fill_uniform(exec, B0, o.common.seed, RngStream::factor_h, Acc(-1), Acc(1));
-  DenseMatrix<TI, Mem> A("A", S.num_rows(), K), B("B", S.num_cols, K);
-  Kokkos::parallel_for(
-      "cast", Kokkos::MDRangePolicy<Space, Kokkos::Rank<2>>(exec, {0, 0}, {A.extent(0), A.extent(1)}),
-      KOKKOS_LAMBDA(std::size_t i, std::size_t k) { A(i, k) = static_cast<TI>(A0(i, k)); });
-  Kokkos::parallel_for(
-      "cast", Kokkos::MDRangePolicy<Space, Kokkos::Rank<2>>(exec, {0, 0}, {B.extent(0), B.extent(1)}),
-      KOKKOS_LAMBDA(std::size_t i, std::size_t k) { B(i, k) = static_cast<TI>(B0(i, k)); });
-
-  SddmmOptions opt;
-  opt.kernel = parse_sddmm_kernel(o.kernel);
-  opt.column_tiles = !o.no_tiles;
-  opt.tile_cols = o.tile_cols;
-  opt.tk = o.tk;
-  opt.chunk = o.chunk;
-  opt.vector_length = o.lanes;
-  opt.check_inputs = false;  // inputs are generated; keep the timing to the kernel
-  opt.validate();
+  const auto factors = make_factors<TI>(exec, S.num_rows(), S.num_cols, K, o.common.seed);
+  const auto& A = factors.first;
+  const auto& B = factors.second;
+  SddmmOptions opt = plan_options(o);
   if (o.autotune) {
     const auto t0 = std::chrono::steady_clock::now();
     auto tuned = sddmm_autotune<Space, T, TI>(exec, S, K, opt, o.tune_cache, 5);
@@ -134,8 +201,140 @@ Report run_sddmm(const SddmmCliOptions& o, const CooMatrix<double>& coo) {
   r.info["chunk"] = std::to_string(in.chunk);
   r.info["tk"] = std::to_string(in.tk);
   r.info["options"] = sddmm_options_string(opt);
+  if (!o.output.empty()) {
+    auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, out);
+    write_sddmm_output(o.output, S, h, "kfactor sddmm: P = S o (A B^T), K = " + std::to_string(K));
+    r.info["output"] = o.output;
+  }
   return r;
 }
+
+#if defined(KFACTOR_HAVE_MPI)
+/// `--distributed` under mpiexec: every rank reads S (inside agree(), so a
+/// bad file on any rank ends every rank with that error), the ranks check
+/// that they hold the same S, K and seed, then each runs its column block
+/// (distributed::SddmmRankPlan). The apply time of a repetition is the
+/// slowest rank's; rank 0 gathers P for --output and --check and returns the
+/// report (other ranks return none).
+template <class T, class TI>
+std::optional<Report> run_sddmm_distributed(const SddmmCliOptions& o, const CooMatrix<double>& coo, MPI_Comm comm) {
+  const Space exec;
+  int rank = 0, size = 1;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &size);
+  const int K = o.common.rank;
+  auto S = distributed::agree(comm, [&] {
+    CooMatrix<T> ct{coo.num_rows, coo.num_cols, coo.rows, coo.cols, {}};
+    ct.values.reserve(coo.nnz());
+    for (double v : coo.values) ct.values.push_back(static_cast<T>(v));
+    return to_csr(exec, ct);
+  });
+  const auto fp = fingerprint(exec, S);
+  distributed::require_same(comm, static_cast<std::uint64_t>(fp.rows), "the input's rows");
+  distributed::require_same(comm, static_cast<std::uint64_t>(fp.cols), "the input's columns");
+  distributed::require_same(comm, static_cast<std::uint64_t>(fp.nnz), "the input's nonzeros");
+  distributed::require_same(comm, fp.checksum, "the input's checksum (same shape, other entries)");
+  distributed::require_same(comm, static_cast<std::uint64_t>(K), "the rank K");
+  distributed::require_same(comm, o.common.seed, "--seed");
+
+  using RankPlan = distributed::SddmmRankPlan<Space, T, TI>;
+  const auto t_plan = std::chrono::steady_clock::now();
+  struct Setup {
+    SddmmOptions opt;
+    std::pair<DenseMatrix<TI, Mem>, DenseMatrix<TI, Mem>> factors;
+    std::unique_ptr<RankPlan> plan;
+  };
+  Setup setup = distributed::agree(comm, [&] {
+    Setup s;
+    s.opt = plan_options(o);
+    s.factors = make_factors<TI>(exec, S.num_rows(), S.num_cols, K, o.common.seed);
+    s.plan = std::make_unique<RankPlan>(exec, comm, S, K, s.opt);
+    return s;
+  });
+  const auto& A = setup.factors.first;
+  const auto& B = setup.factors.second;
+  const auto& plan = setup.plan;
+  const auto& opt = setup.opt;
+  double plan_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_plan).count();
+  auto B_local = Kokkos::subview(B, Kokkos::make_pair(plan->begin(), plan->end()), Kokkos::ALL);
+  Kokkos::View<T*, Mem> out = distributed::agree(comm, [&] { return Kokkos::View<T*, Mem>("out", plan->local_nnz()); });
+  auto apply = [&] { plan->apply(exec, A, B_local, out); };
+  for (int w = 0; w < 3; ++w) apply();
+  exec.fence();
+  std::vector<double> times;
+  for (int rep = 0; rep < std::max(o.reps, 1); ++rep) {
+    MPI_Barrier(comm);
+    const auto t0 = std::chrono::steady_clock::now();
+    apply();
+    exec.fence();
+    double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), slowest = 0;
+    MPI_Allreduce(&t, &slowest, 1, MPI_DOUBLE, MPI_MAX, comm);
+    times.push_back(slowest);
+  }
+  std::sort(times.begin(), times.end());
+  const double t = times[times.size() / 2];
+  double plan_max = 0;
+  MPI_Reduce(&plan_seconds, &plan_max, 1, MPI_DOUBLE, MPI_MAX, 0, comm);
+  // Per-rank balance, gathered on rank 0.
+  long long mine[2] = {static_cast<long long>(plan->local_nnz()), static_cast<long long>(plan->end() - plan->begin())};
+  std::vector<long long> all(2 * static_cast<std::size_t>(size));
+  MPI_Gather(mine, 2, MPI_LONG_LONG, all.data(), 2, MPI_LONG_LONG, 0, comm);
+
+  Report r;
+  std::vector<T> P;
+  if (!o.output.empty() || o.check) P = plan->gather(out, 0);
+  if (rank == 0) {
+    r.command = "sddmm";
+    r.backend = backend_name<Space>();
+    r.precision = o.common.precision;
+    r.rows = S.num_rows();
+    r.cols = S.num_cols;
+    r.nnz = static_cast<std::int64_t>(S.nnz());
+    r.rank = K;
+    r.iterations = static_cast<int>(times.size());
+    r.seconds = t;
+    const double flops = 2.0 * double(S.nnz()) * K;
+    r.metrics.set("gflops", t > 0 ? flops / t * 1e-9 : 0.0);
+    r.metrics.set("apply_seconds", t);
+    long long most = 0;
+    std::string nnz_list, col_list;
+    for (int p = 0; p < size; ++p) {
+      most = std::max(most, all[2 * p]);
+      nnz_list += (p ? "," : "") + std::to_string(all[2 * p]);
+      col_list += (p ? "," : "") + std::to_string(all[2 * p + 1]);
+    }
+    const double mean = double(S.nnz()) / size;
+    r.metrics.set("nnz_imbalance", mean > 0 ? double(most) / mean : 1.0);
+    r.timings.set("plan_build_max", plan_max);
+    r.timings.set("apply_median_max_over_ranks", t);
+    r.info["ranks"] = std::to_string(size);
+    r.info["rank_nnz"] = nnz_list;
+    r.info["rank_columns"] = col_list;
+    r.info["options"] = sddmm_options_string(opt);
+    if (o.check) {
+      Kokkos::View<T*, Mem> ref("ref", S.nnz());
+      sddmm_reference(exec, S, A, B, ref);
+      auto hr = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, ref);
+      double worst = 0;
+      for (std::size_t e = 0; e < P.size(); ++e)
+        worst = std::max(worst, std::abs(double(P[e]) - double(hr(e))) / (1.0 + std::abs(double(hr(e)))));
+      r.metrics.set("max_diff_vs_reference", worst);
+    }
+    // Only rank 0 writes: a failure here is this rank's alone (main() then
+    // ends the job).
+    if (!o.output.empty()) {
+      write_sddmm_output(o.output, S, P,
+                         "kfactor sddmm --distributed (" + std::to_string(size) + " ranks): P = S o (A B^T), K = " +
+                             std::to_string(K));
+      r.info["output"] = o.output;
+    }
+  }
+  // Every rank leaves together (a rank-0 write failure aborts the others here).
+  MPI_Barrier(comm);
+  if (rank != 0) return std::nullopt;
+  return r;
+}
+#endif
 
 Report dispatch(const SddmmCliOptions& o, const CooMatrix<double>& coo) {
   const auto& p = o.common.precision;
@@ -143,6 +342,32 @@ Report dispatch(const SddmmCliOptions& o, const CooMatrix<double>& coo) {
   if (p == "bf16") return run_sddmm<float, Kokkos::Experimental::bhalf_t>(o, coo);
   if (p == "fp16") return run_sddmm<float, Kokkos::Experimental::half_t>(o, coo);
   return run_sddmm<float, float>(o, coo);
+}
+
+#if defined(KFACTOR_HAVE_MPI)
+std::optional<Report> dispatch_distributed(const SddmmCliOptions& o, const CooMatrix<double>& coo, MPI_Comm comm) {
+  const auto& p = o.common.precision;
+  if (p == "double") return run_sddmm_distributed<double, double>(o, coo, comm);
+  if (p == "bf16") return run_sddmm_distributed<float, Kokkos::Experimental::bhalf_t>(o, coo, comm);
+  if (p == "fp16") return run_sddmm_distributed<float, Kokkos::Experimental::half_t>(o, coo, comm);
+  return run_sddmm_distributed<float, float>(o, coo, comm);
+}
+#endif
+
+/// S from --input, or generated (every rank generates the same one).
+CooMatrix<double> load_or_generate(const SddmmCliOptions& o, std::string& source) {
+  if (!o.common.input.empty()) {
+    source = o.common.input;
+    return read_sddmm_input(o.common.input, o.common.format);
+  }
+  PowerLawSpec spec = peer_matrix_spec(o.generate);
+  if (spec.m == 0) {
+    if (o.generate != "powerlaw") throw UsageError("sddmm: unknown --generate " + o.generate);
+    spec = {o.rows, o.cols, o.nnz, 1.0, 200.0, 1.0, 60.0, o.common.seed};
+    if (o.nnz > o.rows * o.cols / 2) throw UsageError("sddmm: --nnz must be at most rows * cols / 2");
+  }
+  source = "generated:" + o.generate;
+  return power_law_pattern<double>(spec, -1.0, 1.0);
 }
 
 }  // namespace sddmm_command_detail
@@ -180,22 +405,29 @@ const Registrar sddmm_command{Command{
       cmd.add_option("--cols", o->cols, "generated columns")->capture_default_str();
       cmd.add_option("--nnz", o->nnz, "generated nonzeros")->capture_default_str();
       cmd.add_flag("--json", o->common.json, "print exactly one JSON report");
+      cmd.add_option("-o,--output", o->output, "write P (S's pattern, the product's values) as Matrix Market");
+      cmd.add_flag("--distributed", o->distributed,
+                   "under mpiexec: split S's columns over the ranks (balanced by nonzeros); rank 0 reports");
       return [o] {
-        CooMatrix<double> coo;
-        std::string source;
-        if (!o->common.input.empty()) {
-          coo = read_sddmm_input(o->common.input, o->common.format);
-          source = o->common.input;
-        } else {
-          PowerLawSpec spec = peer_matrix_spec(o->generate);
-          if (spec.m == 0) {
-            if (o->generate != "powerlaw") throw UsageError("sddmm: unknown --generate " + o->generate);
-            spec = {o->rows, o->cols, o->nnz, 1.0, 200.0, 1.0, 60.0, o->common.seed};
-            if (o->nnz > o->rows * o->cols / 2) throw UsageError("sddmm: --nnz must be at most rows * cols / 2");
+        if (o->distributed) {
+#if defined(KFACTOR_HAVE_MPI)
+          if (o->autotune) throw UsageError("sddmm: --autotune is not available with --distributed");
+          MPI_Comm comm = MPI_COMM_WORLD;
+          std::string source;
+          // Every rank reads the file itself; an error on any rank is every rank's.
+          auto coo = distributed::agree(comm, [&] { return load_or_generate(*o, source); });
+          auto r = dispatch_distributed(*o, coo, comm);
+          if (r) {
+            r->info["input"] = source;
+            print_report(o->common, *r);
           }
-          coo = power_law_pattern<double>(spec, -1.0, 1.0);
-          source = "generated:" + o->generate;
+          return;
+#else
+          throw UsageError("sddmm: --distributed needs a kfactor built with MPI");
+#endif
         }
+        std::string source;
+        auto coo = load_or_generate(*o, source);
         Report r = dispatch(*o, coo);
         r.info["input"] = source;
         print_report(o->common, r);

@@ -239,6 +239,160 @@ h5::PropertyList ordered_group_creation(h5::Mode mode) {
   return gcpl;
 }
 
+
+// ---- integrity seal ----------------------------------------------------------------
+//
+// HDF5 parses whatever a file claims, and Debian's libhdf5 hangs or crashes on
+// some damaged metadata (found by tests/io/fuzz/fuzz_checkpoint: a corrupt
+// global heap makes H5Aread of a string attribute loop forever). So no
+// checkpoint reaches HDF5 unchecked: every file starts with an HDF5 user
+// block (HDF5, h5py and h5dump skip it) holding a seal: the file's size and a
+// 64-bit hash of every byte after the user block except the datasets' raw
+// data, whose ranges it lists (raw data has its own per-dataset checksum, so
+// a damaged value is still reported by field). The seal is checked before
+// H5Fopen; it reads the metadata bytes only, not the raw data.
+
+constexpr hsize_t seal_block = 4096;  // user block size (a power of two >= 512)
+constexpr char seal_magic[16] = {'\x89', 'K', 'F', 'A', 'C', 'T', 'O', 'R', '-', 'S', 'E', 'A', 'L', '\r', '\n', '\x1a'};
+constexpr std::uint64_t seal_version = 1;
+constexpr std::size_t seal_header = 16 + 4 * 8;  // magic, version, file size, hash, range count
+constexpr std::size_t seal_max_ranges = (seal_block - seal_header) / 16;
+
+struct RawRange {
+  std::uint64_t offset = 0, length = 0;
+};
+
+void put_u64(unsigned char* p, std::uint64_t v) {
+  for (int i = 0; i < 8; ++i) p[i] = static_cast<unsigned char>(v >> (8 * i));
+}
+std::uint64_t get_u64(const unsigned char* p) {
+  std::uint64_t v = 0;
+  for (int i = 0; i < 8; ++i) v |= std::uint64_t(p[i]) << (8 * i);
+  return v;
+}
+
+/// Hash of the bytes of `fd` in [begin, end) outside `ranges` (sorted,
+/// disjoint, inside [begin, end)). Returns false on a read error.
+bool hash_outside(int fd, std::uint64_t begin, std::uint64_t end, const std::vector<RawRange>& ranges,
+                  std::uint64_t& out) {
+  std::uint64_t h = CounterRng::mix(end - begin);
+  std::vector<unsigned char> buf(1 << 16);
+  auto hash_span = [&](std::uint64_t from, std::uint64_t to) {
+    while (from < to) {
+      const std::size_t want = static_cast<std::size_t>(std::min<std::uint64_t>(buf.size(), to - from));
+      const ssize_t got = ::pread(fd, buf.data(), want, static_cast<off_t>(from));
+      if (got <= 0) return false;
+      for (ssize_t i = 0; i < got; ++i)
+        h = CounterRng::mix(h ^ (std::uint64_t(buf[static_cast<std::size_t>(i)]) | ((from + std::uint64_t(i)) << 8)));
+      from += static_cast<std::uint64_t>(got);
+    }
+    return true;
+  };
+  std::uint64_t at = begin;
+  for (const auto& r : ranges) {
+    if (!hash_span(at, r.offset)) return false;
+    at = r.offset + r.length;
+  }
+  if (!hash_span(at, end)) return false;
+  out = h;
+  return true;
+}
+
+/// The raw-data ranges of every dataset under /state and /history of the
+/// closed file `path` (kfactor's own, just written: trusted).
+std::vector<RawRange> raw_ranges(const std::string& path) {
+  std::vector<RawRange> ranges;
+  auto fapl = file_access(h5::Mode::write);
+  h5::File f(H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl), h5::Mode::write, "checkpoint: reopening " + path);
+  for (const char* group : {"state", "history"}) {
+    if (!h5::exists(f, group)) continue;
+    h5::Group g(H5Gopen2(f, group, H5P_DEFAULT), h5::Mode::write, std::string("checkpoint: opening /") + group);
+    std::vector<std::string> names;
+    auto cb = [](hid_t, const char* name, const h5::link_info_t*, void* out) -> herr_t {
+      static_cast<std::vector<std::string>*>(out)->emplace_back(name);
+      return 0;
+    };
+    hsize_t idx = 0;
+    h5::check(h5::link_iterate(g, H5_INDEX_NAME, H5_ITER_INC, &idx, cb, &names), h5::Mode::write,
+              "checkpoint: listing a group");
+    for (const auto& n : names) {
+      h5::Dataset ds(H5Dopen2(g, n.c_str(), H5P_DEFAULT), h5::Mode::write, "checkpoint: opening " + n);
+      const haddr_t off = H5Dget_offset(ds);
+      const hsize_t len = H5Dget_storage_size(ds);
+      if (off != HADDR_UNDEF && len > 0) ranges.push_back({static_cast<std::uint64_t>(off), len});  // H5Dget_offset counts from the file start, user block included
+    }
+  }
+  std::sort(ranges.begin(), ranges.end(), [](const RawRange& a, const RawRange& b) { return a.offset < b.offset; });
+  if (ranges.size() > seal_max_ranges) ranges.resize(seal_max_ranges);  // the rest is hashed
+  return ranges;
+}
+
+/// Writes the seal into the user block of the closed file `path`.
+void seal_file(const std::string& path) {
+  const auto ranges = raw_ranges(path);
+  const int fd = ::open(path.c_str(), O_RDWR);
+  if (fd < 0) throw RuntimeFailure("checkpoint: cannot reopen " + path + " to seal it: " + std::strerror(errno));
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  const off_t size = ::lseek(fd, 0, SEEK_END);
+  std::uint64_t hash = 0;
+  if (size < static_cast<off_t>(seal_block) || !hash_outside(fd, seal_block, static_cast<std::uint64_t>(size), ranges, hash))
+    throw RuntimeFailure("checkpoint: cannot read back " + path + " to seal it");
+  std::vector<unsigned char> block(seal_block, 0);
+  std::memcpy(block.data(), seal_magic, sizeof seal_magic);
+  put_u64(block.data() + 16, seal_version);
+  put_u64(block.data() + 24, static_cast<std::uint64_t>(size));
+  put_u64(block.data() + 32, hash);
+  put_u64(block.data() + 40, ranges.size());
+  for (std::size_t i = 0; i < ranges.size(); ++i) {
+    put_u64(block.data() + seal_header + 16 * i, ranges[i].offset);
+    put_u64(block.data() + seal_header + 16 * i + 8, ranges[i].length);
+  }
+  if (::pwrite(fd, block.data(), block.size(), 0) != static_cast<ssize_t>(block.size()))
+    throw RuntimeFailure("checkpoint: cannot write the seal of " + path + ": " + std::strerror(errno));
+}
+
+/// InputError unless `path` carries a valid seal (see above).
+void check_seal(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY);
+  if (fd < 0) throw InputError(path + ": cannot open the checkpoint: " + std::strerror(errno));
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  const off_t size = ::lseek(fd, 0, SEEK_END);
+  std::vector<unsigned char> block(seal_block, 0);
+  const ssize_t got = size > 0 ? ::pread(fd, block.data(), block.size(), 0) : 0;
+  if (got < static_cast<ssize_t>(sizeof seal_magic) || std::memcmp(block.data(), seal_magic, sizeof seal_magic) != 0)
+    throw InputError(path + ": not a readable kfactor checkpoint (no kfactor seal at its start: another kind of file, "
+                            "a checkpoint of an older kfactor, or a damaged one)");
+  if (got < static_cast<ssize_t>(seal_block))
+    throw InputError(path + ": truncated checkpoint (" + std::to_string(size) + " bytes)");
+  const auto version = get_u64(block.data() + 16);
+  if (version != seal_version)
+    throw InputError(path + ": checkpoint seal version " + std::to_string(version) + " is not supported");
+  const auto want_size = get_u64(block.data() + 24);
+  if (want_size != static_cast<std::uint64_t>(size))
+    throw InputError(path + ": truncated or corrupt checkpoint (" + std::to_string(size) + " bytes; it was written with " +
+                     std::to_string(want_size) + ")");
+  const auto n = get_u64(block.data() + 40);
+  if (n > seal_max_ranges) throw InputError(path + ": corrupt checkpoint seal (range count)");
+  std::vector<RawRange> ranges(static_cast<std::size_t>(n));
+  std::uint64_t at = seal_block;
+  for (std::size_t i = 0; i < ranges.size(); ++i) {
+    ranges[i] = {get_u64(block.data() + seal_header + 16 * i), get_u64(block.data() + seal_header + 16 * i + 8)};
+    if (ranges[i].offset < at || ranges[i].length > want_size || ranges[i].offset > want_size - ranges[i].length)
+      throw InputError(path + ": corrupt checkpoint seal (data ranges)");
+    at = ranges[i].offset + ranges[i].length;
+  }
+  std::uint64_t hash = 0;
+  if (!hash_outside(fd, seal_block, want_size, ranges, hash))
+    throw InputError(path + ": cannot read the checkpoint: " + std::strerror(errno));
+  if (hash != get_u64(block.data() + 32))
+    throw InputError(path + ": corrupt checkpoint (its HDF5 metadata fails the kfactor seal's checksum)");
+}
 }  // namespace
 
 // ---- writer ----------------------------------------------------------------------
@@ -265,6 +419,7 @@ struct CheckpointWriter::Impl {
     h5::PropertyList fcpl(H5Pcreate(H5P_FILE_CREATE), h5::Mode::write, "creating file creation properties");
     h5::check(H5Pset_link_creation_order(fcpl, H5P_CRT_ORDER_TRACKED | H5P_CRT_ORDER_INDEXED), h5::Mode::write,
               "tracking link creation order");
+    h5::check(H5Pset_userblock(fcpl, seal_block), h5::Mode::write, "reserving the seal's user block");
     file = h5::File(H5Fcreate(tmp.c_str(), H5F_ACC_TRUNC, fcpl, fapl), h5::Mode::write,
                     "checkpoint: cannot create " + tmp);
     auto gcpl = ordered_group_creation(h5::Mode::write);
@@ -563,6 +718,7 @@ void CheckpointWriter::commit() {
     }
     agree(m.comm, error);
     if (m.mpi_rank == 0) try {
+        seal_file(m.tmp);
         publish(m.tmp, m.path);
       } catch (...) {
         error = std::current_exception();
@@ -573,6 +729,7 @@ void CheckpointWriter::commit() {
   }
 #endif
   close_all();
+  seal_file(m.tmp);
   publish(m.tmp, m.path);
   m.committed = true;
 }
@@ -605,9 +762,23 @@ struct CheckpointReader::Impl {
     if (nd < 0 || nd > 2) bad(where + " '" + name + "' has rank " + std::to_string(nd) + " (0, 1 or 2 expected)");
     hsize_t dims[2] = {1, 1};
     if (nd > 0) H5Sget_simple_extent_dims(s, dims, nullptr);
+    // Sizes are checked before anyone allocates for them: a corrupt header
+    // may claim any shape, but kfactor writes every element, so a dataset
+    // must store at least rows * cols elements.
+    constexpr hsize_t max_extent = hsize_t(1) << 62;
+    if (dims[0] > max_extent || dims[1] > max_extent)
+      bad(where + " '" + name + "' claims an impossible shape (corrupt file)");
     f.rank = nd;
     f.rows = static_cast<std::int64_t>(dims[0]);
     f.cols = nd == 2 ? static_cast<std::int64_t>(dims[1]) : 1;
+    std::int64_t elements = 0, bytes = 0;
+    if (__builtin_mul_overflow(f.rows, f.cols, &elements) ||
+        __builtin_mul_overflow(elements, static_cast<std::int64_t>(size_of(f.type)), &bytes))
+      bad(where + " '" + name + "' claims " + dimensions(nd, f.rows, f.cols) + " elements, more than 2^63 bytes (corrupt file)");
+    const hsize_t stored = H5Dget_storage_size(ds);
+    if (stored < static_cast<hsize_t>(bytes))
+      bad(where + " '" + name + "' claims " + dimensions(nd, f.rows, f.cols) + " " + to_string(f.type) + " elements (" +
+          std::to_string(bytes) + " bytes) but stores " + std::to_string(stored) + " bytes (truncated or corrupt file)");
     f.checksum = h5::read_uint_attribute(ds, "checksum", path + ": " + where + " '" + name + "'");
     return f;
   }
@@ -640,6 +811,7 @@ CheckpointReader::CheckpointReader(const std::string& path) : impl_(new Impl) {
   std::error_code ec;
   if (!std::filesystem::exists(path, ec)) throw InputError(path + ": checkpoint file does not exist");
   if (std::filesystem::is_directory(path, ec)) throw InputError(path + ": is a directory, not a checkpoint file");
+  check_seal(path);
   auto fapl = file_access(h5::Mode::read);
   const hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl);
   if (f < 0) {

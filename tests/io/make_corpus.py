@@ -135,6 +135,14 @@ C["dense_err_L3_inf.txt"] = "0 1\n1 0\n-inf 0\n"
 C["dense_err_L1_binary_junk.txt"] = JUNK
 C["dense_ok_crlf.txt"] = "0 1 1 0\r\n1 0 1 1\r\n0 0 0 0\r\n"
 
+# ---- resource limits (sizes checked before anything is allocated) ------------------
+C["mm_err_L2_array_1e12_entries.mtx"] = MMA + "1000000 1000000\n1.0\n2.0\n"
+C["mm_err_L2_array_int32max_square.mtx"] = MMA + "2147483647 2147483647\n1.0\n"
+C["mm_err_L2_symmetric_nnz_1e12.mtx"] = MMS + "2147483647 2147483647 1000000000000\n1 1 1.0\n"
+C["mm_err_L2_pattern_nnz_beyond_shape.mtx"] = MMP + "2147483647 2147483647 4611686018427387904\n1 1\n"
+C["mm_err_L2_nnz_beyond_int64.mtx"] = MM + "10 10 99999999999999999999\n1 1 1.0\n"
+C["bmf_err_L1_bits_beyond_int32_words.in"] = "4294967296 4294967296 1\n0 0\n"
+
 for name in os.listdir(HERE):
     os.remove(os.path.join(HERE, name))
 for name, body in C.items():

@@ -13,7 +13,9 @@
 #if defined(KFACTOR_HAVE_MPI)
 #include <mpi.h>
 
+#include <climits>
 #include <cstdint>
+#include <exception>
 #include <new>
 #include <optional>
 #include <string>
@@ -22,28 +24,46 @@
 
 namespace kfactor::distributed {
 
+/// Marks an error that every rank of the communicator throws (from agree or
+/// require_same), so a driver that catches it can end normally on every rank
+/// instead of aborting the job: see is_agreed().
+struct AgreedError {
+  virtual ~AgreedError() = default;
+};
+
 namespace detail {
+/// A kfactor error of kind E that every rank throws.
+template <class E>
+class Agreed final : public E, public AgreedError {
+ public:
+  explicit Agreed(const std::string& what) : E(what) {}
+};
+
+/// Set when an agreed error was thrown (kept for callers that test it; a
+/// driver should ask is_agreed(e) about the error it caught).
+inline bool error_agreed = false;
+
 /// Error kinds as sent between ranks (the exit codes of core/error.hpp).
 [[noreturn]] inline void throw_kind(int code, const std::string& what) {
+  error_agreed = true;
   switch (code) {
-    case 2: throw UsageError(what);
-    case 3: throw InputError(what);
-    default: throw RuntimeFailure(what);
+    case 2: throw Agreed<UsageError>(what);
+    case 3: throw Agreed<InputError>(what);
+    default: throw Agreed<RuntimeFailure>(what);
   }
 }
 
-/// Set when every rank is known to throw the same error, so a driver can end
-/// normally instead of aborting the whole job.
-inline bool error_agreed = false;
-
 /// Runs g(), turning any exception into (exit code, message); code 0: none.
+/// `agreed`: the error was already agreed (a nested agree), so every rank
+/// holds it and its message already names the rank.
 template <class G>
-void capture(G&& g, int& code, std::string& what) noexcept {
+void capture(G&& g, int& code, std::string& what, int& agreed) noexcept {
   try {
     g();
   } catch (const Error& e) {
     code = e.exit_code() == 2 || e.exit_code() == 3 ? e.exit_code() : 4;
     what = e.what();
+    agreed = dynamic_cast<const AgreedError*>(&e) != nullptr;
   } catch (const std::bad_alloc&) {
     code = 4;
     what = "out of memory";
@@ -55,7 +75,7 @@ void capture(G&& g, int& code, std::string& what) noexcept {
 
 /// Collective: if any rank has code != 0, every rank throws the error of the
 /// lowest such rank.
-inline void settle(MPI_Comm comm, int code, const std::string& what) {
+inline void settle(MPI_Comm comm, int code, const std::string& what, int agreed) {
   int rank = 0, size = 1;
   MPI_Comm_rank(comm, &rank);
   MPI_Comm_size(comm, &size);
@@ -63,12 +83,11 @@ inline void settle(MPI_Comm comm, int code, const std::string& what) {
   int first = size;
   MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, comm);
   if (first == size) return;
-  int sent[2] = {code, static_cast<int>(what.size())};
-  MPI_Bcast(sent, 2, MPI_INT, first, comm);
+  int sent[3] = {code, static_cast<int>(what.size()), agreed};
+  MPI_Bcast(sent, 3, MPI_INT, first, comm);
   std::string message = rank == first ? what : std::string(static_cast<std::size_t>(sent[1]), '\0');
   MPI_Bcast(message.data(), sent[1], MPI_CHAR, first, comm);
-  error_agreed = true;
-  throw_kind(sent[0], size > 1 ? "rank " + std::to_string(first) + ": " + message : message);
+  throw_kind(sent[0], size > 1 && !sent[2] ? "rank " + std::to_string(first) + ": " + message : message);
 }
 }  // namespace detail
 
@@ -79,26 +98,37 @@ inline void settle(MPI_Comm comm, int code, const std::string& what) {
 template <class F>
 auto agree(MPI_Comm comm, F&& fn) -> decltype(fn()) {
   using R = decltype(fn());
-  int code = 0;
+  int code = 0, agreed = 0;
   std::string what;
   if constexpr (std::is_void_v<R>) {
-    detail::capture([&] { fn(); }, code, what);
-    detail::settle(comm, code, what);
+    detail::capture([&] { fn(); }, code, what, agreed);
+    detail::settle(comm, code, what, agreed);
   } else {
     std::optional<R> result;
-    detail::capture([&] { result.emplace(fn()); }, code, what);
-    detail::settle(comm, code, what);
+    detail::capture([&] { result.emplace(fn()); }, code, what, agreed);
+    detail::settle(comm, code, what, agreed);
     return std::move(*result);
   }
 }
 
+/// True when `e` was thrown on every rank alike (by agree or require_same).
+inline bool is_agreed(const std::exception& e) noexcept { return dynamic_cast<const AgreedError*>(&e) != nullptr; }
+
 /// Throws InputError on every rank unless `value` is the same on all ranks of
-/// `comm` (e.g. an input fingerprint, a shape, the rank K). Collective.
+/// `comm` (e.g. an input fingerprint, a shape, the rank K); the message names
+/// `what`, the smallest and largest values and the lowest rank holding each.
+/// Collective.
 inline void require_same(MPI_Comm comm, std::uint64_t value, const std::string& what) {
+  int rank = 0;
+  MPI_Comm_rank(comm, &rank);
   std::uint64_t lo = value, hi = value;
   MPI_Allreduce(&value, &lo, 1, MPI_UINT64_T, MPI_MIN, comm);
   MPI_Allreduce(&value, &hi, 1, MPI_UINT64_T, MPI_MAX, comm);
-  if (lo != hi) throw InputError("ranks disagree on " + what + " (" + std::to_string(lo) + " vs " + std::to_string(hi) + ")");
+  if (lo == hi) return;
+  int ranks[2] = {value == lo ? rank : INT_MAX, value == hi ? rank : INT_MAX}, first[2] = {0, 0};
+  MPI_Allreduce(ranks, first, 2, MPI_INT, MPI_MIN, comm);
+  detail::throw_kind(3, "ranks disagree on " + what + ": rank " + std::to_string(first[0]) + " has " +
+                            std::to_string(lo) + ", rank " + std::to_string(first[1]) + " has " + std::to_string(hi));
 }
 
 }  // namespace kfactor::distributed

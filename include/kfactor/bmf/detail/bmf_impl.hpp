@@ -192,7 +192,18 @@ Problem<typename ExecutionSpace::memory_space> make_problem(const ExecutionSpace
                                                             const std::vector<ordinal_t>& one_cols,
                                                             const Options& options) {
   using Mem = typename ExecutionSpace::memory_space;
-  const auto h = detail::host_ones(rows, cols, one_rows, one_cols);
+  const auto h = [&] {
+    try {
+      return detail::host_ones(rows, cols, one_rows, one_cols);
+    } catch (const std::bad_alloc& e) {
+      // Host indices of both orientations: (rows + cols + 2) offsets and 2 x ones ordinals (plus sort keys).
+      const std::size_t bytes = (std::size_t(rows) + std::size_t(cols) + 2) * sizeof(offset_t) +
+                                one_rows.size() * (2 * sizeof(ordinal_t) + sizeof(std::uint64_t));
+      throw detail::allocation_failure("the host index of a " + std::to_string(rows) + " x " + std::to_string(cols) +
+                                           " C with " + std::to_string(one_rows.size()) + " ones",
+                                       bytes, e);
+    }
+  }();
   Problem<Mem> p;
   p.rows = rows;
   p.cols = cols;

@@ -208,6 +208,13 @@ inline std::vector<std::string> read_strings_attribute(hid_t loc, const std::str
   Dataspace s(H5Aget_space(a), Mode::read, where + ": space of attribute '" + name + "'");
   const hssize_t n = H5Sget_simple_extent_npoints(s);
   if (n < 0) fail(Mode::read, where + ": size of attribute '" + name + "'");
+  // kfactor writes a few short strings per attribute (metric names at most):
+  // a corrupt file may claim any count or length, so check before allocating
+  // or letting HDF5 walk them.
+  constexpr hssize_t max_strings = 1 << 16;
+  if (n > max_strings)
+    throw InputError(where + ": attribute '" + name + "' claims " + std::to_string(n) +
+                     " strings (corrupt file; kfactor writes at most " + std::to_string(max_strings) + ")");
   std::vector<std::string> out;
   if (n == 0) return out;
   if (H5Tis_variable_str(t) > 0) {
@@ -222,6 +229,9 @@ inline std::vector<std::string> read_strings_attribute(hid_t loc, const std::str
 #endif
   } else {
     const std::size_t len = H5Tget_size(t);
+    if (len == 0 || len > (std::size_t(1) << 24))
+      throw InputError(where + ": attribute '" + name + "' has strings of " + std::to_string(len) +
+                       " bytes (corrupt file)");
     std::vector<char> buf(len * static_cast<std::size_t>(n) + 1, '\0');
     check(H5Aread(a, t, buf.data()), Mode::read, where + ": reading attribute '" + name + "'");
     for (hssize_t i = 0; i < n; ++i) {

@@ -1,0 +1,260 @@
+// `kfactor sddmm --distributed` under `mpiexec -n P`, as a user runs it. Each
+// run is wrapped in `timeout`, so a hang shows as exit 124 instead of stalling
+// the suite; a small shell wrapper records every rank's own exit code.
+//
+// - A malformed file (all ranks) and a malformed file seen by one rank only:
+//   every rank exits 3, and the message naming the file and line is printed
+//   once (rank 0 prints agreed errors).
+// - Ranks given different inputs: every rank exits 3, "ranks disagree".
+// - A failure only rank 0 sees (its --output cannot be written) while the
+//   others wait for it: the job ends (nonzero exit, MPI_Abort), no hang.
+// - P = 1..4 (a subset for the variants): the gathered product equals the single-rank command's output
+//   (bitwise with the reference kernel, to rounding with the tuned one), and
+//   the report's per-rank nonzeros add up to nnz.
+#include <kfactor/config.hpp>
+#include <kfactor/io/read.hpp>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace {
+
+struct TempDir {
+  std::filesystem::path path;
+  TempDir() {
+    path = std::filesystem::temp_directory_path() / ("kfactor_cli_mpi_" + std::to_string(::getpid()));
+    std::filesystem::create_directories(path);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+  }
+  [[nodiscard]] std::string file(const std::string& name) const { return (path / name).string(); }
+};
+
+std::string slurp(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+std::string quote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+std::string kfactor_bin() { return std::string(KFACTOR_BINARY_DIR) + "/kfactor"; }
+std::string corpus(const std::string& name) { return std::string(KFACTOR_SOURCE_DIR) + "/tests/io/malformed/" + name; }
+
+struct Run {
+  int code = -1;                ///< mpiexec's (timeout's) exit code; 124: it hung
+  std::map<int, int> rank_exit;  ///< rank -> kfactor's own exit code (ranks that ended normally)
+  std::string out, err;
+};
+
+constexpr int timeout_seconds = 120;
+
+int status_code(int status) {
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+}
+
+/// Runs `kfactor ARGS` on P ranks; rank `odd_rank` gets `odd_input` as
+/// --input instead of `input` (odd_rank < 0: none).
+Run mpirun(const TempDir& dir, int P, const std::string& input, const std::string& args, int odd_rank = -1,
+           const std::string& odd_input = {}) {
+  static int serial = 0;
+  const std::string tag = std::to_string(serial++);
+  const std::string out = dir.file("out" + tag), err = dir.file("err" + tag), codes = dir.file("codes" + tag);
+  // $OMPI_COMM_WORLD_RANK is Open MPI's; PMI_RANK / PMIX_RANK cover others.
+  const std::string wrapper =
+      "r=${OMPI_COMM_WORLD_RANK:-${PMIX_RANK:-${PMI_RANK:-0}}}; in=\"$2\"; [ \"$r\" = \"$3\" ] && in=\"$4\"; "
+      "\"$1\" sddmm --distributed --input \"$in\" $5; c=$?; echo \"$r $c\" >>\"$6\"; exit $c";
+  const std::string cmd = "timeout -k 10 " + std::to_string(timeout_seconds) + " " + quote(KFACTOR_MPIEXEC) + " " +
+                          KFACTOR_MPIEXEC_NUMPROC_FLAG + " " + std::to_string(P) + " --oversubscribe sh -c " +
+                          quote(wrapper) + " sh " + quote(kfactor_bin()) + " " + quote(input) + " " +
+                          std::to_string(odd_rank) + " " + quote(odd_input.empty() ? input : odd_input) + " " +
+                          quote(args) + " " + quote(codes) + " >" + quote(out) + " 2>" + quote(err);
+  Run r;
+  r.code = status_code(std::system(cmd.c_str()));
+  r.out = slurp(out);
+  r.err = slurp(err);
+  std::istringstream c(slurp(codes));
+  int rank = 0, code = 0;
+  while (c >> rank >> code) r.rank_exit[rank] = code;
+  return r;
+}
+
+/// The single-rank command (no mpiexec).
+Run single(const TempDir& dir, const std::string& args) {
+  static int serial = 0;
+  const std::string tag = std::to_string(serial++);
+  const std::string out = dir.file("sout" + tag), err = dir.file("serr" + tag);
+  const std::string cmd = "timeout " + std::to_string(timeout_seconds) + " " + quote(kfactor_bin()) + " sddmm " +
+                          args + " >" + quote(out) + " 2>" + quote(err);
+  Run r;
+  r.code = status_code(std::system(cmd.c_str()));
+  r.out = slurp(out);
+  r.err = slurp(err);
+  return r;
+}
+
+std::size_t count(const std::string& hay, const std::string& needle) {
+  std::size_t n = 0;
+  for (auto p = hay.find(needle); p != std::string::npos; p = hay.find(needle, p + 1)) ++n;
+  return n;
+}
+
+void expect_all_ranks_exit(const Run& r, int P, int code) {
+  EXPECT_NE(r.code, 124) << "timed out (hang)\n" << r.err;
+  EXPECT_EQ(r.code, code) << r.err;
+  EXPECT_EQ(r.rank_exit.size(), std::size_t(P)) << r.err;
+  for (const auto& [rank, c] : r.rank_exit) EXPECT_EQ(c, code) << "rank " << rank << "\n" << r.err;
+}
+
+class CliMpi : public ::testing::TestWithParam<int> {};
+
+TEST_P(CliMpi, MalformedFileOnEveryRankExits3) {
+  const int P = GetParam();
+  TempDir dir;
+  const std::string bad = corpus("mm_err_L4_nan_value.mtx");
+  const auto r = mpirun(dir, P, bad, "--reps 1 -k 4");
+  expect_all_ranks_exit(r, P, 3);
+  // Printed once, by rank 0, naming the file and the line; rank 0 failed first.
+  EXPECT_EQ(count(r.err, "kfactor: error: rank 0: " + bad + ":4: "), 1u) << r.err;
+  EXPECT_EQ(r.out, "");
+}
+
+TEST_P(CliMpi, MalformedFileOnOneRankExits3Everywhere) {
+  const int P = GetParam();
+  TempDir dir;
+  const std::string good = corpus("mm_ok_crlf.mtx"), bad = corpus("mm_err_L4_row_index_out_of_range.mtx");
+  const int odd = P - 1;
+  const auto r = mpirun(dir, P, good, "--reps 1 -k 4", odd, bad);
+  expect_all_ranks_exit(r, P, 3);
+  EXPECT_EQ(count(r.err, "kfactor: error: rank " + std::to_string(odd) + ": " + bad + ":4: "), 1u) << r.err;
+  EXPECT_EQ(count(r.err, "kfactor: error:"), 1u) << r.err;
+}
+
+TEST_P(CliMpi, MismatchedInputsAreDetected) {
+  const int P = GetParam();
+  TempDir dir;
+  // Same shape and nonzero count, other values: only the checksum differs.
+  const std::string a = dir.file("a.mtx"), b = dir.file("b.mtx");
+  std::ofstream(a) << "%%MatrixMarket matrix coordinate real general\n3 3 2\n1 1 1.5\n3 2 -2\n";
+  std::ofstream(b) << "%%MatrixMarket matrix coordinate real general\n3 3 2\n1 1 1.5\n3 2 -2.5\n";
+  const auto r = mpirun(dir, P, a, "--reps 1 -k 4", 1, b);
+  expect_all_ranks_exit(r, P, 3);
+  EXPECT_EQ(count(r.err, "kfactor: error: ranks disagree on the input's checksum"), 1u) << r.err;
+  // Other shapes: caught by the first check.
+  const std::string c = dir.file("c.mtx");
+  std::ofstream(c) << "%%MatrixMarket matrix coordinate real general\n4 3 1\n1 1 1.5\n";
+  const auto r2 = mpirun(dir, P, a, "--reps 1 -k 4", 0, c);
+  expect_all_ranks_exit(r2, P, 3);
+  EXPECT_EQ(count(r2.err, "kfactor: error: ranks disagree on the input's rows: rank 1 has 3, rank 0 has 4"), 1u)
+      << r2.err;
+}
+
+TEST_P(CliMpi, OneRankFailureEndsTheJob) {
+  const int P = GetParam();
+  TempDir dir;
+  // Rank 0 alone writes --output; a path under a regular file cannot be
+  // created, so rank 0 fails while the other ranks wait in a collective.
+  const std::string blocker = dir.file("not_a_dir");
+  std::ofstream(blocker) << "x";
+  const auto r = mpirun(dir, P, corpus("mm_ok_crlf.mtx"), "--reps 1 -k 4 --output " + blocker + "/p.mtx");
+  EXPECT_NE(r.code, 124) << "timed out (hang)\n" << r.err;
+  EXPECT_NE(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("kfactor: error: "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(blocker + "/p.mtx"), std::string::npos) << r.err;
+}
+
+INSTANTIATE_TEST_SUITE_P(Ranks, CliMpi, ::testing::Values(2, 3));
+
+/// Values of a written P (Matrix Market coordinate), in file order.
+kfactor::CooMatrix<double> read_p(const std::string& path) {
+  return kfactor::io::read_matrix_market<double>(path);
+}
+
+TEST(CliMpiSddmm, DistributedEqualsSingleRank) {
+  TempDir dir;
+  const std::string gen = "--generate powerlaw --rows 700 --cols 500 --nnz 9000 --precision double -k 24 --reps 2";
+  // An input file too: exercises every rank reading it.
+  const std::string file = dir.file("s.mtx");
+  {
+    std::ofstream f(file);
+    f << "%%MatrixMarket matrix coordinate real general\n40 9 60\n";
+    std::uint64_t x = 12345;
+    std::map<std::pair<int, int>, int> seen;
+    int written = 0;
+    while (written < 60) {
+      x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+      const int i = int((x >> 33) % 40), j = int((x >> 17) % 9);
+      if (seen[{i, j}]++) continue;
+      f << i + 1 << " " << j + 1 << " " << double((x >> 40) % 1000) / 250.0 - 2.0 << "\n";
+      ++written;
+    }
+  }
+  const std::string file_opts = "--precision double -k 24 --reps 2";
+  // (kernel, from a file, rank counts): P = 1..4 in full once; the other
+  // combinations on fewer rank counts to keep the test short.
+  struct Case {
+    std::string kernel;
+    bool from_file;
+    std::vector<int> ranks;
+  };
+  for (const auto& [kernel, from_file, ranks] : {Case{"reference", false, {1, 2, 3, 4}}, Case{"reference", true, {2, 3}},
+                                                 Case{"auto", false, {3, 4}}}) {
+    {
+      SCOPED_TRACE(kernel + (from_file ? " file" : " generated"));
+      // Generated runs pass an empty --input (every rank generates S alike).
+      const std::string input = from_file ? file : "";
+      const std::string opts = (from_file ? file_opts : gen) + " --kernel " + kernel + " --json";
+      const std::string tag = kernel + (from_file ? "_file" : "_gen");
+      const std::string one = dir.file("p1_" + tag + ".mtx");
+      const auto s = single(dir, "--input " + quote(input) + " " + opts + " --output " + one);
+      ASSERT_EQ(s.code, 0) << s.err;
+      const auto ref = read_p(one);
+      ASSERT_GT(ref.nnz(), 0u);
+      for (const int P : ranks) {
+        SCOPED_TRACE("P=" + std::to_string(P));
+        const std::string outP = dir.file("p" + std::to_string(P) + "_" + tag + ".mtx");
+        const auto r = mpirun(dir, P, input, opts + " --output " + outP);
+        expect_all_ranks_exit(r, P, 0);
+        auto j = nlohmann::json::parse(r.out);  // exactly one report: rank 0's
+        EXPECT_EQ(j["info"]["ranks"], std::to_string(P));
+        std::int64_t total = 0;
+        std::istringstream parts(j["info"]["rank_nnz"].get<std::string>());
+        for (std::string part; std::getline(parts, part, ',');) total += std::stoll(part);
+        EXPECT_EQ(total, j["nnz"].get<std::int64_t>());
+        EXPECT_GE(j["nnz_imbalance"].get<double>(), 1.0);
+        const auto got = read_p(outP);
+        ASSERT_EQ(got.nnz(), ref.nnz());
+        ASSERT_EQ(got.rows, ref.rows);
+        ASSERT_EQ(got.cols, ref.cols);
+        for (std::size_t e = 0; e < ref.nnz(); ++e) {
+          if (kernel == "reference")
+            ASSERT_EQ(got.values[e], ref.values[e]) << "entry " << e;
+          else
+            ASSERT_NEAR(got.values[e], ref.values[e], 1e-12 * (1.0 + std::abs(ref.values[e]))) << "entry " << e;
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
