@@ -17,6 +17,7 @@
 #include <cmath>
 #include <filesystem>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -89,6 +90,12 @@ void expect_same_iterates(const Case& c, double metric_tol) {
     given.cols.push_back(coo.cols[e]);
     given.values.push_back(coo.values[e]);
   }
+  // And entries of a user and an item without training ratings (cold).
+  for (const auto& [u, i] : {std::pair<int, int>{89, 0}, std::pair<int, int>{1, 68}}) {
+    given.rows.push_back(u);
+    given.cols.push_back(i);
+    given.values.push_back(T(2));
+  }
   const auto problem = als::make_problem(exec, coo, 0.15, 5, &given);
   als::Options o;
   o.rank = 6;
@@ -115,7 +122,8 @@ void expect_same_iterates(const Case& c, double metric_tol) {
   ASSERT_EQ(res.state.history.size(), 4u);
   // Not vacuous: the loss fell, and there are cold test entries.
   EXPECT_LT(res.state.history.last().get("loss"), res.state.history.rows.front()[3]);
-  EXPECT_GT(res.report.metrics.get("test_cold_fraction"), 0.0);
+  EXPECT_GT(res.report.metrics.get("given_test_cold_fraction"), 0.0);
+  EXPECT_NE(res.report.metrics.get("given_test_rmse"), res.report.metrics.get("given_test_rmse_all"));
 }
 
 TEST(DistributedAls, DoubleEqualsSingleRank) {
