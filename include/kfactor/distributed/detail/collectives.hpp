@@ -42,6 +42,7 @@ MPI_Datatype mpi_type() {
 /// Seconds, calls and payload bytes of the collectives a run made.
 struct CommStats {
   double seconds = 0.0;         ///< MPI calls (and host staging), after a fence
+  double wait_seconds = 0.0;    ///< with Collectives::measure_wait: barriers before each collective (imbalance)
   std::int64_t calls = 0;       ///< collectives issued
   std::int64_t bytes_in = 0;    ///< bytes this rank received from others (allgather: other ranks' rows)
   std::int64_t reduce_bytes = 0;  ///< payload bytes of all-reductions (each counts once)
@@ -58,6 +59,10 @@ class Collectives {
   [[nodiscard]] int rank() const { return rank_; }
   [[nodiscard]] int size() const { return size_; }
   CommStats stats;
+  /// Benchmarks: a timed MPI_Barrier before each collective, so that
+  /// stats.seconds is the transfer alone and stats.wait_seconds the time
+  /// spent waiting for slower ranks (costs one extra latency per call).
+  bool measure_wait = false;
 
   /// v (contiguous) summed in place over the ranks. No MPI call on one rank.
   template <class ExecutionSpace, class V>
@@ -67,6 +72,7 @@ class Collectives {
     if (size_ == 1 || v.size() == 0) return;
     if (!v.span_is_contiguous()) throw UsageError("distributed: all-reduce of a non-contiguous view");
     exec.fence();
+    wait();
     const double t0 = MPI_Wtime();
     const int n = static_cast<int>(v.size());
     if constexpr (Kokkos::SpaceAccessibility<Kokkos::HostSpace, typename V::memory_space>::accessible) {
@@ -88,6 +94,7 @@ class Collectives {
   template <class T>
   void allreduce_sum_host(T* values, int n) {
     if (size_ == 1 || n == 0) return;
+    wait();
     const double t0 = MPI_Wtime();
     check(MPI_Allreduce(MPI_IN_PLACE, values, n, mpi_type<T>(), MPI_SUM, comm_), "MPI_Allreduce");
     stats.seconds += MPI_Wtime() - t0;
@@ -121,6 +128,7 @@ class Collectives {
       displs[p] = static_cast<int>(d);
     }
     exec.fence();
+    wait();
     const double t0 = MPI_Wtime();
     if constexpr (Kokkos::SpaceAccessibility<Kokkos::HostSpace, Mem>::accessible) {
       check(MPI_Allgatherv(local.data(), counts[rank_], mpi_type<T>(), full.data(), counts.data(), displs.data(),
@@ -154,6 +162,12 @@ class Collectives {
   }
 
  private:
+  void wait() {
+    if (!measure_wait) return;
+    const double t0 = MPI_Wtime();
+    MPI_Barrier(comm_);
+    stats.wait_seconds += MPI_Wtime() - t0;
+  }
   static void check(int rc, const char* what) {
     if (rc != MPI_SUCCESS) throw RuntimeFailure(std::string("distributed: ") + what + " failed (MPI error " + std::to_string(rc) + ")");
   }
