@@ -22,7 +22,10 @@
 // collective separates waiting for slower ranks ("wait": imbalance, or here
 // CPU contention) from the transfer ("communication", the collective alone),
 // which is what the model predicts (model_over_measured_comm uses the
-// least transfer time over ranks).
+// least transfer time over ranks). NMF records also carry the time of an
+// epoch's two all-gathers run back to back without compute
+// (gathers_alone_s): on a machine whose cores are shared with other jobs the
+// in-loop transfers are stretched by descheduled partners, which this shows.
 #include "common/bench.hpp"
 
 #include <kfactor/config.hpp>
@@ -236,7 +239,7 @@ Measure measure(MPI_Comm c, const Exec& exec, int iters, StepFn&& step, StatsFn&
 
 void emit(MPI_Comm c, const std::string& solver, const std::string& scaling, const std::string& variant,
           const char* prec, std::int64_t rows, std::int64_t cols, std::int64_t nnz, int K, int iters, const Measure& m,
-          double model_bytes, double model_collectives, double alpha, double beta) {
+          double model_bytes, double model_collectives, double alpha, double beta, double gathers_alone = 0) {
   if (rank_of(c) != 0) return;
   const int p = size_of(c);
   const double model_s = p <= 1 ? 0.0 : model_collectives * alpha * std::ceil(std::log2(double(p))) + model_bytes * beta;
@@ -271,13 +274,14 @@ void emit(MPI_Comm c, const std::string& solver, const std::string& scaling, con
                                 {"measured_reduce_payload_bytes_per_iteration", m.reduce_bytes},
                                 {"alpha_s", alpha},
                                 {"beta_s_per_byte", beta},
-                                {"model_over_measured_comm", m.comm_min > 0 ? model_s / m.comm_min : 0.0}});
+                                {"model_over_measured_comm", m.comm_min > 0 ? model_s / m.comm_min : 0.0},
+                                {"gathers_alone_s", gathers_alone}});
   std::fprintf(stderr,
                "%-4s %-5s %-6s p=%d %6lldx%-6lld nnz %8lld K=%-3d %8.2f ms/it  compute %8.2f  wait %6.2f  comm %6.3f "
-               "(min %6.3f max %6.3f)  model %6.3f ms  bytes/it %.3g (model %.3g)\n",
+               "(min %6.3f max %6.3f)  model %6.3f ms  bytes/it %.3g (model %.3g)  gathers alone %.3f ms\n",
                solver.c_str(), variant.c_str(), scaling.c_str(), p, (long long)rows, (long long)cols, (long long)nnz, K,
                1e3 * m.per_iter, 1e3 * m.compute_max, 1e3 * m.wait_mean, 1e3 * m.comm_mean, 1e3 * m.comm_min,
-               1e3 * m.comm_max, 1e3 * model_s, m.bytes_in_mean + m.reduce_bytes, model_bytes);
+               1e3 * m.comm_max, 1e3 * model_s, m.bytes_in_mean + m.reduce_bytes, model_bytes, 1e3 * gathers_alone);
 }
 
 template <class T>
@@ -293,6 +297,20 @@ void run_nmf(MPI_Comm c, const Exec& exec, const Args& a, const std::string& sca
     o.seed = a.seed;
     auto s = dn::init(exec, c, blocks, o);
     s.comm->coll->measure_wait = true;
+    // The two all-gathers of an epoch alone (no compute in between), for
+    // comparison with their share of the in-loop transfer time.
+    double gathers_alone = 0;
+    if (size_of(c) > 1) {
+      std::vector<double> t;
+      for (int i = 0; i < 9; ++i) {
+        const double c0 = s.comm->coll->stats.seconds;
+        s.comm->gather(exec, s.W, nmf::detail::Factor::w);
+        s.comm->gather(exec, s.Ht, nmf::detail::Factor::h);
+        t.push_back(s.comm->coll->stats.seconds - c0);
+      }
+      std::sort(t.begin(), t.end());
+      gathers_alone = allreduce(c, t[4], MPI_MAX);
+    }
     const Measure m = measure(
         c, exec, a.iters,
         [&] {
@@ -302,7 +320,7 @@ void run_nmf(MPI_Comm c, const Exec& exec, const Args& a, const std::string& sca
         [&] { return s.comm_stats(); });
     const auto v = dn::epoch_volume(V, D, a.k, size_of(c), o.algorithm, sizeof(T));
     emit(c, "nmf", scaling, alg, sizeof(T) == 4 ? "float" : "double", V, D, std::int64_t(A.nnz()), a.k, a.iters, m,
-         v.bytes, v.collectives, ab.first, ab.second);
+         v.bytes, v.collectives, ab.first, ab.second, gathers_alone);
   }
 }
 
