@@ -240,7 +240,7 @@ MPI_Comm first_ranks(int n) {
 TEST(DistributedNmf, CheckpointOnTwoRanksRestartsOnThreeAndOnOne) {
   const Exec exec;
   const auto dir = shared_dir();
-  const std::string path = (dir / "nmf.h5").string();
+  const std::string path = (dir / "nmf.h5").string(), gathered = (dir / "nmf_gathered.h5").string();
   const auto A = to_csr(exec, planted<double>(64, 50, true, 6));
   nmf::Options o;
   o.algorithm = nmf::Algorithm::hals;
@@ -262,6 +262,8 @@ TEST(DistributedNmf, CheckpointOnTwoRanksRestartsOnThreeAndOnOne) {
     auto part = dn::init(exec, c, b, o);
     dn::resume(exec, b, o, part, distributed::checkpoint_observer(c, path, 5, part, meta));
     EXPECT_EQ(part.iteration, 5);
+    // The serial fallback: gathered to rank 0, written there.
+    save_checkpoint(c, gathered, part, meta, part.row_blocks(), DistributedIo::gather);
     MPI_Comm_free(&c);
   }
   MPI_Barrier(MPI_COMM_WORLD);
@@ -275,6 +277,11 @@ TEST(DistributedNmf, CheckpointOnTwoRanksRestartsOnThreeAndOnOne) {
     EXPECT_EQ(stored.mpi_ranks, writers);
     EXPECT_EQ(s.iteration, 5);
     EXPECT_EQ(s.history.size(), 5u);
+    // The gathered file holds the same state.
+    auto g = dn::init(exec, c, b, o);
+    load_checkpoint(c, gathered, g, meta, g.row_blocks());
+    EXPECT_EQ(rel_diff(g.W, s.W), 0.0);
+    EXPECT_EQ(rel_diff(g.Ht, s.Ht), 0.0);
     dn::resume(exec, b, o, s);
     EXPECT_EQ(s.iteration, 12);
     const auto W2 = dn::gather_W(exec, s);
