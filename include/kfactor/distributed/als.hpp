@@ -26,6 +26,9 @@
 ///   Y_p = half_step(items_p, X_all)     local
 ///   Y_all = all-gather(Y_p)             (n - n_p) f words in
 /// ```
+/// A half-step that fails on one rank (Cholesky of a matrix that is not
+/// positive definite, allocation) is agreed (kfactor::distributed::agree:
+/// one small all-reduction per half-step), so every rank throws the error.
 /// **Communication volume per iteration and rank:** (P-1)/P (m + n) f words
 /// of T (averaged over ranks), in 2 all-gathers; evaluate() adds one
 /// all-reduction of 12 doubles. iteration_volume() evaluates it. When
@@ -212,8 +215,12 @@ std::shared_ptr<const kfactor::als::Plan<T, Mem>> prepare(const ExecutionSpace& 
     coll.allreduce_sum_host(&bad, 1);
     if (bad > 0) throw InputError(std::to_string(static_cast<std::int64_t>(bad)) + " ratings are not finite");
   }
-  plan->user_count = counts_of(exec, lp.train, "kfactor::als::user_count");
-  plan->item_count = counts_of(exec, lp.train_t, "kfactor::als::item_count");
+  // Local work that may fail on one rank (allocations, the structures) is
+  // agreed before the next collective.
+  distributed::agree(coll.comm(), [&] {
+    plan->user_count = counts_of(exec, lp.train, "kfactor::als::user_count");
+    plan->item_count = counts_of(exec, lp.train_t, "kfactor::als::item_count");
+  });
   // Global counts (host): the warm test entries need every item's count,
   // the reorderings every user's and item's.
   auto local_counts = [](const auto& A) {
@@ -222,14 +229,6 @@ std::shared_ptr<const kfactor::als::Plan<T, Mem>> prepare(const ExecutionSpace& 
   };
   const auto user_counts = coll.allgather_host(local_counts(lp.train));
   const auto item_counts = coll.allgather_host(local_counts(lp.train_t));
-  {
-    Kokkos::View<int*, Mem> ic("kfactor::als::item_count_all", item_counts.size());
-    auto h = Kokkos::create_mirror_view(ic);
-    for (std::size_t i = 0; i < item_counts.size(); ++i) h(i) = int(item_counts[i]);
-    Kokkos::deep_copy(exec, ic, h);
-    plan->test_warm = ad::warm_entries(exec, lp.test, plan->user_count, ic);
-    plan->given_test_warm = ad::warm_entries(exec, lp.given_test, plan->user_count, ic);
-  }
   // One half-step's structure: rows ordered locally, columns in the global order.
   auto side = [&](const CsrMatrix<T, Mem>& A, const std::vector<std::int64_t>& other_counts, const std::string& name,
                   double& tune_seconds) {
@@ -252,8 +251,16 @@ std::shared_ptr<const kfactor::als::Plan<T, Mem>> prepare(const ExecutionSpace& 
     }
     return ad::make_structure(exec, Ar, Ah, options.tiled, xb, yb, prow.new_to_old, pcol.new_to_old);
   };
-  plan->users = side(lp.train, item_counts, "users", plan->autotune_seconds);
-  plan->items = side(lp.train_t, user_counts, "items", plan->autotune_seconds);
+  distributed::agree(coll.comm(), [&] {
+    Kokkos::View<int*, Mem> ic("kfactor::als::item_count_all", item_counts.size());
+    auto h = Kokkos::create_mirror_view(ic);
+    for (std::size_t i = 0; i < item_counts.size(); ++i) h(i) = int(item_counts[i]);
+    Kokkos::deep_copy(exec, ic, h);
+    plan->test_warm = ad::warm_entries(exec, lp.test, plan->user_count, ic);
+    plan->given_test_warm = ad::warm_entries(exec, lp.given_test, plan->user_count, ic);
+    plan->users = side(lp.train, item_counts, "users", plan->autotune_seconds);
+    plan->items = side(lp.train_t, user_counts, "items", plan->autotune_seconds);
+  });
   plan->info["format"] = options.tiled ? "bals" : "csr";
   plan->info["reorder"] = options.reorder ? "yes" : "no";
   plan->info["lambda"] = ad::fmt(options.lambda);
@@ -289,8 +296,17 @@ State<T, Mem> init(const ExecutionSpace& exec, MPI_Comm comm, const LocalProblem
   s.item_begin = lp.item_begin();
   s.user_bounds = lp.user_bounds;
   s.item_bounds = lp.item_bounds;
-  s.X = DenseMatrix<T, Mem>("kfactor::als::X", lp.local_users(), f);
-  s.Y = DenseMatrix<T, Mem>("kfactor::als::Y", lp.local_items(), f);
+  distributed::agree(comm, [&] {
+    s.X = DenseMatrix<T, Mem>("kfactor::als::X", lp.local_users(), f);
+    s.Y = DenseMatrix<T, Mem>("kfactor::als::Y", lp.local_items(), f);
+    if (s.coll->size() > 1) {
+      s.X_all = DenseMatrix<T, Mem>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kfactor::als::X_all"), lp.users, f);
+      s.Y_all = DenseMatrix<T, Mem>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kfactor::als::Y_all"), lp.items, f);
+    } else {
+      s.X_all = s.X;
+      s.Y_all = s.Y;
+    }
+  });
   {
     // fill_uniform's counters (global row * f + column), on this rank's rows.
     const CounterRng rng(s.seed, RngStream::factor_h);
@@ -300,13 +316,6 @@ State<T, Mem> init(const ExecutionSpace& exec, MPI_Comm comm, const LocalProblem
     Kokkos::parallel_for(
         "kfactor::als::init_y", Kokkos::MDRangePolicy<ExecutionSpace, Kokkos::Rank<2>>(exec, {0, 0}, {Y.extent(0), Y.extent(1)}),
         KOKKOS_LAMBDA(std::size_t i, std::size_t j) { Y(i, j) = rng.uniform<T>((r0 + i) * nf + j, T(0), hi); });
-  }
-  if (s.coll->size() > 1) {
-    s.X_all = DenseMatrix<T, Mem>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kfactor::als::X_all"), lp.users, f);
-    s.Y_all = DenseMatrix<T, Mem>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kfactor::als::Y_all"), lp.items, f);
-  } else {
-    s.X_all = s.X;
-    s.Y_all = s.Y;
   }
   detail::gather_y(exec, s);
   exec.fence();
@@ -320,11 +329,18 @@ void step(const ExecutionSpace& exec, const LocalProblem<T, Mem>& lp, const Opti
   (void)options;
   const auto& p = *s.plan;
   if (!s.y_current) detail::gather_y(exec, s);
-  kfactor::als::detail::half_step(exec, p.users, s.Y_all, s.X, p.rank, p.lambda, p.weight_nnz, p.batch_rows,
-                                  p.max_batch_bytes, &p.workspace);
+  // A half-step may fail on one rank (a Cholesky that is not positive
+  // definite, an allocation): agreed, so every rank throws it.
+  const MPI_Comm comm = s.coll->comm();
+  distributed::agree(comm, [&] {
+    kfactor::als::detail::half_step(exec, p.users, s.Y_all, s.X, p.rank, p.lambda, p.weight_nnz, p.batch_rows,
+                                    p.max_batch_bytes, &p.workspace);
+  });
   if (s.coll->size() > 1) s.coll->allgather_rows(exec, s.X, s.X_all, s.user_bounds);
-  kfactor::als::detail::half_step(exec, p.items, s.X_all, s.Y, p.rank, p.lambda, p.weight_nnz, p.batch_rows,
-                                  p.max_batch_bytes, &p.workspace);
+  distributed::agree(comm, [&] {
+    kfactor::als::detail::half_step(exec, p.items, s.X_all, s.Y, p.rank, p.lambda, p.weight_nnz, p.batch_rows,
+                                    p.max_batch_bytes, &p.workspace);
+  });
   detail::gather_y(exec, s);
 }
 

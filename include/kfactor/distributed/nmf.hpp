@@ -226,7 +226,8 @@ inline EpochVolume epoch_volume(std::int64_t V, std::int64_t D, int K, int P, Al
   return v;
 }
 
-/// Collective: validates A (the single-rank errors, on every rank), builds the
+/// Collective: validates A (the single-rank errors, on every rank: bad values
+/// are counted by an all-reduction, allocation failures agreed), builds the
 /// workspace and the initial factors of kfactor::nmf::init (same W0, H0 up
 /// to reduction-order rounding of the column norms and the scale alpha).
 template <class ExecutionSpace, class Matrix>
@@ -261,23 +262,26 @@ StateFor<Matrix> init(const ExecutionSpace& exec, MPI_Comm comm, const Blocks<Ma
   s.global_cols = D;
   s.row_begin = A.row_begin();
   s.col_begin = A.col_begin();
-  s.ws = nd::allocate_workspace<T, Mem>(A.local_rows(), A.local_cols(), options);
-  s.ws->normA2 = sums[0];
-  if constexpr (MatrixTraits<Matrix>::sparse) {
-    s.ws->At = A.cols;
-    s.ws->have_At = true;
-  }
-  s.W = nd::alloc<T, Mem>("W", A.local_rows(), K);
-  s.Ht = nd::alloc<T, Mem>("Ht", A.local_cols(), K);
   s.seed = options.seed;
   s.comm = std::make_shared<detail::MpiPolicy<T, Mem>>();
   s.comm->coll = coll;
   s.comm->row_bounds = A.row_bounds;
   s.comm->col_bounds = A.col_bounds;
-  if (coll->size() > 1) {
-    s.comm->W_all = nd::alloc<T, Mem>("W_all", V, K);
-    s.comm->Ht_all = nd::alloc<T, Mem>("Ht_all", D, K);
-  }
+  // Allocations may fail on one rank only: agreed before the next collective.
+  distributed::agree(comm, [&] {
+    s.ws = nd::allocate_workspace<T, Mem>(A.local_rows(), A.local_cols(), options);
+    s.ws->normA2 = sums[0];
+    if constexpr (MatrixTraits<Matrix>::sparse) {
+      s.ws->At = A.cols;
+      s.ws->have_At = true;
+    }
+    s.W = nd::alloc<T, Mem>("W", A.local_rows(), K);
+    s.Ht = nd::alloc<T, Mem>("Ht", A.local_cols(), K);
+    if (coll->size() > 1) {
+      s.comm->W_all = nd::alloc<T, Mem>("W_all", V, K);
+      s.comm->Ht_all = nd::alloc<T, Mem>("Ht_all", D, K);
+    }
+  });
   nd::initial_factors(exec, A.cols, options, s.W, s.Ht, s.row_begin, s.col_begin, D, *s.ws, *s.comm);
   exec.fence();
   return s;
