@@ -47,6 +47,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -250,6 +251,8 @@ void run_als_distributed(const AlsCli& a, MPI_Comm comm) {
   const auto opts = checkpoint_options(a, o);
   const auto fp = fingerprint(exec, in.problem.train);
   distributed::require_same(comm, fp.checksum, "the checksum of " + a.common.input);
+  distributed::require_same(comm, std::hash<std::string>{}(opts.dump()) ^ std::uint64_t(o.max_iterations),
+                            "the als options");
   const CheckpointMeta meta = checkpoint_meta<T, Space>("als", opts.dump(), fp, o.rank);
   const auto lp = distributed::agree(comm, [&] { return da::distribute(exec, comm, in.problem); });
   auto state = distributed::agree(comm, [&] { return da::init(exec, comm, lp, o); });

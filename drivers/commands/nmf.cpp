@@ -38,6 +38,7 @@
 #endif
 
 #include <cstdio>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -198,6 +199,8 @@ Report run_nmf_distributed(const NmfCliOptions& o, const NmfInput& input, MPI_Co
     const std::string opts = options_json(opt).dump();
     const auto fp = fingerprint(exec, A);
     distributed::require_same(comm, fp.checksum, "the checksum of " + o.common.input);
+    distributed::require_same(comm, std::hash<std::string>{}(opts) ^ std::uint64_t(opt.max_iterations),
+                              "the nmf options");
     const auto meta = checkpoint_meta<T, Exec>("nmf", opts, fp, opt.rank);
     const auto blocks = distributed::agree(comm, [&] { return dn::distribute(exec, comm, A); });
     auto state = distributed::agree(comm, [&] { return dn::init(exec, comm, blocks, opt); });
