@@ -206,7 +206,16 @@ StopReason solve(const Exec& exec, const DenseMatrix<T, typename Exec::memory_sp
 /// Bytes of a view's host copy in logical row-major order (for bitwise checks).
 template <class V>
 std::vector<unsigned char> bytes_of(const V& v) {
-  auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, v);
+  // A strided device view cannot be copied to the host directly: make it
+  // contiguous in its own space first.
+  using Packed = Kokkos::View<typename V::traits::non_const_data_type, typename V::memory_space>;
+  Packed packed;
+  if constexpr (V::rank() == 2)
+    packed = Packed(Kokkos::view_alloc(Kokkos::WithoutInitializing, "packed"), v.extent(0), v.extent(1));
+  else
+    packed = Packed(Kokkos::view_alloc(Kokkos::WithoutInitializing, "packed"), v.extent(0));
+  Kokkos::deep_copy(packed, v);
+  auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, packed);
   using T = typename V::non_const_value_type;
   std::vector<T> flat;
   if constexpr (V::rank() == 1) {

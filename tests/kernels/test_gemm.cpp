@@ -3,6 +3,7 @@
 
 #include "common/test_spaces.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 namespace {
@@ -49,8 +50,73 @@ TYPED_TEST(GemmTest, AllPathsMatchFloat64Reference) {
       const Trans opa = ta ? Trans::transpose : Trans::none, opb = tb ? Trans::transpose : Trans::none;
       check([&](auto& C) { gemm(exec, opa, opb, alpha, A, B, beta, C); }, "dispatch");
       check([&](auto& C) { detail::gemm_portable(exec, ta, tb, alpha, A, B, beta, C); }, "portable");
+#if defined(KFACTOR_HAVE_CBLAS)
       if constexpr (detail::cblas_applicable_v<Space, decltype(A), decltype(B), decltype(A)>)
-        check([&](auto& C) { detail::gemm_cblas(exec, ta, tb, alpha, A, B, beta, C); }, "cblas");
+        check([&](auto& C) { ASSERT_TRUE(detail::gemm_cblas(exec, ta, tb, alpha, A, B, beta, C)); }, "cblas");
+#endif
+#if defined(KFACTOR_HAVE_CUBLAS)
+      if constexpr (detail::cublas_applicable_v<Space, decltype(A), decltype(B), decltype(A)>)
+        check([&](auto& C) { ASSERT_TRUE(detail::gemm_cublas(exec, ta, tb, alpha, A, B, beta, C)); }, "cublas");
+#endif
+    }
+}
+
+// ALO's tile products: column blocks of row-major factors (strided views),
+// alpha -1 and beta 1, output aliasing the parent of an input, tile widths 1
+// and wider, every path.
+TYPED_TEST(GemmTest, ColumnBlocksOfRowMajorFactors) {
+  using Space = typename TypeParam::space;
+  using T = typename TypeParam::scalar;
+  using Mem = typename Space::memory_space;
+  using Kokkos::ALL;
+  using Kokkos::make_pair;
+  const Space exec;
+  const int m = 45, K = 13;
+  const double tol = sizeof(T) == 4 ? 1e-5 : 1e-13;
+  Kokkos::View<T**, Kokkos::LayoutRight, Mem> X0("X0", m, K), G("G", K, K);
+  fill_uniform(exec, X0, 4, RngStream::user, T(0), T(1));
+  fill_uniform(exec, G, 5, RngStream::user, T(-1), T(1));
+  auto hX0 = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, X0);
+  auto hG = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, G);
+  for (int width : {1, 3, 5})
+    for (int t0 : {width, 2 * width}) {
+      const int t1 = std::min(K, t0 + width);
+      auto run_path = [&](auto&& product, const char* path) {
+        Kokkos::View<T**, Kokkos::LayoutRight, Mem> X("X", m, K);
+        Kokkos::deep_copy(X, X0);
+        // Phase-1 shape: X[:, 0:t0) -= X0[:, t0:t1) G[t0:t1, 0:t0); phase-3
+        // shape: X[:, t1:K) -= X[:, t0:t1) G[t0:t1, t1:K) (same parent).
+        product(Kokkos::subview(X0, ALL, make_pair(t0, t1)), Kokkos::subview(G, make_pair(t0, t1), make_pair(0, t0)),
+                Kokkos::subview(X, ALL, make_pair(0, t0)));
+        product(Kokkos::subview(X, ALL, make_pair(t0, t1)), Kokkos::subview(G, make_pair(t0, t1), make_pair(t1, K)),
+                Kokkos::subview(X, ALL, make_pair(t1, K)));
+        auto hX = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, X);
+        for (int i = 0; i < m; ++i)
+          for (int j = 0; j < K; ++j) {
+            double ref = hX0(i, j);
+            if (j < t0)
+              for (int l = t0; l < t1; ++l) ref -= double(hX0(i, l)) * double(hG(l, j));
+            if (j >= t1)
+              for (int l = t0; l < t1; ++l) ref -= double(hX0(i, l)) * double(hG(l, j));
+            ASSERT_NEAR(hX(i, j), ref, tol * (1 + std::abs(ref))) << path << " width " << width << " t0 " << t0;
+          }
+      };
+      run_path([&](const auto& A, const auto& B, const auto& C) { gemm(exec, Trans::none, Trans::none, T(-1), A, B, T(1), C); },
+               "dispatch");
+      run_path([&](const auto& A, const auto& B, const auto& C) { detail::gemm_portable(exec, false, false, T(-1), A, B, T(1), C); },
+               "portable");
+#if defined(KFACTOR_HAVE_CBLAS)
+      if constexpr (detail::cblas_applicable_v<Space, decltype(X0), decltype(G), decltype(X0)>)
+        run_path([&](const auto& A, const auto& B, const auto& C) {
+          ASSERT_TRUE(detail::gemm_cblas(exec, false, false, T(-1), A, B, T(1), C));
+        }, "cblas");
+#endif
+#if defined(KFACTOR_HAVE_CUBLAS)
+      if constexpr (detail::cublas_applicable_v<Space, decltype(X0), decltype(G), decltype(X0)>)
+        run_path([&](const auto& A, const auto& B, const auto& C) {
+          ASSERT_TRUE(detail::gemm_cublas(exec, false, false, T(-1), A, B, T(1), C));
+        }, "cublas");
+#endif
     }
 }
 

@@ -63,6 +63,14 @@ TYPED_TEST(SpmmTest, MatchesFloat64Reference) {
       };
       check([&](auto& C) { spmm(exec, alpha, A, B, beta, C); }, "dispatch");
       check([&](auto& C) { detail::spmm_portable(exec, alpha, A, B, beta, C); }, "portable");
+      // Column-major operands take the Kokkos Kernels path where it exists.
+      Kokkos::View<T**, Kokkos::LayoutLeft, Mem> BL("BL", n, k), CL("CL", m, k);
+      Kokkos::deep_copy(BL, B);
+      check([&](auto& C) {
+        Kokkos::deep_copy(CL, C);
+        spmm(exec, alpha, A, BL, beta, CL);
+        Kokkos::deep_copy(C, CL);
+      }, "dispatch-column-major");
     }
   }
 }

@@ -2,11 +2,15 @@
 /// \file
 /// C = alpha * op(A) * op(B) + beta * C for rank-2 Views, with vendor dispatch
 /// decided at compile time, in this one place:
-///   1. host CBLAS (OpenBLAS) for host execution spaces with contiguous
-///      float/double operands (a tuned host BLAS; Kokkos Kernels' own host
+///   1. host CBLAS (OpenBLAS) for host execution spaces with float/double
+///      operands that have a unit stride in one dimension (a tuned host BLAS; Kokkos Kernels' own host
 ///      GEMM without a BLAS TPL ran at 51 GFLOP/s on 16 cores, far below it);
-///   2. Kokkos Kernels (cuBLAS on CUDA) when kfactor was configured with it;
-///   3. the portable Kokkos kernel in detail/gemm_portable.hpp otherwise.
+///   2. cuBLAS for the Cuda space when every operand has a unit stride (column
+///      blocks of row-major factors included, which Kokkos Kernels would not
+///      send to cuBLAS);
+///   3. Kokkos Kernels, for contiguous operands, when kfactor was configured
+///      with it;
+///   4. the portable Kokkos kernel in detail/gemm_portable.hpp otherwise.
 /// Solvers call kfactor::gemm and never see which one ran; gemm_path() names
 /// it for reports, and tests call each available path directly.
 
@@ -14,6 +18,7 @@
 #include <kfactor/core/error.hpp>
 #include <kfactor/core/spaces.hpp>
 #include <kfactor/kernels/detail/gemm_cblas.hpp>
+#include <kfactor/kernels/detail/gemm_cublas.hpp>
 #include <kfactor/kernels/detail/gemm_portable.hpp>
 
 #if defined(KFACTOR_HAVE_KOKKOSKERNELS)
@@ -45,6 +50,8 @@ template <class ExecutionSpace, class AV, class BV, class CV>
 std::string gemm_path() {
   if constexpr (detail::cblas_applicable_v<ExecutionSpace, AV, BV, CV>)
     return "cblas";
+  if constexpr (detail::cublas_applicable_v<ExecutionSpace, AV, BV, CV>)
+    return "cublas";
 #if defined(KFACTOR_HAVE_KOKKOSKERNELS)
   return "kokkos-kernels";
 #else
@@ -56,16 +63,26 @@ template <class ExecutionSpace, class AV, class BV, class CV>
 void gemm(const ExecutionSpace& exec, Trans ta, Trans tb, typename CV::non_const_value_type alpha, const AV& A,
           const BV& B, typename CV::non_const_value_type beta, const CV& C) {
   detail::check_gemm_shapes(ta, tb, A, B, C);
-  if constexpr (detail::cblas_applicable_v<ExecutionSpace, AV, BV, CV>) {
-    detail::gemm_cblas(exec, ta == Trans::transpose, tb == Trans::transpose, alpha, A, B, beta, C);
-  } else {
+  const bool tA = ta == Trans::transpose, tB = tb == Trans::transpose;
+#if defined(KFACTOR_HAVE_CBLAS)
+  if constexpr (detail::cblas_applicable_v<ExecutionSpace, AV, BV, CV>)
+    if (detail::gemm_cblas(exec, tA, tB, alpha, A, B, beta, C)) return;
+#endif
+#if defined(KFACTOR_HAVE_CUBLAS)
+  if constexpr (detail::cublas_applicable_v<ExecutionSpace, AV, BV, CV>)
+    if (detail::gemm_cublas(exec, tA, tB, alpha, A, B, beta, C)) return;
+#endif
 #if defined(KFACTOR_HAVE_KOKKOSKERNELS)
+  // Only contiguous operands: Kokkos Kernels 4.7's gemv shortcut (n = 1)
+  // computes wrong results for column blocks of row-major matrices
+  // (GemmTest.ColumnBlocksOfRowMajorFactors caught it on CUDA and OpenMP).
+  if (A.span_is_contiguous() && B.span_is_contiguous() && C.span_is_contiguous()) {
     const char tac = static_cast<char>(ta), tbc = static_cast<char>(tb);
     KokkosBlas::gemm(exec, &tac, &tbc, alpha, A, B, beta, C);
-#else
-    detail::gemm_portable(exec, ta == Trans::transpose, tb == Trans::transpose, alpha, A, B, beta, C);
-#endif
+    return;
   }
+#endif
+  detail::gemm_portable(exec, tA, tB, alpha, A, B, beta, C);
 }
 
 }  // namespace kfactor

@@ -4,10 +4,14 @@
 /// (n x k), C (m x k) dense rank-2 Views (row-major is the layout the portable
 /// kernel is written for; any layout is correct). Dispatch, decided at compile
 /// time like kernels/gemm.hpp:
-///   1. Kokkos Kernels (KokkosSparse::spmv on multivectors, cuSPARSE SpMM on
-///      CUDA) when kfactor was configured with it;
+///   1. Kokkos Kernels (KokkosSparse::spmv on multivectors) when kfactor was
+///      configured with it and B and C are column-major, the layout its
+///      vendor (cuSPARSE) path takes;
 ///   2. the portable Kokkos kernel in detail/spmm_portable.hpp otherwise
-///      (team per chunk of rows, vector lanes over the k columns).
+///      (team per chunk of rows, vector lanes over the k columns). For the
+///      row-major factors kfactor uses, Kokkos Kernels 4.7 falls back to a
+///      native kernel that ran at 28 GFLOP/s on the H100 (1M nonzeros,
+///      k = 128), so the portable kernel is the faster choice there.
 /// A^T * B is not offered: the transposed product scatters (atomics on a GPU,
 /// nondeterministic sums); callers that need it store kfactor::transpose(A)
 /// once and call spmm on it (what kfactor::nmf does).
@@ -19,16 +23,23 @@
 #include <kfactor/kernels/detail/spmm_portable.hpp>
 
 #include <string>
+#include <type_traits>
 
 namespace kfactor {
 
-/// Which implementation kfactor::spmm uses in this build.
-inline std::string spmm_path() {
+template <class BV, class CV>
+inline constexpr bool spmm_uses_kokkoskernels_v =
 #if defined(KFACTOR_HAVE_KOKKOSKERNELS)
-  return "kokkos-kernels";
+    std::is_same_v<typename BV::array_layout, Kokkos::LayoutLeft> &&
+    std::is_same_v<typename CV::array_layout, Kokkos::LayoutLeft>;
 #else
-  return "portable";
+    false;
 #endif
+
+/// Which implementation kfactor::spmm uses for these dense operand types.
+template <class BV, class CV>
+std::string spmm_path() {
+  return spmm_uses_kokkoskernels_v<BV, CV> ? "kokkos-kernels" : "portable";
 }
 
 template <class ExecutionSpace, class T, class MemorySpace, class BV, class CV>
@@ -40,11 +51,10 @@ void spmm(const ExecutionSpace& exec, typename CV::non_const_value_type alpha, c
     throw UsageError("spmm: A is " + std::to_string(A.num_rows()) + " x " + std::to_string(A.num_cols) + ", B is " +
                      std::to_string(B.extent(0)) + " x " + std::to_string(B.extent(1)) + ", C is " +
                      std::to_string(C.extent(0)) + " x " + std::to_string(C.extent(1)));
-#if defined(KFACTOR_HAVE_KOKKOSKERNELS)
-  detail::spmm_kokkoskernels(exec, alpha, A, B, beta, C);
-#else
-  detail::spmm_portable(exec, alpha, A, B, beta, C);
-#endif
+  if constexpr (spmm_uses_kokkoskernels_v<BV, CV>)
+    detail::spmm_kokkoskernels(exec, alpha, A, B, beta, C);
+  else
+    detail::spmm_portable(exec, alpha, A, B, beta, C);
 }
 
 }  // namespace kfactor

@@ -585,8 +585,8 @@ Report resume(const ExecutionSpace& exec, const Matrix& A, const Options& option
     r.info["epsilon"] = buf;
   }
   r.info["input"] = MatrixTraits<Matrix>::sparse ? "csr" : "dense";
-  if constexpr (MatrixTraits<Matrix>::sparse) r.info["spmm"] = spmm_path();
   using DM = DenseMatrix<T, MemorySpace>;
+  if constexpr (MatrixTraits<Matrix>::sparse) r.info["spmm"] = spmm_path<DM, DM>();
   r.info["gemm"] = gemm_path<ExecutionSpace, DM, DM, DM>();
   StopRule rule;
   rule.max_iterations = options.max_iterations;
