@@ -17,6 +17,12 @@
 // (exit 3) naming the checkpoint, and the checkpoint is not touched.
 // With xb = yb = 0 the autotuner picks the tiles per run; give --xb/--yb for
 // runs you mean to restart on another machine.
+//
+// --distributed (under `mpiexec -n P kfactor als --distributed ...`): every
+// rank reads the input (errors agreed on every rank) and keeps its users'
+// and items' rows (kfactor/distributed/als.hpp); X and Y are bit for bit the
+// single-rank ones. Rank 0 prints and writes; checkpoints hold the full
+// factors in the single-rank layout and restart on any number of ranks.
 #include "cli.hpp"
 
 #include <kfactor/als/als.hpp>
@@ -27,11 +33,21 @@
 
 #include <nlohmann/json.hpp>
 
+#include <kfactor/config.hpp>
+#if defined(KFACTOR_HAVE_MPI)
+#include <kfactor/distributed/als.hpp>
+#include <kfactor/distributed/checkpoint.hpp>
+#include <kfactor/distributed/collective.hpp>
+
+#include <mpi.h>
+#endif
+
 #include <algorithm>
 #include <charconv>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -112,6 +128,7 @@ struct AlsCli {
   double tolerance = 0.0;
   std::string checkpoint, restart;
   int checkpoint_every = 1;
+  bool distributed = false;
 };
 
 void print_info(const CommonOptions& o, const Report& r) {
@@ -127,16 +144,7 @@ nlohmann::json iterate_options(const als::Options& o) {
                         {"yb", o.yb},             {"seed", o.seed}};
 }
 
-template <class T>
-void run_als(const AlsCli& a) {
-  using Space = Kokkos::DefaultExecutionSpace;
-  const Space exec;
-  const auto t0 = std::chrono::steady_clock::now();
-  const Ratings<T> R = read_input<T>(a.common.input, a.common.format);
-  std::optional<CooMatrix<T>> given;
-  if (!a.test_input.empty()) given = to_training_ids(read_input<T>(a.test_input, a.common.format), R, a.test_input);
-  const double read_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  auto problem = als::make_problem(exec, R.coo, a.test_fraction, a.split_seed, given ? &*given : nullptr);
+als::Options make_options(const AlsCli& a) {
   als::Options o;
   o.rank = a.common.rank;
   o.max_iterations = a.common.iters;
@@ -150,34 +158,72 @@ void run_als(const AlsCli& a) {
   o.batch_rows = a.batch_rows;
   o.tolerance = a.tolerance;
   o.validate();
+  return o;
+}
+
+nlohmann::json checkpoint_options(const AlsCli& a, const als::Options& o) {
   auto opts = iterate_options(o);
   opts["test_fraction"] = a.test_fraction;
   opts["split_seed"] = a.split_seed;
+  return opts;
+}
+
+/// The library checks solver, precision, rank and input; the options that
+/// decide the iterates are compared here (nothing is written on a refusal).
+void check_saved_options(const AlsCli& a, const CheckpointMeta& saved, const nlohmann::json& opts) {
+  nlohmann::json saved_opts;
+  try {
+    saved_opts = nlohmann::json::parse(saved.options);
+  } catch (const nlohmann::json::exception&) {
+    throw InputError(a.restart + ": checkpoint options are not JSON: " + saved.options);
+  }
+  if (saved_opts != opts)
+    throw InputError(a.restart + ": checkpoint was written with options " + saved_opts.dump() + "; this run has " +
+                     opts.dump());
+}
+
+/// Training ratings (with ids) and the problem with its splits.
+template <class T>
+struct AlsInput {
+  Ratings<T> R;
+  als::Problem<T, Kokkos::DefaultExecutionSpace::memory_space> problem;
+  double read_seconds = 0.0;
+};
+
+template <class T>
+AlsInput<T> read_als_input(const AlsCli& a) {
+  const Kokkos::DefaultExecutionSpace exec;
+  const auto t0 = std::chrono::steady_clock::now();
+  AlsInput<T> in;
+  in.R = read_input<T>(a.common.input, a.common.format);
+  std::optional<CooMatrix<T>> given;
+  if (!a.test_input.empty()) given = to_training_ids(read_input<T>(a.test_input, a.common.format), in.R, a.test_input);
+  in.read_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  in.problem = als::make_problem(exec, in.R.coo, a.test_fraction, a.split_seed, given ? &*given : nullptr);
+  return in;
+}
+
+template <class T>
+void run_als(const AlsCli& a) {
+  using Space = Kokkos::DefaultExecutionSpace;
+  const Space exec;
+  const AlsInput<T> in = read_als_input<T>(a);
+  const Ratings<T>& R = in.R;
+  const auto& problem = in.problem;
+  const als::Options o = make_options(a);
+  const auto opts = checkpoint_options(a, o);
   const bool checkpointing = !a.checkpoint.empty() || !a.restart.empty();
   CheckpointMeta meta;
   if (checkpointing) meta = checkpoint_meta<T, Space>("als", opts.dump(), fingerprint(exec, problem.train), o.rank);
 
   auto state = als::init(exec, problem, o);
-  if (!a.restart.empty()) {
-    // The library checks solver, precision, rank and input; the options that
-    // decide the iterates are compared here (nothing is written on a refusal).
-    const auto saved = load_checkpoint(a.restart, state, meta);
-    nlohmann::json saved_opts;
-    try {
-      saved_opts = nlohmann::json::parse(saved.options);
-    } catch (const nlohmann::json::exception&) {
-      throw InputError(a.restart + ": checkpoint options are not JSON: " + saved.options);
-    }
-    if (saved_opts != opts)
-      throw InputError(a.restart + ": checkpoint was written with options " + saved_opts.dump() +
-                       "; this run has " + opts.dump());
-  }
+  if (!a.restart.empty()) check_saved_options(a, load_checkpoint(a.restart, state, meta), opts);
   Observer observer = progress_printer(a.common);
   if (!a.checkpoint.empty())
     observer = chain(observer, checkpoint_observer(a.checkpoint, a.checkpoint_every, state, meta));
   auto res = als::solve(exec, problem, o, state, observer);
   if (!a.checkpoint.empty()) save_checkpoint(a.checkpoint, state, meta);
-  res.report.timings.set("read", read_s);
+  res.report.timings.set("read", in.read_seconds);
   res.report.info["input"] = a.common.input;
   if (!a.restart.empty()) res.report.info["restart"] = a.restart;
   if (!a.checkpoint.empty()) res.report.info["checkpoint"] = a.checkpoint;
@@ -189,6 +235,61 @@ void run_als(const AlsCli& a) {
   }
   print_report(a.common, res.report);
   print_info(a.common, res.report);
+}
+
+#if defined(KFACTOR_HAVE_MPI)
+/// --distributed, on every rank of MPI_COMM_WORLD.
+template <class T>
+void run_als_distributed(const AlsCli& a, MPI_Comm comm) {
+  using Space = Kokkos::DefaultExecutionSpace;
+  namespace da = distributed::als;
+  const Space exec;
+  int rank = 0;
+  MPI_Comm_rank(comm, &rank);
+  const AlsInput<T> in = distributed::agree(comm, [&] { return read_als_input<T>(a); });
+  const als::Options o = make_options(a);
+  const auto opts = checkpoint_options(a, o);
+  const auto fp = fingerprint(exec, in.problem.train);
+  distributed::require_same(comm, fp.checksum, "the checksum of " + a.common.input);
+  distributed::require_same(comm, std::hash<std::string>{}(opts.dump()) ^ std::uint64_t(o.max_iterations),
+                            "the als options");
+  const CheckpointMeta meta = checkpoint_meta<T, Space>("als", opts.dump(), fp, o.rank);
+  const auto lp = distributed::agree(comm, [&] { return da::distribute(exec, comm, in.problem); });
+  auto state = distributed::agree(comm, [&] { return da::init(exec, comm, lp, o); });
+  if (!a.restart.empty()) check_saved_options(a, load_checkpoint(comm, a.restart, state, meta, state.row_blocks()), opts);
+  Observer observer = rank == 0 ? progress_printer(a.common) : Observer{};
+  if (!a.checkpoint.empty())
+    observer = chain(observer, distributed::checkpoint_observer(comm, a.checkpoint, a.checkpoint_every, state, meta));
+  auto res = da::solve(exec, lp, o, state, observer);
+  if (!a.checkpoint.empty()) save_checkpoint(comm, a.checkpoint, state, meta, state.row_blocks());
+  res.report.timings.set("read", in.read_seconds);
+  res.report.info["input"] = a.common.input;
+  if (!a.restart.empty()) res.report.info["restart"] = a.restart;
+  if (!a.checkpoint.empty()) res.report.info["checkpoint"] = a.checkpoint;
+  const auto X = da::gather_X(exec, state);
+  const auto Y = da::gather_Y(exec, state);
+  distributed::agree(comm, [&] {
+    if (rank != 0 || a.common.output.empty()) return;
+    const std::string fx = a.common.output + "_X.csv", fy = a.common.output + "_Y.csv";
+    io::write_factor(fx, X, in.R.user_ids);
+    io::write_factor(fy, Y, in.R.item_ids);
+    res.report.info["factors"] = fx + ", " + fy;
+  });
+  if (rank == 0) {
+    print_report(a.common, res.report);
+    print_info(a.common, res.report);
+  }
+}
+#endif
+
+template <class T>
+void run_als_command(const AlsCli& a) {
+  if (!a.distributed) return run_als<T>(a);
+#if defined(KFACTOR_HAVE_MPI)
+  run_als_distributed<T>(a, MPI_COMM_WORLD);
+#else
+  throw UsageError("als: --distributed needs kfactor built with MPI");
+#endif
 }
 
 const Registrar als_command{Command{
@@ -219,11 +320,14 @@ const Registrar als_command{Command{
           ->capture_default_str()
           ->check(CLI::PositiveNumber);
       cmd.add_option("--restart", a->restart, "continue the run saved in this checkpoint up to --iters");
+      cmd.add_flag("--distributed", a->distributed,
+                   "run over the ranks of MPI_COMM_WORLD (mpiexec -n P kfactor als --distributed ...): users and "
+                   "items split by nonzeros, X and Y all-gathered; same factors as one rank, bit for bit");
       return [a] {
         if (a->common.precision == "float")
-          run_als<float>(*a);
+          run_als_command<float>(*a);
         else
-          run_als<double>(*a);
+          run_als_command<double>(*a);
       };
     }}};
 

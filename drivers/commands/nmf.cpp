@@ -8,6 +8,14 @@
 // original item ids). --checkpoint/--restart save and continue the solver
 // state through kfactor/io/checkpoint.hpp; a restarted run to --iters gives
 // the same factors, bit for bit, as an uninterrupted one.
+//
+// --distributed (under `mpiexec -n P kfactor nmf --distributed ...`): every
+// rank reads the input (errors agreed on every rank), keeps its blocks
+// (kfactor/distributed/nmf.hpp: 1D, nnz-balanced) and runs the same epochs;
+// rank 0 prints progress, the report and writes the outputs. Checkpoints hold
+// the full factors in the single-rank layout (one file, written collectively
+// or gathered to rank 0), so a run restarts on any number of ranks, or
+// without --distributed, and vice versa.
 #include "cli.hpp"
 
 #include <kfactor/core/convert.hpp>
@@ -20,7 +28,17 @@
 #include <Kokkos_Core.hpp>
 #include <nlohmann/json.hpp>
 
+#include <kfactor/config.hpp>
+#if defined(KFACTOR_HAVE_MPI)
+#include <kfactor/distributed/checkpoint.hpp>
+#include <kfactor/distributed/collective.hpp>
+#include <kfactor/distributed/nmf.hpp>
+
+#include <mpi.h>
+#endif
+
 #include <cstdio>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -67,6 +85,7 @@ struct NmfCliOptions {
   std::string checkpoint;
   int checkpoint_every = 10;
   std::string restart;
+  bool distributed = false;
 };
 
 /// The options that decide the iterates (not --iters or --tol: a restart may
@@ -81,11 +100,7 @@ nlohmann::json options_json(const nmf::Options& o) {
   return j;
 }
 
-template <class T>
-Report run_nmf(const NmfCliOptions& o, const NmfInput& input) {
-  using Exec = Kokkos::DefaultExecutionSpace;
-  using Mem = Exec::memory_space;
-  const Exec exec;
+nmf::Options make_options(const NmfCliOptions& o) {
   nmf::Options opt;
   opt.algorithm = nmf::parse_algorithm(o.algorithm);
   opt.rank = o.common.rank;
@@ -97,14 +112,49 @@ Report run_nmf(const NmfCliOptions& o, const NmfInput& input) {
   opt.validate();
   if (!o.checkpoint.empty() && o.checkpoint_every <= 0)
     throw UsageError("nmf: --checkpoint-every must be positive, got " + std::to_string(o.checkpoint_every));
+  return opt;
+}
 
+template <class T, class Exec>
+CsrMatrix<T, typename Exec::memory_space> input_csr(const Exec& exec, const NmfInput& input) {
   CooMatrix<T> coo;
   coo.num_rows = input.coo.num_rows;
   coo.num_cols = input.coo.num_cols;
   coo.rows = input.coo.rows;
   coo.cols = input.coo.cols;
   coo.values.assign(input.coo.values.begin(), input.coo.values.end());
-  const auto csr = to_csr(exec, coo);
+  return to_csr(exec, coo);
+}
+
+/// PREFIX_W / PREFIX_H(t) files from the full factors.
+template <class T, class Mem>
+void write_outputs(const NmfCliOptions& o, const NmfInput& input, const DenseMatrix<T, Mem>& W,
+                   const DenseMatrix<T, Mem>& Ht, Report& report) {
+  if (o.common.output.empty()) return;
+  if (input.ratings) {
+    const std::string wpath = o.common.output + "_W.csv", hpath = o.common.output + "_Ht.csv";
+    io::write_factor(wpath, W, input.user_ids);
+    io::write_factor(hpath, Ht, input.item_ids);
+    report.info["W"] = wpath;
+    report.info["Ht"] = hpath;
+  } else {
+    const std::string wpath = o.common.output + "_W.mtx", hpath = o.common.output + "_H.mtx";
+    // H (K x D) is Ht (D x K, row-major) read as LayoutLeft: same memory.
+    const Kokkos::View<const T**, Kokkos::LayoutLeft, Mem, Kokkos::MemoryTraits<Kokkos::Unmanaged>> H(
+        Ht.data(), Ht.extent(1), Ht.extent(0));
+    io::write_matrix_market_array(wpath, W, "kfactor nmf W (V x K)");
+    io::write_matrix_market_array(hpath, H, "kfactor nmf H (K x D)");
+    report.info["W"] = wpath;
+    report.info["H"] = hpath;
+  }
+}
+
+template <class T>
+Report run_nmf(const NmfCliOptions& o, const NmfInput& input) {
+  using Exec = Kokkos::DefaultExecutionSpace;
+  const Exec exec;
+  const nmf::Options opt = make_options(o);
+  const auto csr = input_csr<T>(exec, input);
 
   auto run = [&](const auto& A) {
     const std::string opts = options_json(opt).dump();
@@ -125,31 +175,82 @@ Report run_nmf(const NmfCliOptions& o, const NmfInput& input) {
       report.info["checkpoint"] = o.checkpoint;
     }
     if (!o.restart.empty()) report.info["restart"] = o.restart;
-    if (!o.common.output.empty()) {
-      const auto& W = state.W;
-      const auto& Ht = state.Ht;
-      if (input.ratings) {
-        const std::string wpath = o.common.output + "_W.csv", hpath = o.common.output + "_Ht.csv";
-        io::write_factor(wpath, W, input.user_ids);
-        io::write_factor(hpath, Ht, input.item_ids);
-        report.info["W"] = wpath;
-        report.info["Ht"] = hpath;
-      } else {
-        const std::string wpath = o.common.output + "_W.mtx", hpath = o.common.output + "_H.mtx";
-        // H (K x D) is Ht (D x K, row-major) read as LayoutLeft: same memory.
-        const Kokkos::View<const T**, Kokkos::LayoutLeft, Mem, Kokkos::MemoryTraits<Kokkos::Unmanaged>> H(
-            Ht.data(), Ht.extent(1), Ht.extent(0));
-        io::write_matrix_market_array(wpath, W, "kfactor nmf W (V x K)");
-        io::write_matrix_market_array(hpath, H, "kfactor nmf H (K x D)");
-        report.info["W"] = wpath;
-        report.info["H"] = hpath;
-      }
-    }
+    write_outputs(o, input, state.W, state.Ht, report);
     report.info["input_file"] = o.common.input;
     return report;
   };
   if (input.dense) return run(to_dense(exec, csr));
   return run(csr);
+}
+
+#if defined(KFACTOR_HAVE_MPI)
+/// --distributed, on every rank of MPI_COMM_WORLD; the report matters on rank 0.
+template <class T>
+Report run_nmf_distributed(const NmfCliOptions& o, const NmfInput& input, MPI_Comm comm) {
+  using Exec = Kokkos::DefaultExecutionSpace;
+  namespace dn = distributed::nmf;
+  const Exec exec;
+  int rank = 0;
+  MPI_Comm_rank(comm, &rank);
+  const nmf::Options opt = make_options(o);
+  const auto csr = input_csr<T>(exec, input);
+
+  auto run = [&](const auto& A) {
+    const std::string opts = options_json(opt).dump();
+    const auto fp = fingerprint(exec, A);
+    distributed::require_same(comm, fp.checksum, "the checksum of " + o.common.input);
+    distributed::require_same(comm, std::hash<std::string>{}(opts) ^ std::uint64_t(opt.max_iterations),
+                              "the nmf options");
+    const auto meta = checkpoint_meta<T, Exec>("nmf", opts, fp, opt.rank);
+    const auto blocks = distributed::agree(comm, [&] { return dn::distribute(exec, comm, A); });
+    auto state = distributed::agree(comm, [&] { return dn::init(exec, comm, blocks, opt); });
+    if (!o.restart.empty()) {
+      const CheckpointMeta stored = load_checkpoint(comm, o.restart, state, meta, state.row_blocks());
+      if (stored.options != opts)
+        throw InputError(o.restart + ": checkpoint was written with nmf options " + stored.options +
+                         "; this run has " + opts);
+    }
+    Observer observer = rank == 0 ? progress_printer(o.common, o.every) : Observer{};
+    if (!o.checkpoint.empty())
+      observer = chain(std::move(observer),
+                       distributed::checkpoint_observer(comm, o.checkpoint, o.checkpoint_every, state, meta));
+    Report report = dn::resume(exec, blocks, opt, state, observer);
+    if (!o.checkpoint.empty()) {
+      save_checkpoint(comm, o.checkpoint, state, meta, state.row_blocks());
+      report.info["checkpoint"] = o.checkpoint;
+    }
+    if (!o.restart.empty()) report.info["restart"] = o.restart;
+    const auto W = dn::gather_W(exec, state);
+    const auto Ht = dn::gather_Ht(exec, state);
+    distributed::agree(comm, [&] {
+      if (rank == 0) write_outputs(o, input, W, Ht, report);
+    });
+    report.info["input_file"] = o.common.input;
+    return report;
+  };
+  if (input.dense) return run(to_dense(exec, csr));
+  return run(csr);
+}
+#endif
+
+void run_command(const NmfCliOptions& o) {
+  if (!o.distributed) {
+    const NmfInput input = read_nmf_input(o.common);
+    const Report r = o.common.precision == "float" ? run_nmf<float>(o, input) : run_nmf<double>(o, input);
+    print_report(o.common, r);
+    return;
+  }
+#if defined(KFACTOR_HAVE_MPI)
+  MPI_Comm comm = MPI_COMM_WORLD;
+  int rank = 0;
+  MPI_Comm_rank(comm, &rank);
+  const NmfInput input = distributed::agree(comm, [&] { return read_nmf_input(o.common); });
+  const Report r = o.common.precision == "float" ? run_nmf_distributed<float>(o, input, comm)
+                                                 : run_nmf_distributed<double>(o, input, comm);
+  if (rank == 0) print_report(o.common, r);
+#else
+  throw UsageError("nmf: --distributed needs kfactor built with MPI");
+#endif
 }
 
 const Registrar nmf_command{Command{
@@ -173,11 +274,10 @@ const Registrar nmf_command{Command{
           ->capture_default_str();
       cmd.add_option("--restart", o->restart,
                      "continue from checkpoint FILE (same input, --rank, --precision and options) up to --iters");
-      return [o] {
-        const NmfInput input = read_nmf_input(o->common);
-        Report r = o->common.precision == "float" ? run_nmf<float>(*o, input) : run_nmf<double>(*o, input);
-        print_report(o->common, r);
-      };
+      cmd.add_flag("--distributed", o->distributed,
+                   "run over the ranks of MPI_COMM_WORLD (mpiexec -n P kfactor nmf --distributed ...): 1D "
+                   "nnz-balanced blocks, same iterates as one rank up to reduction-order rounding");
+      return [o] { run_command(*o); };
     }}};
 
 /// Demo: a planted exact rank-6 non-negative 200 x 150 matrix (half the planted

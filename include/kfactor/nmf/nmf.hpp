@@ -66,6 +66,13 @@
 /// per tile; W takes one launch per column (norm reduced on the device in the
 /// same launch, previous column normalised lazily) plus one per tile; no host
 /// synchronisation inside an epoch except what the vendor GEMM needs.
+///
+/// **Distributed runs** (kfactor/distributed/nmf.hpp) use the same code:
+/// init/step/evaluate are detail::initial_factors / epoch / error_products
+/// on one process's blocks with a communication policy; here it is
+/// detail::SingleProcess (sums are identities, gathers return the local =
+/// full factor), there an MPI one (Gram, norm and error sums all-reduced,
+/// W and Ht all-gathered per half step). No MPI in this header.
 
 #include <kfactor/core/error.hpp>
 #include <kfactor/core/matrix.hpp>

@@ -154,6 +154,25 @@ DenseMatrix<T, MemorySpace> alloc(const std::string& name, std::int64_t rows, st
   }
 }
 
+/// The buffers of an epoch on V rows of W and D rows of Ht (this process's
+/// rows in a distributed run, all of them otherwise).
+template <class T, class Mem>
+std::shared_ptr<Workspace<T, Mem>> allocate_workspace(std::int64_t V, std::int64_t D, const Options& options) {
+  const int K = options.rank;
+  auto ws = std::make_shared<Workspace<T, Mem>>();
+  ws->R = alloc<T, Mem>("R", D, K);
+  ws->P = alloc<T, Mem>("P", V, K);
+  ws->S = alloc<T, Mem>("S", K, K);
+  ws->Q = alloc<T, Mem>("Q", K, K);
+  if (options.algorithm != Algorithm::hals) {
+    ws->Wbuf = alloc<T, Mem>("Wbuf", V, K);
+    ws->Hbuf = alloc<T, Mem>("Hbuf", D, K);
+  }
+  ws->norms2 = Kokkos::View<double*, Mem>("kfactor::nmf::norms2", K);
+  ws->scal = Kokkos::View<double*, Mem>("kfactor::nmf::scal", 2);
+  return ws;
+}
+
 /// Validates A and the rank; allocates the workspace; builds A^T for CSR.
 template <class ExecutionSpace, class Matrix>
 std::shared_ptr<Workspace<typename MatrixTraits<Matrix>::value_type, typename MatrixTraits<Matrix>::memory_space>>
@@ -172,18 +191,8 @@ make_workspace(const ExecutionSpace& exec, const Matrix& A, const Options& optio
     throw InputError("nmf: the input has " + std::to_string(bad) +
                      " negative, NaN or infinite entries; NMF needs finite non-negative values");
   if (!(norm2 > 0.0)) throw InputError("nmf: the input matrix is all zero; there is nothing to factorize");
-  auto ws = std::make_shared<Workspace<T, Mem>>();
+  auto ws = allocate_workspace<T, Mem>(V, D, options);
   ws->normA2 = norm2;
-  ws->R = alloc<T, Mem>("R", D, K);
-  ws->P = alloc<T, Mem>("P", V, K);
-  ws->S = alloc<T, Mem>("S", K, K);
-  ws->Q = alloc<T, Mem>("Q", K, K);
-  if (options.algorithm != Algorithm::hals) {
-    ws->Wbuf = alloc<T, Mem>("Wbuf", V, K);
-    ws->Hbuf = alloc<T, Mem>("Hbuf", D, K);
-  }
-  ws->norms2 = Kokkos::View<double*, Mem>("kfactor::nmf::norms2", K);
-  ws->scal = Kokkos::View<double*, Mem>("kfactor::nmf::scal", 2);
   if constexpr (MatrixTraits<Matrix>::sparse) {
     try {
       ws->At = kfactor::transpose(exec, A);
@@ -194,6 +203,27 @@ make_workspace(const ExecutionSpace& exec, const Matrix& A, const Options& optio
   }
   return ws;
 }
+
+/// Which factor a gather concerns: rows of W or rows of Ht.
+enum class Factor { w, h };
+
+/// The communication policy of an epoch (DESIGN.md, "Communication"): this
+/// single-process one, whose reductions are identities and whose gathers
+/// return the process's own (= all) rows, and the MPI one of
+/// kfactor/distributed/nmf.hpp. A policy has
+///   sum(exec, v)            v: a contiguous View in the space's memory (a
+///                           K x K Gram, one squared column norm, the error
+///                           scalar), summed in place over processes;
+///   gather(exec, X, which)  the full factor (all rows of W or Ht) from this
+///                           process's rows X.
+struct SingleProcess {
+  template <class ExecutionSpace, class V>
+  void sum(const ExecutionSpace&, const V&) const {}
+  template <class ExecutionSpace, class X>
+  X gather(const ExecutionSpace&, const X& local, Factor) const {
+    return local;
+  }
+};
 
 template <class ExecutionSpace, class Matrix, class XV, class OV>
 void product_AX(const ExecutionSpace& exec, const Matrix& A, const XV& X, const OV& out) {  // out = A X
@@ -218,9 +248,9 @@ void gram(const ExecutionSpace& exec, const XV& X, const GV& G) {  // G = X^T X
 /// The ALO update of one factor (Algs. 2/3): Xn <- Xo updated with Gram G and
 /// right-hand side B, in tiles of `tile` columns; W-style (normalised,
 /// base X G_tt) when `normalize`, H-style otherwise.
-template <class ExecutionSpace, class XV, class BV, class GV, class NV>
+template <class ExecutionSpace, class XV, class BV, class GV, class NV, class Comm = SingleProcess>
 void alo_update(const ExecutionSpace& exec, const XV& Xn, const XV& Xo, const BV& B, const GV& G, int tile,
-                typename XV::non_const_value_type eps, bool normalize, const NV& norms2) {
+                typename XV::non_const_value_type eps, bool normalize, const NV& norms2, const Comm& comm = {}) {
   using T = typename XV::non_const_value_type;
   using Kokkos::ALL;
   using Kokkos::make_pair;
@@ -237,7 +267,10 @@ void alo_update(const ExecutionSpace& exec, const XV& Xn, const XV& Xo, const BV
     const int t0 = tau * tile, t1 = std::min(K, t0 + tile);
     // Phase 2: the in-tile sweep.
     if (normalize) {
-      for (int t = t0; t < t1; ++t) column_step(exec, Xn, Xo, B, G, t0, t1, t, false, eps, norms2);
+      for (int t = t0; t < t1; ++t) {
+        column_step(exec, Xn, Xo, B, G, t0, t1, t, false, eps, norms2);
+        comm.sum(exec, Kokkos::subview(norms2, make_pair(t, t + 1)));
+      }
       scale_column(exec, Xn, t1 - 1, norms2);
     } else {
       row_sweep(exec, Xn, Xo, B, G, t0, t1, eps);
@@ -276,6 +309,193 @@ class Stopwatch {
  private:
   std::chrono::steady_clock::time_point last_{};
 };
+
+// ---- the epoch over one process's blocks ------------------------------------
+//
+// init/step/evaluate below run these on all of A with SingleProcess; the
+// distributed solver (kfactor/distributed/nmf.hpp) runs the same functions on
+// its blocks with its MPI policy. The blocks: `Arow` holds the process's rows
+// of A (V_loc x D), for P = A Ht; `Acol` its columns (dense: V x D_loc,
+// for R = A^T W; sparse: ws.At holds the D_loc x V rows of A^T and Acol is
+// not read); W holds the process's V_loc rows of W and Ht its D_loc rows of
+// Ht. One process: Arow = Acol = A.
+
+/// W0 and H0 (see the file comment) on this process's rows: W rows
+/// [row0, row0 + W.extent(0)) and Ht rows [col0, col0 + Ht.extent(0)) of a
+/// problem with D columns; ws.normA2 must hold ||A||^2. Leaves S = W0^T W0.
+template <class ExecutionSpace, class Matrix, class T, class Mem, class Comm>
+void initial_factors(const ExecutionSpace& exec, const Matrix& Acol, const Options& options, DenseMatrix<T, Mem>& W,
+                     DenseMatrix<T, Mem>& Ht, std::int64_t row0, std::int64_t col0, std::int64_t D,
+                     Workspace<T, Mem>& ws, const Comm& comm) {
+  const std::uint64_t K = static_cast<std::uint64_t>(options.rank);
+  // W0(i, k): counter i * K + k (fill_uniform's convention, global i).
+  {
+    const CounterRng rng(options.seed, RngStream::factor_w);
+    auto Wl = W;
+    const std::uint64_t r0 = static_cast<std::uint64_t>(row0);
+    Kokkos::parallel_for(
+        "kfactor::nmf::init_w", Kokkos::MDRangePolicy<ExecutionSpace, Kokkos::Rank<2>>(exec, {0, 0}, {Wl.extent(0), Wl.extent(1)}),
+        KOKKOS_LAMBDA(std::size_t i, std::size_t k) { Wl(i, k) = rng.uniform<T>((r0 + i) * K + k, T(0), T(1)); });
+  }
+  // H0 is drawn as U[0,1) K x D (counter k * D + d, the layout-free convention of
+  // fill_uniform for H), stored transposed.
+  {
+    const CounterRng rng(options.seed, RngStream::factor_h);
+    auto Htl = Ht;
+    const std::uint64_t nd = static_cast<std::uint64_t>(D), c0 = static_cast<std::uint64_t>(col0);
+    Kokkos::parallel_for(
+        "kfactor::nmf::init_h", Kokkos::MDRangePolicy<ExecutionSpace, Kokkos::Rank<2>>(exec, {0, 0}, {Htl.extent(0), Htl.extent(1)}),
+        KOKKOS_LAMBDA(std::size_t d, std::size_t k) { Htl(d, k) = rng.uniform<T>(k * nd + c0 + d, T(0), T(1)); });
+  }
+  // Unit-norm columns of W0.
+  gram(exec, W, ws.S);
+  comm.sum(exec, ws.S);
+  {
+    auto Wl = W;
+    auto S = ws.S;
+    Kokkos::parallel_for(
+        "kfactor::nmf::normalize_w0", Kokkos::MDRangePolicy<ExecutionSpace, Kokkos::Rank<2>>(exec, {0, 0}, {Wl.extent(0), Wl.extent(1)}),
+        KOKKOS_LAMBDA(std::size_t i, std::size_t k) { Wl(i, k) = T(double(Wl(i, k)) / Kokkos::sqrt(double(S(k, k)))); });
+  }
+  // alpha = <A, W0 U> / ||W0 U||^2 (the least-squares scale of the model W0 U):
+  // <A, W0 U> = <A^T W0, U^T>, ||W0 U||^2 = <W0^T W0, U U^T>.
+  gram(exec, W, ws.S);
+  comm.sum(exec, ws.S);
+  gram(exec, Ht, ws.Q);
+  comm.sum(exec, ws.Q);
+  const auto W_all = comm.gather(exec, W, Factor::w);
+  product_AtX(exec, Acol, ws, W_all, ws.R);
+  frobenius_dot(exec, ws.R, Ht, Kokkos::View<double, Mem>(ws.scal.data()));
+  frobenius_dot(exec, ws.S, ws.Q, Kokkos::View<double, Mem>(ws.scal.data() + 1));
+  comm.sum(exec, Kokkos::subview(ws.scal, Kokkos::make_pair(0, 1)));
+  exec.fence();
+  const auto hs = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, ws.scal);
+  const double cross = hs(0), model2 = hs(1);
+  // A non-zero A and a positive W0 U have <A, W0 U> > 0 unless their supports
+  // miss each other (impossible: U > 0 almost surely); guard anyway.
+  const T alpha = static_cast<T>(cross > 0.0 ? cross / model2 : std::sqrt(ws.normA2 / model2));
+  {
+    auto Htl = Ht;
+    Kokkos::parallel_for(
+        "kfactor::nmf::scale_h0", Kokkos::MDRangePolicy<ExecutionSpace, Kokkos::Rank<2>>(exec, {0, 0}, {Htl.extent(0), Htl.extent(1)}),
+        KOKKOS_LAMBDA(std::size_t d, std::size_t k) { Htl(d, k) *= alpha; });
+  }
+  ws.S_iteration = 0;  // S = W0^T W0 computed above
+}
+
+/// One epoch (H then W) on this process's blocks; `iteration` is the state's.
+/// Communication per epoch (distributed policy): gather W, gather Ht, sum S
+/// and Q (K x K), sum each of the K squared column norms of W (hals, alo) and
+/// the error scalar <W, P>.
+template <class ExecutionSpace, class Matrix, class T, class Mem, class Comm>
+void epoch(const ExecutionSpace& exec, const Matrix& Arow, const Matrix& Acol, const Options& options,
+           DenseMatrix<T, Mem>& W, DenseMatrix<T, Mem>& Ht, Workspace<T, Mem>& ws, int iteration, const Comm& comm) {
+  const int K = options.rank;
+  const T eps = resolve_epsilon<T>(options);
+  const bool timed = options.timing_breakdown;
+  Stopwatch sw;
+  sw.start(exec, timed);
+
+  // ---- H half: R = A^T W, S = W^T W (cached from the previous epoch) ----
+  if (ws.S_iteration != iteration) {
+    gram(exec, W, ws.S);
+    comm.sum(exec, ws.S);
+  }
+  {
+    const auto W_all = comm.gather(exec, W, Factor::w);
+    product_AtX(exec, Acol, ws, W_all, ws.R);
+  }
+  sw.lap(exec, timed, ws.t_products);
+  switch (options.algorithm) {
+    case Algorithm::hals: row_sweep(exec, Ht, Ht, ws.R, ws.S, 0, K, eps); break;
+    case Algorithm::alo: {
+      const int tile = resolve_tile(K, options.tile);
+      alo_update(exec, ws.Hbuf, Ht, ws.R, ws.S, tile, eps, false, ws.norms2, comm);
+      std::swap(Ht, ws.Hbuf);
+      break;
+    }
+    case Algorithm::mu:
+      gemm(exec, Trans::none, Trans::none, T(1), Ht, ws.S, T(0), ws.Hbuf);
+      mu_update(exec, Ht, ws.R, ws.Hbuf, eps);
+      break;
+  }
+  sw.lap(exec, timed, ws.t_h);
+
+  // ---- W half: P = A Ht, Q = Ht^T Ht ----
+  {
+    const auto Ht_all = comm.gather(exec, Ht, Factor::h);
+    product_AX(exec, Arow, Ht_all, ws.P);
+  }
+  gram(exec, Ht, ws.Q);
+  comm.sum(exec, ws.Q);
+  sw.lap(exec, timed, ws.t_products);
+  switch (options.algorithm) {
+    case Algorithm::hals:
+      for (int t = 0; t < K; ++t) {
+        column_step(exec, W, W, ws.P, ws.Q, 0, K, t, true, eps, ws.norms2);
+        comm.sum(exec, Kokkos::subview(ws.norms2, Kokkos::make_pair(t, t + 1)));
+      }
+      scale_column(exec, W, K - 1, ws.norms2);
+      break;
+    case Algorithm::alo: {
+      const int tile = resolve_tile(K, options.tile);
+      alo_update(exec, ws.Wbuf, W, ws.P, ws.Q, tile, eps, true, ws.norms2, comm);
+      std::swap(W, ws.Wbuf);
+      break;
+    }
+    case Algorithm::mu:
+      gemm(exec, Trans::none, Trans::none, T(1), W, ws.Q, T(0), ws.Wbuf);
+      mu_update(exec, W, ws.P, ws.Wbuf, eps);
+      break;
+  }
+  sw.lap(exec, timed, ws.t_w);
+
+  // ---- next epoch's S and the error pieces ----
+  gram(exec, W, ws.S);
+  comm.sum(exec, ws.S);
+  error_pieces(exec, W, ws);
+  comm.sum(exec, Kokkos::subview(ws.scal, Kokkos::make_pair(0, 1)));
+  sw.lap(exec, timed, ws.t_products);
+  ws.S_iteration = iteration + 1;
+  ws.error_iteration = iteration + 1;
+}
+
+/// The error pieces of a fresh or restored state (no-op when the last epoch
+/// left them): P = A Ht, Q, S and <W, P>.
+template <class ExecutionSpace, class Matrix, class T, class Mem, class Comm>
+void error_products(const ExecutionSpace& exec, const Matrix& Arow, const DenseMatrix<T, Mem>& W,
+                    const DenseMatrix<T, Mem>& Ht, Workspace<T, Mem>& ws, int iteration, const Comm& comm) {
+  if (ws.error_iteration == iteration) return;
+  {
+    const auto Ht_all = comm.gather(exec, Ht, Factor::h);
+    product_AX(exec, Arow, Ht_all, ws.P);
+  }
+  gram(exec, Ht, ws.Q);
+  comm.sum(exec, ws.Q);
+  gram(exec, W, ws.S);
+  comm.sum(exec, ws.S);
+  error_pieces(exec, W, ws);
+  comm.sum(exec, Kokkos::subview(ws.scal, Kokkos::make_pair(0, 1)));
+  ws.S_iteration = iteration;
+  ws.error_iteration = iteration;
+  Kokkos::deep_copy(exec, ws.norms2, std::nan(""));
+}
+
+/// relative_error and min_column_norm from the workspace (host reads).
+template <class T, class Mem>
+Metrics metrics_of(const Options& options, const Workspace<T, Mem>& ws) {
+  auto scal = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, ws.scal);
+  auto norms2 = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, ws.norms2);
+  const double err2 = ws.normA2 - 2.0 * scal(0) + scal(1);
+  Metrics m;
+  m.set("relative_error", std::sqrt(std::max(err2, 0.0) / ws.normA2));
+  if (options.algorithm != Algorithm::mu) {
+    double mn = std::numeric_limits<double>::infinity();
+    for (std::size_t k = 0; k < norms2.extent(0); ++k) mn = std::min(mn, norms2(k));
+    m.set("min_column_norm", std::sqrt(mn));
+  }
+  return m;
+}
 
 }  // namespace detail
 
@@ -325,47 +545,7 @@ StateFor<Matrix> init(const ExecutionSpace& exec, const Matrix& A, const Options
   s.W = detail::alloc<T, Mem>("W", V, K);
   s.Ht = detail::alloc<T, Mem>("Ht", D, K);
   s.seed = options.seed;
-  fill_uniform(exec, s.W, options.seed, RngStream::factor_w, T(0), T(1));
-  // H0 is drawn as U[0,1) K x D (counter k * D + d, the layout-free convention of
-  // fill_uniform for H), stored transposed.
-  {
-    const CounterRng rng(options.seed, RngStream::factor_h);
-    auto Ht = s.Ht;
-    const std::uint64_t nd = static_cast<std::uint64_t>(D);
-    Kokkos::parallel_for(
-        "kfactor::nmf::init_h", Kokkos::MDRangePolicy<ExecutionSpace, Kokkos::Rank<2>>(exec, {0, 0}, {Ht.extent(0), Ht.extent(1)}),
-        KOKKOS_LAMBDA(std::size_t d, std::size_t k) { Ht(d, k) = rng.uniform<T>(k * nd + d, T(0), T(1)); });
-  }
-  // Unit-norm columns of W0.
-  auto& ws = *s.ws;
-  detail::gram(exec, s.W, ws.S);
-  {
-    auto W = s.W;
-    auto S = ws.S;
-    Kokkos::parallel_for(
-        "kfactor::nmf::normalize_w0", Kokkos::MDRangePolicy<ExecutionSpace, Kokkos::Rank<2>>(exec, {0, 0}, {W.extent(0), W.extent(1)}),
-        KOKKOS_LAMBDA(std::size_t i, std::size_t k) { W(i, k) = T(double(W(i, k)) / Kokkos::sqrt(double(S(k, k)))); });
-  }
-  // alpha = <A, W0 U> / ||W0 U||^2 (the least-squares scale of the model W0 U):
-  // <A, W0 U> = <A^T W0, U^T>, ||W0 U||^2 = <W0^T W0, U U^T>.
-  detail::gram(exec, s.W, ws.S);
-  detail::gram(exec, s.Ht, ws.Q);
-  detail::product_AtX(exec, A, ws, s.W, ws.R);
-  detail::frobenius_dot(exec, ws.R, s.Ht, Kokkos::View<double, Mem>(ws.scal.data()));
-  detail::frobenius_dot(exec, ws.S, ws.Q, Kokkos::View<double, Mem>(ws.scal.data() + 1));
-  exec.fence();
-  const auto hs = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, ws.scal);
-  const double cross = hs(0), model2 = hs(1);
-  // A non-zero A and a positive W0 U have <A, W0 U> > 0 unless their supports
-  // miss each other (impossible: U > 0 almost surely); guard anyway.
-  const T alpha = static_cast<T>(cross > 0.0 ? cross / model2 : std::sqrt(ws.normA2 / model2));
-  {
-    auto Ht = s.Ht;
-    Kokkos::parallel_for(
-        "kfactor::nmf::scale_h0", Kokkos::MDRangePolicy<ExecutionSpace, Kokkos::Rank<2>>(exec, {0, 0}, {Ht.extent(0), Ht.extent(1)}),
-        KOKKOS_LAMBDA(std::size_t d, std::size_t k) { Ht(d, k) *= alpha; });
-  }
-  ws.S_iteration = 0;  // S = W0^T W0 computed above
+  detail::initial_factors(exec, A, options, s.W, s.Ht, 0, 0, D, *s.ws, detail::SingleProcess{});
   exec.fence();
   return s;
 }
@@ -374,88 +554,15 @@ template <class ExecutionSpace, class Matrix, class T, class MemorySpace>
 void step(const ExecutionSpace& exec, const Matrix& A, const Options& options, State<T, MemorySpace>& state) {
   static_assert(std::is_same_v<T, typename MatrixTraits<Matrix>::value_type>, "A and the factors differ in type");
   if (!state.ws) state.ws = detail::make_workspace(exec, A, options);
-  auto& ws = *state.ws;
-  const int K = options.rank;
-  if (static_cast<int>(state.W.extent(1)) != K) throw UsageError("nmf: state rank differs from options.rank");
-  const T eps = detail::resolve_epsilon<T>(options);
-  const bool timed = options.timing_breakdown;
-  detail::Stopwatch sw;
-  sw.start(exec, timed);
-
-  // ---- H half: R = A^T W, S = W^T W (cached from the previous epoch) ----
-  if (ws.S_iteration != state.iteration) detail::gram(exec, state.W, ws.S);
-  detail::product_AtX(exec, A, ws, state.W, ws.R);
-  sw.lap(exec, timed, ws.t_products);
-  switch (options.algorithm) {
-    case Algorithm::hals: detail::row_sweep(exec, state.Ht, state.Ht, ws.R, ws.S, 0, K, eps); break;
-    case Algorithm::alo: {
-      const int tile = resolve_tile(K, options.tile);
-      detail::alo_update(exec, ws.Hbuf, state.Ht, ws.R, ws.S, tile, eps, false, ws.norms2);
-      std::swap(state.Ht, ws.Hbuf);
-      break;
-    }
-    case Algorithm::mu:
-      gemm(exec, Trans::none, Trans::none, T(1), state.Ht, ws.S, T(0), ws.Hbuf);
-      detail::mu_update(exec, state.Ht, ws.R, ws.Hbuf, eps);
-      break;
-  }
-  sw.lap(exec, timed, ws.t_h);
-
-  // ---- W half: P = A Ht, Q = Ht^T Ht ----
-  detail::product_AX(exec, A, state.Ht, ws.P);
-  detail::gram(exec, state.Ht, ws.Q);
-  sw.lap(exec, timed, ws.t_products);
-  switch (options.algorithm) {
-    case Algorithm::hals:
-      for (int t = 0; t < K; ++t) detail::column_step(exec, state.W, state.W, ws.P, ws.Q, 0, K, t, true, eps, ws.norms2);
-      detail::scale_column(exec, state.W, K - 1, ws.norms2);
-      break;
-    case Algorithm::alo: {
-      const int tile = resolve_tile(K, options.tile);
-      detail::alo_update(exec, ws.Wbuf, state.W, ws.P, ws.Q, tile, eps, true, ws.norms2);
-      std::swap(state.W, ws.Wbuf);
-      break;
-    }
-    case Algorithm::mu:
-      gemm(exec, Trans::none, Trans::none, T(1), state.W, ws.Q, T(0), ws.Wbuf);
-      detail::mu_update(exec, state.W, ws.P, ws.Wbuf, eps);
-      break;
-  }
-  sw.lap(exec, timed, ws.t_w);
-
-  // ---- next epoch's S and the error pieces ----
-  detail::gram(exec, state.W, ws.S);
-  detail::error_pieces(exec, state.W, ws);
-  sw.lap(exec, timed, ws.t_products);
-  ws.S_iteration = state.iteration + 1;
-  ws.error_iteration = state.iteration + 1;
+  if (static_cast<int>(state.W.extent(1)) != options.rank) throw UsageError("nmf: state rank differs from options.rank");
+  detail::epoch(exec, A, A, options, state.W, state.Ht, *state.ws, state.iteration, detail::SingleProcess{});
 }
 
 template <class ExecutionSpace, class Matrix, class T, class MemorySpace>
 Metrics evaluate(const ExecutionSpace& exec, const Matrix& A, const Options& options, State<T, MemorySpace>& state) {
   if (!state.ws) state.ws = detail::make_workspace(exec, A, options);
-  auto& ws = *state.ws;
-  if (ws.error_iteration != state.iteration) {
-    // A fresh or restored state: form the products once.
-    detail::product_AX(exec, A, state.Ht, ws.P);
-    detail::gram(exec, state.Ht, ws.Q);
-    detail::gram(exec, state.W, ws.S);
-    detail::error_pieces(exec, state.W, ws);
-    ws.S_iteration = state.iteration;
-    ws.error_iteration = state.iteration;
-    Kokkos::deep_copy(exec, ws.norms2, std::nan(""));
-  }
-  auto scal = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, ws.scal);
-  auto norms2 = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, ws.norms2);
-  const double err2 = ws.normA2 - 2.0 * scal(0) + scal(1);
-  Metrics m;
-  m.set("relative_error", std::sqrt(std::max(err2, 0.0) / ws.normA2));
-  if (options.algorithm != Algorithm::mu) {
-    double mn = std::numeric_limits<double>::infinity();
-    for (std::size_t k = 0; k < norms2.extent(0); ++k) mn = std::min(mn, norms2(k));
-    m.set("min_column_norm", std::sqrt(mn));
-  }
-  return m;
+  detail::error_products(exec, A, state.W, state.Ht, *state.ws, state.iteration, detail::SingleProcess{});
+  return detail::metrics_of(options, *state.ws);
 }
 
 template <class ExecutionSpace, class Matrix, class T, class MemorySpace>

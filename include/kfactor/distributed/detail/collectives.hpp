@@ -1,0 +1,194 @@
+#pragma once
+/// \file
+/// Timed MPI collectives on Kokkos Views, shared by the distributed NMF and
+/// ALS (KFACTOR_HAVE_MPI only).
+///
+/// Every call first fences the execution space (the data must be complete
+/// before MPI reads it, and the fence keeps pending kernels out of the
+/// communication time), then times the MPI call alone with MPI_Wtime. The
+/// measured time therefore includes waiting for the slowest rank (load
+/// imbalance shows up as communication). Views in memory the host cannot
+/// address (CUDA) are staged through host mirrors, so no CUDA-aware MPI is
+/// needed; the staging copies are counted as communication.
+
+#include <kfactor/config.hpp>
+#include <kfactor/core/error.hpp>
+#include <kfactor/core/matrix.hpp>
+#include <kfactor/sddmm/options.hpp>
+
+#if defined(KFACTOR_HAVE_MPI)
+#include <mpi.h>
+
+#include <Kokkos_Core.hpp>
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+namespace kfactor::distributed::detail {
+
+template <class T>
+MPI_Datatype mpi_type() {
+  using U = std::remove_cv_t<T>;
+  if constexpr (std::is_same_v<U, float>) return MPI_FLOAT;
+  else if constexpr (std::is_same_v<U, double>) return MPI_DOUBLE;
+  else if constexpr (std::is_same_v<U, int>) return MPI_INT;
+  else if constexpr (std::is_same_v<U, long long> || (std::is_same_v<U, long> && sizeof(long) == 8)) return MPI_INT64_T;
+  else static_assert(sizeof(U) == 0, "no MPI datatype for this element type");
+}
+
+/// Seconds, calls and payload bytes of the collectives a run made.
+struct CommStats {
+  double seconds = 0.0;         ///< MPI calls (and host staging), after a fence
+  double wait_seconds = 0.0;    ///< with Collectives::measure_wait: barriers before each collective (imbalance)
+  std::int64_t calls = 0;       ///< collectives issued
+  std::int64_t bytes_in = 0;    ///< bytes this rank received from others (allgather: other ranks' rows)
+  std::int64_t reduce_bytes = 0;  ///< payload bytes of all-reductions (each counts once)
+};
+
+/// Thin timed wrappers; one per communicator (not thread safe).
+class Collectives {
+ public:
+  explicit Collectives(MPI_Comm comm) : comm_(comm) {
+    MPI_Comm_rank(comm, &rank_);
+    MPI_Comm_size(comm, &size_);
+  }
+  [[nodiscard]] MPI_Comm comm() const { return comm_; }
+  [[nodiscard]] int rank() const { return rank_; }
+  [[nodiscard]] int size() const { return size_; }
+  CommStats stats;
+  /// Benchmarks: a timed MPI_Barrier before each collective, so that
+  /// stats.seconds is the transfer alone and stats.wait_seconds the time
+  /// spent waiting for slower ranks (costs one extra latency per call).
+  bool measure_wait = false;
+
+  /// v (contiguous) summed in place over the ranks. No MPI call on one rank.
+  template <class ExecutionSpace, class V>
+  void allreduce_sum(const ExecutionSpace& exec, const V& v) {
+    static_assert(Kokkos::is_view_v<V>);
+    using T = typename V::non_const_value_type;
+    if (size_ == 1 || v.size() == 0) return;
+    if (!v.span_is_contiguous()) throw UsageError("distributed: all-reduce of a non-contiguous view");
+    exec.fence();
+    wait();
+    const double t0 = MPI_Wtime();
+    const int n = static_cast<int>(v.size());
+    if constexpr (Kokkos::SpaceAccessibility<Kokkos::HostSpace, typename V::memory_space>::accessible) {
+      check(MPI_Allreduce(MPI_IN_PLACE, v.data(), n, mpi_type<T>(), MPI_SUM, comm_), "MPI_Allreduce");
+    } else {
+      std::vector<T> h(v.size());
+      Kokkos::View<T*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>> hv(h.data(), h.size());
+      Kokkos::View<T*, typename V::memory_space, Kokkos::MemoryTraits<Kokkos::Unmanaged>> dv(v.data(), v.size());
+      Kokkos::deep_copy(hv, dv);
+      check(MPI_Allreduce(MPI_IN_PLACE, h.data(), n, mpi_type<T>(), MPI_SUM, comm_), "MPI_Allreduce");
+      Kokkos::deep_copy(dv, hv);
+    }
+    stats.seconds += MPI_Wtime() - t0;
+    ++stats.calls;
+    stats.reduce_bytes += static_cast<std::int64_t>(v.size() * sizeof(T));
+  }
+
+  /// Host scalars summed over the ranks (in double / int64; timed as above).
+  template <class T>
+  void allreduce_sum_host(T* values, int n) {
+    if (size_ == 1 || n == 0) return;
+    wait();
+    const double t0 = MPI_Wtime();
+    check(MPI_Allreduce(MPI_IN_PLACE, values, n, mpi_type<T>(), MPI_SUM, comm_), "MPI_Allreduce");
+    stats.seconds += MPI_Wtime() - t0;
+    ++stats.calls;
+    stats.reduce_bytes += static_cast<std::int64_t>(n * sizeof(T));
+  }
+
+  /// full (N x K, all rows) = the ranks' row blocks in rank order; this rank
+  /// holds rows [bounds[rank], bounds[rank + 1]) in `local`. Both LayoutRight
+  /// and contiguous. On one rank `full` is just a copy of `local`.
+  template <class ExecutionSpace, class T, class Mem>
+  void allgather_rows(const ExecutionSpace& exec, const DenseMatrix<T, Mem>& local, const DenseMatrix<T, Mem>& full,
+                      const std::vector<ordinal_t>& bounds) {
+    const std::size_t K = full.extent(1);
+    if (local.extent(1) != K || bounds.size() != static_cast<std::size_t>(size_) + 1 ||
+        local.extent(0) != static_cast<std::size_t>(bounds[rank_ + 1] - bounds[rank_]) ||
+        full.extent(0) != static_cast<std::size_t>(bounds.back()))
+      throw UsageError("distributed: all-gather of rows with inconsistent shapes");
+    if (size_ == 1) {
+      Kokkos::deep_copy(exec, full, local);
+      return;
+    }
+    std::vector<int> counts(size_), displs(size_);
+    for (int p = 0; p < size_; ++p) {
+      const std::int64_t c = static_cast<std::int64_t>(bounds[p + 1] - bounds[p]) * static_cast<std::int64_t>(K);
+      const std::int64_t d = static_cast<std::int64_t>(bounds[p]) * static_cast<std::int64_t>(K);
+      if (d + c > std::int64_t(2147483647))
+        throw RuntimeFailure("distributed: a factor of " + std::to_string(bounds.back()) + " x " + std::to_string(K) +
+                             " exceeds MPI's int counts; use more ranks or a smaller rank");
+      counts[p] = static_cast<int>(c);
+      displs[p] = static_cast<int>(d);
+    }
+    exec.fence();
+    wait();
+    const double t0 = MPI_Wtime();
+    if constexpr (Kokkos::SpaceAccessibility<Kokkos::HostSpace, Mem>::accessible) {
+      check(MPI_Allgatherv(local.data(), counts[rank_], mpi_type<T>(), full.data(), counts.data(), displs.data(),
+                           mpi_type<T>(), comm_),
+            "MPI_Allgatherv");
+    } else {
+      auto hl = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, local);
+      auto hf = Kokkos::create_mirror_view(Kokkos::HostSpace{}, full);
+      check(MPI_Allgatherv(hl.data(), counts[rank_], mpi_type<T>(), hf.data(), counts.data(), displs.data(),
+                           mpi_type<T>(), comm_),
+            "MPI_Allgatherv");
+      Kokkos::deep_copy(full, hf);
+    }
+    stats.seconds += MPI_Wtime() - t0;
+    ++stats.calls;
+    stats.bytes_in += static_cast<std::int64_t>((full.extent(0) - local.extent(0)) * K * sizeof(T));
+  }
+
+  /// Every rank's `local` values (host) concatenated in rank order.
+  template <class T>
+  std::vector<T> allgather_host(const std::vector<T>& local) {
+    int mine = static_cast<int>(local.size());
+    std::vector<int> counts(size_), displs(size_, 0);
+    MPI_Allgather(&mine, 1, MPI_INT, counts.data(), 1, MPI_INT, comm_);
+    for (int p = 1; p < size_; ++p) displs[p] = displs[p - 1] + counts[p - 1];
+    std::vector<T> out(static_cast<std::size_t>(displs.back() + counts.back()));
+    check(MPI_Allgatherv(local.data(), mine, mpi_type<T>(), out.data(), counts.data(), displs.data(), mpi_type<T>(),
+                         comm_),
+          "MPI_Allgatherv");
+    return out;
+  }
+
+ private:
+  void wait() {
+    if (!measure_wait) return;
+    const double t0 = MPI_Wtime();
+    MPI_Barrier(comm_);
+    stats.wait_seconds += MPI_Wtime() - t0;
+  }
+  static void check(int rc, const char* what) {
+    if (rc != MPI_SUCCESS) throw RuntimeFailure(std::string("distributed: ") + what + " failed (MPI error " + std::to_string(rc) + ")");
+  }
+  MPI_Comm comm_;
+  int rank_ = 0, size_ = 1;
+};
+
+/// P + 1 boundaries of contiguous blocks balanced by `counts` (nonzeros per
+/// row or column; kfactor::balanced_column_blocks), then moved so that every
+/// block is non-empty (needs counts.size() >= parts).
+inline std::vector<ordinal_t> nonempty_balanced_blocks(const std::vector<offset_t>& counts, int parts) {
+  const auto n = static_cast<ordinal_t>(counts.size());
+  if (n < parts)
+    throw UsageError("distributed: " + std::to_string(parts) + " ranks but only " + std::to_string(n) +
+                     " rows or columns to share; use at most " + std::to_string(n) + " ranks");
+  auto b = balanced_column_blocks(counts, parts);
+  for (int p = 1; p < parts; ++p) b[p] = std::max(b[p], b[p - 1] + 1);  // at least one each, from the left
+  for (int p = parts - 1; p >= 1; --p) b[p] = std::min(b[p], b[p + 1] - 1);  // and room for the rest
+  return b;
+}
+
+}  // namespace kfactor::distributed::detail
+
+#endif  // KFACTOR_HAVE_MPI

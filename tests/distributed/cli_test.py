@@ -1,0 +1,164 @@
+#!/usr/bin/env python3
+"""`kfactor nmf|als --distributed` under mpiexec, against the single-rank CLI.
+
+usage: cli_test.py KFACTOR MPIEXEC WORKDIR nmf|als
+
+nmf:
+- dense input: the factor files of a 2-rank run equal the single-rank ones
+  within 1e-9 (relative); stdout under --json is exactly one JSON object
+  (rank 0 alone prints) and its history matches;
+- sparse input: a checkpoint written by 2 ranks at iteration 4 restarts on 3
+  ranks and without --distributed, and both end within 1e-9 of the
+  uninterrupted single-rank run; --restart with another rank K is refused
+  on every rank (exit 3).
+als:
+- the factor CSVs of a 3-rank run are byte-identical to the single-rank
+  ones, metrics within 1e-12; a 2-rank checkpoint restarts on 3 ranks to
+  the same bytes;
+- a missing input fails on every rank with exit code 3.
+"""
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+
+KF, MPIEXEC, WORK, WHAT = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
+shutil.rmtree(WORK, ignore_errors=True)
+os.makedirs(WORK)
+ENV = dict(os.environ, OMP_NUM_THREADS="1", OMP_PROC_BIND="false")
+failures = []
+
+
+def check(cond, what):
+    if not cond:
+        failures.append(what)
+        print("FAIL:", what, flush=True)
+
+
+def run(args, np=0, expect=0):
+    cmd = ([MPIEXEC, "-n", str(np), "--oversubscribe", KF] if np else [KF]) + args
+    p = subprocess.run(cmd, cwd=WORK, env=ENV, capture_output=True, text=True, timeout=120)
+    if p.returncode != expect:
+        print(" ".join(cmd), "->", p.returncode, "\n", p.stdout[-2000:], p.stderr[-3000:], flush=True)
+    check(p.returncode == expect, f"exit {p.returncode} (want {expect}): {' '.join(args)} np={np}")
+    return p
+
+
+def report(p):
+    try:
+        return json.loads(p.stdout)
+    except json.JSONDecodeError:
+        check(False, "stdout is not one JSON object:\n" + p.stdout[:500])
+        return {}
+
+
+def read_mm_array(path):
+    with open(path) as f:
+        lines = [l for l in f if not l.startswith("%")]
+    m, n = map(int, lines[0].split())
+    vals = [float(x) for x in lines[1:]]
+    return m, n, vals
+
+
+def rel(a, b):
+    if len(a) != len(b):
+        return float("inf")
+    return max(abs(x - y) for x, y in zip(a, b)) / max(abs(y) for y in b)
+
+
+rng = random.Random(7)
+# Sparse non-negative 60 x 45 with skewed rows; dense 30 x 25.
+with open(os.path.join(WORK, "sparse.mtx"), "w") as f:
+    ent = [(i, j, rng.random() + 0.1) for i in range(60) for j in range(45)
+           if rng.random() < (0.7 if i < 8 else 0.15)]
+    f.write("%%MatrixMarket matrix coordinate real general\n")
+    f.write(f"60 45 {len(ent)}\n")
+    for i, j, v in ent:
+        f.write(f"{i + 1} {j + 1} {v:.6f}\n")
+with open(os.path.join(WORK, "dense.mtx"), "w") as f:
+    f.write("%%MatrixMarket matrix array real general\n30 25\n")
+    for _ in range(30 * 25):
+        f.write(f"{rng.random():.6f}\n")
+# Ratings (user item rating), ids not contiguous.
+with open(os.path.join(WORK, "ratings.txt"), "w") as f:
+    for u in range(80):
+        for i in range(50):
+            if rng.random() < (0.5 if u < 10 else 0.12):
+                f.write(f"{1000 + 3 * u} {7 * i} {rng.randint(1, 5)}\n")
+
+def nmf_checks():
+    common = ["nmf", "--input", "dense.mtx", "--rank", "4", "--algorithm", "alo", "--json", "--seed", "5"]
+    single = report(run(common + ["--iters", "8", "--output", "dense_1"]))
+    dist = report(run(common + ["--iters", "8", "--output", "dense_2", "--distributed"], np=2))
+    for fac in ("W", "H"):
+        _, _, a = read_mm_array(os.path.join(WORK, f"dense_2_{fac}.mtx"))
+        _, _, b = read_mm_array(os.path.join(WORK, f"dense_1_{fac}.mtx"))
+        check(rel(a, b) <= 1e-9, f"nmf dense: distributed {fac} differs from single-rank by {rel(a, b)}")
+    if single and dist:
+        check(dist.get("info", {}).get("mpi_ranks") == "2", "nmf: report lacks mpi_ranks 2")
+        check("communication" in dist.get("timings", {}), "nmf: report lacks the communication time")
+        e1, e2 = single["relative_error"], dist["relative_error"]
+        check(abs(e1 - e2) <= 1e-9 * e1, f"nmf dense: relative error {e2} vs {e1}")
+        h1, h2 = single["history"]["relative_error"], dist["history"]["relative_error"]
+        check(len(h1) == len(h2) == 8 and all(abs(a - b) <= 1e-9 * a for a, b in zip(h1, h2)),
+              "nmf dense: histories differ")
+    # Sparse: checkpoint at iteration 4 on 2 ranks; restart on 3 ranks and on one process.
+    common = ["nmf", "--input", "sparse.mtx", "--rank", "4", "--algorithm", "hals", "--seed", "5"]
+    run(common + ["--iters", "8", "--output", "sparse_1", "--quiet"])
+    run(common + ["--iters", "4", "--distributed", "--checkpoint", "ck.h5", "--checkpoint-every", "2", "--quiet"],
+        np=2)
+    r3 = report(run(common + ["--iters", "8", "--distributed", "--restart", "ck.h5", "--output", "sparse_r3",
+                              "--json"], np=3))
+    check(r3.get("info", {}).get("restart") == "ck.h5" and len(r3.get("history", {}).get("iteration", [])) == 8,
+          "nmf: the restarted report lacks the restart or the first 4 iterations")
+    run(common + ["--iters", "8", "--restart", "ck.h5", "--output", "sparse_r1", "--quiet"])
+    for tag in ("r3", "r1"):
+        for fac in ("W", "H"):
+            _, _, a = read_mm_array(os.path.join(WORK, f"sparse_{tag}_{fac}.mtx"))
+            _, _, b = read_mm_array(os.path.join(WORK, f"sparse_1_{fac}.mtx"))
+            check(rel(a, b) <= 1e-9, f"nmf sparse: restart {tag} {fac} differs by {rel(a, b)}")
+    # A checkpoint of another rank K is refused on every rank (exit 3).
+    p = run(["nmf", "--input", "sparse.mtx", "--rank", "3", "--algorithm", "hals", "--seed", "5", "--iters", "8",
+             "--distributed", "--restart", "ck.h5"], np=2, expect=3)
+    check(p.stderr.count("kfactor: error") == 2, "nmf: the refusal is not reported by both ranks")
+
+
+def same_bytes(a, b):
+    with open(os.path.join(WORK, a), "rb") as fa, open(os.path.join(WORK, b), "rb") as fb:
+        return fa.read() == fb.read()
+
+
+def als_checks():
+    als = ["als", "--input", "ratings.txt", "--format", "ratings", "--rank", "5", "--lambda", "0.05", "--xb", "2",
+           "--yb", "16", "--precision", "double", "--json"]
+    single = report(run(als + ["--iters", "6", "--output", "als_1"]))
+    dist = report(run(als + ["--iters", "6", "--output", "als_3", "--distributed"], np=3))
+    for fac in ("X", "Y"):
+        check(same_bytes(f"als_3_{fac}.csv", f"als_1_{fac}.csv"), f"als: distributed {fac} not byte-identical")
+    if single and dist:
+        names = [k for k in single["history"] if k != "iteration"]
+        check("train_rmse" in names and "test_rmse" in names, "als: metrics missing")
+        for k in names:
+            a, b = dist.get(k, float("nan")), single[k]
+            check(abs(a - b) <= 1e-12 * max(1.0, abs(b)), f"als metric {k}: {a} vs {b}")
+    run(als + ["--iters", "3", "--distributed", "--checkpoint", "als_ck.h5"], np=2)
+    run(als + ["--iters", "6", "--distributed", "--restart", "als_ck.h5", "--output", "als_r3"], np=3)
+    for fac in ("X", "Y"):
+        check(same_bytes(f"als_r3_{fac}.csv", f"als_1_{fac}.csv"), f"als: restarted {fac} not byte-identical")
+
+    # Input errors are agreed: every rank fails with the input-error code.
+    p = run(["als", "--input", "missing.txt", "--distributed"], np=2, expect=3)
+    check(p.stderr.count("missing.txt") >= 2, "the missing file is not named by every rank")
+
+
+if WHAT == "nmf":
+    nmf_checks()
+else:
+    als_checks()
+
+if failures:
+    print(f"{len(failures)} failure(s)")
+    sys.exit(1)
+print("all distributed CLI checks passed")
