@@ -68,7 +68,19 @@ int main(int argc, char** argv) {
   auto report = [&](const char* what) {
     if (!agreed || world_rank == 0) std::fprintf(stderr, "kfactor: error: %s\n", what);
   };
-  Kokkos::initialize(Kokkos::InitializationSettings().set_disable_warnings(true));
+  // Kokkos throws when the device cannot be initialized (no GPU, out of
+  // device memory, an address-space limit): a clear error, not an abort.
+  try {
+    Kokkos::initialize(Kokkos::InitializationSettings().set_disable_warnings(true));
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "kfactor: error: cannot initialize Kokkos: %s\n", e.what());
+    std::fflush(stderr);
+#if defined(KFACTOR_HAVE_MPI)
+    if (world > 1) MPI_Abort(MPI_COMM_WORLD, 4);
+    MPI_Finalize();
+#endif
+    return 4;
+  }
   try {
     action();
   } catch (const kfactor::Error& e) {

@@ -11,6 +11,8 @@
 // - P = 1..4 (a subset for the variants): the gathered product equals the single-rank command's output
 //   (bitwise with the reference kernel, to rounding with the tuned one), and
 //   the report's per-rank nonzeros add up to nnz.
+#include "common/cli.hpp"
+
 #include <kfactor/config.hpp>
 #include <kfactor/io/read.hpp>
 
@@ -31,32 +33,9 @@
 #include <vector>
 
 namespace {
-
-struct TempDir {
-  std::filesystem::path path;
-  TempDir() {
-    path = std::filesystem::temp_directory_path() / ("kfactor_cli_mpi_" + std::to_string(::getpid()));
-    std::filesystem::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path, ec);
-  }
-  [[nodiscard]] std::string file(const std::string& name) const { return (path / name).string(); }
-};
-
-std::string slurp(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
-
-std::string quote(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
+using kfactor::test::quote;
+using kfactor::test::slurp;
+using kfactor::test::TempDir;
 
 std::string kfactor_bin() { return std::string(KFACTOR_BINARY_DIR) + "/kfactor"; }
 std::string corpus(const std::string& name) { return std::string(KFACTOR_SOURCE_DIR) + "/tests/io/malformed/" + name; }
@@ -73,6 +52,24 @@ int status_code(int status) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
 }
 
+/// This test program is itself an MPI process (a singleton), and Open MPI 4
+/// hands its singleton state to children in OMPI_/PMIX_ variables; an
+/// mpiexec started with them fails at once. `env -u` prefix that drops them,
+/// keeping what the user set for transports and for running as root.
+std::string without_singleton_environment() {
+  std::string prefix = "env";
+  for (char** e = environ; *e != nullptr; ++e) {
+    const std::string kv(*e);
+    const std::string name = kv.substr(0, kv.find('='));
+    const bool mpi = name.rfind("OMPI_", 0) == 0 || name.rfind("PMIX_", 0) == 0 || name.rfind("OPAL_", 0) == 0 ||
+                     name.rfind("ORTE_", 0) == 0 || name.rfind("PMI_", 0) == 0;
+    const bool keep = name.rfind("OMPI_ALLOW_RUN_AS_ROOT", 0) == 0 || name == "OMPI_MCA_pml" ||
+                      name == "OMPI_MCA_btl" || name == "OMPI_MCA_osc";
+    if (mpi && !keep) prefix += " -u " + quote(name);
+  }
+  return prefix + " ";
+}
+
 /// Runs `kfactor ARGS` on P ranks; rank `odd_rank` gets `odd_input` as
 /// --input instead of `input` (odd_rank < 0: none).
 Run mpirun(const TempDir& dir, int P, const std::string& input, const std::string& args, int odd_rank = -1,
@@ -84,7 +81,8 @@ Run mpirun(const TempDir& dir, int P, const std::string& input, const std::strin
   const std::string wrapper =
       "r=${OMPI_COMM_WORLD_RANK:-${PMIX_RANK:-${PMI_RANK:-0}}}; in=\"$2\"; [ \"$r\" = \"$3\" ] && in=\"$4\"; "
       "\"$1\" sddmm --distributed --input \"$in\" $5; c=$?; echo \"$r $c\" >>\"$6\"; exit $c";
-  const std::string cmd = "timeout -k 10 " + std::to_string(timeout_seconds) + " " + quote(KFACTOR_MPIEXEC) + " " +
+  const std::string cmd = "timeout -k 10 " + std::to_string(timeout_seconds) + " " + without_singleton_environment() +
+                          quote(KFACTOR_MPIEXEC) + " " +
                           KFACTOR_MPIEXEC_NUMPROC_FLAG + " " + std::to_string(P) + " --oversubscribe sh -c " +
                           quote(wrapper) + " sh " + quote(kfactor_bin()) + " " + quote(input) + " " +
                           std::to_string(odd_rank) + " " + quote(odd_input.empty() ? input : odd_input) + " " +

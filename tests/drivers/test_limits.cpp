@@ -7,6 +7,9 @@
 //   checkpoint fuzzer found (HDF5 loops forever reading its attributes) and
 //   sealed checkpoints with damaged metadata, seal or length exit 3 promptly,
 //   naming the file; damaged raw data is still reported by field.
+#include "common/cli.hpp"
+
+#include <Kokkos_Macros.hpp>
 #include <gtest/gtest.h>
 
 #include <sys/wait.h>
@@ -19,32 +22,9 @@
 #include <string>
 
 namespace {
-
-struct TempDir {
-  std::filesystem::path path;
-  TempDir() {
-    path = std::filesystem::temp_directory_path() / ("kfactor_limits_" + std::to_string(::getpid()));
-    std::filesystem::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path, ec);
-  }
-  [[nodiscard]] std::string file(const std::string& name) const { return (path / name).string(); }
-};
-
-std::string slurp(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
-
-std::string quote(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
+using kfactor::test::quote;
+using kfactor::test::slurp;
+using kfactor::test::TempDir;
 
 struct Run {
   int code = -1;
@@ -79,9 +59,13 @@ std::string wide_input(const TempDir& dir) {
   return path;
 }
 
-// AddressSanitizer reserves terabytes of address space: no `ulimit -v` there.
+// AddressSanitizer reserves terabytes of address space, and the CUDA runtime
+// maps the device's memory into it: no `ulimit -v` there (under it, CUDA
+// cannot even count devices, which kfactor reports as exit 4 too).
 #if defined(KFACTOR_SANITIZED)
 #define SKIP_UNDER_SANITIZERS() GTEST_SKIP() << "ulimit -v and AddressSanitizer do not mix"
+#elif defined(KOKKOS_ENABLE_CUDA)
+#define SKIP_UNDER_SANITIZERS() GTEST_SKIP() << "ulimit -v and the CUDA runtime do not mix"
 #else
 #define SKIP_UNDER_SANITIZERS() (void)0
 #endif
@@ -167,5 +151,16 @@ TEST(Limits, DamagedSealedCheckpointsExit3) {
   variant("short.h5", good.substr(0, 1000), "truncated checkpoint");
   variant("extended.h5", good + "x", "truncated or corrupt checkpoint");
 }
+
+#if defined(KOKKOS_ENABLE_CUDA)
+// Under the same address-space limit the CUDA runtime cannot start: kfactor
+// says so and exits 4 instead of aborting in Kokkos::initialize.
+TEST(Limits, DeviceThatCannotStartExits4) {
+  TempDir dir("limits");
+  const auto r = kfactor(dir, "demo", vmem_kb);
+  EXPECT_EQ(r.code, 4) << r.err;
+  EXPECT_NE(r.err.find("kfactor: error: cannot initialize Kokkos"), std::string::npos) << r.err;
+}
+#endif
 
 }  // namespace
