@@ -113,10 +113,17 @@ def add_efficiency(records, peaks):
 
 def portability(records):
     """Harmonic mean of efficiencies per (kernel, case, precision) across backends."""
+    # One group per algorithm variant, matrix and rank: the CPU and GPU profiles
+    # run different sizes, and efficiency (a fraction of each machine's own
+    # peaks) is what is compared.
     groups = defaultdict(dict)
     for r in records:
-        if "efficiency" in r and r.get("kernel"):
-            key = (r["kernel"], r.get("case", ""), r.get("precision", ""))
+        name = r.get("kernel") or r.get("bench")
+        if "efficiency" in r and name:
+            info = r.get("info", {})
+            case = " ".join(str(x) for x in (r.get("case") or "", info.get("matrix", ""), info.get("algorithm", ""),
+                                             info.get("variant", ""), f"K{r['rank']}" if r.get("rank") else "") if x)
+            key = (name, case, r.get("precision", ""))
             groups[key][r["backend"]] = max(groups[key].get(r["backend"], 0), r["efficiency"])
     out = []
     for (kernel, case, prec), by_backend in sorted(groups.items()):
