@@ -21,6 +21,7 @@
 #include <cstring>
 #include <filesystem>
 #include <sstream>
+#include <utility>
 
 namespace kfactor {
 
@@ -634,6 +635,25 @@ void CheckpointWriter::write_field(const FieldBlock& block) {
   m.write_dataset(m.state, block, block_checksum(block.data, block.type, 0, count));
 }
 
+/// The two /history datasets over host buffers: iteration (n) and values (n x c).
+static std::pair<FieldBlock, FieldBlock> history_blocks(std::vector<std::int32_t>& it, std::vector<double>& values,
+                                                 std::int64_t n, std::int64_t c) {
+  FieldBlock bi;
+  bi.name = "iteration";
+  bi.type = CheckpointType::i32;
+  bi.rank = 1;
+  bi.global_rows = bi.local_rows = n;
+  bi.data = it.data();
+  FieldBlock bv;
+  bv.name = "values";
+  bv.type = CheckpointType::f64;
+  bv.rank = 2;
+  bv.global_rows = bv.local_rows = n;
+  bv.cols = c;
+  bv.data = values.data();
+  return {bi, bv};
+}
+
 void CheckpointWriter::write_history(const MetricHistory& h) {
   auto& m = *impl_;
   if (m.history_written) throw UsageError("checkpoint: the State lists more than one MetricHistory");
@@ -650,19 +670,8 @@ void CheckpointWriter::write_history(const MetricHistory& h) {
                        std::to_string(h.rows[r].size()) + " values for " + std::to_string(c) + " names");
     std::copy(h.rows[r].begin(), h.rows[r].end(), values.begin() + r * c);
   }
-  FieldBlock bi;
-  bi.name = "iteration";
-  bi.type = CheckpointType::i32;
-  bi.rank = 1;
-  bi.global_rows = bi.local_rows = n;
-  bi.data = it.data();
-  FieldBlock bv;
-  bv.name = "values";
-  bv.type = CheckpointType::f64;
-  bv.rank = 2;
-  bv.global_rows = bv.local_rows = n;
-  bv.cols = c;
-  bv.data = values.data();
+  auto blocks = history_blocks(it, values, n, c);
+  FieldBlock &bi = blocks.first, &bv = blocks.second;
   std::uint64_t si = block_checksum(it.data(), bi.type, 0, n), sv = block_checksum(values.data(), bv.type, 0, n * c);
   auto write = [&] {
     auto gcpl = ordered_group_creation(h5::Mode::write);
@@ -935,19 +944,8 @@ MetricHistory CheckpointReader::read_history() const {
   const std::int64_t n = fi.rows;
   std::vector<std::int32_t> it(static_cast<std::size_t>(n));
   std::vector<double> values(static_cast<std::size_t>(n * c));
-  FieldBlock bi;
-  bi.name = "iteration";
-  bi.type = CheckpointType::i32;
-  bi.rank = 1;
-  bi.global_rows = bi.local_rows = n;
-  bi.data = it.data();
-  FieldBlock bv;
-  bv.name = "values";
-  bv.type = CheckpointType::f64;
-  bv.rank = 2;
-  bv.global_rows = bv.local_rows = n;
-  bv.cols = c;
-  bv.data = values.data();
+  auto blocks = history_blocks(it, values, n, c);
+  FieldBlock &bi = blocks.first, &bv = blocks.second;
   if (m.read(g, bi, "history dataset") != fi.checksum || m.read(g, bv, "history dataset") != fv.checksum)
     m.bad("/history fails its checksum (corrupt checkpoint)");
   h.iterations.assign(it.begin(), it.end());

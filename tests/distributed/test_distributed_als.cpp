@@ -3,6 +3,7 @@
 // double, autotuned tiles), the metrics within reduction-order rounding;
 // bad input is refused on every rank; a checkpoint written on 2 ranks
 // restarts on 3 and on one process and ends where the uninterrupted run ends.
+#include "mpi_test_util.hpp"
 #include <kfactor/als/als.hpp>
 #include <kfactor/config.hpp>
 #include <kfactor/core/random.hpp>
@@ -21,22 +22,15 @@
 #include <vector>
 
 namespace {
+using kfactor::test::first_ranks;
+using kfactor::test::shared_dir;
+using kfactor::test::world_rank;
+using kfactor::test::world_size;
 
 using namespace kfactor;
 namespace da = kfactor::distributed::als;
 using Exec = Kokkos::DefaultExecutionSpace;
 using Mem = Exec::memory_space;
-
-int world_rank() {
-  int r = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &r);
-  return r;
-}
-int world_size() {
-  int s = 1;
-  MPI_Comm_size(MPI_COMM_WORLD, &s);
-  return s;
-}
 
 /// Planted rank-4 ratings, m x n, skewed counts (the first users and items
 /// rate more), users m-3.. and item n-2 without ratings (cold).
@@ -178,24 +172,9 @@ TEST(DistributedAls, NonFiniteRatingsRefusedOnEveryRank) {
 }
 
 #if defined(KFACTOR_HAVE_HDF5)
-std::filesystem::path shared_dir() {
-  long pid = world_rank() == 0 ? long(getpid()) : 0;
-  MPI_Bcast(&pid, 1, MPI_LONG, 0, MPI_COMM_WORLD);
-  auto d = std::filesystem::temp_directory_path() / ("kfactor_dist_als_" + std::to_string(pid));
-  if (world_rank() == 0) std::filesystem::create_directories(d);
-  MPI_Barrier(MPI_COMM_WORLD);
-  return d;
-}
-
-MPI_Comm first_ranks(int n) {
-  MPI_Comm c;
-  MPI_Comm_split(MPI_COMM_WORLD, world_rank() < n ? 0 : MPI_UNDEFINED, world_rank(), &c);
-  return c;
-}
-
 TEST(DistributedAls, CheckpointOnTwoRanksRestartsOnThreeAndOnOne) {
   const Exec exec;
-  const auto dir = shared_dir();
+  const auto dir = shared_dir("dist_als");
   const std::string path = (dir / "als.h5").string();
   const auto problem = als::make_problem(exec, ratings<double>(90, 70, 4), 0.1, 2);
   als::Options o;

@@ -4,6 +4,7 @@
 // algorithm; the partition is non-empty and nnz-balanced; bad input is
 // refused on every rank; a checkpoint written on 2 ranks restarts on 3 (and
 // on one process) and ends where the uninterrupted run ends.
+#include "mpi_test_util.hpp"
 #include <kfactor/config.hpp>
 #include <kfactor/core/convert.hpp>
 #include <kfactor/core/random.hpp>
@@ -25,22 +26,15 @@
 #include <vector>
 
 namespace {
+using kfactor::test::first_ranks;
+using kfactor::test::shared_dir;
+using kfactor::test::world_rank;
+using kfactor::test::world_size;
 
 using namespace kfactor;
 namespace dn = kfactor::distributed::nmf;
 using Exec = Kokkos::DefaultExecutionSpace;
 using Mem = Exec::memory_space;
-
-int world_rank() {
-  int r = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &r);
-  return r;
-}
-int world_size() {
-  int s = 1;
-  MPI_Comm_size(MPI_COMM_WORLD, &s);
-  return s;
-}
 
 /// Planted non-negative V x D matrix of rank 5 plus noise (dense), or a
 /// sparse one with skewed row and column counts (CSR): rows i < V/8 are 6x
@@ -220,26 +214,9 @@ TEST(DistributedNmf, BadInputRefusedOnEveryRank) {
 }
 
 #if defined(KFACTOR_HAVE_HDF5)
-/// A directory shared by the ranks (rank 0's pid), removed at the end.
-std::filesystem::path shared_dir() {
-  long pid = world_rank() == 0 ? long(getpid()) : 0;
-  MPI_Bcast(&pid, 1, MPI_LONG, 0, MPI_COMM_WORLD);
-  auto d = std::filesystem::temp_directory_path() / ("kfactor_dist_nmf_" + std::to_string(pid));
-  if (world_rank() == 0) std::filesystem::create_directories(d);
-  MPI_Barrier(MPI_COMM_WORLD);
-  return d;
-}
-
-/// The first n ranks of the world (MPI_COMM_NULL on the others).
-MPI_Comm first_ranks(int n) {
-  MPI_Comm c;
-  MPI_Comm_split(MPI_COMM_WORLD, world_rank() < n ? 0 : MPI_UNDEFINED, world_rank(), &c);
-  return c;
-}
-
 TEST(DistributedNmf, CheckpointOnTwoRanksRestartsOnThreeAndOnOne) {
   const Exec exec;
-  const auto dir = shared_dir();
+  const auto dir = shared_dir("dist_nmf");
   const std::string path = (dir / "nmf.h5").string(), gathered = (dir / "nmf_gathered.h5").string();
   const auto A = to_csr(exec, planted<double>(64, 50, true, 6));
   nmf::Options o;

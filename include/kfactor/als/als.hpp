@@ -415,6 +415,19 @@ void record_structure(std::map<std::string, std::string>& info, const std::strin
   info[side + "_vacant_segments_pct"] = fmt(S.stats.vacant_segments_percent());
 }
 
+/// The plan's format, reordering and regularization and both structures'
+/// statistics, in its report info (single-rank and distributed plans alike).
+template <class ExecutionSpace, class T, class MemorySpace>
+void record_plan(std::map<std::string, std::string>& info, const Options& options,
+                 const HalfStepStructure<T, MemorySpace>& users, const HalfStepStructure<T, MemorySpace>& items) {
+  info["format"] = options.tiled ? "bals" : "csr";
+  info["reorder"] = options.reorder ? "yes" : "no";
+  info["lambda"] = fmt(options.lambda);
+  info["lambda_weighting"] = to_string(options.weighting);
+  record_structure<ExecutionSpace>(info, "users", users);
+  record_structure<ExecutionSpace>(info, "items", items);
+}
+
 }  // namespace detail
 
 /// Preprocessing: optional reordering, the two traversal structures (R and
@@ -480,12 +493,7 @@ std::shared_ptr<const Plan<T, MemorySpace>> prepare(const ExecutionSpace& exec, 
   }
   plan->users = detail::make_structure(exec, Ru, Ruh, options.tiled, uxb, uyb, prow.new_to_old, pcol.new_to_old);
   plan->items = detail::make_structure(exec, Ri, Rih, options.tiled, ixb, iyb, pcol.new_to_old, prow.new_to_old);
-  plan->info["format"] = options.tiled ? "bals" : "csr";
-  plan->info["reorder"] = options.reorder ? "yes" : "no";
-  plan->info["lambda"] = detail::fmt(options.lambda);
-  plan->info["lambda_weighting"] = to_string(options.weighting);
-  detail::record_structure<ExecutionSpace>(plan->info, "users", plan->users);
-  detail::record_structure<ExecutionSpace>(plan->info, "items", plan->items);
+  detail::record_plan<ExecutionSpace>(plan->info, options, plan->users, plan->items);
   exec.fence();
   plan->preprocess_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return plan;

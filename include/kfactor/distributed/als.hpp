@@ -261,12 +261,7 @@ std::shared_ptr<const kfactor::als::Plan<T, Mem>> prepare(const ExecutionSpace& 
     plan->users = side(lp.train, item_counts, "users", plan->autotune_seconds);
     plan->items = side(lp.train_t, user_counts, "items", plan->autotune_seconds);
   });
-  plan->info["format"] = options.tiled ? "bals" : "csr";
-  plan->info["reorder"] = options.reorder ? "yes" : "no";
-  plan->info["lambda"] = ad::fmt(options.lambda);
-  plan->info["lambda_weighting"] = kfactor::als::to_string(options.weighting);
-  ad::record_structure<ExecutionSpace>(plan->info, "users", plan->users);
-  ad::record_structure<ExecutionSpace>(plan->info, "items", plan->items);
+  ad::record_plan<ExecutionSpace>(plan->info, options, plan->users, plan->items);
   exec.fence();
   plan->preprocess_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return plan;
