@@ -312,23 +312,8 @@ template <class ExecutionSpace, class Matrix, class T, class Mem>
 Report resume(const ExecutionSpace& exec, const Blocks<Matrix>& A, const Options& options, State<T, Mem>& state,
               const Observer& observer = {}) {
   options.validate();
-  Report r;
-  r.command = "nmf";
-  r.backend = backend_name<ExecutionSpace>();
-  r.precision = sizeof(T) == 4 ? "float" : "double";
-  r.rows = A.global_rows;
-  r.cols = A.global_cols;
-  r.nnz = A.global_nnz;
-  r.rank = options.rank;
-  r.info["algorithm"] = kfactor::nmf::to_string(options.algorithm);
-  if (options.algorithm == Algorithm::alo)
-    r.info["tile"] = std::to_string(kfactor::nmf::resolve_tile(options.rank, options.tile));
-  {
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%.6g", double(kfactor::nmf::detail::resolve_epsilon<T>(options)));
-    r.info["epsilon"] = buf;
-  }
-  r.info["input"] = MatrixTraits<Matrix>::sparse ? "csr" : "dense";
+  Report r = kfactor::nmf::detail::report_header<ExecutionSpace, T>(options, A.global_rows, A.global_cols,
+                                                                  A.global_nnz, MatrixTraits<Matrix>::sparse);
   r.info["mpi_ranks"] = std::to_string(A.size);
   r.info["distribution"] = "1D: rows of A and W, columns of A and H per rank, nnz-balanced";
   const auto before = state.comm->coll->stats;

@@ -497,6 +497,27 @@ Metrics metrics_of(const Options& options, const Workspace<T, Mem>& ws) {
   return m;
 }
 
+/// The report fields an NMF run fills before its loop (single-rank and
+/// distributed runs alike).
+template <class ExecutionSpace, class T>
+Report report_header(const Options& options, std::int64_t rows, std::int64_t cols, std::int64_t nnz, bool sparse) {
+  Report r;
+  r.command = "nmf";
+  r.backend = backend_name<ExecutionSpace>();
+  r.precision = sizeof(T) == 4 ? "float" : "double";
+  r.rows = rows;
+  r.cols = cols;
+  r.nnz = nnz;
+  r.rank = options.rank;
+  r.info["algorithm"] = to_string(options.algorithm);
+  if (options.algorithm == Algorithm::alo) r.info["tile"] = std::to_string(resolve_tile(options.rank, options.tile));
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.6g", double(resolve_epsilon<T>(options)));
+  r.info["epsilon"] = buf;
+  r.info["input"] = sparse ? "csr" : "dense";
+  return r;
+}
+
 }  // namespace detail
 
 template <class T, class MemorySpace>
@@ -569,22 +590,8 @@ template <class ExecutionSpace, class Matrix, class T, class MemorySpace>
 Report resume(const ExecutionSpace& exec, const Matrix& A, const Options& options, State<T, MemorySpace>& state,
               const Observer& observer) {
   options.validate();
-  Report r;
-  r.command = "nmf";
-  r.backend = backend_name<ExecutionSpace>();
-  r.precision = sizeof(T) == 4 ? "float" : "double";
-  r.rows = detail::rows_of(A);
-  r.cols = detail::cols_of(A);
-  r.nnz = detail::nnz_of(A);
-  r.rank = options.rank;
-  r.info["algorithm"] = to_string(options.algorithm);
-  if (options.algorithm == Algorithm::alo) r.info["tile"] = std::to_string(resolve_tile(options.rank, options.tile));
-  {
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%.6g", double(detail::resolve_epsilon<T>(options)));
-    r.info["epsilon"] = buf;
-  }
-  r.info["input"] = MatrixTraits<Matrix>::sparse ? "csr" : "dense";
+  Report r = detail::report_header<ExecutionSpace, T>(options, detail::rows_of(A), detail::cols_of(A),
+                                                    detail::nnz_of(A), MatrixTraits<Matrix>::sparse);
   using DM = DenseMatrix<T, MemorySpace>;
   if constexpr (MatrixTraits<Matrix>::sparse) r.info["spmm"] = spmm_path<DM, DM>();
   r.info["gemm"] = gemm_path<ExecutionSpace, DM, DM, DM>();
