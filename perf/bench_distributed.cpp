@@ -10,7 +10,8 @@
 // model of distributed/nmf.hpp / als.hpp: bytes per iteration and rank, and
 // the predicted communication time collectives * alpha * ceil(log2 p) +
 // bytes * beta, with alpha (one all-reduce of 8 bytes) and beta (a 16 MB
-// all-gather) measured on the same ranks just before. One JSON record per
+// all-gather) measured on the same ranks just before, through the solvers'
+// own collectives on device memory (host staging included). One JSON record per
 // (solver, scaling, p) through perf/common/bench.hpp on rank 0; a table on
 // stderr.
 //
@@ -155,34 +156,44 @@ double allreduce(MPI_Comm c, double v, MPI_Op op) {
 }
 
 /// alpha: one all-reduce of 8 bytes; beta: seconds per byte received in an
-/// all-gather of 16 MB in total (medians).
-std::pair<double, double> calibrate(MPI_Comm c) {
+/// all-gather of rows of a 16 MB factor (medians). Both go through the
+/// solvers' own path (distributed/detail/collectives.hpp) on Views in the
+/// execution space's memory, so on a GPU they include the staging copies
+/// through pinned host memory that the solvers pay.
+template <class T>
+std::pair<double, double> calibrate(MPI_Comm c, const Exec& exec) {
+  using Mem = Exec::memory_space;
   const int p = size_of(c);
   if (p == 1) return {0.0, 0.0};
   auto median = [](std::vector<double> t) {
     std::sort(t.begin(), t.end());
     return t[t.size() / 2];
   };
+  distributed::detail::Collectives coll(c);
   std::vector<double> t;
-  double x = 1;
+  Kokkos::View<double*, Mem> x("x", 1);
   for (int i = 0; i < 300; ++i) {
     MPI_Barrier(c);
     const double t0 = MPI_Wtime();
-    MPI_Allreduce(MPI_IN_PLACE, &x, 1, MPI_DOUBLE, MPI_SUM, c);
+    coll.allreduce_sum(exec, x);
     t.push_back(MPI_Wtime() - t0);
   }
   const double alpha = allreduce(c, median(t), MPI_MAX);
-  const int per = (2 << 20) / p;  // doubles per rank: 16 MB in total
-  std::vector<double> mine(per, 1.0), all(std::size_t(per) * p);
+  const int K = 64;
+  const ordinal_t rows = ordinal_t((16 << 20) / (sizeof(T) * K));  // 16 MB in total
+  std::vector<ordinal_t> bounds(p + 1);
+  for (int q = 0; q <= p; ++q) bounds[q] = ordinal_t(std::int64_t(rows) * q / p);
+  const int me = rank_of(c);
+  DenseMatrix<T, Mem> mine("mine", bounds[me + 1] - bounds[me], K), all("all", rows, K);
   t.clear();
   for (int i = 0; i < 9; ++i) {
     MPI_Barrier(c);
     const double t0 = MPI_Wtime();
-    MPI_Allgather(mine.data(), per, MPI_DOUBLE, all.data(), per, MPI_DOUBLE, c);
+    coll.allgather_rows(exec, mine, all, bounds);
     t.push_back(MPI_Wtime() - t0);
   }
   const double tg = allreduce(c, median(t), MPI_MAX);
-  const double bytes_in = double(per) * (p - 1) * 8.0;
+  const double bytes_in = double(rows - (bounds[me + 1] - bounds[me])) * K * sizeof(T);
   const double beta = std::max(0.0, tg - alpha * std::ceil(std::log2(double(p)))) / bytes_in;
   return {alpha, beta};
 }
@@ -348,7 +359,7 @@ void run_als(MPI_Comm c, const Exec& exec, const Args& a, const std::string& sca
 template <class T>
 void run_all(MPI_Comm c, const Exec& exec, const Args& a) {
   const int p = size_of(c);
-  const auto ab = calibrate(c);
+  const auto ab = calibrate<T>(c, exec);
   if (rank_of(c) == 0)
     std::fprintf(stderr, "p=%d: alpha %.2f us per collective step, beta %.3f ns/byte (%.2f GB/s)\n", p, 1e6 * ab.first,
                  1e9 * ab.second, ab.second > 0 ? 1e-9 / ab.second : 0.0);

@@ -48,8 +48,13 @@ SUITE = [
     dict(name="mnmf", program="bench_mnmf",
          args={"cpu": ["--m", "20000", "--n", "3000", "--nnz", "1000000", "--ranks", "32", "--serial-ranks", "32",
                        "--reps", "1", "--knn", "none"],
-               "gpu": ["--preset", "netflix", "--ranks", "32,128,512", "--serial-ranks", "0", "--knn", "items",
+               "gpu": ["--preset", "netflix", "--ranks", "32,128,512", "--serial-ranks", "32,128", "--knn", "items",
                        "--reps", "2"]}),
+    dict(name="mnmf_ml10m", program="bench_mnmf",
+         args={"cpu": ["--preset", "ml10m", "--ranks", "32,128", "--serial-ranks", "32,128", "--knn", "items",
+                       "--reps", "1"],
+               "gpu": ["--preset", "ml10m", "--ranks", "32,128,512", "--serial-ranks", "32,128", "--knn", "items",
+                       "--reps", "3"]}),
 ]
 
 # Peers run in the same invocation; their `key=value` lines become records.

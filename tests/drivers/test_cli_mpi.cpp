@@ -28,6 +28,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -52,10 +53,18 @@ int status_code(int status) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
 }
 
+/// Names in the environment before main(), so before MPI_Init: whatever the
+/// user (or the machine) set for Open MPI, e.g. its launch agent, stays.
+const std::set<std::string> startup_environment = [] {
+  std::set<std::string> names;
+  for (char** e = environ; *e != nullptr; ++e) names.insert(std::string(*e).substr(0, std::string(*e).find('=')));
+  return names;
+}();
+
 /// This test program is itself an MPI process (a singleton), and Open MPI 4
 /// hands its singleton state to children in OMPI_/PMIX_ variables; an
-/// mpiexec started with them fails at once. `env -u` prefix that drops them,
-/// keeping what the user set for transports and for running as root.
+/// mpiexec started with them fails at once. `env -u` prefix that drops the
+/// MPI variables MPI_Init added.
 std::string without_singleton_environment() {
   std::string prefix = "env";
   for (char** e = environ; *e != nullptr; ++e) {
@@ -63,9 +72,7 @@ std::string without_singleton_environment() {
     const std::string name = kv.substr(0, kv.find('='));
     const bool mpi = name.rfind("OMPI_", 0) == 0 || name.rfind("PMIX_", 0) == 0 || name.rfind("OPAL_", 0) == 0 ||
                      name.rfind("ORTE_", 0) == 0 || name.rfind("PMI_", 0) == 0;
-    const bool keep = name.rfind("OMPI_ALLOW_RUN_AS_ROOT", 0) == 0 || name == "OMPI_MCA_pml" ||
-                      name == "OMPI_MCA_btl" || name == "OMPI_MCA_osc";
-    if (mpi && !keep) prefix += " -u " + quote(name);
+    if (mpi && startup_environment.count(name) == 0) prefix += " -u " + quote(name);
   }
   return prefix + " ";
 }

@@ -14,22 +14,26 @@ class SpmmTest : public ::testing::Test {};
 TYPED_TEST_SUITE(SpmmTest, kfactor::test::SpacesAndScalars, kfactor::test::SpaceNames);
 
 // Random CSR (empty rows included) times dense, every path against a float64
-// host reference, for several widths k, with alpha and beta.
+// host reference, for several widths k, with alpha and beta. Rows 0 and 1 are
+// heavy (more than detail::heavy_row_nnz nonzeros: a team each on a device),
+// row 2 sits exactly at the limit.
 TYPED_TEST(SpmmTest, MatchesFloat64Reference) {
   using Space = typename TypeParam::space;
   using T = typename TypeParam::scalar;
   using Mem = typename Space::memory_space;
   const Space exec;
-  const int m = 53, n = 41;
+  const int m = 53, n = 1500;
   const double tol = sizeof(T) == 4 ? 2e-5 : 1e-13;
   CooMatrix<T> coo;
   coo.num_rows = m;
   coo.num_cols = n;
   const CounterRng rng(7, RngStream::user);
+  const int limit = detail::heavy_row_nnz;
   for (int i = 0; i < m; ++i) {
     if (i % 9 == 4) continue;  // empty rows
     for (int j = 0; j < n; ++j)
-      if (rng.uniform(std::uint64_t(i) * n + j) < 0.2) {
+      if ((i == 0) || (i == 1 && j <= limit) || (i == 2 && j < limit) ||
+          (i > 2 && rng.uniform(std::uint64_t(i) * n + j) < 0.05)) {
         coo.rows.push_back(i);
         coo.cols.push_back(j);
         coo.values.push_back(T(rng.uniform(1000000 + std::uint64_t(i) * n + j) * 2 - 1));

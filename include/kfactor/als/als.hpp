@@ -657,3 +657,28 @@ Result<T, MemorySpace> solve(const ExecutionSpace& exec, const Problem<T, Memory
 }
 
 }  // namespace kfactor::als
+
+// Explicit instantiations live in src/als/als.cpp (every enabled space, float
+// and double), so drivers, tests and benchmarks link the solver instead of
+// compiling its kernels again.
+#include <kfactor/core/detail/eti.hpp>
+#define KFACTOR_ALS_ETI(EXTERN, S, T)                                                                               \
+  EXTERN template Problem<T, S::memory_space> make_problem<S, T>(const S&, const CooMatrix<T>&, double,            \
+                                                                 std::uint64_t, const CooMatrix<T>*);              \
+  EXTERN template State<T, S::memory_space> init<S, T, S::memory_space>(const S&, const Problem<T, S::memory_space>&, \
+                                                                        const Options&);                            \
+  EXTERN template void step<S, T, S::memory_space>(const S&, const Problem<T, S::memory_space>&, const Options&,    \
+                                                   State<T, S::memory_space>&);                                     \
+  EXTERN template Metrics evaluate<S, T, S::memory_space>(const S&, const Problem<T, S::memory_space>&,             \
+                                                          const State<T, S::memory_space>&);                        \
+  EXTERN template Result<T, S::memory_space> solve<S, T, S::memory_space>(                                          \
+      const S&, const Problem<T, S::memory_space>&, const Options&, State<T, S::memory_space>&, const Observer&);   \
+  EXTERN template Result<T, S::memory_space> solve<S, T, S::memory_space>(                                          \
+      const S&, const Problem<T, S::memory_space>&, const Options&, const Observer&);
+#define KFACTOR_ALS_EXTERN(S, T) KFACTOR_ALS_ETI(extern, S, T)
+#if !defined(KFACTOR_ALS_INSTANTIATING)
+namespace kfactor::als {
+KFACTOR_ETI_FOR_EACH(KFACTOR_ALS_EXTERN)
+}  // namespace kfactor::als
+#endif
+#undef KFACTOR_ALS_EXTERN

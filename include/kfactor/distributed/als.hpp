@@ -485,4 +485,28 @@ DenseMatrix<T, Mem> gather_Y(const ExecutionSpace& exec, State<T, Mem>& s) {
 
 }  // namespace kfactor::distributed::als
 
+// Explicit instantiations live in src/distributed/distributed.cpp.
+#include <kfactor/core/detail/eti.hpp>
+#define KFACTOR_DISTRIBUTED_ALS_ETI(EXTERN, S, T)                                                                   \
+  EXTERN template LocalProblem<T, S::memory_space> distribute<S, T, S::memory_space>(                              \
+      const S&, MPI_Comm, const kfactor::als::Problem<T, S::memory_space>&);                                       \
+  EXTERN template State<T, S::memory_space> init<S, T, S::memory_space>(                                           \
+      const S&, MPI_Comm, const LocalProblem<T, S::memory_space>&, const Options&);                                \
+  EXTERN template Result<T, S::memory_space> solve<S, T, S::memory_space>(                                         \
+      const S&, const LocalProblem<T, S::memory_space>&, const Options&, State<T, S::memory_space>&,               \
+      const Observer&);                                                                                            \
+  EXTERN template Result<T, S::memory_space> solve<S, T, S::memory_space>(                                         \
+      const S&, MPI_Comm, const LocalProblem<T, S::memory_space>&, const Options&, const Observer&);               \
+  EXTERN template DenseMatrix<T, S::memory_space> gather_X<S, T, S::memory_space>(const S&,                        \
+                                                                                  State<T, S::memory_space>&);     \
+  EXTERN template DenseMatrix<T, S::memory_space> gather_Y<S, T, S::memory_space>(const S&,                        \
+                                                                                  State<T, S::memory_space>&);
+#define KFACTOR_DISTRIBUTED_ALS_EXTERN(S, T) KFACTOR_DISTRIBUTED_ALS_ETI(extern, S, T)
+#if !defined(KFACTOR_DISTRIBUTED_INSTANTIATING)
+namespace kfactor::distributed::als {
+KFACTOR_ETI_FOR_EACH(KFACTOR_DISTRIBUTED_ALS_EXTERN)
+}  // namespace kfactor::distributed::als
+#endif
+#undef KFACTOR_DISTRIBUTED_ALS_EXTERN
+
 #endif  // KFACTOR_HAVE_MPI

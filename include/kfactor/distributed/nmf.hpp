@@ -380,4 +380,33 @@ DenseMatrix<T, Mem> gather_Ht(const ExecutionSpace& exec, State<T, Mem>& state) 
 
 }  // namespace kfactor::distributed::nmf
 
+// Explicit instantiations live in src/distributed/distributed.cpp (dense and
+// CSR input).
+#include <kfactor/core/detail/eti.hpp>
+#define KFACTOR_DISTRIBUTED_NMF_ETI_MATRIX(EXTERN, S, T, M)                                                         \
+  EXTERN template Blocks<M> distribute<S, M>(const S&, MPI_Comm, const M&);                                        \
+  EXTERN template StateFor<M> init<S, M>(const S&, MPI_Comm, const Blocks<M>&, const Options&);                    \
+  EXTERN template void step<S, M, T, S::memory_space>(const S&, const Blocks<M>&, const Options&,                 \
+                                                      State<T, S::memory_space>&);                                 \
+  EXTERN template Metrics evaluate<S, M, T, S::memory_space>(const S&, const Blocks<M>&, const Options&,          \
+                                                             State<T, S::memory_space>&);                          \
+  EXTERN template Report resume<S, M, T, S::memory_space>(const S&, const Blocks<M>&, const Options&,             \
+                                                          State<T, S::memory_space>&, const Observer&);            \
+  EXTERN template Result<T, S::memory_space> solve<S, M>(const S&, MPI_Comm, const Blocks<M>&, const Options&,    \
+                                                         const Observer&);
+#define KFACTOR_DISTRIBUTED_NMF_ETI(EXTERN, S, T)                                                                   \
+  KFACTOR_DISTRIBUTED_NMF_ETI_MATRIX(EXTERN, S, T, KFACTOR_NMF_DENSE(T, S::memory_space))                         \
+  KFACTOR_DISTRIBUTED_NMF_ETI_MATRIX(EXTERN, S, T, KFACTOR_NMF_CSR(T, S::memory_space))                           \
+  EXTERN template DenseMatrix<T, S::memory_space> gather_W<S, T, S::memory_space>(const S&,                        \
+                                                                                  State<T, S::memory_space>&);     \
+  EXTERN template DenseMatrix<T, S::memory_space> gather_Ht<S, T, S::memory_space>(const S&,                       \
+                                                                                   State<T, S::memory_space>&);
+#define KFACTOR_DISTRIBUTED_NMF_EXTERN(S, T) KFACTOR_DISTRIBUTED_NMF_ETI(extern, S, T)
+#if !defined(KFACTOR_DISTRIBUTED_INSTANTIATING)
+namespace kfactor::distributed::nmf {
+KFACTOR_ETI_FOR_EACH(KFACTOR_DISTRIBUTED_NMF_EXTERN)
+}  // namespace kfactor::distributed::nmf
+#endif
+#undef KFACTOR_DISTRIBUTED_NMF_EXTERN
+
 #endif  // KFACTOR_HAVE_MPI

@@ -2,12 +2,17 @@
 /// \file
 /// Portable CSR x dense SpMM written once in Kokkos:
 ///   C = alpha * A * B + beta * C,  A: m x n CSR, B: n x k, C: m x k (row-major).
-/// One team handles `rows_per_team` rows (one team thread per row) and the
-/// vector lanes of that thread run over the k columns, so a nonzero's row of B
-/// is read contiguously (coalesced on a GPU). On a host space one thread owns
-/// a row and adds alpha*a_ij*B(j,:) nonzero by nonzero (a vectorised axpy on
-/// contiguous rows). Accumulation is in T with the nonzeros of a row in stored
-/// order, so the result is deterministic.
+/// On a device, one team handles `rows_per_team` rows (one team thread per
+/// row) and the vector lanes of that thread run over the k columns, so a
+/// nonzero's row of B is read contiguously (coalesced). Rows with more than
+/// `heavy_row_nnz` nonzeros (power-law inputs: a popular column of a document
+/// matrix holds ~all rows) would leave one thread looping while the device
+/// idles, so they get a whole team each: its threads take strided shares of
+/// the row's nonzeros, and the partial sums are added in thread order through
+/// team scratch. On a host space one thread owns a row (dynamic schedule) and
+/// adds alpha*a_ij*B(j,:) nonzero by nonzero (a vectorised axpy on contiguous
+/// rows). Every sum is in a fixed order, so the result is deterministic on a
+/// backend; light and heavy rows sum in different orders (rounding only).
 
 #include <kfactor/core/matrix.hpp>
 #include <kfactor/core/spaces.hpp>
@@ -43,6 +48,33 @@ struct RowTeamShape {
   }
 };
 
+/// Rows with more nonzeros than this get a team each in the device SpMM.
+inline constexpr int heavy_row_nnz = 512;
+/// Team threads on one heavy row (1024 device threads per team at most).
+inline int heavy_row_team_threads(int vector_length) { return 512 / vector_length > 0 ? 512 / vector_length : 1; }
+
+/// The rows of A with more than heavy_row_nnz nonzeros, in order.
+template <class ExecutionSpace, class T, class MemorySpace>
+Kokkos::View<int*, MemorySpace> heavy_rows(const ExecutionSpace& exec, const CsrMatrix<T, MemorySpace>& A) {
+  const int m = A.num_rows();
+  auto row_map = A.row_map;
+  int count = 0;
+  Kokkos::parallel_reduce(
+      "kfactor::spmm_count_heavy_rows", Kokkos::RangePolicy<ExecutionSpace>(exec, 0, m),
+      KOKKOS_LAMBDA(int i, int& n) { n += row_map(i + 1) - row_map(i) > heavy_row_nnz ? 1 : 0; }, count);
+  Kokkos::View<int*, MemorySpace> rows(Kokkos::view_alloc(exec, Kokkos::WithoutInitializing, "kfactor::heavy_rows"),
+                                       count);
+  if (count == 0) return rows;
+  Kokkos::parallel_scan(
+      "kfactor::spmm_list_heavy_rows", Kokkos::RangePolicy<ExecutionSpace>(exec, 0, m),
+      KOKKOS_LAMBDA(int i, int& offset, bool final) {
+        const bool heavy = row_map(i + 1) - row_map(i) > heavy_row_nnz;
+        if (final && heavy) rows(offset) = i;
+        offset += heavy ? 1 : 0;
+      });
+  return rows;
+}
+
 template <class ExecutionSpace, class T, class MemorySpace, class BV, class CV>
 void spmm_portable(const ExecutionSpace& exec, typename CV::non_const_value_type alpha,
                    const CsrMatrix<T, MemorySpace>& A, const BV& B, typename CV::non_const_value_type beta,
@@ -64,7 +96,8 @@ void spmm_portable(const ExecutionSpace& exec, typename CV::non_const_value_type
     // Host: row i of C is accumulated nonzero by nonzero over contiguous rows
     // of B (the inner loop over the k columns vectorises).
     Kokkos::parallel_for(
-        "kfactor::spmm_portable_host", Kokkos::RangePolicy<ExecutionSpace>(exec, 0, m), KOKKOS_LAMBDA(int i) {
+        "kfactor::spmm_portable_host",
+        Kokkos::RangePolicy<ExecutionSpace, Kokkos::Schedule<Kokkos::Dynamic>>(exec, 0, m), KOKKOS_LAMBDA(int i) {
           for (int c = 0; c < k; ++c) C(i, c) = beta == S(0) ? S(0) : beta * C(i, c);
           for (auto e = row_map(i); e < row_map(i + 1); ++e) {
             const S a = alpha * S(values(e));
@@ -73,20 +106,57 @@ void spmm_portable(const ExecutionSpace& exec, typename CV::non_const_value_type
           }
         });
   } else {
-    // Device: a team thread per row, vector lanes over the k columns, each
-    // lane accumulating its columns in a register over the row's nonzeros.
+    // Device, light rows: a team thread per row, vector lanes over the k
+    // columns, each lane accumulating its columns in a register.
+    const auto heavy = heavy_rows(exec, A);
+    const auto limit = heavy_row_nnz;
     Kokkos::parallel_for(
         "kfactor::spmm_portable", policy, KOKKOS_LAMBDA(const typename Policy::member_type& team) {
           const int r0 = team.league_rank() * rpt;
           const int r1 = r0 + rpt < m ? r0 + rpt : m;
           Kokkos::parallel_for(Kokkos::TeamThreadRange(team, r0, r1), [&](int i) {
             const auto e0 = row_map(i), e1 = row_map(i + 1);
+            if (e1 - e0 > limit) return;  // a heavy row: the kernel below
             Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, k), [&](int c) {
               S acc = S(0);
               for (auto e = e0; e < e1; ++e) acc += S(values(e)) * S(B(entries(e), c));
               C(i, c) = alpha * acc + (beta == S(0) ? S(0) : beta * C(i, c));
             });
           });
+        });
+    if (heavy.extent(0) == 0) return;
+    // Heavy rows: a team per row, `threads` strided shares of its nonzeros,
+    // `vlen` columns per pass; partials summed in thread order.
+    const int threads = heavy_row_team_threads(vlen);
+    using Scratch = Kokkos::View<S**, typename ExecutionSpace::scratch_memory_space, Kokkos::MemoryUnmanaged>;
+    const auto bytes = Scratch::shmem_size(threads, vlen);
+    Kokkos::parallel_for(
+        "kfactor::spmm_portable_heavy_rows",
+        Policy(exec, int(heavy.extent(0)), threads, vlen).set_scratch_size(0, Kokkos::PerTeam(bytes)),
+        KOKKOS_LAMBDA(const typename Policy::member_type& team) {
+          const int i = heavy(team.league_rank());
+          const auto e0 = row_map(i), e1 = row_map(i + 1);
+          Scratch part(team.team_scratch(0), threads, vlen);
+          for (int c0 = 0; c0 < k; c0 += vlen) {
+            const int cn = k - c0 < vlen ? k - c0 : vlen;
+            Kokkos::parallel_for(Kokkos::TeamThreadRange(team, threads), [&](int t) {
+              Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, cn), [&](int c) {
+                S acc = S(0);
+                for (auto e = e0 + t; e < e1; e += threads) acc += S(values(e)) * S(B(entries(e), c0 + c));
+                part(t, c) = acc;
+              });
+            });
+            team.team_barrier();
+            Kokkos::parallel_for(Kokkos::TeamThreadRange(team, threads), [&](int t) {
+              if (t != 0) return;
+              Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, cn), [&](int c) {
+                S acc = S(0);
+                for (int u = 0; u < threads; ++u) acc += part(u, c);
+                C(i, c0 + c) = alpha * acc + (beta == S(0) ? S(0) : beta * C(i, c0 + c));
+              });
+            });
+            team.team_barrier();
+          }
         });
   }
 }

@@ -17,16 +17,17 @@
 /// Jacobi semantics: every read is of the old X; results go to a separate
 /// buffer Xnew (the caller swaps), so no thread can see a half-updated
 /// neighbour (the paper's "over-writing problem", Fig. 1b). The buffered
-/// numerators and denominators of one row live in team scratch, one (up, dn)
-/// pair of r-vectors per team thread plus one r-vector for the graph sum
+/// numerators and denominators of one row live in team scratch, one
+/// (up, dn, g) triple of r-vectors per team thread, g being the graph sum
 /// sum_l g_il x_lk (accumulated neighbour by neighbour, so each x_l is read
 /// as a contiguous row); the global buffer is Xnew only, which
 /// costs m*r instead of the paper's two max(m,n)*r Up/Down arrays.
 ///
 /// Parallel mapping: one team per row; team threads take the row's nonzeros
-/// round-robin, vector lanes take the features k; the dot product vt_ij is a
-/// ThreadVectorRange reduction; the per-thread partial (up, dn) are summed in
-/// thread order after a barrier (deterministic for a fixed team size). Rows
+/// and then its graph neighbours round-robin, vector lanes take the features
+/// k; the dot product vt_ij is a ThreadVectorRange reduction; the per-thread
+/// partial (up, dn, g) are summed in thread order after a barrier
+/// (deterministic for a fixed team size). Rows
 /// are binned by nonzero count (light < 32 <= medium < 512 <= heavy) and each
 /// bin is launched with its own team size: on a device heavy rows get bigger
 /// teams; on host spaces a team is one thread (the bins then only order the
@@ -146,7 +147,7 @@ void sweep(const ExecutionSpace& exec, Objective objective, const CsrMatrix<T, M
     if (count == 0) continue;
     const LaunchShape shape = sweep_shape<ExecutionSpace>(b, r, sizeof(T));
     Policy policy(exec, static_cast<int>(count), shape.team_size, shape.vector_length);
-    const std::size_t bytes = Scratch::shmem_size((2 * std::size_t(shape.team_size) + 1) * r);
+    const std::size_t bytes = Scratch::shmem_size(3 * std::size_t(shape.team_size) * r);
     const int level = bytes <= static_cast<std::size_t>(policy.scratch_size_max(0)) ? 0 : 1;
     policy.set_scratch_size(level, Kokkos::PerTeam(bytes));
     Kokkos::parallel_for(
@@ -154,12 +155,14 @@ void sweep(const ExecutionSpace& exec, Objective objective, const CsrMatrix<T, M
           const ordinal_t i = order(begin + team.league_rank());
           const int ts = team.team_size();
           const int t = team.team_rank();
-          Scratch acc(team.team_scratch(level), (2 * std::size_t(ts) + 1) * r);
-          T* up = acc.data() + std::size_t(2 * t) * r;
+          Scratch acc(team.team_scratch(level), 3 * std::size_t(ts) * r);
+          T* up = acc.data() + std::size_t(3 * t) * r;
           T* dn = up + r;
+          T* g = dn + r;
           Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, r), [&](int k) {
             up[k] = T(0);
             dn[k] = T(0);
+            g[k] = T(0);
           });
           for (offset_t e = row_map(i) + t; e < row_map(i + 1); e += ts) {
             const ordinal_t j = cols(e);
@@ -180,34 +183,24 @@ void sweep(const ExecutionSpace& exec, Objective objective, const CsrMatrix<T, M
               });
             }
           }
-          team.team_barrier();
-          // combine the thread partials (in thread order) into slot 0
-          T* gsum = acc.data() + std::size_t(2 * ts) * r;
-          Kokkos::parallel_for(Kokkos::TeamVectorRange(team, r), [&](int k) {
-            T u = acc(k), d = acc(std::size_t(r) + k);
-            for (int s = 1; s < ts; ++s) {
-              u += acc(std::size_t(2 * s) * r + k);
-              d += acc(std::size_t(2 * s + 1) * r + k);
-            }
-            acc(k) = u;
-            acc(std::size_t(r) + k) = d;
-            gsum[k] = T(0);
-          });
-          if (graph) {
-            // sum_l g_il x_lk, neighbours in CSR order, each x_l read as a row
-            team.team_barrier();
-            for (offset_t e = grow(i); e < grow(i + 1); ++e) {
+          if (graph)  // sum_l g_il x_lk, each x_l read as a row
+            for (offset_t e = grow(i) + t; e < grow(i + 1); e += ts) {
               const T p = gval(e);
               const ordinal_t l = gcol(e);
-              Kokkos::parallel_for(Kokkos::TeamVectorRange(team, r), [&](int k) { gsum[k] += p * X(l, k); });
+              Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, r), [&](int k) { g[k] += p * X(l, k); });
             }
-          }
           team.team_barrier();
+          // the thread partials, summed in thread order
           Kokkos::parallel_for(Kokkos::TeamVectorRange(team, r), [&](int k) {
-            T u = acc(k), d = acc(std::size_t(r) + k);
+            T u = acc(k), d = acc(std::size_t(r) + k), gs = acc(std::size_t(2 * r) + k);
+            for (int s = 1; s < ts; ++s) {
+              u += acc(std::size_t(3 * s) * r + k);
+              d += acc(std::size_t(3 * s + 1) * r + k);
+              gs += acc(std::size_t(3 * s + 2) * r + k);
+            }
             const T x = X(i, k);
             if (graph) {
-              u = u + lambda * gsum[k];
+              u = u + lambda * gs;
               d = d + lambda * deg(i) * x;
             }
             Xnew(i, k) = d > T(0) ? x * u / d : x;
