@@ -88,8 +88,11 @@ Run mpirun(const TempDir& dir, int P, const std::string& input, const std::strin
   const std::string wrapper =
       "r=${OMPI_COMM_WORLD_RANK:-${PMIX_RANK:-${PMI_RANK:-0}}}; in=\"$2\"; [ \"$r\" = \"$3\" ] && in=\"$4\"; "
       "\"$1\" sddmm --distributed --input \"$in\" $5; c=$?; echo \"$r $c\" >>\"$6\"; exit $c";
+  // Open MPI 4's mpiexec kills the other ranks as soon as one exits nonzero,
+  // which would hide their own exit codes; ask it to let every rank finish
+  // (its exit status is still the first nonzero one; Open MPI 5 ignores this).
   const std::string cmd = "timeout -k 10 " + std::to_string(timeout_seconds) + " " + without_singleton_environment() +
-                          quote(KFACTOR_MPIEXEC) + " " +
+                          "OMPI_MCA_orte_abort_on_non_zero_status=0 " + quote(KFACTOR_MPIEXEC) + " " +
                           KFACTOR_MPIEXEC_NUMPROC_FLAG + " " + std::to_string(P) + " --oversubscribe sh -c " +
                           quote(wrapper) + " sh " + quote(kfactor_bin()) + " " + quote(input) + " " +
                           std::to_string(odd_rank) + " " + quote(odd_input.empty() ? input : odd_input) + " " +
