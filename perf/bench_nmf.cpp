@@ -10,6 +10,7 @@
 //             [--input FILE [--format auto|mm|edges|ratings|bmf|dense]]
 // --input adds a case on a real matrix read through kfactor::io (CSR).
 #include "common/bench.hpp"
+#include "common/power_law.hpp"
 
 #include <kfactor/core/convert.hpp>
 #include <kfactor/core/random.hpp>
@@ -24,7 +25,6 @@
 #include <cstdlib>
 #include <sstream>
 #include <string>
-#include <unordered_set>
 #include <vector>
 
 namespace {
@@ -83,37 +83,6 @@ Args parse(int argc, char** argv) {
   return a;
 }
 
-/// Power-law sparse matrix: row degrees ~ (i+1)^-0.5 scaled to nnz (at most D/4), column
-/// popularity ~ u^3 (a few columns are very popular), values in (0, 1].
-template <class T>
-CooMatrix<T> power_law(std::int64_t V, std::int64_t D, std::int64_t nnz, std::uint64_t seed) {
-  CooMatrix<T> coo;
-  coo.num_rows = V;
-  coo.num_cols = D;
-  std::vector<double> w(V);
-  double total = 0;
-  for (std::int64_t i = 0; i < V; ++i) total += (w[i] = std::pow(double(i + 1), -0.5));
-  const CounterRng rng(seed, RngStream::user);
-  std::uint64_t counter = 0;
-  std::unordered_set<std::int64_t> seen;
-  // Rows are shuffled by a multiplicative hash so heavy rows are spread out.
-  for (std::int64_t r = 0; r < V; ++r) {
-    const std::int64_t i = (r * 2654435761LL) % V;
-    const auto deg =
-        std::min<std::int64_t>(std::max<std::int64_t>(1, D / 4), std::max<std::int64_t>(1, std::llround(w[r] / total * double(nnz))));
-    seen.clear();
-    for (std::int64_t attempt = 0; static_cast<std::int64_t>(seen.size()) < deg && attempt < 50 * deg; ++attempt) {
-      const double u = rng.uniform(counter++);
-      const std::int64_t j = std::min<std::int64_t>(D - 1, static_cast<std::int64_t>(D * u * u * u));
-      const std::int64_t jj = (j * 1000003LL) % D;  // a prime > D: a bijection
-      if (!seen.insert(jj).second) continue;
-      coo.rows.push_back(static_cast<ordinal_t>(i));
-      coo.cols.push_back(static_cast<ordinal_t>(jj));
-      coo.values.push_back(static_cast<T>(1.0 - rng.uniform(counter++)));
-    }
-  }
-  return coo;
-}
 
 struct Timing {
   double per_iter = 0, products = 0, h = 0, w = 0, error = 0;
@@ -215,7 +184,7 @@ void run(const Exec& exec, const Args& args) {
   }
   if (args.sparse != "none") {
     const auto d = split(args.sparse, 'x');
-    const auto coo = power_law<T>(std::stoll(d.at(0)), std::stoll(d.at(1)), std::stoll(d.at(2)), args.seed);
+    const auto coo = bench::power_law<T>(std::stoll(d.at(0)), std::stoll(d.at(1)), std::stoll(d.at(2)), args.seed);
     auto A = to_csr(exec, coo);
     run_case<T>(exec, args, A, "sparse", coo.num_rows, coo.num_cols, static_cast<std::int64_t>(coo.nnz()));
   }

@@ -28,6 +28,10 @@ def shared(*parts):
 SUITE = [
     dict(name="peaks", program="bench_peaks", args={"cpu": ["--mib", "256", "--gemm", "1024"],
                                                      "gpu": ["--mib", "2048", "--gemm", "8192"]}),
+    dict(name="kernels", program="bench_kernels",
+         args={"cpu": ["--gemm", "2000x1000", "--spmm", "6000x3000x150000", "--ks", "16,64,256", "--reps", "5"],
+               "gpu": ["--gemm", "20000x10000", "--spmm", "26214x11314x1018191,71567x10677x10000000", "--ks",
+                       "16,64,256", "--reps", "10"]}),
     dict(name="sddmm", program="bench_sddmm",
          args={"cpu": ["--scale", "100", "--k", "32,128", "--precisions", "float", "--reps", "10", "--no-sweep",
                        "--facebook", "{shared}/data/snap/facebook_combined.txt"],
