@@ -467,20 +467,12 @@ Result<T, Mem> solve(const ExecutionSpace& exec, MPI_Comm comm, const LocalProbl
 /// The full X (m x f) on every rank. Collective.
 template <class ExecutionSpace, class T, class Mem>
 DenseMatrix<T, Mem> gather_X(const ExecutionSpace& exec, State<T, Mem>& s) {
-  DenseMatrix<T, Mem> full(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kfactor::als::X_full"), s.users,
-                           s.X.extent(1));
-  s.coll->allgather_rows(exec, s.X, full, s.user_bounds);
-  exec.fence();
-  return full;
+  return s.coll->allgather_rows(exec, s.X, s.user_bounds, "kfactor::als::X_full");
 }
 /// The full Y (n x f) on every rank. Collective.
 template <class ExecutionSpace, class T, class Mem>
 DenseMatrix<T, Mem> gather_Y(const ExecutionSpace& exec, State<T, Mem>& s) {
-  DenseMatrix<T, Mem> full(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kfactor::als::Y_full"), s.items,
-                           s.Y.extent(1));
-  s.coll->allgather_rows(exec, s.Y, full, s.item_bounds);
-  exec.fence();
-  return full;
+  return s.coll->allgather_rows(exec, s.Y, s.item_bounds, "kfactor::als::Y_full");
 }
 
 }  // namespace kfactor::distributed::als

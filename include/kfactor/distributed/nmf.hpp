@@ -362,20 +362,12 @@ Result<typename MatrixTraits<Matrix>::value_type, typename MatrixTraits<Matrix>:
 /// The full W (V x K) on every rank. Collective.
 template <class ExecutionSpace, class T, class Mem>
 DenseMatrix<T, Mem> gather_W(const ExecutionSpace& exec, State<T, Mem>& state) {
-  DenseMatrix<T, Mem> full(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kfactor::nmf::W_full"), state.global_rows,
-                           state.W.extent(1));
-  state.comm->coll->allgather_rows(exec, state.W, full, state.comm->row_bounds);
-  exec.fence();
-  return full;
+  return state.comm->coll->allgather_rows(exec, state.W, state.comm->row_bounds, "kfactor::nmf::W_full");
 }
 /// The full Ht = H^T (D x K) on every rank. Collective.
 template <class ExecutionSpace, class T, class Mem>
 DenseMatrix<T, Mem> gather_Ht(const ExecutionSpace& exec, State<T, Mem>& state) {
-  DenseMatrix<T, Mem> full(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kfactor::nmf::Ht_full"),
-                           state.global_cols, state.Ht.extent(1));
-  state.comm->coll->allgather_rows(exec, state.Ht, full, state.comm->col_bounds);
-  exec.fence();
-  return full;
+  return state.comm->coll->allgather_rows(exec, state.Ht, state.comm->col_bounds, "kfactor::nmf::Ht_full");
 }
 
 }  // namespace kfactor::distributed::nmf

@@ -157,6 +157,17 @@ class Collectives {
     stats.bytes_in += static_cast<std::int64_t>((full.extent(0) - local.extent(0)) * K * sizeof(T));
   }
 
+  /// A new matrix of all bounds.back() rows: the ranks' row blocks of
+  /// `local` in rank order (allgather_rows into fresh memory, fenced).
+  template <class ExecutionSpace, class T, class Mem>
+  DenseMatrix<T, Mem> allgather_rows(const ExecutionSpace& exec, const DenseMatrix<T, Mem>& local,
+                                     const std::vector<ordinal_t>& bounds, const std::string& label) {
+    DenseMatrix<T, Mem> full(Kokkos::view_alloc(Kokkos::WithoutInitializing, label), bounds.back(), local.extent(1));
+    allgather_rows(exec, local, full, bounds);
+    exec.fence();
+    return full;
+  }
+
   /// Every rank's `local` values (host) concatenated in rank order.
   template <class T>
   std::vector<T> allgather_host(const std::vector<T>& local) {
