@@ -12,10 +12,11 @@
 ///    column-oriented (left-looking factor: per column, every thread forms
 ///    whole entries of that column with a sequential dot product), so every
 ///    entry is computed in a fixed order: results are deterministic and do not
-///    depend on the team size.
+///    depend on the team size. The *_packed variants take the lower triangle
+///    packed row by row (half the scratch of a square array).
 ///  * batched_cholesky_solve(exec, A, B): one team per system for a batch of
 ///    row-major n x n matrices (View<T***>, batch x n x n) and right-hand sides
-///    (View<T**>, batch x n), staging each matrix in team scratch when it fits
+///    (View<T**>, batch x n), staging each matrix packed in team scratch when it fits
 ///    (detail::cholesky_scratch_limit bytes) and working in place otherwise.
 ///
 /// A system whose pivot is not positive and finite is reported (factor returns
@@ -33,8 +34,98 @@
 namespace kfactor {
 
 namespace detail {
-/// Largest matrix (bytes) batched_cholesky_solve stages in team scratch.
+/// Largest packed triangle (bytes) batched_cholesky_solve stages in team scratch.
 inline constexpr std::size_t cholesky_scratch_limit = 96 * 1024;
+
+/// Elements of a packed n x n lower triangle.
+KOKKOS_INLINE_FUNCTION std::size_t packed_size(int n) { return std::size_t(n) * std::size_t(n + 1) / 2; }
+
+/// Where row i of a lower triangle starts, for the two storages the team
+/// routines accept: row-major with leading dimension lda, or packed row by
+/// row (row i holds its i + 1 entries at i (i + 1) / 2; half the scratch, so
+/// twice as many systems fit on a GPU multiprocessor at once).
+struct LowerRowMajor {
+  int lda;
+  KOKKOS_INLINE_FUNCTION std::size_t row(int i) const { return std::size_t(i) * std::size_t(lda); }
+};
+struct LowerPacked {
+  KOKKOS_INLINE_FUNCTION std::size_t row(int i) const { return std::size_t(i) * std::size_t(i + 1) / 2; }
+};
+
+/// Column j of the left-looking factor for R rows i = tid + ts (q + u),
+/// u < R, all >= j and < n: they share every load of row j (R independent
+/// chains: the loop is latency-bound otherwise).
+template <int R, class T, class Layout>
+KOKKOS_INLINE_FUNCTION void cholesky_column_rows(T* A, const Layout& lay, int j, int tid, int ts, int q) {
+  const T* lj = A + lay.row(j);
+  T s[R];
+  T* li[R];
+  for (int u = 0; u < R; ++u) {
+    li[u] = A + lay.row(tid + ts * (q + u));
+    s[u] = li[u][j];
+  }
+  for (int k = 0; k < j; ++k) {
+    const T l = lj[k];
+    for (int u = 0; u < R; ++u) s[u] -= li[u][k] * l;
+  }
+  for (int u = 0; u < R; ++u) li[u][j] = s[u];
+}
+
+/// Left-looking factor, written once for both storages. Thread tid owns rows
+/// tid, tid + ts, ...; it forms its entries of column j four (then two, then
+/// one) rows at a time. Each entry is one sequential sum in k order, so
+/// results do not depend on the team size or the storage.
+template <class Team, class T, class Layout>
+KOKKOS_INLINE_FUNCTION int cholesky_factor(const Team& team, T* A, const Layout& lay, int n) {
+  const int ts = team.team_size(), tid = team.team_rank();
+  const int qend = (n - tid + ts - 1) / ts;  // rows tid + ts q < n
+  for (int j = 0; j < n; ++j) {
+    int q = j > tid ? (j - tid + ts - 1) / ts : 0;  // first owned row >= j
+    for (; q + 4 <= qend; q += 4) cholesky_column_rows<4>(A, lay, j, tid, ts, q);
+    for (; q + 2 <= qend; q += 2) cholesky_column_rows<2>(A, lay, j, tid, ts, q);
+    for (; q < qend; ++q) cholesky_column_rows<1>(A, lay, j, tid, ts, q);
+    team.team_barrier();
+    const T d = A[lay.row(j) + j];
+    if (!(d > T(0)) || !Kokkos::isfinite(d)) return j + 1;  // the same on every thread
+    const T r = Kokkos::sqrt(d);
+    for (int i = tid + ts * (j + 1 > tid ? (j + 1 - tid + ts - 1) / ts : 0); i < n; i += ts) A[lay.row(i) + j] /= r;
+    team.team_barrier();  // every thread has read d; column j is final below the diagonal
+    if (j % ts == tid) A[lay.row(j) + j] = r;
+  }
+  team.team_barrier();
+  return 0;
+}
+
+/// Copies the lower triangle of an n x n matrix, read through at(i, j), into
+/// packed storage P, row by row (no index division per entry).
+template <class Team, class T, class At>
+KOKKOS_INLINE_FUNCTION void team_stage_lower_packed(const Team& team, int n, T* P, const At& at) {
+  for (int i = 0; i < n; ++i) {
+    T* row = P + packed_size(i);
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, i + 1), [&](int j) { row[j] = at(i, j); });
+  }
+}
+
+template <class Team, class T, class Layout>
+KOKKOS_INLINE_FUNCTION void cholesky_solve(const Team& team, const T* L, const Layout& lay, int n, T* b) {
+  // Forward: L z = b, column-oriented.
+  for (int j = 0; j < n; ++j) {
+    const T zj = b[j] / L[lay.row(j) + j];
+    team.team_barrier();
+    Kokkos::single(Kokkos::PerTeam(team), [&]() { b[j] = zj; });
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, j + 1, n), [&](int i) { b[i] -= L[lay.row(i) + j] * zj; });
+    team.team_barrier();
+  }
+  // Backward: L^T x = z, row j of L^T is column j of L.
+  for (int j = n - 1; j >= 0; --j) {
+    const T* lj = L + lay.row(j);
+    const T xj = b[j] / lj[j];
+    team.team_barrier();
+    Kokkos::single(Kokkos::PerTeam(team), [&]() { b[j] = xj; });
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, 0, j), [&](int i) { b[i] -= lj[i] * xj; });
+    team.team_barrier();
+  }
+}
 }  // namespace detail
 
 /// In-place lower Cholesky factor of the n x n SPD matrix A (row-major, leading
@@ -43,47 +134,26 @@ inline constexpr std::size_t cholesky_scratch_limit = 96 * 1024;
 /// same value on every thread).
 template <class Team, class T>
 KOKKOS_INLINE_FUNCTION int team_cholesky_factor(const Team& team, T* A, int lda, int n) {
-  for (int j = 0; j < n; ++j) {
-    // Column j, rows i >= j: A(i,j) -= sum_{k<j} L(i,k) L(j,k).
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, j, n), [&](int i) {
-      T s = A[i * lda + j];
-      const T* li = A + i * lda;
-      const T* lj = A + j * lda;
-      for (int k = 0; k < j; ++k) s -= li[k] * lj[k];
-      A[i * lda + j] = s;
-    });
-    team.team_barrier();
-    const T d = A[j * lda + j];
-    if (!(d > T(0)) || !Kokkos::isfinite(d)) return j + 1;
-    const T r = Kokkos::sqrt(d);
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, j + 1, n), [&](int i) { A[i * lda + j] /= r; });
-    team.team_barrier();
-    Kokkos::single(Kokkos::PerTeam(team), [&]() { A[j * lda + j] = r; });
-    team.team_barrier();
-  }
-  return 0;
+  return detail::cholesky_factor(team, A, detail::LowerRowMajor{lda}, n);
+}
+
+/// The same for a packed lower triangle (row i at offset i (i + 1) / 2).
+template <class Team, class T>
+KOKKOS_INLINE_FUNCTION int team_cholesky_factor_packed(const Team& team, T* A, int n) {
+  return detail::cholesky_factor(team, A, detail::LowerPacked{}, n);
 }
 
 /// Solves L L^T x = b in place (b becomes x) with L from team_cholesky_factor.
 /// Every thread of the team must call it.
 template <class Team, class T>
 KOKKOS_INLINE_FUNCTION void team_cholesky_solve(const Team& team, const T* L, int lda, int n, T* b) {
-  // Forward: L z = b, column-oriented.
-  for (int j = 0; j < n; ++j) {
-    const T zj = b[j] / L[j * lda + j];
-    team.team_barrier();
-    Kokkos::single(Kokkos::PerTeam(team), [&]() { b[j] = zj; });
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, j + 1, n), [&](int i) { b[i] -= L[i * lda + j] * zj; });
-    team.team_barrier();
-  }
-  // Backward: L^T x = z, row j of L^T is column j of L.
-  for (int j = n - 1; j >= 0; --j) {
-    const T xj = b[j] / L[j * lda + j];
-    team.team_barrier();
-    Kokkos::single(Kokkos::PerTeam(team), [&]() { b[j] = xj; });
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, 0, j), [&](int i) { b[i] -= L[j * lda + i] * xj; });
-    team.team_barrier();
-  }
+  detail::cholesky_solve(team, L, detail::LowerRowMajor{lda}, n, b);
+}
+
+/// The same with L from team_cholesky_factor_packed.
+template <class Team, class T>
+KOKKOS_INLINE_FUNCTION void team_cholesky_solve_packed(const Team& team, const T* L, int n, T* b) {
+  detail::cholesky_solve(team, L, detail::LowerPacked{}, n, b);
 }
 
 /// Team size that suits an n x n factor (enough threads for a column).
@@ -117,10 +187,8 @@ int batched_cholesky_solve(const ExecutionSpace& exec, const AView& A, const BVi
   using Policy = Kokkos::TeamPolicy<ExecutionSpace>;
   using Team = typename Policy::member_type;
   using Scratch = Kokkos::View<T*, typename ExecutionSpace::scratch_memory_space, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
-  // Odd leading dimension in scratch (no bank conflicts between rows).
-  const int lda = n % 2 == 0 ? n + 1 : n;
-  const bool staged = std::size_t(lda) * (n + 1) * sizeof(T) <= detail::cholesky_scratch_limit;
-  const std::size_t bytes = staged ? Scratch::shmem_size(std::size_t(lda) * n + n) : 0;
+  const bool staged = (detail::packed_size(n) + n) * sizeof(T) <= detail::cholesky_scratch_limit;
+  const std::size_t bytes = staged ? Scratch::shmem_size(detail::packed_size(n) + n) : 0;
   if (!staged && (A.stride(2) != 1 || A.stride(1) != std::size_t(n) || B.stride(1) != 1))
     throw UsageError("batched_cholesky_solve: systems too large for scratch must be contiguous row-major");
   Policy policy(exec, batch, cholesky_team_size<ExecutionSpace>(n));
@@ -135,18 +203,18 @@ int batched_cholesky_solve(const ExecutionSpace& exec, const AView& A, const BVi
         T* b = &B(s, 0);
         // A and B may be strided views; stage or copy through the view accessors.
         if (staged) {
-          Scratch sm(team.team_scratch(level), std::size_t(lda) * n + n);
+          Scratch sm(team.team_scratch(level), detail::packed_size(n) + n);
           T* sa = sm.data();
-          T* sb = sa + std::size_t(lda) * n;
-          Kokkos::parallel_for(Kokkos::TeamThreadRange(team, n * n),
-                               [&](int e) { sa[(e / n) * lda + e % n] = A(s, e / n, e % n); });
+          T* sb = sa + detail::packed_size(n);
+          detail::team_stage_lower_packed(team, n, sa, [&](int i, int j) { return A(s, i, j); });
           Kokkos::parallel_for(Kokkos::TeamThreadRange(team, n), [&](int e) { sb[e] = B(s, e); });
           team.team_barrier();
-          const int info = team_cholesky_factor(team, sa, lda, n);
-          if (info == 0) team_cholesky_solve(team, sa, lda, n, sb);
+          const int info = team_cholesky_factor_packed(team, sa, n);
+          if (info == 0) team_cholesky_solve_packed(team, sa, n, sb);
           team.team_barrier();
           Kokkos::parallel_for(Kokkos::TeamThreadRange(team, n * n), [&](int e) {
-            if (e % n <= e / n) A(s, e / n, e % n) = sa[(e / n) * lda + e % n];
+            const int i = e / n, j = e % n;
+            if (j <= i) A(s, i, j) = sa[detail::packed_size(i) + j];
           });
           Kokkos::parallel_for(Kokkos::TeamThreadRange(team, n), [&](int e) { B(s, e) = sb[e]; });
           Kokkos::single(Kokkos::PerTeam(team), [&]() { nfail += info != 0 ? 1 : 0; });

@@ -7,18 +7,21 @@
 /// batches of whole row blocks; per batch the normal equations live in one
 /// batch x f x f buffer, so memory never needs m * f^2 at once.
 ///
-/// A staged Y row keeps feature j at (j % B) * nblk + j / B, so that the B
-/// values of register block bi are B apart by nblk and neighbouring blocks
-/// (neighbouring threads) sit in neighbouring banks: no bank conflicts.
-///
-/// S1 is built as a symmetric rank update from Y rows staged in team scratch
-/// (the distinct columns of a tile, loaded once for the xb rows of a row
-/// block: the BALS reuse; or chunks of a CSR row). Each thread owns
-/// register tiles of B x B entries of the lower triangle of S1 (plus B-entry
-/// pieces of S2) of one row of the row block. Every entry is a sequential
-/// sum over the row's nonzeros in CSR (column) order, whatever the tile, the
-/// team size or the batch: a row's result depends only on the row, so batch
-/// size changes nothing, and the tiled and plain paths give the same bits.
+/// S1 is built as a symmetric rank update. Each thread owns register tiles
+/// of B x B entries of the lower triangle of S1 (plus B-entry pieces of S2)
+/// of one row of the row block and reads, per nonzero, the two B-wide
+/// pieces of the Y row its tile needs (contiguous: vector loads). Where the
+/// Y rows come from is the one difference between the two structures:
+///  - BALS tiles: the distinct columns of a tile are staged once in team
+///    scratch for the xb rows of the row block (the BALS reuse), padded with
+///    zeros to a multiple of B;
+///  - CSR: every thread reads the Y rows straight from memory (L1 serves the
+///    team's other threads): no staging, no barriers, no scratch, so a
+///    team's warps run independently and hide each other's latency.
+/// Every entry is a sequential sum over the row's nonzeros in CSR (column)
+/// order, whatever the structure, the tile, the team size or the batch: a
+/// row's result depends only on the row, so batch size changes nothing, and
+/// the tiled and plain paths give the same bits.
 
 #include <kfactor/als/bals_format.hpp>
 #include <kfactor/core/error.hpp>
@@ -32,17 +35,16 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <type_traits>
 
 namespace kfactor::als::detail {
 
 /// Tuning traits keyed on the execution space.
 template <class ExecutionSpace, bool Host = is_host_space_v<ExecutionSpace>>
 struct Tuning {
-  // GPU: 8 x 8 register tiles (4 multiply-adds per scratch load), one tile
-  // per thread, CSR rows staged in chunks of 64 Y rows.
+  // GPU: 8 x 8 register tiles (4 multiply-adds per load), one tile per thread.
   static constexpr int block = 8;
   static constexpr int tiles_per_thread = 1;
-  static constexpr int csr_chunk = 64;
   static constexpr int max_team = 512;
   static constexpr int warp = 32;
   static constexpr std::size_t scratch_budget = 160 * 1024;  ///< bytes of team scratch for the tiled path
@@ -50,10 +52,9 @@ struct Tuning {
 template <class ExecutionSpace>
 struct Tuning<ExecutionSpace, true> {
   // Host: one thread per team; a thread sweeps many 4 x 4 tiles per pass
-  // (the accumulators stay in L1), Y rows staged in chunks of 256.
+  // (the accumulators stay in L1).
   static constexpr int block = 4;
   static constexpr int tiles_per_thread = 32;
-  static constexpr int csr_chunk = 256;
   static constexpr int max_team = 1;
   static constexpr int warp = 1;
   static constexpr std::size_t scratch_budget = 1024 * 1024;
@@ -103,37 +104,63 @@ std::size_t fast_scratch_bytes() {
   return std::min<std::size_t>(Tuning<ExecutionSpace>::scratch_budget, std::size_t(probe.scratch_size_max(0)));
 }
 
-/// Y rows staged per chunk on the CSR path: csr_chunk, fewer when a chunk
-/// would take more than half the fast scratch (large f, double).
-template <class ExecutionSpace, class T>
-int csr_chunk_rows(int f) {
-  using Tn = Tuning<ExecutionSpace>;
-  const TileShape s(f, Tn::block, 1);
-  const std::size_t fit = fast_scratch_bytes<ExecutionSpace>() / 2 / (std::size_t(s.fp) * sizeof(T) + sizeof(T));
-  return int(std::max<std::size_t>(8, std::min<std::size_t>(Tn::csr_chunk, fit)));
-}
-
-/// Team scratch bytes the normal-equation kernel needs.
+/// Team scratch bytes the normal-equation kernel needs (none on the CSR path).
 template <class ExecutionSpace, class T>
 std::size_t normal_equation_scratch(bool tiled, int f, int xb, int max_tile_columns) {
+  if (!tiled) return 0;
   using Tn = Tuning<ExecutionSpace>;
   const TileShape s(f, Tn::block, xb);
-  const std::size_t rows =
-      tiled ? std::size_t(std::max(1, max_tile_columns)) : std::size_t(csr_chunk_rows<ExecutionSpace, T>(f));
-  const std::size_t entries = tiled ? rows * xb : rows;
+  const std::size_t rows = std::size_t(std::max(1, max_tile_columns));
+  const std::size_t entries = rows * xb;
   using ST = Kokkos::View<T*, typename ExecutionSpace::scratch_memory_space, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
   using SI = Kokkos::View<int*, typename ExecutionSpace::scratch_memory_space, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
-  return ST::shmem_size(rows * s.fp) + ST::shmem_size(entries) + (tiled ? SI::shmem_size(entries + xb + 1) : 0);
+  return ST::shmem_size(rows * s.fp) + ST::shmem_size(entries) + SI::shmem_size(entries + xb + 1);
+}
+
+/// Which part of a row's sums one call of build_normal_equations adds: the
+/// whole sum (the default), or one column block of it (the distributed
+/// blocked layout: the first block starts from zero, later ones continue
+/// the sums already in A and b, and the last adds lambda_u). The blocks'
+/// calls in column order give the same bits as one call on the whole row.
+struct NormalEquationPart {
+  bool accumulate = false;  ///< start from A and b instead of zero
+  bool add_lambda = true;   ///< add lambda_u to the diagonal when storing
+};
+
+/// Where register tile p of a row sits: Gram block (bi, bj) of the lower
+/// triangle (p < pairs, bj <= bi), or S2 piece bi (bj = -1).
+KOKKOS_INLINE_FUNCTION void tile_blocks(int p, int pairs, int& bi, int& bj) {
+  if (p >= pairs) {
+    bi = p - pairs;
+    bj = -1;
+    return;
+  }
+  bi = int((Kokkos::sqrt(8.0 * p + 1.0) - 1.0) * 0.5);
+  while (bi * (bi + 1) / 2 > p) --bi;
+  while ((bi + 1) * (bi + 2) / 2 <= p) ++bi;
+  bj = p - bi * (bi + 1) / 2;
+}
+
+/// out = y[j0, j0 + B), zero past `valid` (the end of an unpadded row).
+template <int B, class T, class Y>
+KOKKOS_INLINE_FUNCTION void load_piece(const Y* y, int j0, int valid, T (&out)[B]) {
+  if (j0 + B <= valid) {
+    for (int r = 0; r < B; ++r) out[r] = T(y[j0 + r]);
+  } else {
+    for (int r = 0; r < B; ++r) out[r] = j0 + r < valid ? T(y[j0 + r]) : T(0);
+  }
 }
 
 /// Builds A (batch x f x f, lower triangle incl. lambda_u on the diagonal)
 /// and b (batch x f) for the rows of row blocks [g0, g1); batch-local row
-/// index = internal row - g0 * xb.
+/// index = internal row - g0 * xb. Y (LayoutRight) is indexed by S.tile_colidx.
 template <bool Tiled, class ExecutionSpace, class T, class MemorySpace, class YView>
 void build_normal_equations(const ExecutionSpace& exec, const HalfStepStructure<T, MemorySpace>& S, const YView& Y,
                             int f, T lambda, bool weight_nnz, ordinal_t g0, ordinal_t g1,
                             const Kokkos::View<T***, Kokkos::LayoutRight, MemorySpace>& A,
-                            const Kokkos::View<T**, Kokkos::LayoutRight, MemorySpace>& b) {
+                            const Kokkos::View<T**, Kokkos::LayoutRight, MemorySpace>& b,
+                            NormalEquationPart part = {}) {
+  static_assert(std::is_same_v<typename YView::array_layout, Kokkos::LayoutRight>, "Y rows must be contiguous");
   using Tn = Tuning<ExecutionSpace>;
   constexpr int B = Tn::block;
   constexpr int MT = Tn::tiles_per_thread;
@@ -145,9 +172,9 @@ void build_normal_equations(const ExecutionSpace& exec, const HalfStepStructure<
   if (g1 <= g0) return;
   const int xb = Tiled ? S.xb : 1;
   const TileShape shape(f, B, xb);
-  const int nblk = shape.nblk, fp = shape.fp, P = shape.pairs, PP = shape.per_row, total = shape.total;
-  const int C = Tiled ? std::max(1, S.max_tile_columns) : csr_chunk_rows<ExecutionSpace, T>(f);
-  const std::size_t nent = Tiled ? std::size_t(C) * xb : std::size_t(C);
+  const int fp = shape.fp, P = shape.pairs, PP = shape.per_row, total = shape.total;
+  const int C = Tiled ? std::max(1, S.max_tile_columns) : 0;
+  const std::size_t nent = std::size_t(C) * xb;
   const std::size_t bytes = normal_equation_scratch<ExecutionSpace, T>(Tiled, f, xb, S.max_tile_columns);
 
   int team = (total + MT - 1) / MT;
@@ -163,6 +190,7 @@ void build_normal_equations(const ExecutionSpace& exec, const HalfStepStructure<
   auto row_count = S.row_count;
   const ordinal_t ntc = Tiled ? S.ntc : 1;
   const ordinal_t rows = S.rows;
+  const bool continue_sums = part.accumulate, add_lambda = part.add_lambda;
 
   auto kernel = KOKKOS_LAMBDA(const Team& tm) {
     const ordinal_t g = g0 + tm.league_rank();
@@ -174,36 +202,51 @@ void build_normal_equations(const ExecutionSpace& exec, const HalfStepStructure<
     const int npass = (total + T_ * MT - 1) / (T_ * MT);
     for (int pass = 0; pass < npass; ++pass) {
       T acc[MT][B][B];
-      int q_of[MT];
+      int q_of[MT], bi_of[MT], bj_of[MT];
       for (int s = 0; s < MT; ++s) {
-        q_of[s] = tid + T_ * (pass * MT + s);
+        const int q = tid + T_ * (pass * MT + s);
+        q_of[s] = q;
+        tile_blocks(q % PP, P, bi_of[s], bj_of[s]);
         for (int r = 0; r < B; ++r)
           for (int c = 0; c < B; ++c) acc[s][r][c] = T(0);
+        const ordinal_t row = ordinal_t(g * xb + q / PP);
+        if (continue_sums && q < total && row < rows) {  // continue an earlier column block's sums
+          const std::size_t lb = std::size_t(row) - std::size_t(g0) * xb;
+          for (int r = 0; r < B; ++r) {
+            const int i = bi_of[s] * B + r;
+            if (i >= f) continue;
+            if (bj_of[s] < 0) {
+              acc[s][r][0] = b(lb, i);
+            } else {
+              for (int c = 0; c < B; ++c) {
+                const int j = bj_of[s] * B + c;
+                if (j <= i) acc[s][r][c] = A(lb, i, j);
+              }
+            }
+          }
+        }
       }
-      // Accumulates entries [k0, k1) of the staged chunk into tile s.
-      auto accumulate = [&](int s, int k0, int k1, bool slots) {
-        const int q = q_of[s];
-        const int p = q % PP;
-        if (p < P) {
-          int bi = int((Kokkos::sqrt(8.0 * p + 1.0) - 1.0) * 0.5);
-          while (bi * (bi + 1) / 2 > p) --bi;
-          while ((bi + 1) * (bi + 2) / 2 <= p) ++bi;
-          const int bj = p - bi * (bi + 1) / 2;
-          for (int k = k0; k < k1; ++k) {
-            const T* y = sY.data() + std::size_t(slots ? sS(k) : k) * fp;
-            T a[B], c[B];
-            for (int r = 0; r < B; ++r) a[r] = y[r * nblk + bi];
-            for (int r = 0; r < B; ++r) c[r] = y[r * nblk + bj];
+      // Adds nonzeros k0 (and k1 when `two`) of a row, in that order, to tile
+      // s: their Y rows y0, y1 (`valid` entries long) and ratings v0, v1. Both
+      // nonzeros' loads are issued before the multiply-adds (twice the loads
+      // in flight); each entry is still one sequential sum in nonzero order.
+      auto add = [&](int s, bool two, const auto* y0, T v0, const auto* y1, T v1, int valid) {
+        T a0[B], a1[B];
+        load_piece<B>(y0, bi_of[s] * B, valid, a0);
+        if (two) load_piece<B>(y1, bi_of[s] * B, valid, a1);
+        if (bj_of[s] >= 0) {
+          T c0[B], c1[B];
+          load_piece<B>(y0, bj_of[s] * B, valid, c0);
+          if (two) load_piece<B>(y1, bj_of[s] * B, valid, c1);
+          for (int r = 0; r < B; ++r)
+            for (int cc = 0; cc < B; ++cc) acc[s][r][cc] += a0[r] * c0[cc];
+          if (two)
             for (int r = 0; r < B; ++r)
-              for (int cc = 0; cc < B; ++cc) acc[s][r][cc] += a[r] * c[cc];
-          }
+              for (int cc = 0; cc < B; ++cc) acc[s][r][cc] += a1[r] * c1[cc];
         } else {
-          const int bi = p - P;
-          for (int k = k0; k < k1; ++k) {
-            const T* y = sY.data() + std::size_t(slots ? sS(k) : k) * fp;
-            const T v = sV(k);
-            for (int r = 0; r < B; ++r) acc[s][r][0] += y[r * nblk + bi] * v;
-          }
+          for (int r = 0; r < B; ++r) acc[s][r][0] += a0[r] * v0;
+          if (two)
+            for (int r = 0; r < B; ++r) acc[s][r][0] += a1[r] * v1;
         }
       };
       if (Tiled) {  // plain if: nvcc refuses first captures inside if constexpr
@@ -215,9 +258,10 @@ void build_normal_equations(const ExecutionSpace& exec, const HalfStepStructure<
           const offset_t e0 = seg_ptr(t * xb);
           const int E = int(seg_ptr(t * xb + xb) - e0);
           int* seg = sS.data() + nent;
+          // The tile's distinct Y rows, zero-padded to fp entries.
           Kokkos::parallel_for(Kokkos::TeamThreadRange(tm, D * fp), [&](int idx) {
             const int s = idx / fp, j = idx - s * fp;
-            sY(std::size_t(s) * fp + (j % B) * nblk + j / B) = j < f ? T(Y(tile_colidx(tp0 + s), j)) : T(0);
+            sY(idx) = j < f ? T(Y(tile_colidx(tp0 + s), j)) : T(0);
           });
           Kokkos::parallel_for(Kokkos::TeamThreadRange(tm, E), [&](int k) {
             sV(k) = value(e0 + k);
@@ -229,48 +273,41 @@ void build_normal_equations(const ExecutionSpace& exec, const HalfStepStructure<
           for (int s = 0; s < MT; ++s) {
             if (q_of[s] >= total) continue;
             const int rho = q_of[s] / PP;
-            const int k0 = seg[rho], k1 = seg[rho + 1];
-            if (k1 > k0) accumulate(s, k0, k1, true);  // vacant segment skipped
+            for (int k = seg[rho]; k < seg[rho + 1]; k += 2) {  // vacant segment: empty range
+              const bool two = k + 1 < seg[rho + 1];
+              add(s, two, sY.data() + std::size_t(sS(k)) * fp, sV(k),
+                  sY.data() + std::size_t(sS(two ? k + 1 : k)) * fp, two ? sV(k + 1) : T(0), fp);
+            }
           }
           tm.team_barrier();
         }
       } else {
-        const offset_t e_begin = tile_ptr(g);
-        const offset_t len = tile_ptr(g + 1) - e_begin;
-        for (offset_t c0 = 0; c0 < len; c0 += offset_t(C)) {
-          const int D = int(len - c0 < offset_t(C) ? len - c0 : offset_t(C));
-          Kokkos::parallel_for(Kokkos::TeamThreadRange(tm, D * fp), [&](int idx) {
-            const int s = idx / fp, j = idx - s * fp;
-            sY(std::size_t(s) * fp + (j % B) * nblk + j / B) = j < f ? T(Y(tile_colidx(e_begin + c0 + s), j)) : T(0);
-          });
-          Kokkos::parallel_for(Kokkos::TeamThreadRange(tm, D), [&](int k) { sV(k) = value(e_begin + c0 + k); });
-          tm.team_barrier();
+        const offset_t e_begin = tile_ptr(g), e_end = tile_ptr(g + 1);
+        for (offset_t e = e_begin; e < e_end; e += 2) {
+          const bool two = e + 1 < e_end;
+          const auto* y0 = &Y(tile_colidx(e), 0);
+          const auto* y1 = &Y(tile_colidx(two ? e + 1 : e), 0);
+          const T v0 = value(e), v1 = two ? value(e + 1) : T(0);
           for (int s = 0; s < MT; ++s)
-            if (q_of[s] < total) accumulate(s, 0, D, false);
-          tm.team_barrier();
+            if (q_of[s] < total) add(s, two, y0, v0, y1, v1, f);
         }
       }
       // Store the tiles (lower triangle; lambda_u on the diagonal).
       for (int s = 0; s < MT; ++s) {
         const int q = q_of[s];
         if (q >= total) continue;
-        const int rho = q / PP, p = q % PP;
-        const ordinal_t r = ordinal_t(g * xb + rho);
+        const ordinal_t r = ordinal_t(g * xb + q / PP);
         if (r >= rows) continue;
         const std::size_t lb = std::size_t(r) - std::size_t(g0) * xb;
-        if (p < P) {
-          int bi = int((Kokkos::sqrt(8.0 * p + 1.0) - 1.0) * 0.5);
-          while (bi * (bi + 1) / 2 > p) --bi;
-          while ((bi + 1) * (bi + 2) / 2 <= p) ++bi;
-          const int bj = p - bi * (bi + 1) / 2;
-          const T lam = weight_nnz ? lambda * T(row_count(r)) : lambda;
+        const int bi = bi_of[s], bj = bj_of[s];
+        if (bj >= 0) {
+          const T lam = !add_lambda ? T(0) : weight_nnz ? lambda * T(row_count(r)) : lambda;
           for (int rr = 0; rr < B; ++rr)
             for (int cc = 0; cc < B; ++cc) {
               const int i = bi * B + rr, j = bj * B + cc;
               if (i < f && j < f && j <= i) A(lb, i, j) = acc[s][rr][cc] + (i == j ? lam : T(0));
             }
         } else {
-          const int bi = p - P;
           for (int rr = 0; rr < B; ++rr) {
             const int i = bi * B + rr;
             if (i < f) b(lb, i) = acc[s][rr][0];
@@ -282,7 +319,7 @@ void build_normal_equations(const ExecutionSpace& exec, const HalfStepStructure<
   Policy policy(exec, g1 - g0, team);
   const int tmax = policy.team_size_max(kernel, Kokkos::ParallelForTag());
   if (team > tmax) policy = Policy(exec, g1 - g0, std::max(1, tmax / Tn::warp * Tn::warp));
-  policy.set_scratch_size(level, Kokkos::PerTeam(bytes));
+  if (bytes > 0) policy.set_scratch_size(level, Kokkos::PerTeam(bytes));
   Kokkos::parallel_for("kfactor::als::normal_equations", policy, kernel);
 }
 
@@ -298,11 +335,11 @@ int solve_normal_equations(const ExecutionSpace& exec, const HalfStepStructure<T
   using Policy = Kokkos::TeamPolicy<ExecutionSpace>;
   using Team = typename Policy::member_type;
   using ST = Kokkos::View<T*, typename ExecutionSpace::scratch_memory_space, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
-  // Odd leading dimension in scratch: threads reading rows i, i+1, ... at one
-  // column hit different banks.
-  const int lda = f % 2 == 0 ? f + 1 : f;
-  const bool staged = std::size_t(lda) * (f + 1) * sizeof(T) <= kfactor::detail::cholesky_scratch_limit;
-  const std::size_t bytes = staged ? ST::shmem_size(std::size_t(lda) * f + f) : 0;
+  // The lower triangle is staged packed: half the scratch of a square array,
+  // so twice as many systems are in flight per GPU multiprocessor.
+  const std::size_t tri = kfactor::detail::packed_size(f);
+  const bool staged = (tri + f) * sizeof(T) <= kfactor::detail::cholesky_scratch_limit;
+  const std::size_t bytes = staged ? ST::shmem_size(tri + f) : 0;
   auto row_count = S.row_count;
   auto row_orig = S.row_orig;
   Policy policy(exec, r1 - r0, cholesky_team_size<ExecutionSpace>(f));
@@ -321,18 +358,15 @@ int solve_normal_equations(const ExecutionSpace& exec, const HalfStepStructure<T
         }
         int info = 0;
         if (staged) {
-          ST sm(tm.team_scratch(level), std::size_t(lda) * f + f);
+          ST sm(tm.team_scratch(level), tri + f);
           T* sa = sm.data();
-          T* sb = sa + std::size_t(lda) * f;
-          Kokkos::parallel_for(Kokkos::TeamThreadRange(tm, f * f), [&](int e) {
-            const int i = e / f, j = e - i * f;
-            if (j <= i) sa[i * lda + j] = A(lb, i, j);
-          });
+          T* sb = sa + tri;
+          kfactor::detail::team_stage_lower_packed(tm, f, sa, [&](int i, int j) { return A(lb, i, j); });
           Kokkos::parallel_for(Kokkos::TeamThreadRange(tm, f), [&](int j) { sb[j] = b(lb, j); });
           tm.team_barrier();
-          info = team_cholesky_factor(tm, sa, lda, f);
+          info = team_cholesky_factor_packed(tm, sa, f);
           if (info == 0) {
-            team_cholesky_solve(tm, sa, lda, f, sb);
+            team_cholesky_solve_packed(tm, sa, f, sb);
             Kokkos::parallel_for(Kokkos::TeamThreadRange(tm, f), [&](int j) { X(orow, j) = sb[j]; });
           }
         } else {
