@@ -3,7 +3,8 @@
 // cuBool's peer case), time per iteration against k (20, 64, 256), and a
 // planted N x N sparse matrix at 0.001% density through the sparse-C path.
 //
-//   bench_bmf [--data DIR] [--seeds 5] [--planted N] [--only files,movielens,ksweep,planted]
+//   bench_bmf [--data DIR] [--seeds 5] [--only files,movielens,ksweep,planted]
+//             [--planted N] [--planted-density d] [--planted-ks 20,64,256]
 //             [--batch L] [--flip-prob p] [--temperature T0] [--temp-step s] [--temp-factor f]
 //             [--every-line-changed e] [--iters N] [--init mode]
 //
@@ -16,6 +17,7 @@
 #include <kfactor/io/read.hpp>
 
 #include <cstdio>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -50,6 +52,9 @@ struct Args {
   std::string data = "../shared/data";
   int seeds = 5;
   std::int64_t planted = 100000;
+  double planted_density = 1e-5;
+  std::vector<int> planted_ks = {20};
+  bool init_given = false;
   std::string only = "files,movielens,ksweep,planted";
   bmf::Options o;
 };
@@ -88,7 +93,15 @@ int main(int argc, char** argv) {
     else if (k == "--temp-factor") a.o.temp_factor = std::stod(next());
     else if (k == "--every-line-changed") a.o.every_line_changed = std::stoi(next());
     else if (k == "--iters") a.o.max_iterations = std::stoi(next());
-    else if (k == "--init") a.o.init = bmf::parse_init(next());
+    else if (k == "--init") {
+      a.o.init = bmf::parse_init(next());
+      a.init_given = true;
+    } else if (k == "--planted-density") a.planted_density = std::stod(next());
+    else if (k == "--planted-ks") {
+      a.planted_ks.clear();
+      std::stringstream ss(next());
+      for (std::string t; std::getline(ss, t, ',');) a.planted_ks.push_back(std::stoi(t));
+    }
     else if (k == "--dense-c") a.o.dense_c = bmf::parse_dense_c(next());
     else if (k.rfind("--kokkos", 0) == 0) continue;
     else {
@@ -158,30 +171,43 @@ int main(int argc, char** argv) {
   }
 
   if (wanted(a, "planted")) {
-    // N x N at 0.001% density: k = 20 blocks with factor density p,
-    // N^2 * k * p^2 ~ 1e-5 N^2, 2% noise; the sparse-C path (never N^2 bits).
+    // N x N at density d (default 0.001%): 20 planted blocks with factor
+    // density p, N^2 * 20 * p^2 ~ d N^2, 2% noise, through the sparse-C path
+    // (never N^2 bits). Factorized at every k of --planted-ks (k = 20: the
+    // recovery run, up to 200 iterations; others: 20 iterations for the time
+    // per iteration), with --init (default cover here: random starts do not
+    // find lines this sparse).
     const std::int64_t n = a.planted;
-    const double p = std::sqrt(1e-5 / 20.0);
+    const double p = std::sqrt(a.planted_density / 20.0);
     const auto t0 = std::chrono::steady_clock::now();
     const auto pl = bmf::make_planted(n, n, 20, p, 0.02, 7);
-    auto o = a.o;
-    o.dense_c = bmf::DenseC::automatic;
-    o.max_iterations = std::min(o.max_iterations, 200);
-    o.every_line_changed = 0;
-    o.init = bmf::Init::dost;
-    const auto prob = bmf::make_problem(exec, pl.rows, pl.cols, pl.one_rows, pl.one_cols, o);
+    auto base = a.o;
+    base.dense_c = bmf::DenseC::automatic;
+    base.every_line_changed = 0;
+    if (!a.init_given) base.init = bmf::Init::cover;
+    const auto prob = bmf::make_problem(exec, pl.rows, pl.cols, pl.one_rows, pl.one_cols, base);
     const double setup = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    auto r = bmf::solve(exec, prob, o);
     const auto truth = bmf::full_error(exec, prob, copy_to<Space::memory_space>(pl.A), copy_to<Space::memory_space>(pl.Bt));
-    const double per = r.report.timings.get("iterations") / std::max(1, r.report.iterations);
-    r.report.history = {};
-    bench::emit(r.report, {{"bench", "bmf_planted_sparse"}, {"n", n}, {"density", prob.density()},
-                           {"c_storage", prob.dense ? "dense_bits" : "sparse_csr"}, {"setup_seconds", setup},
-                           {"seconds_per_iteration", per}, {"planted_relative_error", truth.relative()}});
-    std::fprintf(stderr, "planted %-10lld %10.3g %10.3g %10s %9.3f %9s %8d %s (%s, %.4f s/iteration, density %.3g)\n",
-                 static_cast<long long>(n), r.report.metrics.get("relative_error"), truth.relative(), "",
-                 r.report.seconds, "", r.report.iterations, r.report.stop_reason.c_str(),
-                 prob.dense ? "dense" : "sparse", per, prob.density());
+    for (int k : a.planted_ks) {
+      auto o = base;
+      o.rank = k;
+      o.max_iterations = std::min(o.max_iterations, k == 20 ? 200 : 20);
+      o.flip_prob = std::min(o.flip_prob, 2.5 / k);
+      auto r = bmf::solve(exec, prob, o);
+      const double per = r.report.timings.get("iterations") / std::max(1, r.report.iterations);
+      r.report.history = {};
+      bench::emit(r.report, {{"bench", "bmf_planted_sparse"}, {"n", n}, {"k", k}, {"density", prob.density()},
+                             {"c_storage", prob.dense ? "dense_bits" : "sparse_csr"}, {"setup_seconds", setup},
+                             {"init_seconds", r.report.timings.get("init")}, {"seconds_per_iteration", per},
+                             {"planted_relative_error", truth.relative()}});
+      std::fprintf(stderr,
+                   "planted %-10lld %10.3g %10.3g %10s %9.3f %9s %8d %s (k %d, %s, init %s %.3f s, %.5f s/iteration, "
+                   "density %.3g)\n",
+                   static_cast<long long>(n), r.report.metrics.get("relative_error"), truth.relative(), "",
+                   r.report.seconds, "", r.report.iterations, r.report.stop_reason.c_str(), k,
+                   prob.dense ? "dense" : "sparse", bmf::to_string(o.init), r.report.timings.get("init"), per,
+                   prob.density());
+    }
   }
   return 0;
 }
