@@ -48,7 +48,7 @@ SUITE = [
     dict(name="bmf", program="bench_bmf",
          args={"cpu": ["--data", "{shared}/data", "--seeds", "1", "--iters", "1000", "--planted", "20000",
                        "--only", "files,movielens"],
-               "gpu": ["--data", "{shared}/data", "--seeds", "5", "--planted", "1000000"]}),
+               "gpu": ["--data", "{shared}/data", "--seeds", "5", "--planted", "1000000", "--planted-ks", "20,64,256"]}),
     dict(name="mnmf", program="bench_mnmf",
          args={"cpu": ["--m", "20000", "--n", "3000", "--nnz", "1000000", "--ranks", "32", "--serial-ranks", "32",
                        "--reps", "1", "--knn", "none"],
@@ -67,6 +67,8 @@ PEERS = [
     dict(name="torch_als", script="torch_als.py", args={"gpu": ["32", "100"]}),
     dict(name="sklearn_nmf", script="sklearn_nmf.py",
          args={"cpu": ["{shared}/data/snap/p2p-Gnutella08.txt", "16", "100", "0"]}),
+    # cuBool (CuBin's successor), built outside the project; its runner lives in the --peers-dir given.
+    dict(name="cubool_bmf", script="run_cubool.py", args={"gpu": ["--data", "{shared}/data", "--seeds", "5"]}),
 ]
 
 

@@ -127,8 +127,9 @@ const Registrar bmf_command{Command{
       cmd.add_option("--temp-step", s.temp_step, "multiply T by --temp-factor every this many iterations")->capture_default_str();
       cmd.add_option("--temp-factor", s.temp_factor, "cooling factor")->capture_default_str();
       cmd.add_option("--weight-ones", s.weight_ones, "cost of a missed one (a spurious one costs 1)")->capture_default_str();
-      cmd.add_option("--init", o->init, "initial factors: dost|density100|density (CuBin's modes 1-3) | rows (B's rows = random rows of C)")->capture_default_str()
-          ->check(CLI::IsMember({"dost", "density100", "density", "rows"}));
+      cmd.add_option("--init", o->init, "initial factors: dost|density100|density (CuBin's modes 1-3) | rows (B's rows = random rows of C) | cover (greedy Asso-like cover of C's ones)")->capture_default_str()
+          ->check(CLI::IsMember({"dost", "density100", "density", "rows", "cover"}));
+      cmd.add_option("--cover-candidates", s.cover_candidates, "--init cover: candidate lines per factor line")->capture_default_str();
       cmd.add_option("--dense-c", o->dense_c, "store C as dense bits: auto|on|off")->capture_default_str()
           ->check(CLI::IsMember({"auto", "on", "off"}));
       cmd.add_option("--dense-limit-mb", o->dense_limit_mb, "auto: dense bits up to this many MiB")->capture_default_str();

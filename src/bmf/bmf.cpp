@@ -12,6 +12,7 @@ const char* to_string(Init v) {
     case Init::density100: return "density100";
     case Init::density: return "density";
     case Init::sample_rows: return "rows";
+    case Init::cover: return "cover";
   }
   return "?";
 }
@@ -30,7 +31,8 @@ Init parse_init(const std::string& s) {
   if (s == "density100" || s == "2") return Init::density100;
   if (s == "density" || s == "3") return Init::density;
   if (s == "rows") return Init::sample_rows;
-  throw UsageError("bmf: unknown init '" + s + "' (dost|density100|density|rows)");
+  if (s == "cover") return Init::cover;
+  throw UsageError("bmf: unknown init '" + s + "' (dost|density100|density|rows|cover)");
 }
 DenseC parse_dense_c(const std::string& s) {
   if (s == "auto") return DenseC::automatic;
@@ -56,7 +58,105 @@ void Options::validate() const {
   if (!(weight_ones > 0.0) || !std::isfinite(weight_ones)) bad("weight of ones must be finite and > 0");
   if (!(target_error >= 0.0)) bad("target error must be >= 0");
   if (every_line_changed < 0) bad("every-line-changed must be >= 0");
+  if (cover_candidates < 1) bad("cover candidates must be >= 1");
 }
+
+namespace detail {
+
+void greedy_cover(const HostCsr& P, const HostCsr& Q, int k, int candidates, std::uint64_t seed,
+                  std::vector<bit_word_t>& X, std::vector<bit_word_t>& Y) {
+  const int W = bit_words(k);
+  const std::int64_t np = P.lines, nq = Q.lines;
+  X.assign(std::size_t(np) * W, 0);
+  Y.assign(std::size_t(nq) * W, 0);
+  const offset_t nnz = P.map[np];
+  if (nnz == 0) return;
+  auto covered = [&](std::int64_t i, std::int64_t j) {
+    for (int q = 0; q < W; ++q)
+      if (X[std::size_t(i) * W + q] & Y[std::size_t(j) * W + q]) return true;
+    return false;
+  };
+  // Scratch counters indexed by P-line (ones, uncovered ones) and by Q-line, reset through touched lists.
+  std::vector<std::int32_t> ones_p(np, 0), unc_p(np, 0), ones_q(nq, 0), unc_q(nq, 0);
+  std::vector<std::int64_t> touched;
+  // Gain of the pattern S (Q-lines) for every P-line i: uncovered ones of i in S minus zeros of i in S
+  // (zeros already covered are counted as a cost too: a conservative gain, no m x n state).
+  // Returns the total positive gain and the P-lines with a positive gain.
+  auto evaluate = [&](const std::vector<ordinal_t>& S, std::vector<ordinal_t>& R) {
+    touched.clear();
+    for (const ordinal_t j : S)
+      for (offset_t e = Q.map[j]; e < Q.map[j + 1]; ++e) {
+        const std::int64_t i = Q.idx[e];
+        if (ones_p[i]++ == 0) touched.push_back(i);
+        if (!covered(i, j)) ++unc_p[i];
+      }
+    std::sort(touched.begin(), touched.end());
+    R.clear();
+    std::int64_t total = 0;
+    for (const std::int64_t i : touched) {
+      const std::int64_t g = std::int64_t(unc_p[i]) - (std::int64_t(S.size()) - ones_p[i]);
+      if (g > 0) {
+        total += g;
+        R.push_back(ordinal_t(i));
+      }
+      ones_p[i] = unc_p[i] = 0;
+    }
+    return total;
+  };
+  // The pattern that the P-lines R vote for: Q-lines where their uncovered ones outnumber their zeros.
+  auto vote = [&](const std::vector<ordinal_t>& R, std::vector<ordinal_t>& S) {
+    touched.clear();
+    for (const ordinal_t i : R)
+      for (offset_t e = P.map[i]; e < P.map[i + 1]; ++e) {
+        const std::int64_t j = P.idx[e];
+        if (ones_q[j]++ == 0) touched.push_back(j);
+        if (!covered(i, j)) ++unc_q[j];
+      }
+    std::sort(touched.begin(), touched.end());
+    S.clear();
+    for (const std::int64_t j : touched) {
+      if (std::int64_t(unc_q[j]) - (std::int64_t(R.size()) - ones_q[j]) > 0) S.push_back(ordinal_t(j));
+      ones_q[j] = unc_q[j] = 0;
+    }
+  };
+  const CounterRng rng(seed, RngStream::factor_h);
+  std::vector<ordinal_t> cand, S, R, best_S, best_R, S2, R2;
+  for (int l = 0; l < k; ++l) {
+    // Candidates: the P-lines of random uncovered ones (lines weighted by their ones), distinct.
+    cand.clear();
+    for (std::uint64_t t = 0; int(cand.size()) < candidates && t < 8 * std::uint64_t(candidates); ++t) {
+      const offset_t e = rng.bits((std::uint64_t(l) << 32) | t) % nnz;
+      const std::int64_t r = std::upper_bound(P.map, P.map + np + 1, e) - P.map - 1;
+      if (covered(r, P.idx[e]) || std::find(cand.begin(), cand.end(), ordinal_t(r)) != cand.end()) continue;
+      cand.push_back(ordinal_t(r));
+    }
+    std::int64_t best = 0;
+    for (const ordinal_t r : cand) {
+      S.assign(P.idx + P.map[r], P.idx + P.map[r + 1]);
+      const std::int64_t g = evaluate(S, R);
+      if (g > best) {
+        best = g;
+        best_S.swap(S);
+        best_R.swap(R);
+      }
+    }
+    if (best <= 0) break;  // nothing left to cover with a gain
+    // Refine: the pattern the assigned lines vote for, then the lines that gain from it, while it helps.
+    for (int round = 0; round < 4; ++round) {
+      vote(best_R, S2);
+      const std::int64_t g = evaluate(S2, R2);
+      if (g <= best) break;
+      best = g;
+      best_S.swap(S2);
+      best_R.swap(R2);
+    }
+    const bit_word_t bit = bit_word_t(1) << (l % bit_word_bits);
+    for (const ordinal_t j : best_S) Y[std::size_t(j) * W + l / bit_word_bits] |= bit;
+    for (const ordinal_t i : best_R) X[std::size_t(i) * W + l / bit_word_bits] |= bit;
+  }
+}
+
+}  // namespace detail
 
 Planted make_planted(std::int64_t m, std::int64_t n, int k, double factor_density, double noise, std::uint64_t seed) {
   if (m < 1 || n < 1 || k < 1 || k > detail::max_rank) throw UsageError("make_planted: bad shape or rank");

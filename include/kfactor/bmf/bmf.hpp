@@ -82,6 +82,17 @@ enum class Init {
   /// from the seed), A starts empty; the search then assigns rows to these
   /// candidate patterns (Asso-style candidates, a data-driven start).
   sample_rows,
+  /// Not in CuBin: a greedy cover in the manner of Asso (Miettinen et al.),
+  /// computed on the host. For l = 0..k-1: the candidates are the rows of C
+  /// holding Options::cover_candidates random ones not yet covered; the
+  /// candidate whose pattern b (as B's row l) gives the largest total gain
+  /// sum_i max(0, g_i) wins, g_i = uncovered ones of row i under b minus its
+  /// zeros under b, and A's column l takes the rows with g_i > 0; then, while
+  /// the gain grows, b := the columns where those rows' uncovered ones
+  /// outnumber their zeros, and the rows are chosen again. The same with the
+  /// roles of rows and columns swapped; the factors with the lower error are
+  /// kept. Cost about candidates * k * (ones under a candidate's pattern).
+  cover,
 };
 enum class DenseC { automatic, on, off };
 enum class Order { columns_first, rows_first };
@@ -89,7 +100,7 @@ enum class Order { columns_first, rows_first };
 const char* to_string(Init v);
 const char* to_string(DenseC v);
 const char* to_string(Order v);
-Init parse_init(const std::string& s);     ///< "dost" | "density100" | "density" | "rows"; UsageError otherwise
+Init parse_init(const std::string& s);     ///< "dost" | "density100" | "density" | "rows" | "cover"; UsageError otherwise
 DenseC parse_dense_c(const std::string& s);  ///< "auto" | "on" | "off"
 Order parse_order(const std::string& s);     ///< "columns-first" | "rows-first"
 
@@ -110,6 +121,7 @@ struct Options {
   int every_line_changed = 1000;       ///< no-improvement stop factor; 0 disables the rule
   bool keep_best = true;               ///< with T0 > 0: return the best factors seen
   std::uint64_t seed = 42;
+  int cover_candidates = 64;           ///< Init::cover: candidate lines per factor line
   /// Lines i with equal i / proposal_group share one flip mask per phase
   /// (coordinated proposals; 1 = every line its own mask).
   int proposal_group = 1;

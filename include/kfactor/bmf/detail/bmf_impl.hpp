@@ -76,7 +76,8 @@ inline double init_probability(Init mode, double dc, int k) {
     case Init::dost: return std::sqrt(1.0 - std::pow(1.0 - dc, 1.0 / double(k)));
     case Init::density100: return dc / 100.0;
     case Init::density: return dc;
-    case Init::sample_rows: return 0.0;
+    case Init::sample_rows:
+    case Init::cover: return 0.0;
   }
   return dc / 100.0;
 }
@@ -120,6 +121,59 @@ void sample_rows(const ExecutionSpace& exec, const Problem<MemorySpace>& problem
   }
   Kokkos::deep_copy(exec, Bt.words, h);
   exec.fence();
+}
+
+/// A host CSR of C's ones: lines rows (or columns), map[lines + 1], idx.
+struct HostCsr {
+  const offset_t* map = nullptr;
+  const ordinal_t* idx = nullptr;
+  std::int64_t lines = 0;
+};
+
+/// One orientation of Init::cover (src/bmf/bmf.cpp): the candidates are
+/// lines of P; X (P.lines x bit_words(k) words) gets the assignments, Y
+/// (Q.lines x words, Q = P's transpose) the patterns.
+void greedy_cover(const HostCsr& P, const HostCsr& Q, int k, int candidates, std::uint64_t seed,
+                  std::vector<bit_word_t>& X, std::vector<bit_word_t>& Y);
+
+/// Init::cover: greedy_cover from C's rows (patterns -> B) and from C's
+/// columns (patterns -> A); the pair with the lower exact error is kept.
+template <class ExecutionSpace, class MemorySpace>
+void cover_init(const ExecutionSpace& exec, const Problem<MemorySpace>& problem, const Options& o,
+                State<MemorySpace>& s) {
+  auto rmap = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, problem.by_row.row_map);
+  auto ridx = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, problem.by_row.entries);
+  const std::int64_t m = problem.rows, n = problem.cols;
+  // C's columns: the stored transpose (sparse C) or one built here (dense C keeps none).
+  std::vector<offset_t> cmap(n + 1, 0);
+  std::vector<ordinal_t> cidx(ridx.extent(0));
+  for (std::size_t e = 0; e < ridx.extent(0); ++e) ++cmap[ridx(e) + 1];
+  std::partial_sum(cmap.begin(), cmap.end(), cmap.begin());
+  {
+    std::vector<offset_t> fill(cmap.begin(), cmap.end() - 1);
+    for (std::int64_t i = 0; i < m; ++i)
+      for (offset_t e = rmap(i); e < rmap(i + 1); ++e) cidx[fill[ridx(e)]++] = ordinal_t(i);
+  }
+  const HostCsr rows{rmap.data(), ridx.data(), m}, cols{cmap.data(), cidx.data(), n};
+  std::vector<bit_word_t> x, y;
+  BooleanErrors best;
+  for (int side = 0; side < 2; ++side) {
+    if (side == 0)
+      greedy_cover(rows, cols, o.rank, o.cover_candidates, o.seed, x, y);  // x: A, y: Bt
+    else
+      greedy_cover(cols, rows, o.rank, o.cover_candidates, o.seed, y, x);  // y: Bt, x: A
+    BitMatrix<MemorySpace> tA("bmf::cover_A", m, o.rank), tBt("bmf::cover_Bt", n, o.rank);
+    Kokkos::deep_copy(exec, tA.words, Kokkos::View<const bit_word_t**, Kokkos::LayoutRight, Kokkos::HostSpace,
+                                                   Kokkos::MemoryTraits<Kokkos::Unmanaged>>(x.data(), m, tA.words.extent(1)));
+    Kokkos::deep_copy(exec, tBt.words, Kokkos::View<const bit_word_t**, Kokkos::LayoutRight, Kokkos::HostSpace,
+                                                    Kokkos::MemoryTraits<Kokkos::Unmanaged>>(y.data(), n, tBt.words.extent(1)));
+    const auto e = full_error(exec, problem, tA, tBt);
+    if (side == 0 || e.hamming() < best.hamming()) {
+      best = e;
+      s.A = tA;
+      s.Bt = tBt;
+    }
+  }
 }
 
 /// Device totals [FP, FN, accepted] -> the state's host copies.
@@ -268,6 +322,8 @@ State<typename ExecutionSpace::memory_space> init(const ExecutionSpace& exec,
   const double p = detail::init_probability(options.init, problem.density(), options.rank);
   if (options.init == Init::sample_rows) {
     detail::sample_rows(exec, problem, s.Bt, options.seed);
+  } else if (options.init == Init::cover) {
+    detail::cover_init(exec, problem, options, s);
   } else {
     detail::fill_bits(exec, s.A, p, options.seed, RngStream::factor_w);
     detail::fill_bits(exec, s.Bt, p, options.seed, RngStream::factor_h);
