@@ -157,6 +157,40 @@ class Collectives {
     stats.bytes_in += static_cast<std::int64_t>((full.extent(0) - local.extent(0)) * K * sizeof(T));
   }
 
+  /// One step of a ring: sends `send` (LayoutRight, contiguous) to rank
+  /// `dest` and receives `recv` (already sized to what arrives) from rank
+  /// `source`, in one MPI_Sendrecv. Point to point: one latency, no log P.
+  template <class ExecutionSpace, class T, class Mem>
+  void shift_rows(const ExecutionSpace& exec, const DenseMatrix<T, Mem>& send, int dest,
+                  const DenseMatrix<T, Mem>& recv, int source) {
+    if (send.size() > std::size_t(2147483647) || recv.size() > std::size_t(2147483647))
+      throw RuntimeFailure("distributed: a ring block of " + std::to_string(std::max(send.size(), recv.size())) +
+                           " values exceeds MPI's int counts; use more ranks");
+    const int ns = static_cast<int>(send.size()), nr = static_cast<int>(recv.size());
+    exec.fence();
+    wait();
+    const double t0 = MPI_Wtime();
+    if constexpr (Kokkos::SpaceAccessibility<Kokkos::HostSpace, Mem>::accessible) {
+      check(MPI_Sendrecv(send.data(), ns, mpi_type<T>(), dest, 0, recv.data(), nr, mpi_type<T>(), source, 0, comm_,
+                         MPI_STATUS_IGNORE),
+            "MPI_Sendrecv");
+    } else {
+      using Pinned = Kokkos::View<T*, Kokkos::SharedHostPinnedSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+      using Flat = Kokkos::View<T*, Mem, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+      T* h = staging<T>(send.size() + recv.size());
+      Kokkos::deep_copy(exec, Pinned(h, send.size()), Flat(send.data(), send.size()));
+      exec.fence();
+      check(MPI_Sendrecv(h, ns, mpi_type<T>(), dest, 0, h + send.size(), nr, mpi_type<T>(), source, 0, comm_,
+                         MPI_STATUS_IGNORE),
+            "MPI_Sendrecv");
+      Kokkos::deep_copy(exec, Flat(recv.data(), recv.size()), Pinned(h + send.size(), recv.size()));
+      exec.fence();
+    }
+    stats.seconds += MPI_Wtime() - t0;
+    ++stats.calls;
+    stats.bytes_in += static_cast<std::int64_t>(recv.size() * sizeof(T));
+  }
+
   /// A new matrix of all bounds.back() rows: the ranks' row blocks of
   /// `local` in rank order (allgather_rows into fresh memory, fenced).
   template <class ExecutionSpace, class T, class Mem>
