@@ -755,6 +755,15 @@ DenseMatrix<T, Mem> gather_Y(const ExecutionSpace& exec, State<T, Mem>& s) {
   return s.coll->allgather_rows(exec, s.Y, s.item_bounds, "kfactor::als::Y_full");
 }
 
+/// X and Y whole on rank `root` (host memory; empty on the other ranks),
+/// through MPI_Gatherv: for writing the factors without replicating them.
+/// Collective.
+template <class ExecutionSpace, class T, class Mem>
+std::pair<Kokkos::View<T**, Kokkos::LayoutRight, Kokkos::HostSpace>, Kokkos::View<T**, Kokkos::LayoutRight, Kokkos::HostSpace>>
+gather_factors_to(const ExecutionSpace& exec, State<T, Mem>& s, int root) {
+  return {s.coll->gather_rows_to(exec, s.X, s.user_bounds, root), s.coll->gather_rows_to(exec, s.Y, s.item_bounds, root)};
+}
+
 }  // namespace kfactor::distributed::als
 
 // Explicit instantiations live in src/distributed/distributed.cpp.

@@ -202,6 +202,35 @@ class Collectives {
     return full;
   }
 
+  /// The ranks' row blocks of `local` in rank order, as a host matrix of all
+  /// bounds.back() rows on `root` (empty elsewhere): MPI_Gatherv, so only
+  /// the root ever holds the whole factor.
+  template <class ExecutionSpace, class T, class Mem>
+  Kokkos::View<T**, Kokkos::LayoutRight, Kokkos::HostSpace> gather_rows_to(const ExecutionSpace& exec,
+                                                                           const DenseMatrix<T, Mem>& local,
+                                                                           const std::vector<ordinal_t>& bounds,
+                                                                           int root) {
+    const std::size_t K = local.extent(1);
+    std::vector<int> counts(size_), displs(size_);
+    for (int p = 0; p < size_; ++p) {
+      const std::int64_t d = std::int64_t(bounds[p]) * std::int64_t(K);
+      if (std::int64_t(bounds[p + 1]) * std::int64_t(K) > std::int64_t(2147483647))
+        throw RuntimeFailure("distributed: a factor of " + std::to_string(bounds.back()) + " x " + std::to_string(K) +
+                             " exceeds MPI's int counts");
+      counts[p] = static_cast<int>(std::int64_t(bounds[p + 1] - bounds[p]) * std::int64_t(K));
+      displs[p] = static_cast<int>(d);
+    }
+    const auto mine = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, local);
+    exec.fence();
+    Kokkos::View<T**, Kokkos::LayoutRight, Kokkos::HostSpace> full(
+        Kokkos::view_alloc(Kokkos::WithoutInitializing, "kfactor::gathered_factor"), rank_ == root ? bounds.back() : 0,
+        rank_ == root ? K : 0);
+    check(MPI_Gatherv(mine.data(), counts[rank_], mpi_type<T>(), full.data(), counts.data(), displs.data(),
+                      mpi_type<T>(), root, comm_),
+          "MPI_Gatherv");
+    return full;
+  }
+
   /// Every rank's `local` values (host) concatenated in rank order.
   template <class T>
   std::vector<T> allgather_host(const std::vector<T>& local) {
