@@ -6,27 +6,32 @@
 //                   other dimension and the nonzeros per row fixed);
 // the time per iteration (step only, fenced; the slowest rank), split into
 // communication (the MPI calls, timed after a fence, see
-// distributed/detail/collectives.hpp) and compute (the rest), and the
-// model of distributed/nmf.hpp / als.hpp: bytes per iteration and rank, and
-// the predicted communication time collectives * alpha * ceil(log2 p) +
-// bytes * beta, with alpha (one all-reduce of 8 bytes) and beta (a 16 MB
-// all-gather) measured on the same ranks just before, through the solvers'
-// own collectives on device memory (host staging included). One JSON record per
-// (solver, scaling, p) through perf/common/bench.hpp on rank 0; a table on
-// stderr.
+// distributed/detail/collectives.hpp) and compute (the rest), per kind of
+// call (all-reduce, all-gather, ring shift), and the model: bytes per
+// iteration and rank (distributed/nmf.hpp, als.hpp) and the predicted time
+// per kind, calls x latency + bytes x inverse bandwidth, with constants
+// calibrated on the same ranks just before by size sweeps through the
+// solvers' own collectives (Calibration below). One JSON record per
+// (solver, layout, scaling, p) through perf/common/bench.hpp on rank 0; a
+// table on stderr.
 //
 //   mpiexec -n P bench_distributed [--nmf VxDxNNZ] [--k K] [--algs hals,alo,mu]
-//       [--als MxNxNNZ] [--f F] [--iters N] [--precision float|double]
+//       [--als MxNxNNZ] [--f F] [--factor-layout replicated|blocked|both]
+//       [--max-batch-mb MB] [--iters N] [--precision float|double]
 //       [--weak 1|0] [--strong 1|0] [--seed S]
 //
 // The benchmark sets Collectives::measure_wait: a timed barrier before each
 // collective separates waiting for slower ranks ("wait": imbalance, or here
 // CPU contention) from the transfer ("communication", the collective alone),
 // which is what the model predicts (model_over_measured_comm uses the
-// least transfer time over ranks). NMF records also carry the time of an
-// epoch's two all-gathers run back to back without compute
-// (gathers_alone_s): on a machine whose cores are shared with other jobs the
-// in-loop transfers are stretched by descheduled partners, which this shows.
+// least transfer time over ranks). It also logs every call with the
+// involuntary context switches its rank suffered meanwhile: a rank switched
+// out by the OS stretches the collective on every rank by a time slice,
+// which no latency-bandwidth model describes, so the records also compare
+// model and measurement over the undisturbed calls alone
+// (measured_over_model_undisturbed, undisturbed_call_fraction). NMF records
+// also carry the time of an epoch's two all-gathers run back to back without
+// compute (gathers_alone_s).
 #include "common/bench.hpp"
 
 #include <kfactor/config.hpp>

@@ -11,7 +11,8 @@
 /// address (CUDA) are staged through one pinned host buffer per
 /// communicator, grown on demand and reused (a fresh pageable mirror per call
 /// paid page faults and half the copy bandwidth), so no CUDA-aware MPI is
-/// needed; the staging copies are counted as communication.
+/// needed; the staging copies are counted as communication. CommStats splits
+/// the time by kind of call (all-reduce, all-gather, ring shift).
 
 #include <kfactor/config.hpp>
 #include <kfactor/core/error.hpp>
