@@ -6,27 +6,32 @@
 //                   other dimension and the nonzeros per row fixed);
 // the time per iteration (step only, fenced; the slowest rank), split into
 // communication (the MPI calls, timed after a fence, see
-// distributed/detail/collectives.hpp) and compute (the rest), and the
-// model of distributed/nmf.hpp / als.hpp: bytes per iteration and rank, and
-// the predicted communication time collectives * alpha * ceil(log2 p) +
-// bytes * beta, with alpha (one all-reduce of 8 bytes) and beta (a 16 MB
-// all-gather) measured on the same ranks just before, through the solvers'
-// own collectives on device memory (host staging included). One JSON record per
-// (solver, scaling, p) through perf/common/bench.hpp on rank 0; a table on
-// stderr.
+// distributed/detail/collectives.hpp) and compute (the rest), per kind of
+// call (all-reduce, all-gather, ring shift), and the model: bytes per
+// iteration and rank (distributed/nmf.hpp, als.hpp) and the predicted time
+// per kind, calls x latency + bytes x inverse bandwidth, with constants
+// calibrated on the same ranks just before by size sweeps through the
+// solvers' own collectives (Calibration below). One JSON record per
+// (solver, layout, scaling, p) through perf/common/bench.hpp on rank 0; a
+// table on stderr.
 //
 //   mpiexec -n P bench_distributed [--nmf VxDxNNZ] [--k K] [--algs hals,alo,mu]
-//       [--als MxNxNNZ] [--f F] [--iters N] [--precision float|double]
+//       [--als MxNxNNZ] [--f F] [--factor-layout replicated|blocked|both]
+//       [--max-batch-mb MB] [--iters N] [--precision float|double]
 //       [--weak 1|0] [--strong 1|0] [--seed S]
 //
 // The benchmark sets Collectives::measure_wait: a timed barrier before each
 // collective separates waiting for slower ranks ("wait": imbalance, or here
 // CPU contention) from the transfer ("communication", the collective alone),
 // which is what the model predicts (model_over_measured_comm uses the
-// least transfer time over ranks). NMF records also carry the time of an
-// epoch's two all-gathers run back to back without compute
-// (gathers_alone_s): on a machine whose cores are shared with other jobs the
-// in-loop transfers are stretched by descheduled partners, which this shows.
+// least transfer time over ranks). It also logs every call with the
+// involuntary context switches its rank suffered meanwhile: a rank switched
+// out by the OS stretches the collective on every rank by a time slice,
+// which no latency-bandwidth model describes, so the records also compare
+// model and measurement over the undisturbed calls alone
+// (measured_over_model_undisturbed, undisturbed_call_fraction). NMF records
+// also carry the time of an epoch's two all-gathers run back to back without
+// compute (gathers_alone_s).
 #include "common/bench.hpp"
 
 #include <kfactor/config.hpp>
@@ -48,6 +53,7 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 namespace {
@@ -65,6 +71,8 @@ struct Args {
   std::string precision = "double";
   bool weak = true, strong = true;
   std::uint64_t seed = 1;
+  std::vector<std::string> layouts = {"replicated"};  ///< ALS factor layouts
+  double max_batch_mb = 0;                            ///< ALS normal equations per batch (0: the solver's default)
 };
 
 std::vector<std::string> split(const std::string& s, char sep) {
@@ -101,6 +109,8 @@ Args parse(int argc, char** argv) {
     else if (k == "--weak") a.weak = v != "0";
     else if (k == "--strong") a.strong = v != "0";
     else if (k == "--seed") a.seed = std::stoull(v);
+    else if (k == "--factor-layout") a.layouts = v == "both" ? std::vector<std::string>{"replicated", "blocked"} : split(v, ',');
+    else if (k == "--max-batch-mb") a.max_batch_mb = std::stod(v);
     else {
       std::fprintf(stderr, "bench_distributed: unknown option %s\n", k.c_str());
       std::exit(2);
@@ -155,47 +165,113 @@ double allreduce(MPI_Comm c, double v, MPI_Op op) {
   return out;
 }
 
-/// alpha: one all-reduce of 8 bytes; beta: seconds per byte received in an
-/// all-gather of rows of a 16 MB factor (medians). Both go through the
-/// solvers' own path (distributed/detail/collectives.hpp) on Views in the
-/// execution space's memory, so on a GPU they include the staging copies
-/// through pinned host memory that the solvers pay.
+/// The model's constants, each measured on the same ranks just before the
+/// runs, through the solvers' own path (distributed/detail/collectives.hpp)
+/// on Views in the execution space's memory (on a GPU: with the staging
+/// copies through pinned host memory the solvers pay), with a barrier before
+/// every timed call and the median of the repetitions:
+///   alpha     latency per message step: an all-reduce of 8 bytes / ceil(log2 p);
+///   gamma     seconds per payload byte of an all-reduce: least-squares slope
+///             over payloads of 8 B .. 512 KB (the Grams are 8 KB .. 2 MB);
+///   L_g, beta all-gather of rows: least-squares intercept and slope of the
+///             time against the bytes received, over factors of 1 .. 32 MB
+///             (the solvers' factors are 2.5 .. 40 MB);
+///   L_s, beta_s the same for one ring shift (MPI_Sendrecv to the
+///             neighbours) over blocks of 0.5 .. 16 MB.
+/// A sweep over the sizes the solvers use, not one size: a single 16 MB
+/// all-gather folded its per-call cost into beta and alpha did not cover
+/// the per-call cost of large messages.
+struct Calibration {
+  double alpha = 0, gamma = 0, gather_latency = 0, beta = 0, shift_latency = 0, shift_beta = 0;
+  /// Modelled seconds of `calls` calls of each kind moving `bytes` (received,
+  /// or all-reduce payload).
+  [[nodiscard]] double reduce(double calls, double payload, int p) const {
+    return calls * alpha * std::ceil(std::log2(double(p))) + payload * gamma;
+  }
+  [[nodiscard]] double gather(double calls, double bytes_in) const { return calls * gather_latency + bytes_in * beta; }
+  [[nodiscard]] double shift(double calls, double bytes_in) const { return calls * shift_latency + bytes_in * shift_beta; }
+};
+
+/// Least-squares line t = a + b x.
+std::pair<double, double> fit_line(const std::vector<double>& x, const std::vector<double>& t) {
+  const double n = double(x.size());
+  double sx = 0, st = 0, sxx = 0, sxt = 0;
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    sx += x[i];
+    st += t[i];
+    sxx += x[i] * x[i];
+    sxt += x[i] * t[i];
+  }
+  const double b = (n * sxt - sx * st) / (n * sxx - sx * sx);
+  return {(st - b * sx) / n, b};
+}
+
 template <class T>
-std::pair<double, double> calibrate(MPI_Comm c, const Exec& exec) {
+Calibration calibrate(MPI_Comm c, const Exec& exec) {
   using Mem = Exec::memory_space;
-  const int p = size_of(c);
-  if (p == 1) return {0.0, 0.0};
+  const int p = size_of(c), me = rank_of(c);
+  Calibration cal;
+  if (p == 1) return cal;
   auto median = [](std::vector<double> t) {
     std::sort(t.begin(), t.end());
     return t[t.size() / 2];
   };
   distributed::detail::Collectives coll(c);
-  std::vector<double> t;
-  Kokkos::View<double*, Mem> x("x", 1);
-  for (int i = 0; i < 300; ++i) {
-    MPI_Barrier(c);
-    const double t0 = MPI_Wtime();
-    coll.allreduce_sum(exec, x);
-    t.push_back(MPI_Wtime() - t0);
+  std::vector<distributed::detail::Collectives::CallRecord> log;
+  coll.log = &log;
+  // Median over reps of the slowest rank's time of call(), over the reps
+  // during which no rank was switched out (all reps if there is none): the
+  // same filter as the undisturbed calls in measure().
+  auto time = [&](int reps, auto&& call) {
+    std::vector<double> all, clean;
+    for (int i = 0; i < reps; ++i) {
+      log.clear();
+      MPI_Barrier(c);
+      const double t0 = MPI_Wtime();
+      call();
+      double tv[2] = {MPI_Wtime() - t0, double(log.empty() ? 0 : log.back().switches)};
+      MPI_Allreduce(MPI_IN_PLACE, tv, 2, MPI_DOUBLE, MPI_MAX, c);
+      all.push_back(tv[0]);
+      if (tv[1] == 0) clean.push_back(tv[0]);
+    }
+    return median(clean.empty() ? all : clean);
+  };
+  std::vector<double> x, t;
+  for (const std::size_t n : {std::size_t(1), std::size_t(1024), std::size_t(8192), std::size_t(65536)}) {
+    Kokkos::View<double*, Mem> v("v", n);
+    const double tn = time(n == 1 ? 300 : 31, [&] { coll.allreduce_sum(exec, v); });
+    if (n == 1) cal.alpha = tn / std::ceil(std::log2(double(p)));
+    x.push_back(8.0 * n);
+    t.push_back(tn);
   }
-  const double alpha = allreduce(c, median(t), MPI_MAX);
+  cal.gamma = std::max(0.0, fit_line(x, t).second);
   const int K = 64;
-  const ordinal_t rows = ordinal_t((16 << 20) / (sizeof(T) * K));  // 16 MB in total
-  std::vector<ordinal_t> bounds(p + 1);
-  for (int q = 0; q <= p; ++q) bounds[q] = ordinal_t(std::int64_t(rows) * q / p);
-  const int me = rank_of(c);
-  DenseMatrix<T, Mem> mine("mine", bounds[me + 1] - bounds[me], K), all("all", rows, K);
+  x.clear();
   t.clear();
-  for (int i = 0; i < 9; ++i) {
-    MPI_Barrier(c);
-    const double t0 = MPI_Wtime();
-    coll.allgather_rows(exec, mine, all, bounds);
-    t.push_back(MPI_Wtime() - t0);
+  for (const int mb : {1, 4, 16, 32}) {
+    const ordinal_t rows = ordinal_t((std::size_t(mb) << 20) / (sizeof(T) * K));
+    std::vector<ordinal_t> bounds(p + 1);
+    for (int q = 0; q <= p; ++q) bounds[q] = ordinal_t(std::int64_t(rows) * q / p);
+    DenseMatrix<T, Mem> mine("mine", bounds[me + 1] - bounds[me], K), all("all", rows, K);
+    const double tg = time(9, [&] { coll.allgather_rows(exec, mine, all, bounds); });
+    // mean bytes received per rank
+    x.push_back(double(rows) * (p - 1) / p * K * sizeof(T));
+    t.push_back(tg);
   }
-  const double tg = allreduce(c, median(t), MPI_MAX);
-  const double bytes_in = double(rows - (bounds[me + 1] - bounds[me])) * K * sizeof(T);
-  const double beta = std::max(0.0, tg - alpha * std::ceil(std::log2(double(p)))) / bytes_in;
-  return {alpha, beta};
+  std::tie(cal.gather_latency, cal.beta) = fit_line(x, t);
+  cal.gather_latency = std::max(cal.gather_latency, cal.alpha * std::ceil(std::log2(double(p))));
+  x.clear();
+  t.clear();
+  for (const double mb : {0.5, 2.0, 8.0, 16.0}) {
+    const ordinal_t rows = ordinal_t(mb * 1048576.0 / (sizeof(T) * K));
+    DenseMatrix<T, Mem> send("send", rows, K), recv("recv", rows, K);
+    const double ts = time(9, [&] { coll.shift_rows(exec, send, (me + p - 1) % p, recv, (me + 1) % p); });
+    x.push_back(double(rows) * K * sizeof(T));
+    t.push_back(ts);
+  }
+  std::tie(cal.shift_latency, cal.shift_beta) = fit_line(x, t);
+  cal.shift_latency = std::max(cal.shift_latency, cal.alpha);
+  return cal;
 }
 
 struct Measure {
@@ -205,6 +281,19 @@ struct Measure {
   double compute_max = 0;
   double bytes_in_mean = 0;  ///< measured all-gather bytes per iteration (mean over ranks)
   double reduce_bytes = 0;   ///< all-reduce payload per iteration
+  /// transfer per kind of call (least over ranks of the per-rank medians) and calls per step
+  double reduce_s = 0, gather_s = 0, shift_s = 0;
+  double reduce_calls = 0, gather_calls = 0, shift_calls = 0;
+  /// Calls during which no rank was descheduled (no involuntary context
+  /// switch on any rank), over all timed steps: their transfer (slowest
+  /// rank) and the model of exactly those calls.
+  double undisturbed_fraction = 0, undisturbed_s = 0, undisturbed_model_s = 0;
+};
+
+/// The model's prediction per kind of call (seconds per step).
+struct Model {
+  double reduce_s = 0, gather_s = 0, shift_s = 0;
+  [[nodiscard]] double total() const { return reduce_s + gather_s + shift_s; }
 };
 
 /// Times `iters` calls of step() after one warm-up, each between a barrier
@@ -212,29 +301,56 @@ struct Measure {
 /// transfer and the wait (robust to a machine shared with other jobs), then
 /// reduced over ranks. Collective over c.
 template <class StepFn, class StatsFn>
-Measure measure(MPI_Comm c, const Exec& exec, int iters, StepFn&& step, StatsFn&& stats) {
+Measure measure(MPI_Comm c, const Exec& exec, int iters, distributed::detail::Collectives& coll, const Calibration& cal,
+                StepFn&& step, StatsFn&& stats) {
   step();
   exec.fence();
-  std::vector<double> ts, cs, ws, bytes, red;
+  std::vector<double> ts, cs, ws, bytes, red, rs, gs, ss, rc, gc, sc;
+  std::vector<distributed::detail::Collectives::CallRecord> calls;
+  double clean_s = 0, clean_model = 0, n_clean = 0, n_all = 0;
+  const int p = size_of(c);
+  coll.log = &calls;
   for (int i = 0; i < iters; ++i) {
+    calls.clear();
     MPI_Barrier(c);
     const auto s0 = stats();
     const double t0 = MPI_Wtime();
     step();
     exec.fence();
     ts.push_back(MPI_Wtime() - t0);
+    // Per call: the slowest rank's time, and whether any rank was switched out.
+    std::vector<double> t(calls.size()), sw(calls.size());
+    for (std::size_t k = 0; k < calls.size(); ++k) {
+      t[k] = calls[k].seconds;
+      sw[k] = double(calls[k].switches);
+    }
+    MPI_Allreduce(MPI_IN_PLACE, t.data(), int(t.size()), MPI_DOUBLE, MPI_MAX, c);
+    MPI_Allreduce(MPI_IN_PLACE, sw.data(), int(sw.size()), MPI_DOUBLE, MPI_MAX, c);
+    for (std::size_t k = 0; k < calls.size(); ++k) {
+      ++n_all;
+      if (sw[k] > 0) continue;
+      ++n_clean;
+      clean_s += t[k];
+      const auto& r = calls[k];
+      clean_model += r.kind == 'r' ? cal.reduce(1, r.bytes, p) : r.kind == 'g' ? cal.gather(1, r.bytes) : cal.shift(1, r.bytes);
+    }
     const auto s1 = stats();
     cs.push_back(s1.seconds - s0.seconds);
     ws.push_back(s1.wait_seconds - s0.wait_seconds);
     bytes.push_back(double(s1.bytes_in - s0.bytes_in));
     red.push_back(double(s1.reduce_bytes - s0.reduce_bytes));
+    rs.push_back(s1.reduce_seconds - s0.reduce_seconds);
+    gs.push_back(s1.gather_seconds - s0.gather_seconds);
+    ss.push_back(s1.shift_seconds - s0.shift_seconds);
+    rc.push_back(double(s1.reduce_calls - s0.reduce_calls));
+    gc.push_back(double(s1.gather_calls - s0.gather_calls));
+    sc.push_back(double(s1.shift_calls - s0.shift_calls));
   }
   auto median = [](std::vector<double> v) {
     std::sort(v.begin(), v.end());
     return v[v.size() / 2];
   };
   const double t = median(ts), comm = median(cs), wait = median(ws);
-  const int p = size_of(c);
   Measure m;
   m.per_iter = allreduce(c, t, MPI_MAX);
   m.comm_max = allreduce(c, comm, MPI_MAX);
@@ -245,15 +361,25 @@ Measure measure(MPI_Comm c, const Exec& exec, int iters, StepFn&& step, StatsFn&
   m.compute_max = allreduce(c, t - comm - wait, MPI_MAX);
   m.bytes_in_mean = allreduce(c, median(bytes), MPI_SUM) / p;
   m.reduce_bytes = median(red);
+  m.reduce_s = allreduce(c, median(rs), MPI_MIN);
+  m.gather_s = allreduce(c, median(gs), MPI_MIN);
+  m.shift_s = allreduce(c, median(ss), MPI_MIN);
+  m.reduce_calls = median(rc);
+  m.gather_calls = median(gc);
+  m.shift_calls = median(sc);
+  coll.log = nullptr;
+  m.undisturbed_fraction = n_all > 0 ? n_clean / n_all : 0.0;
+  m.undisturbed_s = clean_s;
+  m.undisturbed_model_s = clean_model;
   return m;
 }
 
 void emit(MPI_Comm c, const std::string& solver, const std::string& scaling, const std::string& variant,
           const char* prec, std::int64_t rows, std::int64_t cols, std::int64_t nnz, int K, int iters, const Measure& m,
-          double model_bytes, double model_collectives, double alpha, double beta, double gathers_alone = 0) {
+          double model_bytes, const Model& model, const Calibration& cal, double gathers_alone = 0) {
   if (rank_of(c) != 0) return;
   const int p = size_of(c);
-  const double model_s = p <= 1 ? 0.0 : model_collectives * alpha * std::ceil(std::log2(double(p))) + model_bytes * beta;
+  const double model_s = model.total();
   Report r;
   r.command = "bench_distributed";
   r.backend = backend_name<Exec>();
@@ -283,21 +409,50 @@ void emit(MPI_Comm c, const std::string& solver, const std::string& scaling, con
                                 {"model_bytes_per_iteration", model_bytes},
                                 {"measured_gather_bytes_per_iteration", m.bytes_in_mean},
                                 {"measured_reduce_payload_bytes_per_iteration", m.reduce_bytes},
-                                {"alpha_s", alpha},
-                                {"beta_s_per_byte", beta},
+                                {"alpha_s", cal.alpha},
+                                {"beta_s_per_byte", cal.beta},
+                                {"gamma_s_per_byte", cal.gamma},
+                                {"gather_latency_s", cal.gather_latency},
+                                {"shift_latency_s", cal.shift_latency},
+                                {"shift_beta_s_per_byte", cal.shift_beta},
                                 {"model_over_measured_comm", m.comm_min > 0 ? model_s / m.comm_min : 0.0},
-                                {"gathers_alone_s", gathers_alone}});
+                                {"gathers_alone_s", gathers_alone},
+                                {"measured_reduce_s", m.reduce_s},
+                                {"measured_gather_s", m.gather_s},
+                                {"measured_shift_s", m.shift_s},
+                                {"model_reduce_s", model.reduce_s},
+                                {"model_gather_s", model.gather_s},
+                                {"model_shift_s", model.shift_s},
+                                {"calls_reduce_gather_shift", {m.reduce_calls, m.gather_calls, m.shift_calls}},
+                                {"undisturbed_call_fraction", m.undisturbed_fraction},
+                                {"undisturbed_calls_s", m.undisturbed_s},
+                                {"undisturbed_calls_model_s", m.undisturbed_model_s},
+                                {"measured_over_model_undisturbed",
+                                 m.undisturbed_model_s > 0 ? m.undisturbed_s / m.undisturbed_model_s : 0.0}});
   std::fprintf(stderr,
                "%-4s %-5s %-6s p=%d %6lldx%-6lld nnz %8lld K=%-3d %8.2f ms/it  compute %8.2f  wait %6.2f  comm %6.3f "
                "(min %6.3f max %6.3f)  model %6.3f ms  bytes/it %.3g (model %.3g)  gathers alone %.3f ms\n",
                solver.c_str(), variant.c_str(), scaling.c_str(), p, (long long)rows, (long long)cols, (long long)nnz, K,
                1e3 * m.per_iter, 1e3 * m.compute_max, 1e3 * m.wait_mean, 1e3 * m.comm_mean, 1e3 * m.comm_min,
                1e3 * m.comm_max, 1e3 * model_s, m.bytes_in_mean + m.reduce_bytes, model_bytes, 1e3 * gathers_alone);
+  if (p > 1)
+    std::fprintf(stderr,
+                 "       by kind, measured (model) ms: reduce %.3f (%.3f) x%.0f  gather %.3f (%.3f) x%.0f  shift %.3f "
+                 "(%.3f) x%.0f\n",
+                 1e3 * m.reduce_s, 1e3 * model.reduce_s, m.reduce_calls, 1e3 * m.gather_s, 1e3 * model.gather_s,
+                 m.gather_calls, 1e3 * m.shift_s, 1e3 * model.shift_s, m.shift_calls);
+  if (p > 1)
+    std::fprintf(stderr,
+                 "       undisturbed calls (no rank switched out): %.0f%%, measured %.3f ms, model %.3f ms, "
+                 "measured/model %.2f; all calls: measured/model %.2f\n",
+                 100 * m.undisturbed_fraction, 1e3 * m.undisturbed_s, 1e3 * m.undisturbed_model_s,
+                 m.undisturbed_model_s > 0 ? m.undisturbed_s / m.undisturbed_model_s : 0.0,
+                 model_s > 0 ? m.comm_min / model_s : 0.0);
 }
 
 template <class T>
 void run_nmf(MPI_Comm c, const Exec& exec, const Args& a, const std::string& scaling, std::int64_t V, std::int64_t D,
-             std::int64_t nnz, std::pair<double, double> ab) {
+             std::int64_t nnz, const Calibration& cal) {
   namespace dn = distributed::nmf;
   const auto A = to_csr(exec, synthetic<T>(V, D, nnz, a.seed));
   const auto blocks = dn::distribute(exec, c, A);
@@ -323,46 +478,71 @@ void run_nmf(MPI_Comm c, const Exec& exec, const Args& a, const std::string& sca
       gathers_alone = allreduce(c, t[4], MPI_MAX);
     }
     const Measure m = measure(
-        c, exec, a.iters,
+        c, exec, a.iters, *s.comm->coll, cal,
         [&] {
           dn::step(exec, blocks, o, s);
           ++s.iteration;
         },
         [&] { return s.comm_stats(); });
-    const auto v = dn::epoch_volume(V, D, a.k, size_of(c), o.algorithm, sizeof(T));
+    const int P = size_of(c);
+    const auto v = dn::epoch_volume(V, D, a.k, P, o.algorithm, sizeof(T));
+    Model model;
+    if (P > 1) {
+      // Payload of the all-reductions: two K x K Grams and the doubles.
+      const double payload = 2.0 * a.k * a.k * sizeof(T) + 8.0 * v.scalar_reductions;
+      model.gather_s = cal.gather(2, v.gather_words * sizeof(T));
+      model.reduce_s = cal.reduce(2 + v.scalar_reductions, payload, P);
+    }
     emit(c, "nmf", scaling, alg, sizeof(T) == 4 ? "float" : "double", V, D, std::int64_t(A.nnz()), a.k, a.iters, m,
-         v.bytes, v.collectives, ab.first, ab.second, gathers_alone);
+         v.bytes, model, cal, gathers_alone);
   }
 }
 
 template <class T>
 void run_als(MPI_Comm c, const Exec& exec, const Args& a, const std::string& scaling, std::int64_t m_, std::int64_t n,
-             std::int64_t nnz, std::pair<double, double> ab) {
+             std::int64_t nnz, const Calibration& cal) {
   namespace da = distributed::als;
   const auto problem = als::make_problem(exec, synthetic<T>(m_, n, nnz, a.seed + 1), 0.0, 1);
   const auto lp = da::distribute(exec, c, problem);
-  als::Options o;
-  o.rank = a.f;
-  o.lambda = 0.05;
-  o.seed = a.seed;
-  o.xb = 4;  // fixed tile: the autotuner is not what is measured here
-  o.yb = 64;
-  auto s = da::init(exec, c, lp, o);
-  s.coll->measure_wait = true;
-  const Measure m = measure(
-      c, exec, a.iters, [&] { da::step(exec, lp, o, s); }, [&] { return s.comm_stats(); });
-  const auto v = da::iteration_volume(m_, n, a.f, size_of(c), sizeof(T));
-  emit(c, "als", scaling, "bals", sizeof(T) == 4 ? "float" : "double", m_, n, lp.nnz, a.f, a.iters, m, v.bytes,
-       v.collectives, ab.first, ab.second);
+  for (const auto& layout : a.layouts) {
+    da::Options o;
+    o.rank = a.f;
+    o.lambda = 0.05;
+    o.seed = a.seed;
+    o.xb = 4;  // fixed tile: the autotuner is not what is measured here
+    o.yb = 64;
+    o.max_batch_bytes = std::size_t(a.max_batch_mb * 1048576.0);
+    o.factor_layout = da::parse_factor_layout(layout);
+    auto s = da::init(exec, c, lp, o);
+    s.coll->measure_wait = true;
+    const Measure m = measure(
+        c, exec, a.iters, *s.coll, cal, [&] { da::step(exec, lp, o, s); }, [&] { return s.comm_stats(); });
+    const auto v = s.iteration_volume();
+    Model model;
+    if (s.layout == da::FactorLayout::blocked)
+      model.shift_s = cal.shift(v.collectives, v.bytes);
+    else
+      model.gather_s = cal.gather(v.collectives, v.bytes);
+    const std::string variant =
+        s.layout == da::FactorLayout::blocked
+            ? "bals-blocked(b=" + std::to_string(s.ring->user_batches) + "," + std::to_string(s.ring->item_batches) + ")"
+            : "bals";
+    emit(c, "als", scaling, variant, sizeof(T) == 4 ? "float" : "double", m_, n, lp.nnz, a.f, a.iters, m, v.bytes,
+         model, cal);
+  }
 }
 
 template <class T>
 void run_all(MPI_Comm c, const Exec& exec, const Args& a) {
   const int p = size_of(c);
   const auto ab = calibrate<T>(c, exec);
-  if (rank_of(c) == 0)
-    std::fprintf(stderr, "p=%d: alpha %.2f us per collective step, beta %.3f ns/byte (%.2f GB/s)\n", p, 1e6 * ab.first,
-                 1e9 * ab.second, ab.second > 0 ? 1e-9 / ab.second : 0.0);
+  if (rank_of(c) == 0 && p > 1)
+    std::fprintf(stderr,
+                 "p=%d: alpha %.2f us per step, all-reduce %.3f ns per payload byte; all-gather %.1f us + %.3f ns/byte "
+                 "(%.2f GB/s); shift %.1f us + %.3f ns/byte (%.2f GB/s)\n",
+                 p, 1e6 * ab.alpha, 1e9 * ab.gamma, 1e6 * ab.gather_latency, 1e9 * ab.beta,
+                 ab.beta > 0 ? 1e-9 / ab.beta : 0.0, 1e6 * ab.shift_latency, 1e9 * ab.shift_beta,
+                 ab.shift_beta > 0 ? 1e-9 / ab.shift_beta : 0.0);
   const auto nd = dims(a.nmf), ad = dims(a.als);
   if (a.strong) {
     run_nmf<T>(c, exec, a, "strong", nd[0], nd[1], nd[2], ab);

@@ -20,9 +20,13 @@
 //
 // --distributed (under `mpiexec -n P kfactor als --distributed ...`): every
 // rank reads the input (errors agreed on every rank) and keeps its users'
-// and items' rows (kfactor/distributed/als.hpp); X and Y are bit for bit the
-// single-rank ones. Rank 0 prints and writes; checkpoints hold the full
-// factors in the single-rank layout and restart on any number of ranks.
+// and items' rows (kfactor/distributed/als.hpp). --factor-layout replicated
+// all-gathers X and Y on every rank (bit for bit the single-rank factors);
+// blocked never holds a whole factor on a rank (blocks rotate around a ring;
+// equal up to reduction-order rounding); auto (default) picks blocked when
+// the replicas exceed --factor-memory-budget MiB. Rank 0 prints and writes
+// (the factors gathered to it alone); checkpoints hold the full factors in
+// the single-rank layout and restart on any number of ranks, either layout.
 #include "cli.hpp"
 
 #include <kfactor/als/als.hpp>
@@ -129,6 +133,8 @@ struct AlsCli {
   std::string checkpoint, restart;
   int checkpoint_every = 1;
   bool distributed = false;
+  std::string factor_layout = "auto";
+  double factor_memory_budget_mb = 2048;
 };
 
 void print_info(const CommonOptions& o, const Report& r) {
@@ -247,11 +253,17 @@ void run_als_distributed(const AlsCli& a, MPI_Comm comm) {
   int rank = 0;
   MPI_Comm_rank(comm, &rank);
   const AlsInput<T> in = distributed::agree(comm, [&] { return read_als_input<T>(a); });
-  const als::Options o = make_options(a);
+  da::Options o = make_options(a);
+  o.factor_layout = da::parse_factor_layout(a.factor_layout);
+  if (!(a.factor_memory_budget_mb >= 0)) throw UsageError("--factor-memory-budget must be >= 0");
+  o.factor_memory_budget = static_cast<std::size_t>(a.factor_memory_budget_mb * 1048576.0);
+  // The layout changes only rounding: not part of the checkpoint's options.
   const auto opts = checkpoint_options(a, o);
   const auto fp = fingerprint(exec, in.problem.train);
   distributed::require_same(comm, fp.checksum, "the checksum of " + a.common.input);
-  distributed::require_same(comm, std::hash<std::string>{}(opts.dump()) ^ std::uint64_t(o.max_iterations),
+  distributed::require_same(comm,
+                            std::hash<std::string>{}(opts.dump() + a.factor_layout + std::to_string(o.factor_memory_budget)) ^
+                                std::uint64_t(o.max_iterations),
                             "the als options");
   const CheckpointMeta meta = checkpoint_meta<T, Space>("als", opts.dump(), fp, o.rank);
   const auto lp = distributed::agree(comm, [&] { return da::distribute(exec, comm, in.problem); });
@@ -266,8 +278,11 @@ void run_als_distributed(const AlsCli& a, MPI_Comm comm) {
   res.report.info["input"] = a.common.input;
   if (!a.restart.empty()) res.report.info["restart"] = a.restart;
   if (!a.checkpoint.empty()) res.report.info["checkpoint"] = a.checkpoint;
-  const auto X = da::gather_X(exec, state);
-  const auto Y = da::gather_Y(exec, state);
+  // Only rank 0 holds the whole factors, and only to write them.
+  const auto factors = a.common.output.empty() ? decltype(da::gather_factors_to(exec, state, 0)){}
+                                               : da::gather_factors_to(exec, state, 0);
+  const auto& X = factors.first;
+  const auto& Y = factors.second;
   distributed::agree(comm, [&] {
     if (rank != 0 || a.common.output.empty()) return;
     const std::string fx = a.common.output + "_X.csv", fy = a.common.output + "_Y.csv";
@@ -322,7 +337,16 @@ const Registrar als_command{Command{
       cmd.add_option("--restart", a->restart, "continue the run saved in this checkpoint up to --iters");
       cmd.add_flag("--distributed", a->distributed,
                    "run over the ranks of MPI_COMM_WORLD (mpiexec -n P kfactor als --distributed ...): users and "
-                   "items split by nonzeros, X and Y all-gathered; same factors as one rank, bit for bit");
+                   "items split by nonzeros; same factors as one rank (bit for bit with replicated factors)");
+      cmd.add_option("--factor-layout", a->factor_layout,
+                     "--distributed: replicated (X and Y all-gathered on every rank), blocked (no rank holds a whole "
+                     "factor: blocks rotate around a ring), or auto (blocked when the replicas exceed "
+                     "--factor-memory-budget)")
+          ->capture_default_str()
+          ->check(CLI::IsMember({"replicated", "blocked", "auto"}));
+      cmd.add_option("--factor-memory-budget", a->factor_memory_budget_mb,
+                     "--distributed --factor-layout auto: MiB per rank the replicas of X and Y may take")
+          ->capture_default_str();
       return [a] {
         if (a->common.precision == "float")
           run_als_command<float>(*a);

@@ -15,6 +15,10 @@ als:
 - the factor CSVs of a 3-rank run are byte-identical to the single-rank
   ones, metrics within 1e-12; a 2-rank checkpoint restarts on 3 ranks to
   the same bytes;
+- --factor-layout blocked on 3 ranks: factors within 1e-9 of one rank; auto
+  picks blocked under a tiny --factor-memory-budget; a blocked 2-rank
+  checkpoint restarts replicated on 3 ranks within 1e-9; a bad layout is a
+  usage error;
 - a missing input fails on every rank with exit code 3.
 """
 import json
@@ -130,6 +134,12 @@ def same_bytes(a, b):
         return fa.read() == fb.read()
 
 
+def read_factor(path):
+    """The values of a factor CSV (`id,f0,...` lines after a header), flattened."""
+    with open(os.path.join(WORK, path)) as f:
+        return [float(x) for line in list(f)[1:] for x in line.strip().split(",")[1:]]
+
+
 def als_checks():
     als = ["als", "--input", "ratings.txt", "--format", "ratings", "--rank", "5", "--lambda", "0.05", "--xb", "2",
            "--yb", "16", "--precision", "double", "--json"]
@@ -147,6 +157,24 @@ def als_checks():
     run(als + ["--iters", "6", "--distributed", "--restart", "als_ck.h5", "--output", "als_r3"], np=3)
     for fac in ("X", "Y"):
         check(same_bytes(f"als_r3_{fac}.csv", f"als_1_{fac}.csv"), f"als: restarted {fac} not byte-identical")
+
+    # Blocked factors (no rank holds a whole factor): within reduction-order
+    # rounding of one rank; its checkpoint restarts replicated on 3 ranks.
+    blk = report(run(als + ["--iters", "6", "--output", "als_b3", "--distributed", "--factor-layout", "blocked"],
+                     np=3))
+    check(blk.get("info", {}).get("factor_layout") == "blocked", "als: --factor-layout blocked not reported")
+    for fac in ("X", "Y"):
+        check(rel(read_factor(f"als_b3_{fac}.csv"), read_factor(f"als_1_{fac}.csv")) <= 1e-9,
+              f"als: blocked {fac} differs from one rank")
+    small = report(run(als + ["--iters", "1", "--distributed", "--factor-memory-budget", "0.001"], np=2))
+    check(small.get("info", {}).get("factor_layout") == "blocked", "als: auto did not pick blocked under the budget")
+    run(als + ["--iters", "3", "--distributed", "--factor-layout", "blocked", "--checkpoint", "als_bck.h5"], np=2)
+    run(als + ["--iters", "6", "--distributed", "--factor-layout", "replicated", "--restart", "als_bck.h5",
+               "--output", "als_br3"], np=3)
+    for fac in ("X", "Y"):
+        check(rel(read_factor(f"als_br3_{fac}.csv"), read_factor(f"als_1_{fac}.csv")) <= 1e-9,
+              f"als: blocked checkpoint restarted replicated: {fac} differs")
+    run(als + ["--iters", "1", "--distributed", "--factor-layout", "2d"], np=2, expect=2)
 
     # Input errors are agreed: every rank fails with the input-error code and
     # the agreed message is printed once (by rank 0), naming the file.

@@ -1,8 +1,12 @@
-// Distributed ALS under mpiexec (1..4 ranks): X and Y equal the single-rank
-// solver's bit for bit (tiled and CSR, with and without reordering, float and
-// double, autotuned tiles), the metrics within reduction-order rounding;
-// bad input is refused on every rank; a checkpoint written on 2 ranks
-// restarts on 3 and on one process and ends where the uninterrupted run ends.
+// Distributed ALS under mpiexec (1..4 ranks): in the replicated layout X
+// and Y equal the single-rank solver's bit for bit (tiled and CSR, with and
+// without reordering, float and double, autotuned tiles), in the blocked
+// layout within reduction-order rounding (bit for bit on one rank; several
+// batches; ranks with one or two users), the metrics within
+// reduction-order rounding; the blocked layout's volume is the model's and
+// it never allocates a whole factor; bad input is refused on every rank; a
+// checkpoint written on 2 ranks restarts on 3 and on one process (from
+// either layout, in either layout) and ends where the uninterrupted run ends.
 #include "mpi_test_util.hpp"
 #include <kfactor/als/als.hpp>
 #include <kfactor/config.hpp>
@@ -12,10 +16,13 @@
 #include <kfactor/io/checkpoint.hpp>
 
 #include <gtest/gtest.h>
+#include <impl/Kokkos_Profiling.hpp>
 #include <mpi.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <string>
 #include <utility>
@@ -66,15 +73,39 @@ bool bitwise_equal(const DenseMatrix<T, Mem>& X, const DenseMatrix<T, Mem>& Y) {
   return true;
 }
 
+/// max |A - B| / max |B| (host), infinity on a shape mismatch.
+template <class T>
+double relative_difference(const DenseMatrix<T, Mem>& A, const DenseMatrix<T, Mem>& B) {
+  if (A.extent(0) != B.extent(0) || A.extent(1) != B.extent(1)) return INFINITY;
+  auto ha = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, A);
+  auto hb = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, B);
+  double d = 0, mx = 0;
+  for (std::size_t i = 0; i < ha.extent(0); ++i)
+    for (std::size_t j = 0; j < ha.extent(1); ++j) {
+      d = std::max(d, std::abs(double(ha(i, j)) - double(hb(i, j))));
+      mx = std::max(mx, std::abs(double(hb(i, j))));
+    }
+  return d / mx;
+}
+
 struct Case {
   bool tiled, reorder;
   int xb, yb;
+  da::FactorLayout layout = da::FactorLayout::replicated;
+  std::int64_t batch_rows = 0;  ///< 0: automatic
+  int users = 90;               ///< few users: ranks with one or two (some without ratings)
 };
+
+/// Tolerances of the blocked layout (the same sums in another order).
+template <class T>
+double blocked_factor_tol() {
+  return sizeof(T) == 8 ? 1e-9 : 1e-4;
+}
 
 template <class T>
 void expect_same_iterates(const Case& c, double metric_tol) {
   const Exec exec;
-  const auto coo = ratings<T>(90, 70, 1);
+  const auto coo = ratings<T>(c.users, 70, 1);
   // A user-given test set: every 7th training entry (same id space).
   CooMatrix<T> given;
   given.num_rows = coo.num_rows;
@@ -85,7 +116,7 @@ void expect_same_iterates(const Case& c, double metric_tol) {
     given.values.push_back(coo.values[e]);
   }
   // And entries of a user and an item without training ratings (cold).
-  for (const auto& [u, i] : {std::pair<int, int>{89, 0}, std::pair<int, int>{1, 68}}) {
+  for (const auto& [u, i] : {std::pair<int, int>{c.users - 1, 0}, std::pair<int, int>{1, 68}}) {
     given.rows.push_back(u);
     given.cols.push_back(i);
     given.values.push_back(T(2));
@@ -100,13 +131,29 @@ void expect_same_iterates(const Case& c, double metric_tol) {
   o.xb = c.xb;
   o.yb = c.yb;
   o.seed = 9;
+  o.batch_rows = c.batch_rows;
   const auto ref = als::solve(exec, problem, o);
   const auto lp = da::distribute(exec, MPI_COMM_WORLD, problem);
-  auto res = da::solve(exec, MPI_COMM_WORLD, lp, o);
+  da::Options dopt = o;
+  dopt.factor_layout = c.layout;
+  auto res = da::solve(exec, MPI_COMM_WORLD, lp, dopt);
   SCOPED_TRACE("P = " + std::to_string(world_size()) + (c.tiled ? " tiled" : " csr") + (c.reorder ? " reorder" : "") +
-               " xb " + std::to_string(c.xb));
-  EXPECT_TRUE(bitwise_equal(da::gather_X(exec, res.state), ref.state.X));
-  EXPECT_TRUE(bitwise_equal(da::gather_Y(exec, res.state), ref.state.Y));
+               " xb " + std::to_string(c.xb) + " " + da::to_string(c.layout) + " users " + std::to_string(c.users) +
+               " batch " + std::to_string(c.batch_rows));
+  ASSERT_EQ(res.state.layout, c.layout);
+  EXPECT_EQ(res.report.info["factor_layout"], da::to_string(c.layout));
+  const auto X = da::gather_X(exec, res.state), Y = da::gather_Y(exec, res.state);
+  if (c.layout == da::FactorLayout::replicated || world_size() == 1) {
+    EXPECT_TRUE(bitwise_equal(X, ref.state.X));
+    EXPECT_TRUE(bitwise_equal(Y, ref.state.Y));
+  } else {
+    EXPECT_LE(relative_difference(X, ref.state.X), blocked_factor_tol<T>());
+    EXPECT_LE(relative_difference(Y, ref.state.Y), blocked_factor_tol<T>());
+    if (world_rank() == 0)
+      std::printf("[ blocked  ] P=%d %s: X %.2e Y %.2e relative to one rank\n", world_size(),
+                  sizeof(T) == 8 ? "double" : "float", relative_difference(X, ref.state.X),
+                  relative_difference(Y, ref.state.Y));
+  }
   ASSERT_EQ(res.report.metrics.items.size(), ref.report.metrics.items.size());
   for (std::size_t i = 0; i < ref.report.metrics.items.size(); ++i) {
     const auto& [name, v] = ref.report.metrics.items[i];
@@ -128,6 +175,37 @@ TEST(DistributedAls, DoubleEqualsSingleRank) {
 
 TEST(DistributedAls, FloatEqualsSingleRank) {
   for (const Case c : {Case{true, true, 4, 16}, Case{false, false, 0, 0}}) expect_same_iterates<float>(c, 1e-5);
+}
+
+constexpr auto blocked = da::FactorLayout::blocked;
+
+TEST(DistributedAls, BlockedDoubleMatchesSingleRank) {
+  for (const Case c : {Case{true, false, 4, 16, blocked}, Case{false, false, 0, 0, blocked},
+                       Case{true, true, 2, 32, blocked}, Case{false, true, 0, 0, blocked},
+                       Case{true, false, 0, 0, blocked} /* autotuned on the own block */,
+                       Case{true, false, 2, 16, blocked, 6} /* several batches, different counts per rank */,
+                       Case{false, true, 0, 0, blocked, 1, 7} /* 7 users (3 cold): one or two per rank */})
+    expect_same_iterates<double>(c, 1e-9);
+}
+
+TEST(DistributedAls, BlockedFloatMatchesSingleRank) {
+  for (const Case c : {Case{true, true, 4, 16, blocked}, Case{false, false, 0, 0, blocked, 5}})
+    expect_same_iterates<float>(c, 1e-3);
+}
+
+TEST(DistributedAls, AutoLayoutFollowsTheBudget) {
+  const Exec exec;
+  const auto problem = als::make_problem(exec, ratings<double>(90, 70, 2), 0.0, 1);
+  const auto lp = da::distribute(exec, MPI_COMM_WORLD, problem);
+  da::Options o;
+  o.rank = 4;
+  o.max_iterations = 1;
+  o.factor_memory_budget = (90 + 70) * 4 * 8;  // the replicas fit exactly
+  EXPECT_EQ(da::init(exec, MPI_COMM_WORLD, lp, o).layout, da::FactorLayout::replicated);
+  o.factor_memory_budget -= 1;
+  EXPECT_EQ(da::init(exec, MPI_COMM_WORLD, lp, o).layout,
+            world_size() > 1 ? da::FactorLayout::blocked : da::FactorLayout::replicated);
+  EXPECT_THROW(da::parse_factor_layout("2d"), UsageError);
 }
 
 TEST(DistributedAls, PartitionAndVolume) {
@@ -158,6 +236,108 @@ TEST(DistributedAls, PartitionAndVolume) {
   EXPECT_NEAR(double(all) / P / 2, da::iteration_volume(90, 70, 5, P, 8).bytes, 1e-6);
 }
 
+TEST(DistributedAls, BlockedVolumeIsTheModel) {
+  const Exec exec;
+  const int m = 90, n = 70, f = 5;
+  const auto problem = als::make_problem(exec, ratings<double>(m, n, 2), 0.0, 1);
+  const auto lp = da::distribute(exec, MPI_COMM_WORLD, problem);
+  const int P = world_size();
+  da::Options o;
+  o.rank = f;
+  o.max_iterations = 2;
+  o.tiled = false;
+  o.batch_rows = 7;  // several batches per half-step, more on some ranks
+  o.factor_layout = blocked;
+  auto res = da::solve(exec, MPI_COMM_WORLD, lp, o);
+  const auto& ring = *res.state.ring;
+  // The busiest rank's batch count, run by all.
+  std::int64_t mine[2] = {(lp.local_users() + 6) / 7, (lp.local_items() + 6) / 7}, most[2];
+  MPI_Allreduce(mine, most, 2, MPI_INT64_T, MPI_MAX, MPI_COMM_WORLD);
+  EXPECT_EQ(ring.user_batches, most[0]);
+  EXPECT_EQ(ring.item_batches, most[1]);
+  if (P > 1) EXPECT_GT(ring.user_batches, 1);
+  // Per iteration: every batch receives the other blocks once (step), and
+  // evaluate() one more rotation of Y; nothing in init.
+  const std::int64_t step_bytes =
+      (ring.user_batches * (n - lp.local_items()) + ring.item_batches * (m - lp.local_users())) * f * 8;
+  const std::int64_t eval_bytes = (n - lp.local_items()) * f * 8;
+  EXPECT_EQ(res.state.comm_stats().bytes_in, 2 * (step_bytes + eval_bytes));
+  std::int64_t all = 0;
+  MPI_Allreduce(&step_bytes, &all, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
+  EXPECT_NEAR(double(all) / P, res.state.iteration_volume().bytes, 1e-6);
+  EXPECT_EQ(res.state.iteration_volume().collectives, P == 1 ? 0.0 : double((most[0] + most[1]) * (P - 1)));
+}
+
+// Kokkos Tools allocation hooks: the largest allocation of a run.
+std::uint64_t g_largest = 0;
+std::string g_largest_label;
+void on_alloc(Kokkos_Profiling_SpaceHandle, const char* label, const void*, std::uint64_t size) {
+  if (size > g_largest) {
+    g_largest = size;
+    g_largest_label = label;
+  }
+}
+
+/// The largest single allocation of init + 2 iterations (with evaluate) on a
+/// sparse problem whose factors outweigh the rank's ratings.
+std::pair<std::uint64_t, std::string> largest_allocation(da::FactorLayout layout, bool tiled, int m, int n, int f) {
+  const Exec exec;
+  CooMatrix<double> coo;
+  coo.num_rows = m;
+  coo.num_cols = n;
+  const CounterRng rng(17, RngStream::user);
+  for (int u = 0; u < m; ++u) {
+    std::vector<int> cols;
+    for (int d = 0; d < 4; ++d) cols.push_back(int(rng.uniform(std::uint64_t(u) * 8 + d) * n));
+    std::sort(cols.begin(), cols.end());
+    cols.erase(std::unique(cols.begin(), cols.end()), cols.end());
+    for (int i : cols) {
+      coo.rows.push_back(u);
+      coo.cols.push_back(i);
+      coo.values.push_back(1.0 + (u + i) % 5);
+    }
+  }
+  const auto problem = als::make_problem(exec, coo, 0.1, 3);
+  const auto lp = da::distribute(exec, MPI_COMM_WORLD, problem);
+  da::Options o;
+  o.rank = f;
+  o.max_iterations = 2;
+  o.tiled = tiled;
+  o.xb = tiled ? 2 : 0;
+  o.yb = tiled ? 32 : 0;
+  o.batch_rows = 8;
+  o.factor_layout = layout;
+  g_largest = 0;
+  Kokkos::Tools::Experimental::set_allocate_data_callback(on_alloc);
+  {
+    auto s = da::init(exec, MPI_COMM_WORLD, lp, o);
+    auto res = da::solve(exec, lp, o, s);
+    EXPECT_TRUE(std::isfinite(res.report.metrics.get("test_rmse")));
+    if (layout == blocked) {
+      EXPECT_EQ(s.X_all.size(), 0u);
+      EXPECT_EQ(s.Y_all.size(), 0u);
+      EXPECT_EQ(s.X.extent(0), std::size_t(lp.local_users()));
+      EXPECT_EQ(s.Y.extent(0), std::size_t(lp.local_items()));
+    }
+  }
+  Kokkos::Tools::Experimental::set_allocate_data_callback(nullptr);
+  return {g_largest, g_largest_label};
+}
+
+TEST(DistributedAls, BlockedLayoutNeverAllocatesAWholeFactor) {
+  if (world_size() == 1) GTEST_SKIP() << "one rank holds the whole factors in every layout";
+  const int m = 900, n = 600, f = 24;
+  const std::uint64_t smaller_factor = std::uint64_t(n) * f * sizeof(double);
+  for (bool tiled : {true, false}) {
+    const auto [big, what] = largest_allocation(blocked, tiled, m, n, f);
+    EXPECT_GT(big, 0u) << "the allocation callback did not fire";
+    EXPECT_LT(big, smaller_factor) << "largest allocation " << what << (tiled ? " (tiled)" : " (csr)");
+  }
+  // Not vacuous: the replicated layout allocates X_all (m x f).
+  const auto [big, what] = largest_allocation(da::FactorLayout::replicated, false, m, n, f);
+  EXPECT_GE(big, std::uint64_t(m) * f * sizeof(double)) << what;
+}
+
 TEST(DistributedAls, NonFiniteRatingsRefusedOnEveryRank) {
   const Exec exec;
   auto coo = ratings<double>(40, 30, 3);
@@ -172,6 +352,62 @@ TEST(DistributedAls, NonFiniteRatingsRefusedOnEveryRank) {
 }
 
 #if defined(KFACTOR_HAVE_HDF5)
+TEST(DistributedAls, BlockedCheckpointRestartsOnOtherRanksAndLayouts) {
+  const Exec exec;
+  const auto dir = shared_dir("dist_als_blocked");
+  const std::string path = (dir / "als.h5").string();
+  const auto problem = als::make_problem(exec, ratings<double>(90, 70, 5), 0.1, 2);
+  da::Options o;
+  o.rank = 5;
+  o.xb = 2;
+  o.yb = 16;
+  o.factor_layout = blocked;
+  const auto meta = checkpoint_meta<double, Exec>("als", "{\"test\":2}", fingerprint(exec, problem.train), o.rank);
+  const auto ref = [&] {  // the uninterrupted single-rank run
+    als::Options so = o;
+    so.max_iterations = 6;
+    return als::solve(exec, problem, so).state;
+  }();
+  const int writers = std::min(2, world_size()), readers = std::min(3, world_size());
+  if (MPI_Comm c = first_ranks(writers); c != MPI_COMM_NULL) {
+    const auto lp = da::distribute(exec, c, problem);
+    o.max_iterations = 3;
+    auto part = da::init(exec, c, lp, o);
+    da::solve(exec, lp, o, part, distributed::checkpoint_observer(c, path, 3, part, meta));
+    MPI_Comm_free(&c);
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  for (const auto layout : {blocked, da::FactorLayout::replicated}) {
+    if (MPI_Comm c = first_ranks(readers); c != MPI_COMM_NULL) {
+      const auto lp = da::distribute(exec, c, problem);
+      o.max_iterations = 6;
+      o.factor_layout = layout;
+      auto s = da::init(exec, c, lp, o);
+      EXPECT_EQ(load_checkpoint(c, path, s, meta, s.row_blocks()).iteration, 3);
+      auto res = da::solve(exec, lp, o, s);
+      EXPECT_EQ(res.report.info["continued_from"], "3");
+      const auto X = da::gather_X(exec, s), Y = da::gather_Y(exec, s);
+      SCOPED_TRACE(std::string("restart ") + da::to_string(layout) + " on " + std::to_string(readers));
+      EXPECT_LE(relative_difference(X, ref.X), 1e-9);
+      EXPECT_LE(relative_difference(Y, ref.Y), 1e-9);
+      if (writers == 1 && layout == blocked) EXPECT_TRUE(bitwise_equal(X, ref.X));  // one rank all along
+      MPI_Comm_free(&c);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+  }
+  if (world_rank() == 0) {
+    als::Options so = o;
+    so.max_iterations = 6;
+    auto s = als::init(exec, problem, so);
+    load_checkpoint(path, s, meta);
+    als::solve(exec, problem, so, s);
+    EXPECT_LE(relative_difference(s.X, ref.X), 1e-9);
+    EXPECT_LE(relative_difference(s.Y, ref.Y), 1e-9);
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (world_rank() == 0) std::filesystem::remove_all(dir);
+}
+
 TEST(DistributedAls, CheckpointOnTwoRanksRestartsOnThreeAndOnOne) {
   const Exec exec;
   const auto dir = shared_dir("dist_als");

@@ -31,24 +31,75 @@
 /// one small all-reduction per half-step), so every rank throws the error.
 /// **Communication volume per iteration and rank:** (P-1)/P (m + n) f words
 /// of T (averaged over ranks), in 2 all-gathers; evaluate() adds one
-/// all-reduction of 12 doubles. iteration_volume() evaluates it. When
-/// (m + n) f no longer fits one device, a 2D partition of R with Y blocks
-/// (not implemented here) would be needed.
+/// all-reduction of 12 doubles. iteration_volume() evaluates it.
+///
+/// **Blocked factor layout** (Options::factor_layout = blocked; `auto`
+/// picks it when the replicas (m + n) f sizeof(T) would exceed
+/// Options::factor_memory_budget). No rank holds a whole factor: the same
+/// 1D partition of rows, but instead of replicas the other factor's row
+/// blocks travel around a ring of the P ranks. Per batch of the rank's
+/// rows (the single-rank batches of at most max_batch_bytes of normal
+/// equations):
+/// ```
+///   F = own block of Y (rank p: items [i_p, i_{p+1}))
+///   for s = 0 .. P-1:                          q = (p + s) mod P, F = block q
+///     S1, S2 += partial normal equations of the batch's rows over the
+///               ratings in items [i_q, i_{q+1})  (half_step.hpp,
+///               NormalEquationPart: the first block starts from zero, the
+///               last adds lambda_u)
+///     if s < P-1: send F to rank p-1, receive block q+1 from rank p+1
+///   solve the batch's systems into X_p
+/// ```
+/// and the same for the item half-step with X blocks. The ratings are
+/// split once more, by column block: the rank's users' ratings as P
+/// traversal structures with the other factor's ids local to block q (the
+/// same row order and tile height in all P, so the batches line up), and
+/// the same for its items. Every rank runs the same number of batches (the
+/// most any rank needs; spare ones are empty), so the shifts stay paired.
+///
+/// Memory per rank, blocked: X_p (m_p f) and Y_p (n_p f); two ring buffers
+/// of max_q max(m_q, n_q) rows of f (at most two blocks of the other factor
+/// are resident besides the own one); one batch of normal equations
+/// (<= max_batch_bytes, as on one rank); the rank's ratings twice (users',
+/// items'), each split into P column blocks, and its ratings and test
+/// entries once more for evaluate(). With nnz-balanced blocks that is about
+/// (m + n) f / P + 2 max(m, n) f / P words of factors instead of
+/// (m + n) f (1 + 1/P). P = 1 is the single-rank solver.
+///
+/// Communication, blocked: b_u (P-1) and b_i (P-1) point-to-point shifts
+/// per iteration, where b_u, b_i are the most batches any rank runs per
+/// half-step; each rank receives b_u (n - n_p) f + b_i (m - m_p) f words,
+/// averaged over ranks (P-1)/P (b_u n + b_i m) f: the all-gathers' volume
+/// times the number of batches (1 when a rank's normal equations fit
+/// max_batch_bytes). evaluate() adds one rotation of Y ((P-1) shifts,
+/// (P-1)/P n f words) and the 12-double all-reduction.
+/// iteration_volume(..., blocked, b_u, b_i) and State::iteration_volume()
+/// evaluate it. The shifts are blocking (not overlapped with the build).
 ///
 /// **Equality with the single-rank solver.** A row's normal equations are
 /// sequential sums over the row's nonzeros in column order, whatever the
 /// tile, batch or team size (detail/half_step.hpp), and the rank's local
 /// structures keep the single-rank column order (with --reorder, the
-/// column orderings are computed from the global counts). So X and Y are
-/// bit for bit those of kfactor::als on any number of ranks (tested for
-/// P = 1..4, float and double, tiled and CSR, with and without reordering).
-/// The metrics are sums of per-rank partial sums: equal to the single-rank
-/// ones within 1e-12 (relative, double) / 1e-5 (float).
+/// column orderings are computed from the global counts). So in the
+/// replicated layout X and Y are bit for bit those of kfactor::als on any
+/// number of ranks (tested for P = 1..4, float and double, tiled and CSR,
+/// with and without reordering). In the blocked layout rank p continues
+/// each row's sums block by block in the order p, p+1, .., P-1, 0, .., p-1
+/// (and, with reordering, by count within each block): the same terms
+/// summed in another order, so X and Y differ from the single-rank ones by
+/// rounding that the iterations carry along (bit for bit on one rank);
+/// tests/distributed checks max |X - X_1| / max |X_1| <= 1e-9 in double
+/// and <= 1e-4 in float after 4 iterations for P = 1..4 (measured: about
+/// 1e-14 and 7e-6). The metrics are
+/// sums of per-rank partial sums: equal to the single-rank ones within
+/// 1e-12 (relative, double) / 1e-5 (float) in the replicated layout, 1e-9 /
+/// 1e-3 in the blocked one.
 ///
 /// **Checkpoints.** State::visit lists the rank's rows of X and Y under the
-/// single-rank names; with row_blocks() one file with the full factors is
-/// written (kfactor::save_checkpoint(comm, ...)), restartable on any number
-/// of ranks or by the single-rank als.
+/// single-rank names, in both layouts; with row_blocks() one file with the
+/// full factors is written (kfactor::save_checkpoint(comm, ...)),
+/// restartable on any number of ranks, in either layout, or by the
+/// single-rank als.
 
 #include <kfactor/als/als.hpp>
 #include <kfactor/config.hpp>
@@ -63,16 +114,51 @@
 
 #include <mpi.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace kfactor::distributed::als {
 
 using kfactor::als::LambdaWeighting;
-using kfactor::als::Options;
+
+/// Where the factors live between half-steps (file comment).
+enum class FactorLayout {
+  replicated,  ///< every rank holds X and Y whole, all-gathered after each half-step
+  blocked,     ///< rows only; the other factor's blocks rotate around a ring
+  automatic    ///< blocked when the replicas exceed factor_memory_budget (and P > 1)
+};
+inline const char* to_string(FactorLayout l) {
+  return l == FactorLayout::replicated ? "replicated" : l == FactorLayout::blocked ? "blocked" : "auto";
+}
+inline FactorLayout parse_factor_layout(const std::string& s) {
+  if (s == "replicated") return FactorLayout::replicated;
+  if (s == "blocked") return FactorLayout::blocked;
+  if (s == "auto") return FactorLayout::automatic;
+  throw UsageError("factor layout must be replicated, blocked or auto, got '" + s + "'");
+}
+
+/// The single-rank options plus the distributed factor layout. Converts
+/// implicitly from kfactor::als::Options (layout auto, default budget).
+struct Options : kfactor::als::Options {
+  FactorLayout factor_layout = FactorLayout::automatic;
+  /// automatic: the most bytes the replicas X_all + Y_all ((m + n) f
+  /// sizeof(T)) may take on a rank before the blocked layout is used.
+  std::size_t factor_memory_budget = std::size_t(2) << 30;
+  Options() = default;
+  Options(const kfactor::als::Options& o) : kfactor::als::Options(o) {}  // NOLINT(google-explicit-constructor)
+};
+
+/// The layout `o` gives for an m x n problem at f on P ranks (replicated or blocked).
+inline FactorLayout resolve_layout(const Options& o, std::int64_t m, std::int64_t n, std::size_t value_bytes, int P) {
+  if (o.factor_layout != FactorLayout::automatic) return o.factor_layout;
+  const double replicas = double(m + n) * double(o.rank) * double(value_bytes);
+  return P > 1 && replicas > double(o.factor_memory_budget) ? FactorLayout::blocked : FactorLayout::replicated;
+}
 
 /// One rank's share of an als::Problem (see the file comment).
 template <class T, class MemorySpace>
@@ -129,30 +215,55 @@ LocalProblem<T, MemorySpace> distribute(const ExecutionSpace& exec, MPI_Comm com
   return lp;
 }
 
-/// Modelled communication of one iteration per rank (file comment).
+/// Modelled communication of one iteration (step) per rank (file comment).
 struct IterationVolume {
-  double gather_words = 0;  ///< words of T received through the two all-gathers
-  double collectives = 0;
+  double gather_words = 0;  ///< words of T received (all-gathers, or ring shifts), mean over ranks
+  double collectives = 0;   ///< MPI calls: all-gathers, or point-to-point shifts
+  double steps = 0;         ///< latency terms: ceil(log2 P) per all-gather, 1 per shift
   double bytes = 0;
-  [[nodiscard]] double seconds(double alpha, double beta, int P) const {
-    return P <= 1 ? 0.0 : collectives * alpha * std::ceil(std::log2(double(P))) + bytes * beta;
-  }
+  /// steps * alpha + bytes * beta, alpha the latency of one message step.
+  [[nodiscard]] double seconds(double alpha, double beta) const { return steps * alpha + bytes * beta; }
 };
-inline IterationVolume iteration_volume(std::int64_t m, std::int64_t n, int f, int P, std::size_t value_bytes) {
+/// Replicated: 2 all-gathers. Blocked: (user_batches + item_batches) (P - 1)
+/// shifts (file comment).
+inline IterationVolume iteration_volume(std::int64_t m, std::int64_t n, int f, int P, std::size_t value_bytes,
+                                        FactorLayout layout = FactorLayout::replicated, std::int64_t user_batches = 1,
+                                        std::int64_t item_batches = 1) {
   IterationVolume v;
   if (P <= 1) return v;
-  v.gather_words = double(P - 1) / double(P) * double(m + n) * f;
-  v.collectives = 2;
+  const double share = double(P - 1) / double(P);
+  if (layout == FactorLayout::blocked) {
+    v.gather_words = share * (double(user_batches) * double(n) + double(item_batches) * double(m)) * f;
+    v.collectives = double(user_batches + item_batches) * (P - 1);
+    v.steps = v.collectives;
+  } else {
+    v.gather_words = share * double(m + n) * f;
+    v.collectives = 2;
+    v.steps = 2 * std::ceil(std::log2(double(P)));
+  }
   v.bytes = v.gather_words * double(value_bytes);
   return v;
 }
+
+/// The blocked layout's per-rank structures (file comment), indexed by the
+/// column block q of the other factor.
+template <class T, class MemorySpace>
+struct RingPlan {
+  std::vector<kfactor::als::detail::HalfStepStructure<T, MemorySpace>> users, items;
+  /// evaluate(): the rank's training ratings and test sets (warm and all) by item block, local item ids
+  std::vector<CsrMatrix<T, MemorySpace>> train, test_warm, test, given_warm, given;
+  std::int64_t user_batches = 0, item_batches = 0;  ///< the most any rank runs per half-step
+};
 
 /// The single-rank State (this rank's rows of X and Y, iteration, seed,
 /// history; `plan` is the rank's local plan) plus the gathered factors.
 template <class T, class MemorySpace>
 struct State : kfactor::als::State<T, MemorySpace> {
   using Base = kfactor::als::State<T, MemorySpace>;
-  DenseMatrix<T, MemorySpace> X_all, Y_all;  ///< full replicas (alias X and Y on one rank)
+  FactorLayout layout = FactorLayout::replicated;  ///< replicated or blocked (resolved)
+  DenseMatrix<T, MemorySpace> X_all, Y_all;  ///< replicated: full replicas (alias X and Y on one rank); blocked: empty
+  std::shared_ptr<const RingPlan<T, MemorySpace>> ring;  ///< blocked only
+  DenseMatrix<T, MemorySpace> ring_buffer[2];             ///< blocked only: the other factor's blocks in transit
   std::shared_ptr<distributed::detail::Collectives> coll;
   std::vector<ordinal_t> user_bounds, item_bounds;
   std::int64_t users = 0, items = 0, user_begin = 0, item_begin = 0;
@@ -167,6 +278,12 @@ struct State : kfactor::als::State<T, MemorySpace> {
     return {{"X", RowBlock{users, user_begin}}, {"Y", RowBlock{items, item_begin}}};
   }
   [[nodiscard]] distributed::detail::CommStats comm_stats() const { return coll->stats; }
+  /// The modelled communication of one step() in this state's layout.
+  [[nodiscard]] IterationVolume iteration_volume() const {
+    const bool blocked = layout == FactorLayout::blocked;
+    return als::iteration_volume(users, items, int(this->X.extent(1)), int(user_bounds.size()) - 1, sizeof(T), layout,
+                                 blocked ? ring->user_batches : 1, blocked ? ring->item_batches : 1);
+  }
 };
 
 template <class T, class MemorySpace>
@@ -192,7 +309,9 @@ Kokkos::View<int*, Mem> counts_of(const ExecutionSpace& exec, const CsrMatrix<T,
 template <class ExecutionSpace, class T, class Mem>
 std::shared_ptr<const kfactor::als::Plan<T, Mem>> prepare(const ExecutionSpace& exec,
                                                           distributed::detail::Collectives& coll,
-                                                          const LocalProblem<T, Mem>& lp, const Options& options) {
+                                                          const LocalProblem<T, Mem>& lp, const Options& options,
+                                                          FactorLayout layout,
+                                                          std::shared_ptr<const RingPlan<T, Mem>>* ring_out) {
   namespace ad = kfactor::als::detail;
   using kfactor::als::Permutation;
   options.validate();
@@ -251,6 +370,54 @@ std::shared_ptr<const kfactor::als::Plan<T, Mem>> prepare(const ExecutionSpace& 
     }
     return ad::make_structure(exec, Ar, Ah, options.tiled, xb, yb, prow.new_to_old, pcol.new_to_old);
   };
+  // Blocked layout: one structure per column block q of the other factor
+  // (its ids local to the block), all with the rank's row order, tile height
+  // and total row counts (lambda_u and empty rows see the whole row). The
+  // tile is tuned on the rank's own block (the tuner's Y is that block).
+  auto blocked_side = [&](const CsrMatrix<T, Mem>& A, const std::vector<std::int64_t>& other_counts,
+                          const std::vector<ordinal_t>& other_bounds, const std::string& name, double& tune_seconds,
+                          std::vector<CsrMatrix<T, Mem>>* column_blocks) {
+    const int P = coll.size(), me = coll.rank();
+    const auto counts = local_counts(A);
+    Permutation prow;
+    if (options.reorder) prow = kfactor::als::order_by_count(counts);
+    Kokkos::View<int*, Mem> rc(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kfactor::als::row_count"), counts.size());
+    {
+      auto h = Kokkos::create_mirror_view(rc);
+      for (std::size_t r = 0; r < counts.size(); ++r) h(r) = int(counts[options.reorder ? prow.new_to_old[r] : r]);
+      Kokkos::deep_copy(exec, rc, h);
+    }
+    auto block = [&](int q) {
+      const ordinal_t c0 = other_bounds[q], c1 = other_bounds[q + 1];
+      auto Aq = distributed::detail::csr_column_block(exec, A, c0, c1);
+      if (column_blocks) (*column_blocks)[q] = Aq;
+      Permutation pcol;
+      if (options.reorder) {
+        pcol = kfactor::als::order_by_count(std::vector<std::int64_t>(other_counts.begin() + c0, other_counts.begin() + c1));
+        Aq = kfactor::als::permute(exec, Aq, prow, pcol);
+      }
+      CsrMatrix<T, Kokkos::HostSpace> Ah;
+      if (options.tiled) Ah = kfactor::copy_to<Kokkos::HostSpace>(Aq);
+      return std::make_tuple(Aq, Ah, pcol);
+    };
+    std::vector<ad::HalfStepStructure<T, Mem>> out(P);
+    int xb = options.xb, yb = options.yb;
+    for (int k = 0; k < P; ++k) {
+      const int q = (me + k) % P;  // own block first: it tunes the tile
+      auto [Aq, Ah, pcol] = block(q);
+      if (k == 0 && options.tiled && options.xb == 0) {
+        const auto ta = std::chrono::steady_clock::now();
+        std::string log;
+        std::tie(xb, yb) = ad::autotune_tile(exec, Ah, f, options.lambda, options.autotune_sample_nnz, &log);
+        tune_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - ta).count();
+        plan->info["autotune_" + name] = log;
+      }
+      out[q] = ad::make_structure(exec, Aq, Ah, options.tiled, xb, yb, prow.new_to_old, pcol.new_to_old);
+      out[q].row_count = rc;
+    }
+    return out;
+  };
+  std::shared_ptr<RingPlan<T, Mem>> ring;
   distributed::agree(coll.comm(), [&] {
     Kokkos::View<int*, Mem> ic("kfactor::als::item_count_all", item_counts.size());
     auto h = Kokkos::create_mirror_view(ic);
@@ -258,9 +425,41 @@ std::shared_ptr<const kfactor::als::Plan<T, Mem>> prepare(const ExecutionSpace& 
     Kokkos::deep_copy(exec, ic, h);
     plan->test_warm = ad::warm_entries(exec, lp.test, plan->user_count, ic);
     plan->given_test_warm = ad::warm_entries(exec, lp.given_test, plan->user_count, ic);
-    plan->users = side(lp.train, item_counts, "users", plan->autotune_seconds);
-    plan->items = side(lp.train_t, user_counts, "items", plan->autotune_seconds);
+    if (layout == FactorLayout::replicated) {
+      plan->users = side(lp.train, item_counts, "users", plan->autotune_seconds);
+      plan->items = side(lp.train_t, user_counts, "items", plan->autotune_seconds);
+      return;
+    }
+    ring = std::make_shared<RingPlan<T, Mem>>();
+    const int P = coll.size();
+    ring->train.resize(P);
+    ring->users = blocked_side(lp.train, item_counts, lp.item_bounds, "users", plan->autotune_seconds, &ring->train);
+    ring->items = blocked_side(lp.train_t, user_counts, lp.user_bounds, "items", plan->autotune_seconds, nullptr);
+    auto split = [&](const CsrMatrix<T, Mem>& M, std::vector<CsrMatrix<T, Mem>>& out) {
+      if (M.nnz() == 0) return;
+      out.resize(P);
+      for (int q = 0; q < P; ++q)
+        out[q] = distributed::detail::csr_column_block(exec, M, lp.item_bounds[q], lp.item_bounds[q + 1]);
+    };
+    split(plan->test_warm, ring->test_warm);
+    split(lp.test, ring->test);
+    split(plan->given_test_warm, ring->given_warm);
+    split(lp.given_test, ring->given);
+    plan->users = ring->users[coll.rank()];  // the row geometry, and what record_plan reports
+    plan->items = ring->items[coll.rank()];
+    ring->user_batches = ad::half_step_batch_count(plan->users, f, plan->batch_rows, plan->max_batch_bytes);
+    ring->item_batches = ad::half_step_batch_count(plan->items, f, plan->batch_rows, plan->max_batch_bytes);
   });
+  if (layout == FactorLayout::blocked) {
+    // Every rank runs as many batches as the busiest one (the shifts pair up).
+    std::int64_t b[2] = {ring->user_batches, ring->item_batches};
+    MPI_Allreduce(MPI_IN_PLACE, b, 2, MPI_INT64_T, MPI_MAX, coll.comm());
+    ring->user_batches = b[0];
+    ring->item_batches = b[1];
+    plan->info["user_batches"] = std::to_string(b[0]);
+    plan->info["item_batches"] = std::to_string(b[1]);
+    *ring_out = ring;
+  }
   ad::record_plan<ExecutionSpace>(plan->info, options, plan->users, plan->items);
   exec.fence();
   plan->preprocess_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -269,8 +468,50 @@ std::shared_ptr<const kfactor::als::Plan<T, Mem>> prepare(const ExecutionSpace& 
 
 template <class ExecutionSpace, class T, class Mem>
 void gather_y(const ExecutionSpace& exec, State<T, Mem>& s) {
-  if (s.coll->size() > 1) s.coll->allgather_rows(exec, s.Y, s.Y_all, s.item_bounds);
+  if (s.layout == FactorLayout::replicated && s.coll->size() > 1)
+    s.coll->allgather_rows(exec, s.Y, s.Y_all, s.item_bounds);
   s.y_current = true;
+}
+
+/// Blocked layout: calls visit(q, F) with F = block q of the factor whose
+/// own block is `own` (row bounds `bounds`), for q = p, p+1, .., p-1 around
+/// the ring (P - 1 shifts through s.ring_buffer). Collective.
+template <class ExecutionSpace, class T, class Mem, class Visit>
+void rotate(const ExecutionSpace& exec, State<T, Mem>& s, const DenseMatrix<T, Mem>& own,
+            const std::vector<ordinal_t>& bounds, Visit&& visit) {
+  const int P = s.coll->size(), p = s.coll->rank();
+  const std::size_t f = own.extent(1);
+  DenseMatrix<T, Mem> cur = own;
+  for (int k = 0; k < P; ++k) {
+    const int q = (p + k) % P;
+    visit(q, cur);
+    if (k + 1 == P) break;
+    const int qn = (q + 1) % P;
+    DenseMatrix<T, Mem> next(s.ring_buffer[(k + 1) % 2].data(), std::size_t(bounds[qn + 1] - bounds[qn]), f);
+    s.coll->shift_rows(exec, cur, (p + P - 1) % P, next, (p + 1) % P);
+    cur = next;
+  }
+}
+
+/// Blocked layout: one half-step of `out` (the rank's rows) from the
+/// structures S (one per block of the other factor) and the other factor's
+/// blocks rotating around the ring, batch by batch. Collective.
+template <class ExecutionSpace, class T, class Mem>
+void ring_half_step(const ExecutionSpace& exec, State<T, Mem>& s,
+                    const std::vector<kfactor::als::detail::HalfStepStructure<T, Mem>>& S,
+                    const DenseMatrix<T, Mem>& own, const std::vector<ordinal_t>& other_bounds,
+                    const DenseMatrix<T, Mem>& out, std::int64_t batches) {
+  namespace ad = kfactor::als::detail;
+  const auto& pl = *s.plan;
+  const int P = s.coll->size();
+  const int first = s.coll->rank();
+  ad::half_step_batches(exec, S[first], out, pl.rank, pl.batch_rows, pl.max_batch_bytes, &pl.workspace, batches,
+                        [&](ordinal_t g0, ordinal_t g1, const auto& A, const auto& b) {
+                          rotate(exec, s, own, other_bounds, [&](int q, const DenseMatrix<T, Mem>& F) {
+                            const ad::NormalEquationPart part{q != first, (q + 1) % P == first};
+                            ad::build_batch(exec, S[q], F, pl.rank, pl.lambda, pl.weight_nnz, g0, g1, A, b, part);
+                          });
+                        });
 }
 
 }  // namespace detail
@@ -282,7 +523,8 @@ State<T, Mem> init(const ExecutionSpace& exec, MPI_Comm comm, const LocalProblem
   State<T, Mem> s;
   s.coll = std::make_shared<distributed::detail::Collectives>(comm);
   if (s.coll->size() != lp.size) throw UsageError("distributed als: problem was split for another communicator size");
-  s.plan = detail::prepare(exec, *s.coll, lp, options);
+  s.layout = resolve_layout(options, lp.users, lp.items, sizeof(T), lp.size);
+  s.plan = detail::prepare(exec, *s.coll, lp, options, s.layout, &s.ring);
   const int f = options.rank;
   s.seed = options.seed;
   s.users = lp.users;
@@ -294,7 +536,20 @@ State<T, Mem> init(const ExecutionSpace& exec, MPI_Comm comm, const LocalProblem
   distributed::agree(comm, [&] {
     s.X = DenseMatrix<T, Mem>("kfactor::als::X", lp.local_users(), f);
     s.Y = DenseMatrix<T, Mem>("kfactor::als::Y", lp.local_items(), f);
-    if (s.coll->size() > 1) {
+    if (s.layout == FactorLayout::blocked) {
+      // The ring buffers (the largest block of either factor) and the batch
+      // buffers, now: nothing is allocated between the shifts of a step.
+      std::size_t rows = 0;
+      for (int q = 0; q < lp.size; ++q)
+        rows = std::max<std::size_t>({rows, std::size_t(lp.user_bounds[q + 1] - lp.user_bounds[q]),
+                                      std::size_t(lp.item_bounds[q + 1] - lp.item_bounds[q])});
+      for (auto& buf : s.ring_buffer)
+        buf = DenseMatrix<T, Mem>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kfactor::als::ring_block"),
+                                  lp.size > 1 ? rows : 0, f);
+      const auto& pl = *s.plan;
+      for (const auto* S : {&pl.users, &pl.items})
+        kfactor::als::detail::reserve_workspace(*S, f, pl.batch_rows, pl.max_batch_bytes, pl.workspace);
+    } else if (s.coll->size() > 1) {
       s.X_all = DenseMatrix<T, Mem>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kfactor::als::X_all"), lp.users, f);
       s.Y_all = DenseMatrix<T, Mem>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kfactor::als::Y_all"), lp.items, f);
     } else {
@@ -327,6 +582,12 @@ void step(const ExecutionSpace& exec, const LocalProblem<T, Mem>& lp, const Opti
   // A half-step may fail on one rank (a Cholesky that is not positive
   // definite, an allocation): agreed, so every rank throws it.
   const MPI_Comm comm = s.coll->comm();
+  if (s.layout == FactorLayout::blocked) {
+    const auto& ring = *s.ring;
+    distributed::agree(comm, [&] { detail::ring_half_step(exec, s, ring.users, s.Y, s.item_bounds, s.X, ring.user_batches); });
+    distributed::agree(comm, [&] { detail::ring_half_step(exec, s, ring.items, s.X, s.user_bounds, s.Y, ring.item_batches); });
+    return;
+  }
   distributed::agree(comm, [&] {
     kfactor::als::detail::half_step(exec, p.users, s.Y_all, s.X, p.rank, p.lambda, p.weight_nnz, p.batch_rows,
                                     p.max_batch_bytes, &p.workspace);
@@ -348,20 +609,36 @@ Metrics evaluate(const ExecutionSpace& exec, const LocalProblem<T, Mem>& lp, Sta
   const auto& p = *s.plan;
   // [sq, count] for train, test warm, given warm, test all, given all; then the regularizer.
   double v[11] = {0};
-  auto acc = [&](const CsrMatrix<T, Mem>& M, int at) {
+  auto acc = [&](const CsrMatrix<T, Mem>& M, const DenseMatrix<T, Mem>& Y, int at) {
     if (M.nnz() == 0) return;
-    const auto e = rating_errors(exec, M, s.X, s.Y_all);
-    v[at] = e.rmse * e.rmse * double(e.count);
-    v[at + 1] = double(e.count);
+    const auto e = rating_errors(exec, M, s.X, Y);
+    v[at] += e.rmse * e.rmse * double(e.count);
+    v[at + 1] += double(e.count);
   };
-  acc(lp.train, 0);
-  if (lp.test_nnz > 0) {
-    acc(p.test_warm, 2);
-    acc(lp.test, 6);
-  }
-  if (lp.given_test_nnz > 0) {
-    acc(p.given_test_warm, 4);
-    acc(lp.given_test, 8);
+  auto acc_all = [&](const auto& train, const auto& test_warm, const auto& test, const auto& given_warm,
+                     const auto& given, const DenseMatrix<T, Mem>& Y) {
+    acc(train, Y, 0);
+    if (lp.test_nnz > 0) {
+      acc(test_warm, Y, 2);
+      acc(test, Y, 6);
+    }
+    if (lp.given_test_nnz > 0) {
+      acc(given_warm, Y, 4);
+      acc(given, Y, 8);
+    }
+  };
+  if (s.layout == FactorLayout::blocked) {
+    // The rank's ratings and test entries block by block, Y around the ring.
+    const auto& r = *s.ring;
+    const CsrMatrix<T, Mem> none;
+    auto at = [&](const std::vector<CsrMatrix<T, Mem>>& M, int q) -> const CsrMatrix<T, Mem>& {
+      return M.empty() ? none : M[q];
+    };
+    detail::rotate(exec, s, s.Y, s.item_bounds, [&](int q, const DenseMatrix<T, Mem>& Yq) {
+      acc_all(r.train[q], at(r.test_warm, q), at(r.test, q), at(r.given_warm, q), at(r.given, q), Yq);
+    });
+  } else {
+    acc_all(lp.train, p.test_warm, lp.test, p.given_test_warm, lp.given_test, s.Y_all);
   }
   v[10] = ad::weighted_norm2(exec, s.X, p.user_count, p.weight_nnz) +
           ad::weighted_norm2(exec, s.Y, p.item_count, p.weight_nnz);
@@ -434,14 +711,17 @@ Result<T, Mem> solve(const ExecutionSpace& exec, const LocalProblem<T, Mem>& lp,
   r.timings.set("compute", step_seconds - comm_in_steps);
   r.info = s.plan->info;
   r.info["mpi_ranks"] = std::to_string(lp.size);
-  r.info["distribution"] = "rows of R and X, rows of R^T and Y per rank, nnz-balanced; X and Y all-gathered";
+  r.info["factor_layout"] = to_string(s.layout);
+  r.info["distribution"] = s.layout == FactorLayout::blocked
+                               ? "rows of R and X, rows of R^T and Y per rank, nnz-balanced; X and Y blocks rotated "
+                                 "around a ring"
+                               : "rows of R and X, rows of R^T and Y per rank, nnz-balanced; X and Y all-gathered";
   const int its = s.iteration - first_iteration;
   if (its > 0) {
     r.timings.set("per_iteration", step_seconds / its);
     r.info["gflops"] = kfactor::als::detail::fmt(kfactor::als::flops_per_iteration(r.nnz, options.rank) * its /
                                                  step_seconds / 1e9);
-    r.info["model_bytes_per_iteration"] = std::to_string(
-        static_cast<std::int64_t>(iteration_volume(lp.users, lp.items, options.rank, lp.size, sizeof(T)).bytes));
+    r.info["model_bytes_per_iteration"] = std::to_string(static_cast<std::int64_t>(s.iteration_volume().bytes));
     r.info["gathered_bytes_per_iteration"] = std::to_string((after.bytes_in - before.bytes_in) / its);
   }
   if (first_iteration > 0) r.info["continued_from"] = std::to_string(first_iteration);
@@ -473,6 +753,15 @@ DenseMatrix<T, Mem> gather_X(const ExecutionSpace& exec, State<T, Mem>& s) {
 template <class ExecutionSpace, class T, class Mem>
 DenseMatrix<T, Mem> gather_Y(const ExecutionSpace& exec, State<T, Mem>& s) {
   return s.coll->allgather_rows(exec, s.Y, s.item_bounds, "kfactor::als::Y_full");
+}
+
+/// X and Y whole on rank `root` (host memory; empty on the other ranks),
+/// through MPI_Gatherv: for writing the factors without replicating them.
+/// Collective.
+template <class ExecutionSpace, class T, class Mem>
+std::pair<Kokkos::View<T**, Kokkos::LayoutRight, Kokkos::HostSpace>, Kokkos::View<T**, Kokkos::LayoutRight, Kokkos::HostSpace>>
+gather_factors_to(const ExecutionSpace& exec, State<T, Mem>& s, int root) {
+  return {s.coll->gather_rows_to(exec, s.X, s.user_bounds, root), s.coll->gather_rows_to(exec, s.Y, s.item_bounds, root)};
 }
 
 }  // namespace kfactor::distributed::als

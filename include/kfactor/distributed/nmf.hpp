@@ -44,7 +44,9 @@
 /// epoch_volume() evaluates it; with a latency alpha per collective step
 /// and an inverse bandwidth beta, the modelled time is
 /// collectives * alpha * ceil(log2 P) + bytes * beta (perf/bench_distributed
-/// calibrates alpha and beta and compares). For V, D >> K the gathers
+/// refines this per kind of call: all-reductions alpha ceil(log2 P) each
+/// plus payload x gamma, all-gathers a per-call latency plus bytes received
+/// x beta, with every constant calibrated by size sweeps). For V, D >> K the gathers
 /// dominate: the volume does not shrink with P, so strong scaling ends
 /// when (V + D) K beta reaches the per-rank compute 4 nnz K / P flops.
 ///

@@ -22,6 +22,10 @@
 /// order, whatever the structure, the tile, the team size or the batch: a
 /// row's result depends only on the row, so batch size changes nothing, and
 /// the tiled and plain paths give the same bits.
+/// A row's sums may also be built in parts, one column block at a time
+/// (NormalEquationPart: later parts continue the sums stored in the batch
+/// buffers): the distributed blocked layout, where the other factor arrives
+/// block by block.
 
 #include <kfactor/als/bals_format.hpp>
 #include <kfactor/core/error.hpp>
@@ -401,17 +405,13 @@ struct Workspace {
   Kokkos::View<T*, MemorySpace> A, b;
 };
 
-/// X = argmin over the half-step objective, row by row, in batches.
-template <class ExecutionSpace, class T, class MemorySpace, class XView, class YView>
-void half_step(const ExecutionSpace& exec, const HalfStepStructure<T, MemorySpace>& S, const YView& Y, const XView& X,
-               int f, T lambda, bool weight_nnz, std::int64_t batch_rows, std::size_t max_batch_bytes,
-               Workspace<T, MemorySpace>* workspace = nullptr) {
+/// Grows ws to the batch buffers of S's half-step; returns the rows per batch.
+template <class T, class MemorySpace>
+std::int64_t reserve_workspace(const HalfStepStructure<T, MemorySpace>& S, int f, std::int64_t batch_rows,
+                               std::size_t max_batch_bytes, Workspace<T, MemorySpace>& ws) {
   const int xb = S.tiled ? S.xb : 1;
-  const std::int64_t blocks = (std::int64_t(S.rows) + xb - 1) / xb;
   const std::int64_t per = batch_row_blocks(S.rows, xb, f, sizeof(T), batch_rows, max_batch_bytes);
   const std::int64_t cap_rows = std::min<std::int64_t>(per * xb, S.rows);
-  Workspace<T, MemorySpace> local;
-  Workspace<T, MemorySpace>& ws = workspace ? *workspace : local;
   const std::size_t need_A = std::size_t(cap_rows) * f * f, need_b = std::size_t(cap_rows) * f;
   try {
     if (ws.A.extent(0) < need_A)
@@ -423,21 +423,70 @@ void half_step(const ExecutionSpace& exec, const HalfStepStructure<T, MemorySpac
                          std::to_string(f) + " (" + std::to_string(double(need_A) * sizeof(T) / 1e9) +
                          " GB); lower the batch size: " + e.what());
   }
+  return cap_rows;
+}
+
+/// The batch loop of a half-step: per batch of row blocks [g0, g1),
+/// build(g0, g1, A, b) writes the normal equations of its rows, which are
+/// then solved into X. At least `min_batches` batches are run (the trailing
+/// ones empty: g0 == g1), so ranks of a distributed run can keep their
+/// collectives in step. Throws after the last batch when a Cholesky failed.
+template <class ExecutionSpace, class T, class MemorySpace, class XView, class Build>
+void half_step_batches(const ExecutionSpace& exec, const HalfStepStructure<T, MemorySpace>& S, const XView& X, int f,
+                       std::int64_t batch_rows, std::size_t max_batch_bytes, Workspace<T, MemorySpace>* workspace,
+                       std::int64_t min_batches, Build&& build) {
+  const int xb = S.tiled ? S.xb : 1;
+  const std::int64_t blocks = (std::int64_t(S.rows) + xb - 1) / xb;
+  const std::int64_t per = batch_row_blocks(S.rows, xb, f, sizeof(T), batch_rows, max_batch_bytes);
+  Workspace<T, MemorySpace> local;
+  Workspace<T, MemorySpace>& ws = workspace ? *workspace : local;
+  const std::int64_t cap_rows = reserve_workspace(S, f, batch_rows, max_batch_bytes, ws);
   Kokkos::View<T***, Kokkos::LayoutRight, MemorySpace> A(ws.A.data(), cap_rows, f, f);
   Kokkos::View<T**, Kokkos::LayoutRight, MemorySpace> b(ws.b.data(), cap_rows, f);
+  const std::int64_t batches = std::max((blocks + per - 1) / per, min_batches);
   int failed = 0;
-  for (std::int64_t g0 = 0; g0 < blocks; g0 += per) {
-    const std::int64_t g1 = std::min(blocks, g0 + per);
+  for (std::int64_t k = 0; k < batches; ++k) {
+    const std::int64_t g0 = std::min(blocks, k * per), g1 = std::min(blocks, g0 + per);
     const ordinal_t r0 = ordinal_t(g0 * xb), r1 = ordinal_t(std::min<std::int64_t>(g1 * xb, S.rows));
-    if (S.tiled)
-      build_normal_equations<true>(exec, S, Y, f, lambda, weight_nnz, ordinal_t(g0), ordinal_t(g1), A, b);
-    else
-      build_normal_equations<false>(exec, S, Y, f, lambda, weight_nnz, ordinal_t(g0), ordinal_t(g1), A, b);
+    build(ordinal_t(g0), ordinal_t(g1), A, b);
     failed += solve_normal_equations(exec, S, X, f, r0, r1, A, b);
   }
   if (failed > 0)
     throw RuntimeFailure("ALS: Cholesky failed for " + std::to_string(failed) +
                          " rows (normal equations not positive definite; raise lambda)");
+}
+
+/// Number of batches half_step_batches runs for S (without min_batches).
+template <class T, class MemorySpace>
+std::int64_t half_step_batch_count(const HalfStepStructure<T, MemorySpace>& S, int f, std::int64_t batch_rows,
+                                   std::size_t max_batch_bytes) {
+  const int xb = S.tiled ? S.xb : 1;
+  const std::int64_t blocks = (std::int64_t(S.rows) + xb - 1) / xb;
+  const std::int64_t per = batch_row_blocks(S.rows, xb, f, sizeof(T), batch_rows, max_batch_bytes);
+  return (blocks + per - 1) / per;
+}
+
+/// Builds one batch's normal equations from S (tiled or CSR path).
+template <class ExecutionSpace, class T, class MemorySpace, class YView>
+void build_batch(const ExecutionSpace& exec, const HalfStepStructure<T, MemorySpace>& S, const YView& Y, int f,
+                 T lambda, bool weight_nnz, ordinal_t g0, ordinal_t g1,
+                 const Kokkos::View<T***, Kokkos::LayoutRight, MemorySpace>& A,
+                 const Kokkos::View<T**, Kokkos::LayoutRight, MemorySpace>& b, NormalEquationPart part = {}) {
+  if (S.tiled)
+    build_normal_equations<true>(exec, S, Y, f, lambda, weight_nnz, g0, g1, A, b, part);
+  else
+    build_normal_equations<false>(exec, S, Y, f, lambda, weight_nnz, g0, g1, A, b, part);
+}
+
+/// X = argmin over the half-step objective, row by row, in batches.
+template <class ExecutionSpace, class T, class MemorySpace, class XView, class YView>
+void half_step(const ExecutionSpace& exec, const HalfStepStructure<T, MemorySpace>& S, const YView& Y, const XView& X,
+               int f, T lambda, bool weight_nnz, std::int64_t batch_rows, std::size_t max_batch_bytes,
+               Workspace<T, MemorySpace>* workspace = nullptr) {
+  half_step_batches(exec, S, X, f, batch_rows, max_batch_bytes, workspace, 0,
+                    [&](ordinal_t g0, ordinal_t g1, const auto& A, const auto& b) {
+                      build_batch(exec, S, Y, f, lambda, weight_nnz, g0, g1, A, b);
+                    });
 }
 
 }  // namespace kfactor::als::detail

@@ -11,7 +11,8 @@
 /// address (CUDA) are staged through one pinned host buffer per
 /// communicator, grown on demand and reused (a fresh pageable mirror per call
 /// paid page faults and half the copy bandwidth), so no CUDA-aware MPI is
-/// needed; the staging copies are counted as communication.
+/// needed; the staging copies are counted as communication. CommStats splits
+/// the time by kind of call (all-reduce, all-gather, ring shift).
 
 #include <kfactor/config.hpp>
 #include <kfactor/core/error.hpp>
@@ -20,6 +21,7 @@
 
 #if defined(KFACTOR_HAVE_MPI)
 #include <mpi.h>
+#include <sys/resource.h>
 
 #include <Kokkos_Core.hpp>
 
@@ -48,6 +50,9 @@ struct CommStats {
   std::int64_t calls = 0;       ///< collectives issued
   std::int64_t bytes_in = 0;    ///< bytes this rank received from others (allgather: other ranks' rows)
   std::int64_t reduce_bytes = 0;  ///< payload bytes of all-reductions (each counts once)
+  /// seconds and calls per kind of call (all-reduce, all-gather, ring shift)
+  double reduce_seconds = 0.0, gather_seconds = 0.0, shift_seconds = 0.0;
+  std::int64_t reduce_calls = 0, gather_calls = 0, shift_calls = 0;
 };
 
 /// Thin timed wrappers; one per communicator (not thread safe).
@@ -65,6 +70,17 @@ class Collectives {
   /// stats.seconds is the transfer alone and stats.wait_seconds the time
   /// spent waiting for slower ranks (costs one extra latency per call).
   bool measure_wait = false;
+  /// Benchmarks: one record per timed call, with the involuntary context
+  /// switches this process suffered during it (a rank descheduled in the
+  /// middle of a collective stretches it on every rank: time the model does
+  /// not describe).
+  struct CallRecord {
+    char kind;       ///< 'r' all-reduce, 'g' all-gather, 's' ring shift
+    double seconds;  ///< the MPI call (and staging)
+    double bytes;    ///< payload (all-reduce) or bytes received
+    long switches;   ///< involuntary context switches during the call
+  };
+  std::vector<CallRecord>* log = nullptr;
 
   /// v (contiguous) summed in place over the ranks. No MPI call on one rank.
   template <class ExecutionSpace, class V>
@@ -75,7 +91,7 @@ class Collectives {
     if (!v.span_is_contiguous()) throw UsageError("distributed: all-reduce of a non-contiguous view");
     exec.fence();
     wait();
-    const double t0 = MPI_Wtime();
+    const double t0 = start();
     const int n = static_cast<int>(v.size());
     if constexpr (Kokkos::SpaceAccessibility<Kokkos::HostSpace, typename V::memory_space>::accessible) {
       check(MPI_Allreduce(MPI_IN_PLACE, v.data(), n, mpi_type<T>(), MPI_SUM, comm_), "MPI_Allreduce");
@@ -89,8 +105,7 @@ class Collectives {
       Kokkos::deep_copy(exec, dv, hv);
       exec.fence();
     }
-    stats.seconds += MPI_Wtime() - t0;
-    ++stats.calls;
+    count(stats.reduce_seconds, stats.reduce_calls, MPI_Wtime() - t0, double(v.size() * sizeof(T)));
     stats.reduce_bytes += static_cast<std::int64_t>(v.size() * sizeof(T));
   }
 
@@ -99,10 +114,9 @@ class Collectives {
   void allreduce_sum_host(T* values, int n) {
     if (size_ == 1 || n == 0) return;
     wait();
-    const double t0 = MPI_Wtime();
+    const double t0 = start();
     check(MPI_Allreduce(MPI_IN_PLACE, values, n, mpi_type<T>(), MPI_SUM, comm_), "MPI_Allreduce");
-    stats.seconds += MPI_Wtime() - t0;
-    ++stats.calls;
+    count(stats.reduce_seconds, stats.reduce_calls, MPI_Wtime() - t0, double(n * sizeof(T)));
     stats.reduce_bytes += static_cast<std::int64_t>(n * sizeof(T));
   }
 
@@ -133,7 +147,7 @@ class Collectives {
     }
     exec.fence();
     wait();
-    const double t0 = MPI_Wtime();
+    const double t0 = start();
     if constexpr (Kokkos::SpaceAccessibility<Kokkos::HostSpace, Mem>::accessible) {
       check(MPI_Allgatherv(local.data(), counts[rank_], mpi_type<T>(), full.data(), counts.data(), displs.data(),
                            mpi_type<T>(), comm_),
@@ -152,9 +166,42 @@ class Collectives {
       Kokkos::deep_copy(exec, full, Pinned(h, full.extent(0), K));
       exec.fence();
     }
-    stats.seconds += MPI_Wtime() - t0;
-    ++stats.calls;
+    count(stats.gather_seconds, stats.gather_calls, MPI_Wtime() - t0,
+          double((full.extent(0) - local.extent(0)) * K * sizeof(T)));
     stats.bytes_in += static_cast<std::int64_t>((full.extent(0) - local.extent(0)) * K * sizeof(T));
+  }
+
+  /// One step of a ring: sends `send` (LayoutRight, contiguous) to rank
+  /// `dest` and receives `recv` (already sized to what arrives) from rank
+  /// `source`, in one MPI_Sendrecv. Point to point: one latency, no log P.
+  template <class ExecutionSpace, class T, class Mem>
+  void shift_rows(const ExecutionSpace& exec, const DenseMatrix<T, Mem>& send, int dest,
+                  const DenseMatrix<T, Mem>& recv, int source) {
+    if (send.size() > std::size_t(2147483647) || recv.size() > std::size_t(2147483647))
+      throw RuntimeFailure("distributed: a ring block of " + std::to_string(std::max(send.size(), recv.size())) +
+                           " values exceeds MPI's int counts; use more ranks");
+    const int ns = static_cast<int>(send.size()), nr = static_cast<int>(recv.size());
+    exec.fence();
+    wait();
+    const double t0 = start();
+    if constexpr (Kokkos::SpaceAccessibility<Kokkos::HostSpace, Mem>::accessible) {
+      check(MPI_Sendrecv(send.data(), ns, mpi_type<T>(), dest, 0, recv.data(), nr, mpi_type<T>(), source, 0, comm_,
+                         MPI_STATUS_IGNORE),
+            "MPI_Sendrecv");
+    } else {
+      using Pinned = Kokkos::View<T*, Kokkos::SharedHostPinnedSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+      using Flat = Kokkos::View<T*, Mem, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+      T* h = staging<T>(send.size() + recv.size());
+      Kokkos::deep_copy(exec, Pinned(h, send.size()), Flat(send.data(), send.size()));
+      exec.fence();
+      check(MPI_Sendrecv(h, ns, mpi_type<T>(), dest, 0, h + send.size(), nr, mpi_type<T>(), source, 0, comm_,
+                         MPI_STATUS_IGNORE),
+            "MPI_Sendrecv");
+      Kokkos::deep_copy(exec, Flat(recv.data(), recv.size()), Pinned(h + send.size(), recv.size()));
+      exec.fence();
+    }
+    count(stats.shift_seconds, stats.shift_calls, MPI_Wtime() - t0, double(recv.size() * sizeof(T)));
+    stats.bytes_in += static_cast<std::int64_t>(recv.size() * sizeof(T));
   }
 
   /// A new matrix of all bounds.back() rows: the ranks' row blocks of
@@ -165,6 +212,35 @@ class Collectives {
     DenseMatrix<T, Mem> full(Kokkos::view_alloc(Kokkos::WithoutInitializing, label), bounds.back(), local.extent(1));
     allgather_rows(exec, local, full, bounds);
     exec.fence();
+    return full;
+  }
+
+  /// The ranks' row blocks of `local` in rank order, as a host matrix of all
+  /// bounds.back() rows on `root` (empty elsewhere): MPI_Gatherv, so only
+  /// the root ever holds the whole factor.
+  template <class ExecutionSpace, class T, class Mem>
+  Kokkos::View<T**, Kokkos::LayoutRight, Kokkos::HostSpace> gather_rows_to(const ExecutionSpace& exec,
+                                                                           const DenseMatrix<T, Mem>& local,
+                                                                           const std::vector<ordinal_t>& bounds,
+                                                                           int root) {
+    const std::size_t K = local.extent(1);
+    std::vector<int> counts(size_), displs(size_);
+    for (int p = 0; p < size_; ++p) {
+      const std::int64_t d = std::int64_t(bounds[p]) * std::int64_t(K);
+      if (std::int64_t(bounds[p + 1]) * std::int64_t(K) > std::int64_t(2147483647))
+        throw RuntimeFailure("distributed: a factor of " + std::to_string(bounds.back()) + " x " + std::to_string(K) +
+                             " exceeds MPI's int counts");
+      counts[p] = static_cast<int>(std::int64_t(bounds[p + 1] - bounds[p]) * std::int64_t(K));
+      displs[p] = static_cast<int>(d);
+    }
+    const auto mine = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, local);
+    exec.fence();
+    Kokkos::View<T**, Kokkos::LayoutRight, Kokkos::HostSpace> full(
+        Kokkos::view_alloc(Kokkos::WithoutInitializing, "kfactor::gathered_factor"), rank_ == root ? bounds.back() : 0,
+        rank_ == root ? K : 0);
+    check(MPI_Gatherv(mine.data(), counts[rank_], mpi_type<T>(), full.data(), counts.data(), displs.data(),
+                      mpi_type<T>(), root, comm_),
+          "MPI_Gatherv");
     return full;
   }
 
@@ -192,6 +268,26 @@ class Collectives {
     return reinterpret_cast<T*>(staging_.data());
   }
   Kokkos::View<char*, Kokkos::SharedHostPinnedSpace> staging_;
+  long switches_ = 0;
+  static long involuntary_switches() {
+    rusage u{};
+    getrusage(RUSAGE_SELF, &u);
+    return u.ru_nivcsw;
+  }
+  double start() {
+    if (log) switches_ = involuntary_switches();
+    return MPI_Wtime();
+  }
+  void count(double& kind_seconds, std::int64_t& kind_calls, double t, double bytes) {
+    stats.seconds += t;
+    kind_seconds += t;
+    ++stats.calls;
+    ++kind_calls;
+    if (log) {
+      const char kind = &kind_seconds == &stats.reduce_seconds ? 'r' : &kind_seconds == &stats.gather_seconds ? 'g' : 's';
+      log->push_back({kind, t, bytes, involuntary_switches() - switches_});
+    }
+  }
   void wait() {
     if (!measure_wait) return;
     const double t0 = MPI_Wtime();
