@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <limits>
 #include <string>
+#include <type_traits>
 #include <utility>
 
 namespace kfactor::nmf {
@@ -256,6 +257,9 @@ void alo_update(const ExecutionSpace& exec, const XV& Xn, const XV& Xo, const BV
   using Kokkos::make_pair;
   const int K = static_cast<int>(G.extent(0));
   const int ntiles = (K + tile - 1) / tile;
+  // One launch per tile on a host when no per-column reduction across
+  // processes is needed (see tile_sweep_host).
+  constexpr bool host_tile_sweep = RowTeamShape<ExecutionSpace>::host && std::is_same_v<Comm, SingleProcess>;
   alo_init(exec, Xn, Xo, G, normalize);
   // Phase 1 (needs only X_old): X_new[:, 0:tT) -= X_old[:, tile t] G[tile t, 0:tT).
   for (int tau = 1; tau < ntiles; ++tau) {
@@ -266,14 +270,16 @@ void alo_update(const ExecutionSpace& exec, const XV& Xn, const XV& Xo, const BV
   for (int tau = 0; tau < ntiles; ++tau) {
     const int t0 = tau * tile, t1 = std::min(K, t0 + tile);
     // Phase 2: the in-tile sweep.
-    if (normalize) {
+    if (!normalize) {
+      row_sweep(exec, Xn, Xo, B, G, t0, t1, eps);
+    } else if constexpr (host_tile_sweep) {
+      tile_sweep_host(exec, Xn, Xo, B, G, t0, t1, eps, norms2);
+    } else {
       for (int t = t0; t < t1; ++t) {
         column_step(exec, Xn, Xo, B, G, t0, t1, t, false, eps, norms2);
         comm.sum(exec, Kokkos::subview(norms2, make_pair(t, t + 1)));
       }
       scale_column(exec, Xn, t1 - 1, norms2);
-    } else {
-      row_sweep(exec, Xn, Xo, B, G, t0, t1, eps);
     }
     // Phase 3 (inside the tile loop): X_new[:, t1:K) -= X_new[:, tile] G[tile, t1:K).
     if (t1 < K)
