@@ -21,12 +21,17 @@
 ///    new values visible. HALS-H is one launch per epoch, ALO-H one per tile.
 ///  - column_step (W): column t needs the l2 norm of column t-1 (a global
 ///    reduction) before it can be computed, so one launch per column is the
-///    least a portable code can do. Each launch (a) applies the pending
-///    normalisation of column t-1 while reading it, (b) computes column t and
-///    (c) reduces its squared norm into norms2(t) on the device: no host
-///    synchronisation and no separate norm/scale launches (the paper's GPU code
-///    needs 3 launches and 2 host syncs per column). scale_column finishes the
-///    last column of a tile. Launches per W update: K + number of tiles.
+///    least a portable code can do on a device (no exact reformulation
+///    defers the norm: the clamp max(eps, .) of column t depends on it, and a
+///    device-wide barrier has no forward-progress guarantee in Kokkos). Each
+///    launch (a) applies the pending normalisation of column t-1 while reading
+///    it, (b) computes column t and (c) reduces its squared norm into
+///    norms2(t) on the device: no host synchronisation and no separate
+///    norm/scale launches (the paper's GPU code needs 3 launches and 2 host
+///    syncs per column). scale_column finishes the last column of a tile.
+///    Launches per W update: K + number of tiles.
+///  - tile_sweep_host: on a host the T columns of an ALO tile run in one
+///    launch (one team of all threads, a barrier per column).
 ///
 /// These launches must stay asynchronous: see light_weight.
 
@@ -49,6 +54,16 @@ using kfactor::detail::RowTeamShape;
 template <class Policy>
 auto light_weight(const Policy& policy) {
   return Kokkos::Experimental::require(policy, Kokkos::Experimental::WorkItemProperty::HintLightWeight);
+}
+
+/// A 2-D range over a row-major (LayoutRight) rows x cols matrix whose
+/// fastest index is the column. MDRangePolicy's default order follows the
+/// space's default layout, column-major on CUDA, where adjacent threads would
+/// then touch addresses a row apart (alo_init ran at 37 us for 10 MB).
+template <class ExecutionSpace>
+Kokkos::MDRangePolicy<ExecutionSpace, Kokkos::Rank<2, Kokkos::Iterate::Right, Kokkos::Iterate::Right>>
+row_major_policy(const ExecutionSpace& exec, std::size_t rows, std::size_t cols) {
+  return {exec, {0, 0}, {rows, cols}};
 }
 
 /// H-style sweep over columns [t0, t1) (no normalisation); Xn may alias Xo.
@@ -87,50 +102,38 @@ void row_sweep(const ExecutionSpace& exec, const XV& Xn, const XV& Xo, const BV&
 /// normalisation of column t-1 (when t > t0) using norms2(t-1), computes column
 /// t and writes its squared l2 norm (before normalisation) to norms2(t).
 /// `diag_base` selects base = X(r,t) * G(t,t) (HALS in place).
+///
+/// One work item per row (a RangePolicy reduction), not a team per 16 rows:
+/// on the H100 the team form (nested team and vector reductions, 1250 blocks
+/// of 256 threads for 20000 rows, several occupancy waves) took 22.5 us per
+/// column for ~2 us of bytes; one thread per row is a single wave whose only
+/// synchronisation is the final reduction. A row's tile is contiguous
+/// (row-major X), so each thread's reads stay in one or two cache lines.
 template <class ExecutionSpace, class XV, class BV, class GV, class NV>
 void column_step(const ExecutionSpace& exec, const XV& Xn, const XV& Xo, const BV& B, const GV& G, int t0, int t1,
                  int t, bool diag_base, typename XV::non_const_value_type eps, const NV& norms2) {
   using T = typename XV::non_const_value_type;
   using Mem = typename ExecutionSpace::memory_space;
-  using Policy = Kokkos::TeamPolicy<ExecutionSpace>;
-  using Shape = RowTeamShape<ExecutionSpace>;
   const int n = static_cast<int>(Xn.extent(0));
-  const int vlen = Shape::vector_length(t1 - t0);
-  const int rpt = Shape::rows_per_team(t1 - t0);
-  const int league = (n + rpt - 1) / rpt;
   const int prev = t > t0 ? t - 1 : -1;
-  const auto policy = light_weight(Shape::host ? Policy(exec, league, 1, 1) : Policy(exec, league, rpt, vlen));
   Kokkos::View<double, Mem> result(norms2.data() + t);
   Kokkos::parallel_reduce(
-      "kfactor::nmf::column_step", policy,
-      KOKKOS_LAMBDA(const typename Policy::member_type& team, double& acc) {
-        const int r0 = team.league_rank() * rpt;
-        const int r1 = r0 + rpt < n ? r0 + rpt : n;
+      "kfactor::nmf::column_step", light_weight(Kokkos::RangePolicy<ExecutionSpace>(exec, 0, n)),
+      KOKKOS_LAMBDA(const int r, double& ss) {
         const T inv = prev >= 0 ? T(1.0 / Kokkos::sqrt(norms2(prev))) : T(1);
-        const T gtt = diag_base ? G(t, t) : T(1);
-        double team_ss = 0.0;
-        Kokkos::parallel_reduce(
-            Kokkos::TeamThreadRange(team, r0, r1),
-            [&](int r, double& ss) {
-              const T base = Xn(r, t) * gtt;
-              T s = T(0);
-              Kokkos::parallel_reduce(
-                  Kokkos::ThreadVectorRange(team, t0, t1),
-                  [&](int j, T& a) {
-                    T x = j < t ? Xn(r, j) : Xo(r, j);
-                    if (j == prev) x *= inv;
-                    a += x * G(t, j);
-                  },
-                  s);
-              const T v = Kokkos::max(eps, base + B(r, t) - s);
-              Kokkos::single(Kokkos::PerThread(team), [&]() {
-                Xn(r, t) = v;
-                if (prev >= 0) Xn(r, prev) *= inv;
-                ss += double(v) * double(v);
-              });
-            },
-            team_ss);
-        Kokkos::single(Kokkos::PerTeam(team), [&]() { acc += team_ss; });
+        const T base = diag_base ? Xn(r, t) * G(t, t) : Xn(r, t);
+        T s = T(0);
+        T xprev = T(0);
+        for (int j = t0; j < t; ++j) {
+          T x = Xn(r, j);
+          if (j == prev) xprev = x = x * inv;
+          s += x * G(t, j);
+        }
+        for (int j = t; j < t1; ++j) s += Xo(r, j) * G(t, j);
+        const T v = Kokkos::max(eps, base + B(r, t) - s);
+        Xn(r, t) = v;
+        if (prev >= 0) Xn(r, prev) = xprev;
+        ss += double(v) * double(v);
       },
       Kokkos::Sum<double, Mem>(result));
 }
@@ -192,13 +195,19 @@ void scale_column(const ExecutionSpace& exec, const XV& X, int t, const NV& norm
       });
 }
 
-/// Xn(r, j) = Xo(r, j) * (diag ? G(j, j) : 1)  (ALO initialisation).
-template <class ExecutionSpace, class XV, class GV>
-void alo_init(const ExecutionSpace& exec, const XV& Xn, const XV& Xo, const GV& G, bool diag) {
+/// M (K x K) with X_new = X_old M being the ALO initialisation and its phase 1
+/// in one product: M(j, i) = (diag ? G(i, i) : 1) for j == i, -G(j, i) when
+/// column j lies in a later tile than column i, 0 otherwise. One GEMM instead
+/// of an initialisation kernel and one GEMM per tile (each of those small
+/// GEMMs cost 13-20 us on the H100 whatever its size).
+template <class ExecutionSpace, class GV, class MV>
+void alo_phase1_matrix(const ExecutionSpace& exec, const GV& G, int tile, bool diag, const MV& M) {
+  using T = typename MV::non_const_value_type;
   Kokkos::parallel_for(
-      "kfactor::nmf::alo_init",
-      Kokkos::MDRangePolicy<ExecutionSpace, Kokkos::Rank<2>>(exec, {0, 0}, {Xn.extent(0), Xn.extent(1)}),
-      KOKKOS_LAMBDA(std::size_t r, std::size_t j) { Xn(r, j) = diag ? Xo(r, j) * G(j, j) : Xo(r, j); });
+      "kfactor::nmf::alo_phase1_matrix", row_major_policy(exec, M.extent(0), M.extent(1)),
+      KOKKOS_LAMBDA(std::size_t j, std::size_t i) {
+        M(j, i) = j == i ? (diag ? T(G(i, i)) : T(1)) : (int(j) / tile > int(i) / tile ? T(-G(j, i)) : T(0));
+      });
 }
 
 /// Lee-Seung: X = X * B / (XG + eps), XG precomputed.
@@ -206,8 +215,7 @@ template <class ExecutionSpace, class XV, class BV>
 void mu_update(const ExecutionSpace& exec, const XV& X, const BV& B, const XV& XG,
                typename XV::non_const_value_type eps) {
   Kokkos::parallel_for(
-      "kfactor::nmf::mu_update",
-      Kokkos::MDRangePolicy<ExecutionSpace, Kokkos::Rank<2>>(exec, {0, 0}, {X.extent(0), X.extent(1)}),
+      "kfactor::nmf::mu_update", row_major_policy(exec, X.extent(0), X.extent(1)),
       KOKKOS_LAMBDA(std::size_t r, std::size_t j) {
         using T = typename XV::non_const_value_type;
         const T b = B(r, j) > T(0) ? T(B(r, j)) : T(0);
@@ -220,8 +228,7 @@ template <class ExecutionSpace, class XV, class YV>
 void frobenius_dot(const ExecutionSpace& exec, const XV& X, const YV& Y,
                    const Kokkos::View<double, typename ExecutionSpace::memory_space>& out) {
   Kokkos::parallel_reduce(
-      "kfactor::nmf::frobenius_dot",
-      Kokkos::MDRangePolicy<ExecutionSpace, Kokkos::Rank<2>>(exec, {0, 0}, {X.extent(0), X.extent(1)}),
+      "kfactor::nmf::frobenius_dot", row_major_policy(exec, X.extent(0), X.extent(1)),
       KOKKOS_LAMBDA(std::size_t i, std::size_t j, double& s) { s += double(X(i, j)) * double(Y(i, j)); },
       Kokkos::Sum<double, typename ExecutionSpace::memory_space>(out));
 }
