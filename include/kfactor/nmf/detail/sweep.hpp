@@ -16,9 +16,8 @@
 ///
 /// Kernels, designed so the GPU is not launch-bound:
 ///  - row_sweep (H, no normalisation): the rows are independent, so ONE launch
-///    runs every column t of the tile; a team thread owns a row (vector lanes
-///    over j for the dot product) and the team barrier between steps makes the
-///    new values visible. HALS-H is one launch per epoch, ALO-H one per tile.
+///    runs every column t of the tile, a work item per row. HALS-H is one
+///    launch per epoch, ALO-H one per tile.
 ///  - column_step (W): column t needs the l2 norm of column t-1 (a global
 ///    reduction) before it can be computed, so one launch per column is the
 ///    least a portable code can do on a device (no exact reformulation
@@ -67,33 +66,24 @@ row_major_policy(const ExecutionSpace& exec, std::size_t rows, std::size_t cols)
 }
 
 /// H-style sweep over columns [t0, t1) (no normalisation); Xn may alias Xo.
+/// The rows are independent, so one work item owns a row and runs every
+/// column of the tile in registers and its own cache lines: no team barrier,
+/// one wave on a device (a team per 16 rows with a barrier per column took
+/// 29.8 us per tile of 16 on the H100).
 template <class ExecutionSpace, class XV, class BV, class GV>
 void row_sweep(const ExecutionSpace& exec, const XV& Xn, const XV& Xo, const BV& B, const GV& G, int t0, int t1,
                typename XV::non_const_value_type eps) {
   using T = typename XV::non_const_value_type;
-  using Policy = Kokkos::TeamPolicy<ExecutionSpace>;
-  using Shape = RowTeamShape<ExecutionSpace>;
   const int n = static_cast<int>(Xn.extent(0));
   if (n == 0 || t1 <= t0) return;
-  const int vlen = Shape::vector_length(t1 - t0);
-  const int rpt = Shape::rows_per_team(t1 - t0);
-  const int league = (n + rpt - 1) / rpt;
-  const auto policy = light_weight(Shape::host ? Policy(exec, league, 1, 1) : Policy(exec, league, rpt, vlen));
   Kokkos::parallel_for(
-      "kfactor::nmf::row_sweep", policy, KOKKOS_LAMBDA(const typename Policy::member_type& team) {
-        const int r0 = team.league_rank() * rpt;
-        const int r1 = r0 + rpt < n ? r0 + rpt : n;
+      "kfactor::nmf::row_sweep", light_weight(Kokkos::RangePolicy<ExecutionSpace>(exec, 0, n)),
+      KOKKOS_LAMBDA(const int r) {
         for (int t = t0; t < t1; ++t) {
-          Kokkos::parallel_for(Kokkos::TeamThreadRange(team, r0, r1), [&](int r) {
-            const T base = Xn(r, t);
-            T s = T(0);
-            Kokkos::parallel_reduce(
-                Kokkos::ThreadVectorRange(team, t0, t1),
-                [&](int j, T& acc) { acc += (j < t ? Xn(r, j) : Xo(r, j)) * G(t, j); }, s);
-            const T v = Kokkos::max(eps, base + B(r, t) - s);
-            Kokkos::single(Kokkos::PerThread(team), [&]() { Xn(r, t) = v; });
-          });
-          team.team_barrier();
+          T s = T(0);
+          for (int j = t0; j < t; ++j) s += Xn(r, j) * G(t, j);
+          for (int j = t; j < t1; ++j) s += Xo(r, j) * G(t, j);
+          Xn(r, t) = Kokkos::max(eps, Xn(r, t) + B(r, t) - s);
         }
       });
 }
