@@ -55,6 +55,25 @@ auto light_weight(const Policy& policy) {
   return Kokkos::Experimental::require(policy, Kokkos::Experimental::WorkItemProperty::HintLightWeight);
 }
 
+/// sum_{j0 <= j < j1} X(r, j) G(t, j) in four partial sums: the terms of one
+/// sum are a chain of dependent additions (an FMA latency each), four chains
+/// overlap on a host core, and a device thread gets independent loads.
+template <class XV, class GV>
+KOKKOS_INLINE_FUNCTION typename XV::non_const_value_type row_dot(const XV& X, int r, const GV& G, int t, int j0,
+                                                                 int j1) {
+  using T = typename XV::non_const_value_type;
+  T a0 = T(0), a1 = T(0), a2 = T(0), a3 = T(0);
+  int j = j0;
+  for (; j + 3 < j1; j += 4) {
+    a0 += X(r, j) * G(t, j);
+    a1 += X(r, j + 1) * G(t, j + 1);
+    a2 += X(r, j + 2) * G(t, j + 2);
+    a3 += X(r, j + 3) * G(t, j + 3);
+  }
+  for (; j < j1; ++j) a0 += X(r, j) * G(t, j);
+  return (a0 + a1) + (a2 + a3);
+}
+
 /// A 2-D range over a row-major (LayoutRight) rows x cols matrix whose
 /// fastest index is the column. MDRangePolicy's default order follows the
 /// space's default layout, column-major on CUDA, where adjacent threads would
@@ -80,9 +99,7 @@ void row_sweep(const ExecutionSpace& exec, const XV& Xn, const XV& Xo, const BV&
       "kfactor::nmf::row_sweep", light_weight(Kokkos::RangePolicy<ExecutionSpace>(exec, 0, n)),
       KOKKOS_LAMBDA(const int r) {
         for (int t = t0; t < t1; ++t) {
-          T s = T(0);
-          for (int j = t0; j < t; ++j) s += Xn(r, j) * G(t, j);
-          for (int j = t; j < t1; ++j) s += Xo(r, j) * G(t, j);
+          const T s = row_dot(Xn, r, G, t, t0, t) + row_dot(Xo, r, G, t, t, t1);
           Xn(r, t) = Kokkos::max(eps, Xn(r, t) + B(r, t) - s);
         }
       });
@@ -112,17 +129,14 @@ void column_step(const ExecutionSpace& exec, const XV& Xn, const XV& Xo, const B
       KOKKOS_LAMBDA(const int r, double& ss) {
         const T inv = prev >= 0 ? T(1.0 / Kokkos::sqrt(norms2(prev))) : T(1);
         const T base = diag_base ? Xn(r, t) * G(t, t) : Xn(r, t);
-        T s = T(0);
-        T xprev = T(0);
-        for (int j = t0; j < t; ++j) {
-          T x = Xn(r, j);
-          if (j == prev) xprev = x = x * inv;
-          s += x * G(t, j);
+        T s = row_dot(Xn, r, G, t, t0, prev >= 0 ? prev : t0) + row_dot(Xo, r, G, t, t, t1);
+        if (prev >= 0) {
+          const T x = Xn(r, prev) * inv;
+          Xn(r, prev) = x;
+          s += x * G(t, prev);
         }
-        for (int j = t; j < t1; ++j) s += Xo(r, j) * G(t, j);
         const T v = Kokkos::max(eps, base + B(r, t) - s);
         Xn(r, t) = v;
-        if (prev >= 0) Xn(r, prev) = xprev;
         ss += double(v) * double(v);
       },
       Kokkos::Sum<double, Mem>(result));
@@ -156,9 +170,7 @@ void tile_sweep_host(const ExecutionSpace& exec, const XV& Xn, const XV& Xo, con
           Kokkos::TeamThreadRange(team, n),
           [&](int r, double& acc) {
             if (prev >= t0) Xn(r, prev) *= inv;
-            T s = T(0);
-            for (int j = t0; j < t; ++j) s += Xn(r, j) * G(t, j);
-            for (int j = t; j < t1; ++j) s += Xo(r, j) * G(t, j);
+            const T s = row_dot(Xn, r, G, t, t0, t) + row_dot(Xo, r, G, t, t, t1);
             const T v = Kokkos::max(eps, Xn(r, t) + B(r, t) - s);
             Xn(r, t) = v;
             acc += double(v) * double(v);
