@@ -44,12 +44,12 @@ namespace kfactor::nmf::detail {
 using kfactor::detail::RowTeamShape;
 
 /// The policy with the light-weight hint. On CUDA, Kokkos stages a kernel
-/// whose closure has 512 bytes or more (column_step's reduction has 520)
-/// through constant memory, and each such launch first waits on the host for
-/// the previous one to finish: one host round trip per column, which made the
-/// W update latency-bound (about 36 us per column on the H100). With the hint
-/// the closure travels as a kernel argument (up to 4 KiB) and the K launches
-/// queue without a host synchronisation. A no-op on host backends.
+/// whose closure has 512 bytes or more (the former team-policy column_step
+/// had 520) through constant memory, and each such launch first waits on the
+/// host for the previous one to finish: a host round trip per column on top
+/// of the kernel (the W update took about 36 us per column on the H100). With
+/// the hint the closure travels as a kernel argument (up to 4 KiB) and the K
+/// launches queue without a host synchronisation. A no-op on host backends.
 template <class Policy>
 auto light_weight(const Policy& policy) {
   return Kokkos::Experimental::require(policy, Kokkos::Experimental::WorkItemProperty::HintLightWeight);
