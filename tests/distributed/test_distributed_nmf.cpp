@@ -22,6 +22,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -103,9 +104,14 @@ void expect_same_iterates(const Matrix& A, nmf::Algorithm alg, double tol) {
     std::printf("P=%d %s: dW %.3g dHt %.3g\n", world_size(), nmf::to_string(alg), dw, dh);
   SCOPED_TRACE(std::string("P = ") + std::to_string(world_size()) + ", " + nmf::to_string(alg));
   if (world_size() == 1) {
-    // One rank: no MPI call, the same operations: bit for bit.
-    EXPECT_EQ(dw, 0.0);
-    EXPECT_EQ(dh, 0.0);
+    // One rank: no MPI call, the same operations: bit for bit. Except alo on a
+    // host: there the single-process solver sweeps a W tile in one launch
+    // (tile_sweep_host) while the distributed one needs a launch per column
+    // for its per-column sum, so the norm reductions round differently.
+    const bool host_alo = alg == nmf::Algorithm::alo && kfactor::is_host_space_v<Exec>;
+    const double same = host_alo ? 64 * std::numeric_limits<T>::epsilon() : 0.0;
+    EXPECT_LE(dw, same);
+    EXPECT_LE(dh, same);
   }
   EXPECT_LE(dw, tol);
   EXPECT_LE(dh, tol);

@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <limits>
 #include <string>
+#include <type_traits>
 #include <utility>
 
 namespace kfactor::nmf {
@@ -80,6 +81,7 @@ struct Workspace {
   DenseMatrix<T, MemorySpace> R, P;        ///< A^T W (D x K), A Ht (V x K)
   DenseMatrix<T, MemorySpace> S, Q;        ///< W^T W, Ht^T Ht (K x K)
   DenseMatrix<T, MemorySpace> Wbuf, Hbuf;  ///< ALO double buffers / MU products
+  DenseMatrix<T, MemorySpace> M;           ///< ALO initialisation + phase 1 (K x K)
   Kokkos::View<double*, MemorySpace> norms2;  ///< squared pre-normalisation column norms of W
   Kokkos::View<double*, MemorySpace> scal;    ///< [0] = <W, P>, [1] = <W^T W, Q>
   CsrMatrix<T, MemorySpace> At;               ///< stored transpose of a sparse A
@@ -168,6 +170,7 @@ std::shared_ptr<Workspace<T, Mem>> allocate_workspace(std::int64_t V, std::int64
     ws->Wbuf = alloc<T, Mem>("Wbuf", V, K);
     ws->Hbuf = alloc<T, Mem>("Hbuf", D, K);
   }
+  if (options.algorithm == Algorithm::alo) ws->M = alloc<T, Mem>("M", K, K);
   ws->norms2 = Kokkos::View<double*, Mem>("kfactor::nmf::norms2", K);
   ws->scal = Kokkos::View<double*, Mem>("kfactor::nmf::scal", 2);
   return ws;
@@ -247,33 +250,37 @@ void gram(const ExecutionSpace& exec, const XV& X, const GV& G) {  // G = X^T X
 
 /// The ALO update of one factor (Algs. 2/3): Xn <- Xo updated with Gram G and
 /// right-hand side B, in tiles of `tile` columns; W-style (normalised,
-/// base X G_tt) when `normalize`, H-style otherwise.
+/// base X G_tt) when `normalize`, H-style otherwise. M is a K x K buffer.
 template <class ExecutionSpace, class XV, class BV, class GV, class NV, class Comm = SingleProcess>
-void alo_update(const ExecutionSpace& exec, const XV& Xn, const XV& Xo, const BV& B, const GV& G, int tile,
-                typename XV::non_const_value_type eps, bool normalize, const NV& norms2, const Comm& comm = {}) {
+void alo_update(const ExecutionSpace& exec, const XV& Xn, const XV& Xo, const BV& B, const GV& G, const XV& M,
+                int tile, typename XV::non_const_value_type eps, bool normalize, const NV& norms2,
+                const Comm& comm = {}) {
   using T = typename XV::non_const_value_type;
   using Kokkos::ALL;
   using Kokkos::make_pair;
   const int K = static_cast<int>(G.extent(0));
   const int ntiles = (K + tile - 1) / tile;
-  alo_init(exec, Xn, Xo, G, normalize);
-  // Phase 1 (needs only X_old): X_new[:, 0:tT) -= X_old[:, tile t] G[tile t, 0:tT).
-  for (int tau = 1; tau < ntiles; ++tau) {
-    const int t0 = tau * tile, t1 = std::min(K, t0 + tile);
-    gemm(exec, Trans::none, Trans::none, T(-1), Kokkos::subview(Xo, ALL, make_pair(t0, t1)),
-         Kokkos::subview(G, make_pair(t0, t1), make_pair(0, t0)), T(1), Kokkos::subview(Xn, ALL, make_pair(0, t0)));
-  }
+  // One launch per tile on a host when no per-column reduction across
+  // processes is needed (see tile_sweep_host).
+  constexpr bool host_tile_sweep = RowTeamShape<ExecutionSpace>::host && std::is_same_v<Comm, SingleProcess>;
+  // Initialisation X_new = X_old diag(G) (W) or X_old (H), and phase 1 (needs
+  // only X_old): X_new[:, 0:tT) -= X_old[:, tile t] G[tile t, 0:tT) for every
+  // tile t, as the one product X_new = X_old M.
+  alo_phase1_matrix(exec, G, tile, normalize, M);
+  gemm(exec, Trans::none, Trans::none, T(1), Xo, M, T(0), Xn);
   for (int tau = 0; tau < ntiles; ++tau) {
     const int t0 = tau * tile, t1 = std::min(K, t0 + tile);
     // Phase 2: the in-tile sweep.
-    if (normalize) {
+    if (!normalize) {
+      row_sweep(exec, Xn, Xo, B, G, t0, t1, eps);
+    } else if constexpr (host_tile_sweep) {
+      tile_sweep_host(exec, Xn, Xo, B, G, t0, t1, eps, norms2);
+    } else {
       for (int t = t0; t < t1; ++t) {
         column_step(exec, Xn, Xo, B, G, t0, t1, t, false, eps, norms2);
         comm.sum(exec, Kokkos::subview(norms2, make_pair(t, t + 1)));
       }
       scale_column(exec, Xn, t1 - 1, norms2);
-    } else {
-      row_sweep(exec, Xn, Xo, B, G, t0, t1, eps);
     }
     // Phase 3 (inside the tile loop): X_new[:, t1:K) -= X_new[:, tile] G[tile, t1:K).
     if (t1 < K)
@@ -410,7 +417,7 @@ void epoch(const ExecutionSpace& exec, const Matrix& Arow, const Matrix& Acol, c
     case Algorithm::hals: row_sweep(exec, Ht, Ht, ws.R, ws.S, 0, K, eps); break;
     case Algorithm::alo: {
       const int tile = resolve_tile(K, options.tile);
-      alo_update(exec, ws.Hbuf, Ht, ws.R, ws.S, tile, eps, false, ws.norms2, comm);
+      alo_update(exec, ws.Hbuf, Ht, ws.R, ws.S, ws.M, tile, eps, false, ws.norms2, comm);
       std::swap(Ht, ws.Hbuf);
       break;
     }
@@ -439,7 +446,7 @@ void epoch(const ExecutionSpace& exec, const Matrix& Arow, const Matrix& Acol, c
       break;
     case Algorithm::alo: {
       const int tile = resolve_tile(K, options.tile);
-      alo_update(exec, ws.Wbuf, W, ws.P, ws.Q, tile, eps, true, ws.norms2, comm);
+      alo_update(exec, ws.Wbuf, W, ws.P, ws.Q, ws.M, tile, eps, true, ws.norms2, comm);
       std::swap(W, ws.Wbuf);
       break;
     }
