@@ -233,8 +233,7 @@ void build_normal_equations(const ExecutionSpace& exec, const HalfStepStructure<
       // Adds nonzeros k0 (and k1 when `two`) of a row, in that order, to tile
       // s: their Y rows y0, y1 (`valid` entries long) and ratings v0, v1. Both
       // nonzeros' loads are issued before the multiply-adds (twice the loads
-      // in flight: the CSR path reads Y from memory); each entry is still one
-      // sequential sum in nonzero order.
+      // in flight); each entry is still one sequential sum in nonzero order.
       auto add = [&](int s, bool two, const auto* y0, T v0, const auto* y1, T v1, int valid) {
         T a0[B], a1[B];
         load_piece<B>(y0, bi_of[s] * B, valid, a0);
@@ -278,11 +277,12 @@ void build_normal_equations(const ExecutionSpace& exec, const HalfStepStructure<
           for (int s = 0; s < MT; ++s) {
             if (q_of[s] >= total) continue;
             const int rho = q_of[s] / PP;
-            // One nonzero at a time: scratch latency is short, and the
-            // second set of registers would cost the tiled kernel occupancy.
-            for (int k = seg[rho]; k < seg[rho + 1]; ++k) {  // vacant segment: empty range
-              const T* y = sY.data() + std::size_t(sS(k)) * fp;
-              add(s, false, y, sV(k), y, T(0), fp);
+            // Pairs of nonzeros as on the CSR path: the same code, so the
+            // compiler contracts the same multiply-adds (bitwise equal paths).
+            for (int k = seg[rho]; k < seg[rho + 1]; k += 2) {  // vacant segment: empty range
+              const bool two = k + 1 < seg[rho + 1];
+              add(s, two, sY.data() + std::size_t(sS(k)) * fp, sV(k),
+                  sY.data() + std::size_t(sS(two ? k + 1 : k)) * fp, two ? sV(k + 1) : T(0), fp);
             }
           }
           tm.team_barrier();
