@@ -180,7 +180,9 @@ double allreduce(MPI_Comm c, double v, MPI_Op op) {
 ///             neighbours) over blocks of 0.5 .. 16 MB.
 /// A sweep over the sizes the solvers use, not one size: a single 16 MB
 /// all-gather folded its per-call cost into beta and alpha did not cover
-/// the per-call cost of large messages.
+/// the per-call cost of large messages. The sweeps' repetitions start with
+/// cold caches (a 64 MB write between them), as the solvers' calls do after
+/// their compute.
 struct Calibration {
   double alpha = 0, gamma = 0, gather_latency = 0, beta = 0, shift_latency = 0, shift_beta = 0;
   /// Modelled seconds of `calls` calls of each kind moving `bytes` (received,
@@ -222,9 +224,11 @@ Calibration calibrate(MPI_Comm c, const Exec& exec) {
   // Median over reps of the slowest rank's time of call(), over the reps
   // during which no rank was switched out (all reps if there is none): the
   // same filter as the undisturbed calls in measure().
-  auto time = [&](int reps, auto&& call) {
+  std::vector<unsigned char> junk(std::size_t(64) << 20);
+  auto time = [&](int reps, auto&& call, bool cold = true) {
     std::vector<double> all, clean;
     for (int i = 0; i < reps; ++i) {
+      if (cold) std::fill(junk.begin(), junk.end(), static_cast<unsigned char>(i));  // evict the host caches
       log.clear();
       MPI_Barrier(c);
       const double t0 = MPI_Wtime();
@@ -239,7 +243,7 @@ Calibration calibrate(MPI_Comm c, const Exec& exec) {
   std::vector<double> x, t;
   for (const std::size_t n : {std::size_t(1), std::size_t(1024), std::size_t(8192), std::size_t(65536)}) {
     Kokkos::View<double*, Mem> v("v", n);
-    const double tn = time(n == 1 ? 300 : 31, [&] { coll.allreduce_sum(exec, v); });
+    const double tn = time(n == 1 ? 300 : 31, [&] { coll.allreduce_sum(exec, v); }, n > 1);
     if (n == 1) cal.alpha = tn / std::ceil(std::log2(double(p)));
     x.push_back(8.0 * n);
     t.push_back(tn);
