@@ -76,49 +76,38 @@ void greedy_cover(const HostCsr& P, const HostCsr& Q, int k, int candidates, std
       if (X[std::size_t(i) * W + q] & Y[std::size_t(j) * W + q]) return true;
     return false;
   };
-  // Scratch counters indexed by P-line (ones, uncovered ones) and by Q-line, reset through touched lists.
-  std::vector<std::int32_t> ones_p(np, 0), unc_p(np, 0), ones_q(nq, 0), unc_q(nq, 0);
+  // Scratch counters (ones, uncovered ones) per line, reset through the touched list.
+  std::vector<std::int32_t> ones(std::max(np, nq), 0), unc(std::max(np, nq), 0);
   std::vector<std::int64_t> touched;
-  // Gain of the pattern S (Q-lines) for every P-line i: uncovered ones of i in S minus zeros of i in S
-  // (zeros already covered are counted as a cost too: a conservative gain, no m x n state).
-  // Returns the total positive gain and the P-lines with a positive gain.
-  auto evaluate = [&](const std::vector<ordinal_t>& S, std::vector<ordinal_t>& R) {
+  // The lines `out` of one side that gain from a rank-1 block with the lines L of the other side:
+  // their uncovered ones in L minus their zeros in L (zeros already covered count as a cost too: a
+  // conservative gain, no m x n state). M holds L's lines (Q for P-lines, P for Q-lines); l_is_q
+  // says which side L is on. Returns the total positive gain; `out` is sorted.
+  auto gaining = [&](const HostCsr& M, bool l_is_q, const std::vector<ordinal_t>& L, std::vector<ordinal_t>& out) {
     touched.clear();
-    for (const ordinal_t j : S)
-      for (offset_t e = Q.map[j]; e < Q.map[j + 1]; ++e) {
-        const std::int64_t i = Q.idx[e];
-        if (ones_p[i]++ == 0) touched.push_back(i);
-        if (!covered(i, j)) ++unc_p[i];
+    for (const ordinal_t l : L)
+      for (offset_t e = M.map[l]; e < M.map[l + 1]; ++e) {
+        const std::int64_t o = M.idx[e];
+        if (ones[o]++ == 0) touched.push_back(o);
+        if (!(l_is_q ? covered(o, l) : covered(l, o))) ++unc[o];
       }
     std::sort(touched.begin(), touched.end());
-    R.clear();
+    out.clear();
     std::int64_t total = 0;
-    for (const std::int64_t i : touched) {
-      const std::int64_t g = std::int64_t(unc_p[i]) - (std::int64_t(S.size()) - ones_p[i]);
+    for (const std::int64_t o : touched) {
+      const std::int64_t g = std::int64_t(unc[o]) - (std::int64_t(L.size()) - ones[o]);
       if (g > 0) {
         total += g;
-        R.push_back(ordinal_t(i));
+        out.push_back(ordinal_t(o));
       }
-      ones_p[i] = unc_p[i] = 0;
+      ones[o] = unc[o] = 0;
     }
     return total;
   };
+  // Gain of the pattern S (Q-lines) and the P-lines R that gain from it.
+  auto evaluate = [&](const std::vector<ordinal_t>& S, std::vector<ordinal_t>& R) { return gaining(Q, true, S, R); };
   // The pattern that the P-lines R vote for: Q-lines where their uncovered ones outnumber their zeros.
-  auto vote = [&](const std::vector<ordinal_t>& R, std::vector<ordinal_t>& S) {
-    touched.clear();
-    for (const ordinal_t i : R)
-      for (offset_t e = P.map[i]; e < P.map[i + 1]; ++e) {
-        const std::int64_t j = P.idx[e];
-        if (ones_q[j]++ == 0) touched.push_back(j);
-        if (!covered(i, j)) ++unc_q[j];
-      }
-    std::sort(touched.begin(), touched.end());
-    S.clear();
-    for (const std::int64_t j : touched) {
-      if (std::int64_t(unc_q[j]) - (std::int64_t(R.size()) - ones_q[j]) > 0) S.push_back(ordinal_t(j));
-      ones_q[j] = unc_q[j] = 0;
-    }
-  };
+  auto vote = [&](const std::vector<ordinal_t>& R, std::vector<ordinal_t>& S) { gaining(P, false, R, S); };
   const CounterRng rng(seed, RngStream::factor_h);
   std::vector<ordinal_t> cand, S, R, best_S, best_R, S2, R2;
   for (int l = 0; l < k; ++l) {

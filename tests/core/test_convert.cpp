@@ -75,6 +75,41 @@ TYPED_TEST(ConvertTest, TransposeTwiceIsIdentityAndMatchesDense) {
   }
 }
 
+/// Entries of A in columns [c0, c1) of the rows with r % 3 != 1, through select_entries.
+template <class Space>
+CsrMatrix<double, typename Space::memory_space> select_block(const Space& exec,
+                                                             const CsrMatrix<double, typename Space::memory_space>& A,
+                                                             ordinal_t c0, ordinal_t c1) {
+  return select_entries(exec, A, c1 - c0, c0,
+                        KOKKOS_LAMBDA(ordinal_t r, ordinal_t c) { return r % 3 != 1 && c >= c0 && c < c1; });
+}
+
+TYPED_TEST(ConvertTest, SelectEntriesKeepsExactlyThePredicateInOrder) {
+  const TypeParam exec;
+  const auto coo = random_coo(37, 23, 0.3, 11);
+  const auto A = to_csr(exec, coo);
+  const auto hA = copy_to<Kokkos::HostSpace>(A);
+  const ordinal_t bounds[] = {0, 5, 5, 17, 23};  // an empty block included
+  std::vector<std::vector<std::pair<ordinal_t, double>>> rows(37);
+  for (int b = 0; b < 4; ++b) {
+    const auto S = copy_to<Kokkos::HostSpace>(select_block(exec, A, bounds[b], bounds[b + 1]));
+    ASSERT_EQ(S.num_rows(), 37);
+    ASSERT_EQ(S.num_cols, bounds[b + 1] - bounds[b]);
+    for (int r = 0; r < 37; ++r)
+      for (auto e = S.row_map(r); e < S.row_map(r + 1); ++e) {
+        ASSERT_LT(S.entries(e), S.num_cols);
+        rows[r].emplace_back(S.entries(e) + bounds[b], S.values(e));
+      }
+  }
+  // The blocks, side by side, are A without the dropped rows, in A's order.
+  for (int r = 0; r < 37; ++r) {
+    std::vector<std::pair<ordinal_t, double>> ref;
+    if (r % 3 != 1)
+      for (auto e = hA.row_map(r); e < hA.row_map(r + 1); ++e) ref.emplace_back(hA.entries(e), hA.values(e));
+    EXPECT_EQ(rows[r], ref) << "row " << r;
+  }
+}
+
 TEST(Convert, OutOfRangeIndexIsAnInputError) {
   CooMatrix<double> coo;
   coo.num_rows = 3;

@@ -344,47 +344,10 @@ template <class ExecutionSpace, class T, class MemorySpace>
 CsrMatrix<T, MemorySpace> warm_entries(const ExecutionSpace& exec, const CsrMatrix<T, MemorySpace>& A,
                                        const Kokkos::View<int*, MemorySpace>& uc, const Kokkos::View<int*, MemorySpace>& ic) {
   if (A.nnz() == 0) return A;
-  const ordinal_t m = A.num_rows();
-  CsrMatrix<T, MemorySpace> out;
-  out.num_cols = A.num_cols;
-  out.row_map = Kokkos::View<offset_t*, MemorySpace>("kfactor::als::warm_row_map", std::size_t(m) + 1);
-  auto rm = A.row_map;
-  auto ent = A.entries;
-  auto val = A.values;
-  auto orm = out.row_map;
   const ordinal_t mu = ordinal_t(uc.extent(0)), ni = ordinal_t(ic.extent(0));
-  Kokkos::parallel_for("kfactor::als::warm_count", Kokkos::RangePolicy<ExecutionSpace>(exec, 0, m),
-                       KOKKOS_LAMBDA(ordinal_t r) {
-                         offset_t c = 0;
-                         for (offset_t e = rm(r); e < rm(r + 1); ++e)
-                           c += (r < mu && ent(e) < ni && uc(r) > 0 && ic(ent(e)) > 0) ? 1 : 0;
-                         orm(r + 1) = c;
-                       });
-  Kokkos::parallel_scan("kfactor::als::warm_scan", Kokkos::RangePolicy<ExecutionSpace>(exec, 0, m + 1),
-                        KOKKOS_LAMBDA(ordinal_t i, offset_t& acc, bool final) {
-                          const offset_t v = orm(i);
-                          acc += v;
-                          if (final) orm(i) = acc;
-                        });
-  offset_t total = 0;
-  Kokkos::deep_copy(exec, total, Kokkos::subview(orm, m));
-  exec.fence();
-  out.entries = Kokkos::View<ordinal_t*, MemorySpace>("kfactor::als::warm_entries", total);
-  out.values = Kokkos::View<T*, MemorySpace>("kfactor::als::warm_values", total);
-  auto oe = out.entries;
-  auto ov = out.values;
-  Kokkos::parallel_for("kfactor::als::warm_fill", Kokkos::RangePolicy<ExecutionSpace>(exec, 0, m),
-                       KOKKOS_LAMBDA(ordinal_t r) {
-                         offset_t o = orm(r);
-                         for (offset_t e = rm(r); e < rm(r + 1); ++e)
-                           if (r < mu && ent(e) < ni && uc(r) > 0 && ic(ent(e)) > 0) {
-                             oe(o) = ent(e);
-                             ov(o) = val(e);
-                             ++o;
-                           }
-                       });
-  exec.fence();
-  return out;
+  return select_entries(exec, A, A.num_cols, 0, KOKKOS_LAMBDA(ordinal_t r, ordinal_t c) {
+    return r < mu && c < ni && uc(r) > 0 && ic(c) > 0;
+  });
 }
 
 /// sum_r w_r |F_r|^2 with w_r = cnt(r) (nnz weighting) or 1, in double.

@@ -153,6 +153,55 @@ Kokkos::View<ordinal_t*, MemorySpace> expand_rows(const ExecutionSpace& exec, co
   return rows;
 }
 
+/// The entries (r, c) of A with keep(r, c), as a CSR with A's rows and
+/// `num_cols` columns, column ids shifted by -col_shift; order within rows
+/// kept (a count, a scan and a fill, all in exec).
+template <class ExecutionSpace, class T, class MemorySpace, class Keep>
+CsrMatrix<T, MemorySpace> select_entries(const ExecutionSpace& exec, const CsrMatrix<T, MemorySpace>& A,
+                                         ordinal_t num_cols, ordinal_t col_shift, const Keep& keep) {
+  const ordinal_t m = A.num_rows();
+  CsrMatrix<T, MemorySpace> out;
+  out.num_cols = num_cols;
+  out.row_map = Kokkos::View<offset_t*, MemorySpace>("kfactor::select_row_map", std::size_t(m) + 1);
+  auto rm = A.row_map;
+  auto ent = A.entries;
+  auto val = A.values;
+  auto orm = out.row_map;
+  Kokkos::parallel_for(
+      "kfactor::select_count", Kokkos::RangePolicy<ExecutionSpace>(exec, 0, m), KOKKOS_LAMBDA(ordinal_t r) {
+        offset_t c = 0;
+        for (offset_t e = rm(r); e < rm(r + 1); ++e) c += keep(r, ent(e)) ? 1 : 0;
+        orm(r + 1) = c;
+      });
+  Kokkos::parallel_scan(
+      "kfactor::select_scan", Kokkos::RangePolicy<ExecutionSpace>(exec, 0, m + 1),
+      KOKKOS_LAMBDA(ordinal_t i, offset_t& acc, bool final) {
+        acc += orm(i);
+        if (final) orm(i) = acc;
+      });
+  offset_t total = 0;
+  Kokkos::deep_copy(exec, total, Kokkos::subview(orm, m));
+  exec.fence();
+  out.entries = Kokkos::View<ordinal_t*, MemorySpace>(
+      Kokkos::view_alloc(Kokkos::WithoutInitializing, "kfactor::select_entries"), std::size_t(total));
+  out.values = Kokkos::View<T*, MemorySpace>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kfactor::select_values"),
+                                             std::size_t(total));
+  auto oe = out.entries;
+  auto ov = out.values;
+  Kokkos::parallel_for(
+      "kfactor::select_fill", Kokkos::RangePolicy<ExecutionSpace>(exec, 0, m), KOKKOS_LAMBDA(ordinal_t r) {
+        offset_t o = orm(r);
+        for (offset_t e = rm(r); e < rm(r + 1); ++e)
+          if (keep(r, ent(e))) {
+            oe(o) = ent(e) - col_shift;
+            ov(o) = val(e);
+            ++o;
+          }
+      });
+  exec.fence();
+  return out;
+}
+
 /// A^T as a sorted CSR in the same space (the CSC of A). Assembled on the
 /// host by a stable counting sort over columns (walking A's rows in order
 /// leaves every column's rows sorted), then copied back: O(nnz), deterministic

@@ -2,6 +2,7 @@
 /// \file
 /// Row blocks of CSR and dense matrices (copies owned by one rank).
 
+#include <kfactor/core/convert.hpp>
 #include <kfactor/core/matrix.hpp>
 
 #include <Kokkos_Core.hpp>
@@ -42,48 +43,7 @@ CsrMatrix<T, Mem> csr_rows(const ExecutionSpace& exec, const CsrMatrix<T, Mem>& 
 /// c1 - c0 columns (ids shifted by -c0); order within rows kept.
 template <class ExecutionSpace, class T, class Mem>
 CsrMatrix<T, Mem> csr_column_block(const ExecutionSpace& exec, const CsrMatrix<T, Mem>& A, ordinal_t c0, ordinal_t c1) {
-  const ordinal_t m = A.num_rows();
-  CsrMatrix<T, Mem> out;
-  out.num_cols = c1 - c0;
-  out.row_map = Kokkos::View<offset_t*, Mem>("kfactor::colblock_row_map", std::size_t(m) + 1);
-  auto rm = A.row_map;
-  auto ent = A.entries;
-  auto val = A.values;
-  auto orm = out.row_map;
-  Kokkos::parallel_for(
-      "kfactor::distributed::colblock_count", Kokkos::RangePolicy<ExecutionSpace>(exec, 0, m), KOKKOS_LAMBDA(ordinal_t r) {
-        offset_t c = 0;
-        for (offset_t e = rm(r); e < rm(r + 1); ++e) c += (ent(e) >= c0 && ent(e) < c1) ? 1 : 0;
-        orm(r + 1) = c;
-      });
-  Kokkos::parallel_scan(
-      "kfactor::distributed::colblock_scan", Kokkos::RangePolicy<ExecutionSpace>(exec, 0, m + 1),
-      KOKKOS_LAMBDA(ordinal_t i, offset_t& acc, bool final) {
-        const offset_t v = orm(i);
-        acc += v;
-        if (final) orm(i) = acc;
-      });
-  offset_t total = 0;
-  Kokkos::deep_copy(exec, total, Kokkos::subview(orm, m));
-  exec.fence();
-  out.entries = Kokkos::View<ordinal_t*, Mem>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kfactor::colblock_entries"),
-                                              std::size_t(total));
-  out.values = Kokkos::View<T*, Mem>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kfactor::colblock_values"),
-                                     std::size_t(total));
-  auto oe = out.entries;
-  auto ov = out.values;
-  Kokkos::parallel_for(
-      "kfactor::distributed::colblock_fill", Kokkos::RangePolicy<ExecutionSpace>(exec, 0, m), KOKKOS_LAMBDA(ordinal_t r) {
-        offset_t o = orm(r);
-        for (offset_t e = rm(r); e < rm(r + 1); ++e)
-          if (ent(e) >= c0 && ent(e) < c1) {
-            oe(o) = ent(e) - c0;
-            ov(o) = val(e);
-            ++o;
-          }
-      });
-  exec.fence();
-  return out;
+  return select_entries(exec, A, c1 - c0, c0, KOKKOS_LAMBDA(ordinal_t, ordinal_t c) { return c >= c0 && c < c1; });
 }
 
 /// Nonzeros per row of A (host).
