@@ -243,10 +243,59 @@ TYPED_TEST(BmfTest, DenseAndSparseGiveIdenticalFactors) {
   EXPECT_NE(words_of(d.state.A), words_of(other.state.A));
 }
 
+// Digest of a start: its factors' words and its exact error.
+template <class Mem>
+std::string digest_of(const bmf::State<Mem>& s) {
+  std::uint64_t h = 1469598103934665603ULL;
+  for (auto w : words_of(s.A)) h = CounterRng::mix(h ^ w);
+  for (auto w : words_of(s.Bt)) h = CounterRng::mix(h ^ w);
+  return std::to_string(h) + " fp " + std::to_string(s.false_pos) + " fn " + std::to_string(s.false_neg);
+}
+
+// The cover start on fixed problems against digests recorded from the serial
+// implementation it replaced (commit 9a62ae8): the parallel candidate
+// evaluation must choose exactly the same lines. The cases cover one and two
+// words per line (k = 70), both storages, ranks the cover cannot fill (sides
+// stop early), few candidates, and wins of either orientation.
+TYPED_TEST(BmfTest, CoverStartMatchesRecordedSerialFactors) {
+  using Space = TypeParam;
+  struct Case {
+    std::int64_t m, n;
+    int k_planted, k;
+    double density, noise;
+    std::uint64_t planted_seed, seed;
+    int candidates;
+    bmf::DenseC mode;
+    const char* digest;
+  };
+  const Case cases[] = {
+      {90, 70, 6, 6, 0.2, 0.05, 3, 42, 64, bmf::DenseC::on, "3065441343311041021 fp 211 fn 57"},
+      {300, 200, 12, 70, 0.15, 0.05, 4, 7, 64, bmf::DenseC::off, "15025906516003697870 fp 2211 fn 342"},
+      {2000, 1500, 16, 16, 0.02, 0.02, 5, 1, 64, bmf::DenseC::off, "15805486370826189121 fp 414 fn 414"},
+      {1500, 400, 10, 24, 0.05, 0.10, 6, 3, 8, bmf::DenseC::on, "1390583501233304673 fp 1348 fn 1256"},
+      {200, 900, 8, 8, 0.08, 0.03, 8, 5, 3, bmf::DenseC::automatic, "6748064067584105104 fp 304 fn 304"},
+      {40, 30, 2, 9, 0.3, 0.0, 9, 11, 64, bmf::DenseC::off, "5785006089525694136 fp 0 fn 0"},
+      {700, 500, 24, 30, 0.06, 0.05, 12, 4, 100, bmf::DenseC::automatic, "11745168368690118545 fp 1495 fn 1442"},  // cover_digest()'s case
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(std::to_string(c.m) + " x " + std::to_string(c.n) + ", k " + std::to_string(c.k));
+    const auto p = bmf::make_planted(c.m, c.n, c.k_planted, c.density, c.noise, c.planted_seed);
+    const auto prob = problem_of<Space>(p, c.mode);
+    bmf::Options o;
+    o.rank = c.k;
+    o.seed = c.seed;
+    o.cover_candidates = c.candidates;
+    o.init = bmf::Init::cover;
+    const auto s = bmf::init(Space{}, prob, o);
+    std::printf("cover digest %s\n", digest_of(s).c_str());
+    EXPECT_EQ(digest_of(s), c.digest);
+  }
+}
+
 // Thread-count independence: the parent runs the solver, then runs this test
 // binary again in a child process with a different OMP_NUM_THREADS (1, or 3
 // when the parent already has 1), and compares a digest of the factors the
-// child writes to a file.
+// child writes to a file: of a whole run and of the cover start alone.
 // Threads are a host-space notion, so this runs on the host space even in a
 // CUDA build.
 std::string run_digest(std::uint64_t seed) {
@@ -267,10 +316,25 @@ std::string run_digest(std::uint64_t seed) {
          std::to_string(r.state.false_neg);
 }
 
+// The cover start alone (computed in parallel on the host): many candidates
+// per factor line, so that every thread evaluates some.
+std::string cover_digest() {
+  using Space = Kokkos::DefaultHostExecutionSpace;
+  const auto p = bmf::make_planted(700, 500, 24, 0.06, 0.05, 12);
+  bmf::Options o;
+  o.rank = 30;
+  o.seed = 4;
+  o.init = bmf::Init::cover;
+  o.cover_candidates = 100;
+  const auto prob = bmf::make_problem(Space{}, p.rows, p.cols, p.one_rows, p.one_cols, o);
+  return digest_of(bmf::init(Space{}, prob, o));
+}
+
 TEST(BmfThreads, ChildDigest) {
   const char* out = std::getenv("KFACTOR_BMF_CHILD_OUT");
   if (!out) GTEST_SKIP() << "only runs as the child of SameSeedSameFactorsAcrossThreadCounts";
-  std::ofstream(out) << run_digest(9) << " threads " << Kokkos::DefaultHostExecutionSpace().concurrency() << "\n";
+  std::ofstream(out) << run_digest(9) << " threads " << Kokkos::DefaultHostExecutionSpace().concurrency() << "\n"
+                     << cover_digest() << "\n";
 }
 
 TEST(BmfThreads, SameSeedSameFactorsAcrossThreadCounts) {
@@ -284,11 +348,14 @@ TEST(BmfThreads, SameSeedSameFactorsAcrossThreadCounts) {
   std::ifstream in(file);
   std::string digest, accepted, fp, fn, word;
   int threads = 0;
-  in >> digest >> accepted >> fp >> fn >> word >> threads;
+  in >> digest >> accepted >> fp >> fn >> word >> threads >> std::ws;
+  std::string cover;
+  std::getline(in, cover);
   std::remove(file.c_str());
   EXPECT_EQ(threads, child);
   EXPECT_NE(threads, mine);
   EXPECT_EQ(digest + " " + accepted + " " + fp + " " + fn, run_digest(9));
+  EXPECT_EQ(cover, cover_digest());
 }
 
 TYPED_TEST(BmfTest, StopRulesAndGreedyHistory) {
