@@ -2,7 +2,8 @@
 // solver templates for every enabled execution space.
 #include <kfactor/bmf/bmf.hpp>
 
-#include <unordered_set>
+#include <climits>
+#include <span>
 
 namespace kfactor::bmf {
 
@@ -63,85 +64,206 @@ void Options::validate() const {
 
 namespace detail {
 
-void greedy_cover(const HostCsr& P, const HostCsr& Q, int k, int candidates, std::uint64_t seed,
-                  std::vector<bit_word_t>& X, std::vector<bit_word_t>& Y) {
-  const int W = bit_words(k);
-  const std::int64_t np = P.lines, nq = Q.lines;
-  X.assign(std::size_t(np) * W, 0);
-  Y.assign(std::size_t(nq) * W, 0);
-  const offset_t nnz = P.map[np];
-  if (nnz == 0) return;
-  auto covered = [&](std::int64_t i, std::int64_t j) {
+namespace {
+
+/// One orientation of the cover: candidates are lines of P, X (P.lines x W
+/// words) gets the assignments, Y (Q.lines x W) the patterns.
+struct CoverSide {
+  HostCsr P, Q;
+  bit_word_t* X = nullptr;
+  bit_word_t* Y = nullptr;
+  int W = 0;
+  bool done = false;                         ///< no candidate gained: its factor lines stay empty
+  std::vector<ordinal_t> cand;               ///< this factor line's candidates (P-lines)
+  std::vector<ordinal_t> best_S, best_R;     ///< the winner: pattern (Q-lines) and assigned P-lines
+  std::int64_t best = 0;
+
+  /// Words of P-line i (in X) or Q-line j (in Y).
+  const bit_word_t* x(std::int64_t i) const { return X + std::size_t(i) * W; }
+  const bit_word_t* y(std::int64_t j) const { return Y + std::size_t(j) * W; }
+  /// Whether two lines share a factor line.
+  bool meet(const bit_word_t* a, const bit_word_t* b) const {
     for (int q = 0; q < W; ++q)
-      if (X[std::size_t(i) * W + q] & Y[std::size_t(j) * W + q]) return true;
+      if (a[q] & b[q]) return true;
     return false;
+  }
+  /// Whether the one (P-line i, Q-line j) is covered.
+  bool covered(std::int64_t i, std::int64_t j) const { return meet(x(i), y(j)); }
+};
+
+/// One thread's scratch: counters per line (ones, uncovered ones), reset
+/// through the touched list, line lists, and this thread's best candidate of
+/// the current factor line for each side (gain, index, its P-lines).
+struct CoverScratch {
+  struct Count {
+    std::int32_t ones = 0, unc = 0;
   };
-  // Scratch counters (ones, uncovered ones) per line, reset through the touched list.
-  std::vector<std::int32_t> ones(std::max(np, nq), 0), unc(std::max(np, nq), 0);
-  std::vector<std::int64_t> touched;
-  // The lines `out` of one side that gain from a rank-1 block with the lines L of the other side:
-  // their uncovered ones in L minus their zeros in L (zeros already covered count as a cost too: a
-  // conservative gain, no m x n state). M holds L's lines (Q for P-lines, P for Q-lines); l_is_q
-  // says which side L is on. Returns the total positive gain; `out` is sorted.
-  auto gaining = [&](const HostCsr& M, bool l_is_q, const std::vector<ordinal_t>& L, std::vector<ordinal_t>& out) {
-    touched.clear();
-    for (const ordinal_t l : L)
-      for (offset_t e = M.map[l]; e < M.map[l + 1]; ++e) {
-        const std::int64_t o = M.idx[e];
-        if (ones[o]++ == 0) touched.push_back(o);
-        if (!(l_is_q ? covered(o, l) : covered(l, o))) ++unc[o];
-      }
-    std::sort(touched.begin(), touched.end());
-    out.clear();
-    std::int64_t total = 0;
-    for (const std::int64_t o : touched) {
-      const std::int64_t g = std::int64_t(unc[o]) - (std::int64_t(L.size()) - ones[o]);
-      if (g > 0) {
-        total += g;
-        out.push_back(ordinal_t(o));
-      }
-      ones[o] = unc[o] = 0;
+  std::vector<Count> count;
+  std::vector<ordinal_t> touched, R, S2, R2;
+  std::int64_t best[2] = {0, 0};
+  int best_c[2] = {0, 0};
+  std::vector<ordinal_t> best_R[2];
+};
+
+/// The lines `out` of one side that gain from a rank-1 block with the lines L
+/// of the other side: their uncovered ones in L minus their zeros in L (zeros
+/// already covered count as a cost too: a conservative gain, no m x n state).
+/// M holds L's lines (Q for P-lines, P for Q-lines); l_is_q says which side L
+/// is on. Returns the total positive gain. `out` is in first-touch order:
+/// deterministic for a given L, and every caller only uses it as a set.
+std::int64_t gaining(const CoverSide& side, CoverScratch& s, const HostCsr& M, bool l_is_q,
+                     std::span<const ordinal_t> L, std::vector<ordinal_t>& out) {
+  s.touched.clear();
+  const bit_word_t* others = l_is_q ? side.X : side.Y;  // the words of the lines o
+  for (const ordinal_t l : L) {
+    const bit_word_t* wl = l_is_q ? side.y(l) : side.x(l);
+    // A line in no factor line yet covers none of its ones (most lines, early on).
+    const bool blank = std::all_of(wl, wl + side.W, [](bit_word_t w) { return w == 0; });
+    for (offset_t e = M.map[l]; e < M.map[l + 1]; ++e) {
+      const ordinal_t o = M.idx[e];
+      auto& c = s.count[o];
+      if (c.ones++ == 0) s.touched.push_back(o);
+      if (blank || !side.meet(wl, others + std::size_t(o) * side.W)) ++c.unc;
     }
-    return total;
-  };
-  // Gain of the pattern S (Q-lines) and the P-lines R that gain from it.
-  auto evaluate = [&](const std::vector<ordinal_t>& S, std::vector<ordinal_t>& R) { return gaining(Q, true, S, R); };
-  // The pattern that the P-lines R vote for: Q-lines where their uncovered ones outnumber their zeros.
-  auto vote = [&](const std::vector<ordinal_t>& R, std::vector<ordinal_t>& S) { gaining(P, false, R, S); };
+  }
+  out.clear();
+  std::int64_t total = 0;
+  const std::int64_t n = std::int64_t(L.size());
+  for (const ordinal_t o : s.touched) {
+    auto& c = s.count[o];
+    const std::int64_t g = std::int64_t(c.unc) - (n - c.ones);
+    if (g > 0) {
+      total += g;
+      out.push_back(o);
+    }
+    c = {};
+  }
+  return total;
+}
+
+/// Candidates of factor line l: the P-lines of random uncovered ones (lines
+/// weighted by their ones), distinct.
+void sample_candidates(CoverSide& side, const CounterRng& rng, int l, int candidates) {
+  const HostCsr& P = side.P;
+  const offset_t nnz = P.map[P.lines];
+  side.cand.clear();
+  for (std::uint64_t t = 0; int(side.cand.size()) < candidates && t < 8 * std::uint64_t(candidates); ++t) {
+    const offset_t e = rng.bits((std::uint64_t(l) << 32) | t) % nnz;
+    const std::int64_t r = std::upper_bound(P.map, P.map + P.lines + 1, e) - P.map - 1;
+    if (side.covered(r, P.idx[e]) || std::find(side.cand.begin(), side.cand.end(), ordinal_t(r)) != side.cand.end())
+      continue;
+    side.cand.push_back(ordinal_t(r));
+  }
+}
+
+/// P-line r's ones: the pattern (Q-lines) candidate r proposes.
+std::span<const ordinal_t> line_of(const HostCsr& P, ordinal_t r) {
+  return {P.idx + P.map[r], P.idx + P.map[r + 1]};
+}
+
+}  // namespace
+
+// Per factor line l, both orientations at once:
+//  1. each live orientation draws its candidates (serial: a few hundred draws);
+//  2. every (orientation, candidate) gain in one dynamically scheduled loop;
+//     each thread keeps, per orientation, its best candidate and its lines;
+//  3. per orientation, concurrently: the threads' bests merged, the winner
+//     refined and written into the factors.
+// Determinism: a gain depends only on its candidate and the factor lines
+// before l (which step 2 only reads); the winner is the largest gain, the
+// lowest candidate index on equal gains, a total order that does not care
+// which thread saw which candidate, and the serial loop's rule ("a strictly
+// larger gain wins"); the two orientations share no data. So the factors do
+// not depend on the thread count or the schedule.
+void greedy_cover(const HostCsr& rows, const HostCsr& cols, int k, int candidates, std::uint64_t seed,
+                  std::vector<bit_word_t> (&A)[2], std::vector<bit_word_t> (&Bt)[2]) {
+  using Host = Kokkos::DefaultHostExecutionSpace;
+  const int W = bit_words(k);
+  const std::int64_t m = rows.lines, n = cols.lines;
+  for (int i = 0; i < 2; ++i) {
+    A[i].assign(std::size_t(m) * W, 0);
+    Bt[i].assign(std::size_t(n) * W, 0);
+  }
+  if (rows.map[m] == 0) return;
+  // Side 0: candidates from C's rows (X = A, Y = Bt); side 1: from C's columns (X = Bt, Y = A).
+  CoverSide sides[2];
+  sides[0].P = rows, sides[0].Q = cols, sides[0].X = A[0].data(), sides[0].Y = Bt[0].data();
+  sides[1].P = cols, sides[1].Q = rows, sides[1].X = Bt[1].data(), sides[1].Y = A[1].data();
+  for (auto& side : sides) side.W = W;
+  const Host host;
+  const Kokkos::Experimental::UniqueToken<Host> token(host);  // one scratch per thread of the instance
+  std::vector<CoverScratch> scratch(token.size());
+  try {
+    for (auto& s : scratch) s.count.resize(std::max(m, n));
+  } catch (const std::bad_alloc& e) {
+    throw allocation_failure("the cover start's counters", scratch.size() * std::max(m, n) * sizeof(CoverScratch::Count),
+                             e);
+  }
+  // A thread's best so far: the largest gain, on equal gains the lowest index; a
+  // gain must be positive. The same rule merges the threads' bests, so the
+  // winner is the serial loop's (first candidate with the largest gain).
+  auto better = [](std::int64_t g, int c, std::int64_t g0, int c0) { return g > g0 || (g == g0 && g > 0 && c < c0); };
   const CounterRng rng(seed, RngStream::factor_h);
-  std::vector<ordinal_t> cand, S, R, best_S, best_R, S2, R2;
   for (int l = 0; l < k; ++l) {
-    // Candidates: the P-lines of random uncovered ones (lines weighted by their ones), distinct.
-    cand.clear();
-    for (std::uint64_t t = 0; int(cand.size()) < candidates && t < 8 * std::uint64_t(candidates); ++t) {
-      const offset_t e = rng.bits((std::uint64_t(l) << 32) | t) % nnz;
-      const std::int64_t r = std::upper_bound(P.map, P.map + np + 1, e) - P.map - 1;
-      if (covered(r, P.idx[e]) || std::find(cand.begin(), cand.end(), ordinal_t(r)) != cand.end()) continue;
-      cand.push_back(ordinal_t(r));
-    }
-    std::int64_t best = 0;
-    for (const ordinal_t r : cand) {
-      S.assign(P.idx + P.map[r], P.idx + P.map[r + 1]);
-      const std::int64_t g = evaluate(S, R);
-      if (g > best) {
-        best = g;
-        best_S.swap(S);
-        best_R.swap(R);
+    int live[2], nlive = 0;
+    for (int i = 0; i < 2; ++i)
+      if (!sides[i].done) live[nlive++] = i;
+    if (nlive == 0) break;
+    // 1. Each live side's candidates (a few hundred draws: serial).
+    for (int j = 0; j < nlive; ++j) sample_candidates(sides[live[j]], rng, l, candidates);
+    // 2. Every (side, candidate) gain, dynamically scheduled (their costs differ widely).
+    for (auto& s : scratch)
+      for (int i = 0; i < 2; ++i) s.best[i] = 0, s.best_c[i] = INT_MAX;
+    const int n0 = sides[0].done ? 0 : int(sides[0].cand.size());
+    const int tasks = n0 + (sides[1].done ? 0 : int(sides[1].cand.size()));
+    Kokkos::parallel_for(
+        "kfactor::bmf::cover_gains", Kokkos::RangePolicy<Host, Kokkos::Schedule<Kokkos::Dynamic>>(host, 0, tasks).set_chunk_size(1),
+        [&](int t) {
+          const int i = t < n0 ? 0 : 1, c = t < n0 ? t : t - n0;
+          const CoverSide& side = sides[i];
+          const int id = token.acquire();
+          CoverScratch& s = scratch[id];
+          const std::int64_t g = gaining(side, s, side.Q, true, line_of(side.P, side.cand[c]), s.R);
+          if (better(g, c, s.best[i], s.best_c[i])) {
+            s.best[i] = g;
+            s.best_c[i] = c;
+            s.best_R[i].swap(s.R);
+          }
+          token.release(id);
+        });
+    host.fence();
+    // 3. Per side: the winner, then refined (the pattern the assigned lines vote for,
+    // then the lines that gain from it, while it helps), then its bits.
+    Kokkos::parallel_for("kfactor::bmf::cover_refine", Kokkos::RangePolicy<Host>(host, 0, nlive), [&](int j) {
+      const int i = live[j];
+      CoverSide& side = sides[i];
+      const CoverScratch* w = nullptr;
+      for (const auto& s : scratch)
+        if (better(s.best[i], s.best_c[i], w ? w->best[i] : 0, w ? w->best_c[i] : INT_MAX)) w = &s;
+      if (!w) {
+        side.done = true;  // nothing left to cover with a gain
+        return;
       }
-    }
-    if (best <= 0) break;  // nothing left to cover with a gain
-    // Refine: the pattern the assigned lines vote for, then the lines that gain from it, while it helps.
-    for (int round = 0; round < 4; ++round) {
-      vote(best_R, S2);
-      const std::int64_t g = evaluate(S2, R2);
-      if (g <= best) break;
-      best = g;
-      best_S.swap(S2);
-      best_R.swap(R2);
-    }
-    const bit_word_t bit = bit_word_t(1) << (l % bit_word_bits);
-    for (const ordinal_t j : best_S) Y[std::size_t(j) * W + l / bit_word_bits] |= bit;
-    for (const ordinal_t i : best_R) X[std::size_t(i) * W + l / bit_word_bits] |= bit;
+      side.best = w->best[i];
+      const auto S = line_of(side.P, side.cand[w->best_c[i]]);
+      side.best_S.assign(S.begin(), S.end());
+      side.best_R = w->best_R[i];
+      const int id = token.acquire();
+      CoverScratch& s = scratch[id];
+      for (int round = 0; round < 4; ++round) {
+        gaining(side, s, side.P, false, side.best_R, s.S2);  // the vote
+        const std::int64_t g = gaining(side, s, side.Q, true, s.S2, s.R2);
+        if (g <= side.best) break;
+        side.best = g;
+        side.best_S.swap(s.S2);
+        side.best_R.swap(s.R2);
+      }
+      token.release(id);
+      const bit_word_t bit = bit_word_t(1) << (l % bit_word_bits);
+      for (const ordinal_t q : side.best_S) side.Y[std::size_t(q) * W + l / bit_word_bits] |= bit;
+      for (const ordinal_t p : side.best_R) side.X[std::size_t(p) * W + l / bit_word_bits] |= bit;
+    });
+    host.fence();
   }
 }
 

@@ -86,12 +86,18 @@ enum class Init {
   /// computed on the host. For l = 0..k-1: the candidates are the rows of C
   /// holding Options::cover_candidates random ones not yet covered; the
   /// candidate whose pattern b (as B's row l) gives the largest total gain
-  /// sum_i max(0, g_i) wins, g_i = uncovered ones of row i under b minus its
-  /// zeros under b, and A's column l takes the rows with g_i > 0; then, while
-  /// the gain grows, b := the columns where those rows' uncovered ones
-  /// outnumber their zeros, and the rows are chosen again. The same with the
-  /// roles of rows and columns swapped; the factors with the lower error are
-  /// kept. Cost about candidates * k * (ones under a candidate's pattern).
+  /// sum_i max(0, g_i) wins (the first drawn on equal gains), g_i = uncovered
+  /// ones of row i under b minus its zeros under b, and A's column l takes
+  /// the rows with g_i > 0; then, while the gain grows (at most 4 rounds),
+  /// b := the columns where those rows' uncovered ones outnumber their zeros,
+  /// and the rows are chosen again. The same with the roles of rows and
+  /// columns swapped; the factors with the lower error are kept (the rows'
+  /// on equal errors). Cost about 2 * candidates * k passes over the ones
+  /// under a candidate's pattern. Parallel on Kokkos::DefaultHostExecutionSpace
+  /// whatever the solver's space: per factor line the candidates of both
+  /// orientations are evaluated concurrently (one per thread at a time),
+  /// then both orientations are refined concurrently; the factors are the
+  /// same for every thread count.
   cover,
 };
 enum class DenseC { automatic, on, off };

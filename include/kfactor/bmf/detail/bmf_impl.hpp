@@ -130,14 +130,19 @@ struct HostCsr {
   std::int64_t lines = 0;
 };
 
-/// One orientation of Init::cover (src/bmf/bmf.cpp): the candidates are
-/// lines of P; X (P.lines x bit_words(k) words) gets the assignments, Y
-/// (Q.lines x words, Q = P's transpose) the patterns.
-void greedy_cover(const HostCsr& P, const HostCsr& Q, int k, int candidates, std::uint64_t seed,
-                  std::vector<bit_word_t>& X, std::vector<bit_word_t>& Y);
+/// Both orientations of Init::cover (src/bmf/bmf.cpp), computed together on
+/// the host: orientation 0 takes its candidates from C's rows (A[0] gets the
+/// assignments, Bt[0] the patterns), orientation 1 from C's columns (Bt[1]
+/// the assignments, A[1] the patterns). A[i] has rows.lines x bit_words(k)
+/// words, Bt[i] cols.lines x bit_words(k); cols is rows' transpose.
+/// Parallel on Kokkos::DefaultHostExecutionSpace; the result depends only on
+/// the arguments, not on the thread count.
+void greedy_cover(const HostCsr& rows, const HostCsr& cols, int k, int candidates, std::uint64_t seed,
+                  std::vector<bit_word_t> (&A)[2], std::vector<bit_word_t> (&Bt)[2]);
 
 /// Init::cover: greedy_cover from C's rows (patterns -> B) and from C's
-/// columns (patterns -> A); the pair with the lower exact error is kept.
+/// columns (patterns -> A); the pair with the lower exact error is kept
+/// (the rows' one on equal errors).
 template <class ExecutionSpace, class MemorySpace>
 void cover_init(const ExecutionSpace& exec, const Problem<MemorySpace>& problem, const Options& o,
                 State<MemorySpace>& s) {
@@ -155,18 +160,15 @@ void cover_init(const ExecutionSpace& exec, const Problem<MemorySpace>& problem,
       for (offset_t e = rmap(i); e < rmap(i + 1); ++e) cidx[fill[ridx(e)]++] = ordinal_t(i);
   }
   const HostCsr rows{rmap.data(), ridx.data(), m}, cols{cmap.data(), cidx.data(), n};
-  std::vector<bit_word_t> x, y;
+  std::vector<bit_word_t> x[2], y[2];
+  greedy_cover(rows, cols, o.rank, o.cover_candidates, o.seed, x, y);
   BooleanErrors best;
   for (int side = 0; side < 2; ++side) {
-    if (side == 0)
-      greedy_cover(rows, cols, o.rank, o.cover_candidates, o.seed, x, y);  // x: A, y: Bt
-    else
-      greedy_cover(cols, rows, o.rank, o.cover_candidates, o.seed, y, x);  // y: Bt, x: A
     BitMatrix<MemorySpace> tA("bmf::cover_A", m, o.rank), tBt("bmf::cover_Bt", n, o.rank);
     Kokkos::deep_copy(exec, tA.words, Kokkos::View<const bit_word_t**, Kokkos::LayoutRight, Kokkos::HostSpace,
-                                                   Kokkos::MemoryTraits<Kokkos::Unmanaged>>(x.data(), m, tA.words.extent(1)));
+                                                   Kokkos::MemoryTraits<Kokkos::Unmanaged>>(x[side].data(), m, tA.words.extent(1)));
     Kokkos::deep_copy(exec, tBt.words, Kokkos::View<const bit_word_t**, Kokkos::LayoutRight, Kokkos::HostSpace,
-                                                    Kokkos::MemoryTraits<Kokkos::Unmanaged>>(y.data(), n, tBt.words.extent(1)));
+                                                    Kokkos::MemoryTraits<Kokkos::Unmanaged>>(y[side].data(), n, tBt.words.extent(1)));
     const auto e = full_error(exec, problem, tA, tBt);
     if (side == 0 || e.hamming() < best.hamming()) {
       best = e;
