@@ -142,9 +142,9 @@ void greedy_cover(const HostCsr& rows, const HostCsr& cols, int k, int candidate
 
 /// Init::cover: greedy_cover from C's rows (patterns -> B) and from C's
 /// columns (patterns -> A); the pair with the lower exact error is kept
-/// (the rows' one on equal errors).
+/// (the rows' one on equal errors). Returns its error.
 template <class ExecutionSpace, class MemorySpace>
-void cover_init(const ExecutionSpace& exec, const Problem<MemorySpace>& problem, const Options& o,
+BooleanErrors cover_init(const ExecutionSpace& exec, const Problem<MemorySpace>& problem, const Options& o,
                 State<MemorySpace>& s) {
   auto rmap = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, problem.by_row.row_map);
   auto ridx = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, problem.by_row.entries);
@@ -176,6 +176,7 @@ void cover_init(const ExecutionSpace& exec, const Problem<MemorySpace>& problem,
       s.Bt = tBt;
     }
   }
+  return best;
 }
 
 /// Device totals [FP, FN, accepted] -> the state's host copies.
@@ -322,15 +323,18 @@ State<typename ExecutionSpace::memory_space> init(const ExecutionSpace& exec,
   }
   s.totals = Kokkos::View<std::int64_t*, Mem>("bmf::totals", 3);
   const double p = detail::init_probability(options.init, problem.density(), options.rank);
-  if (options.init == Init::sample_rows) {
-    detail::sample_rows(exec, problem, s.Bt, options.seed);
-  } else if (options.init == Init::cover) {
-    detail::cover_init(exec, problem, options, s);
+  BooleanErrors e;
+  if (options.init == Init::cover) {
+    e = detail::cover_init(exec, problem, options, s);  // already knows its error
   } else {
-    detail::fill_bits(exec, s.A, p, options.seed, RngStream::factor_w);
-    detail::fill_bits(exec, s.Bt, p, options.seed, RngStream::factor_h);
+    if (options.init == Init::sample_rows) {
+      detail::sample_rows(exec, problem, s.Bt, options.seed);
+    } else {
+      detail::fill_bits(exec, s.A, p, options.seed, RngStream::factor_w);
+      detail::fill_bits(exec, s.Bt, p, options.seed, RngStream::factor_h);
+    }
+    e = full_error(exec, problem, s.A, s.Bt);
   }
-  const auto e = full_error(exec, problem, s.A, s.Bt);
   s.false_pos = s.best_false_pos = e.false_pos;
   s.false_neg = s.best_false_neg = e.false_neg;
   detail::push_totals(exec, s);
