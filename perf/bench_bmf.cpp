@@ -153,7 +153,8 @@ int main(int argc, char** argv) {
       last = r.report;
     }
     bench::emit(last, {{"bench", "bmf_dataset_mean"}, {"dataset", name}, {"init", bmf::to_string(init)}, {"mean_relative_error", err},
-                       {"mean_seconds", secs}, {"mean_init_seconds", init_secs}, {"best_relative_error", best}, {"seeds", seeds},
+                       {"mean_seconds", secs}, {"mean_init_seconds", init_secs}, {"best_relative_error", best},
+                       {"seeds", seeds},
                        {"thesis_relative_error", t_err}, {"thesis_seconds", t_secs}, {"dbp_relative_error", dbp},
                        {"density", prob.density()}, {"c_storage", prob.dense ? "dense_bits" : "sparse_csr"}});
     std::fprintf(stderr, "%-18s %10.5f %10.5f %10.5f %9.3f %9.2f %8.0f %s (init %s %.3f s, best %.5f, density %.5f)\n",

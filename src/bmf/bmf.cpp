@@ -196,8 +196,8 @@ void greedy_cover(const HostCsr& rows, const HostCsr& cols, int k, int candidate
   try {
     for (auto& s : scratch) s.count.resize(std::max(m, n));
   } catch (const std::bad_alloc& e) {
-    throw allocation_failure("the cover start's counters", scratch.size() * std::max(m, n) * sizeof(CoverScratch::Count),
-                             e);
+    const std::size_t bytes = scratch.size() * std::size_t(std::max(m, n)) * sizeof(CoverScratch::Count);
+    throw allocation_failure("the cover start's counters", bytes, e);
   }
   // A thread's best so far: the largest gain, on equal gains the lowest index; a
   // gain must be positive. The same rule merges the threads' bests, so the
@@ -216,21 +216,20 @@ void greedy_cover(const HostCsr& rows, const HostCsr& cols, int k, int candidate
       for (int i = 0; i < 2; ++i) s.best[i] = 0, s.best_c[i] = INT_MAX;
     const int n0 = sides[0].done ? 0 : int(sides[0].cand.size());
     const int tasks = n0 + (sides[1].done ? 0 : int(sides[1].cand.size()));
-    Kokkos::parallel_for(
-        "kfactor::bmf::cover_gains", Kokkos::RangePolicy<Host, Kokkos::Schedule<Kokkos::Dynamic>>(host, 0, tasks).set_chunk_size(1),
-        [&](int t) {
-          const int i = t < n0 ? 0 : 1, c = t < n0 ? t : t - n0;
-          const CoverSide& side = sides[i];
-          const int id = token.acquire();
-          CoverScratch& s = scratch[id];
-          const std::int64_t g = gaining(side, s, side.Q, true, line_of(side.P, side.cand[c]), s.R);
-          if (better(g, c, s.best[i], s.best_c[i])) {
-            s.best[i] = g;
-            s.best_c[i] = c;
-            s.best_R[i].swap(s.R);
-          }
-          token.release(id);
-        });
+    using Dynamic = Kokkos::RangePolicy<Host, Kokkos::Schedule<Kokkos::Dynamic>>;
+    Kokkos::parallel_for("kfactor::bmf::cover_gains", Dynamic(host, 0, tasks).set_chunk_size(1), [&](int t) {
+      const int i = t < n0 ? 0 : 1, c = t < n0 ? t : t - n0;
+      const CoverSide& side = sides[i];
+      const int id = token.acquire();
+      CoverScratch& s = scratch[id];
+      const std::int64_t g = gaining(side, s, side.Q, true, line_of(side.P, side.cand[c]), s.R);
+      if (better(g, c, s.best[i], s.best_c[i])) {
+        s.best[i] = g;
+        s.best_c[i] = c;
+        s.best_R[i].swap(s.R);
+      }
+      token.release(id);
+    });
     host.fence();
     // 3. Per side: the winner, then refined (the pattern the assigned lines vote for,
     // then the lines that gain from it, while it helps), then its bits.

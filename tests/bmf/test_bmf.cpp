@@ -275,7 +275,8 @@ TYPED_TEST(BmfTest, CoverStartMatchesRecordedSerialFactors) {
       {1500, 400, 10, 24, 0.05, 0.10, 6, 3, 8, bmf::DenseC::on, "1390583501233304673 fp 1348 fn 1256"},
       {200, 900, 8, 8, 0.08, 0.03, 8, 5, 3, bmf::DenseC::automatic, "6748064067584105104 fp 304 fn 304"},
       {40, 30, 2, 9, 0.3, 0.0, 9, 11, 64, bmf::DenseC::off, "5785006089525694136 fp 0 fn 0"},
-      {700, 500, 24, 30, 0.06, 0.05, 12, 4, 100, bmf::DenseC::automatic, "11745168368690118545 fp 1495 fn 1442"},  // cover_digest()'s case
+      // cover_digest()'s case
+      {700, 500, 24, 30, 0.06, 0.05, 12, 4, 100, bmf::DenseC::automatic, "11745168368690118545 fp 1495 fn 1442"},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(std::to_string(c.m) + " x " + std::to_string(c.n) + ", k " + std::to_string(c.k));
