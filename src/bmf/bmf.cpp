@@ -167,8 +167,10 @@ std::span<const ordinal_t> line_of(const HostCsr& P, ordinal_t r) {
 //  1. each live orientation draws its candidates (serial: a few hundred draws);
 //  2. every (orientation, candidate) gain in one dynamically scheduled loop;
 //     each thread keeps, per orientation, its best candidate and its lines;
-//  3. per orientation, concurrently: the threads' bests merged, the winner
-//     refined and written into the factors.
+//  3. per orientation, the threads' bests merged into the winner; then both
+//     winners refined concurrently and written into the factors.
+// Lines whose gains visit few ones (sparse C) run 2 and 3 on the calling
+// thread: there a parallel region would cost more than the work.
 // Determinism: a gain depends only on its candidate and the factor lines
 // before l (which step 2 only reads); the winner is the largest gain, the
 // lowest candidate index on equal gains, a total order that does not care
@@ -203,52 +205,73 @@ void greedy_cover(const HostCsr& rows, const HostCsr& cols, int k, int candidate
   // gain must be positive. The same rule merges the threads' bests, so the
   // winner is the serial loop's (first candidate with the largest gain).
   auto better = [](std::int64_t g, int c, std::int64_t g0, int c0) { return g > g0 || (g == g0 && g > 0 && c < c0); };
+  // Runs body(t, scratch) for t in [0, tasks): in parallel, one scratch per
+  // thread, or on the calling thread with scratch[0] when there is too little
+  // work to pay for a parallel region. Either way gives the same factors.
+  auto run = [&](bool parallel, const char* name, int tasks, auto&& body) {
+    if (!parallel) {
+      for (int t = 0; t < tasks; ++t) body(t, scratch[0]);
+      return;
+    }
+    using Dynamic = Kokkos::RangePolicy<Host, Kokkos::Schedule<Kokkos::Dynamic>>;
+    Kokkos::parallel_for(name, Dynamic(host, 0, tasks).set_chunk_size(1), [&](int t) {
+      const int id = token.acquire();
+      body(t, scratch[id]);
+      token.release(id);
+    });
+    host.fence();
+  };
   const CounterRng rng(seed, RngStream::factor_h);
   for (int l = 0; l < k; ++l) {
     int live[2], nlive = 0;
     for (int i = 0; i < 2; ++i)
       if (!sides[i].done) live[nlive++] = i;
     if (nlive == 0) break;
-    // 1. Each live side's candidates (a few hundred draws: serial).
-    for (int j = 0; j < nlive; ++j) sample_candidates(sides[live[j]], rng, l, candidates);
+    // 1. Each live side's candidates (a few hundred draws: serial), and the ones their gains will visit.
+    std::int64_t work = 0;
+    for (int j = 0; j < nlive; ++j) {
+      CoverSide& side = sides[live[j]];
+      sample_candidates(side, rng, l, candidates);
+      for (const ordinal_t r : side.cand)
+        for (const ordinal_t q : line_of(side.P, r)) work += std::int64_t(side.Q.map[q + 1] - side.Q.map[q]);
+    }
+    const bool parallel = work >= (std::int64_t(1) << 16);  // about 100 us of work
     // 2. Every (side, candidate) gain, dynamically scheduled (their costs differ widely).
     for (auto& s : scratch)
       for (int i = 0; i < 2; ++i) s.best[i] = 0, s.best_c[i] = INT_MAX;
     const int n0 = sides[0].done ? 0 : int(sides[0].cand.size());
     const int tasks = n0 + (sides[1].done ? 0 : int(sides[1].cand.size()));
-    using Dynamic = Kokkos::RangePolicy<Host, Kokkos::Schedule<Kokkos::Dynamic>>;
-    Kokkos::parallel_for("kfactor::bmf::cover_gains", Dynamic(host, 0, tasks).set_chunk_size(1), [&](int t) {
+    run(parallel, "kfactor::bmf::cover_gains", tasks, [&](int t, CoverScratch& s) {
       const int i = t < n0 ? 0 : 1, c = t < n0 ? t : t - n0;
       const CoverSide& side = sides[i];
-      const int id = token.acquire();
-      CoverScratch& s = scratch[id];
       const std::int64_t g = gaining(side, s, side.Q, true, line_of(side.P, side.cand[c]), s.R);
       if (better(g, c, s.best[i], s.best_c[i])) {
         s.best[i] = g;
         s.best_c[i] = c;
         s.best_R[i].swap(s.R);
       }
-      token.release(id);
     });
-    host.fence();
-    // 3. Per side: the winner, then refined (the pattern the assigned lines vote for,
-    // then the lines that gain from it, while it helps), then its bits.
-    Kokkos::parallel_for("kfactor::bmf::cover_refine", Kokkos::RangePolicy<Host>(host, 0, nlive), [&](int j) {
+    // 3. Per side: the threads' bests merged into the winner, refined (the pattern
+    // the assigned lines vote for, then the lines that gain from it, while it
+    // helps), then written into the factors.
+    for (int j = 0; j < nlive; ++j) {
       const int i = live[j];
       CoverSide& side = sides[i];
-      const CoverScratch* w = nullptr;
-      for (const auto& s : scratch)
+      CoverScratch* w = nullptr;
+      for (auto& s : scratch)
         if (better(s.best[i], s.best_c[i], w ? w->best[i] : 0, w ? w->best_c[i] : INT_MAX)) w = &s;
-      if (!w) {
-        side.done = true;  // nothing left to cover with a gain
-        return;
-      }
+      side.done = !w;  // nothing left to cover with a gain
+      if (!w) continue;
       side.best = w->best[i];
       const auto S = line_of(side.P, side.cand[w->best_c[i]]);
       side.best_S.assign(S.begin(), S.end());
-      side.best_R = w->best_R[i];
-      const int id = token.acquire();
-      CoverScratch& s = scratch[id];
+      side.best_R.swap(w->best_R[i]);
+    }
+    int refine[2], nrefine = 0;
+    for (int j = 0; j < nlive; ++j)
+      if (!sides[live[j]].done) refine[nrefine++] = live[j];
+    run(parallel && nrefine > 1, "kfactor::bmf::cover_refine", nrefine, [&](int j, CoverScratch& s) {
+      CoverSide& side = sides[refine[j]];
       for (int round = 0; round < 4; ++round) {
         gaining(side, s, side.P, false, side.best_R, s.S2);  // the vote
         const std::int64_t g = gaining(side, s, side.Q, true, s.S2, s.R2);
@@ -257,12 +280,10 @@ void greedy_cover(const HostCsr& rows, const HostCsr& cols, int k, int candidate
         side.best_S.swap(s.S2);
         side.best_R.swap(s.R2);
       }
-      token.release(id);
       const bit_word_t bit = bit_word_t(1) << (l % bit_word_bits);
       for (const ordinal_t q : side.best_S) side.Y[std::size_t(q) * W + l / bit_word_bits] |= bit;
       for (const ordinal_t p : side.best_R) side.X[std::size_t(p) * W + l / bit_word_bits] |= bit;
     });
-    host.fence();
   }
 }
 
