@@ -96,8 +96,9 @@ enum class Init {
   /// under a candidate's pattern. Parallel on Kokkos::DefaultHostExecutionSpace
   /// whatever the solver's space: per factor line the candidates of both
   /// orientations are evaluated concurrently (one per thread at a time),
-  /// then both orientations are refined concurrently; the factors are the
-  /// same for every thread count.
+  /// then both orientations are refined concurrently (lines with little work
+  /// stay on the calling thread); the factors are the same for every thread
+  /// count.
   cover,
 };
 enum class DenseC { automatic, on, off };
