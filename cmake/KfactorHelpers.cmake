@@ -38,3 +38,36 @@ function(kfactor_add_kokkos_sources target)
     set_source_files_properties(${ARGN} TARGET_DIRECTORY ${target} PROPERTIES LANGUAGE CUDA)
   endif()
 endfunction()
+
+# -march for kfactor's host code (C++ sources; CUDA sources keep nvcc's
+# defaults). Debian's Kokkos carries no architecture flags, so without this
+# the host kernels (SpMM, the NMF tile sweep, bit counts) compile for the
+# x86-64 baseline: 2-wide vectors and no popcnt instruction. "native" is
+# resolved to the CPU's name (GCC: -march=native -Q --help=target), so that
+# the flag on the command line, and thus a ccache key, differs between CPUs.
+macro(kfactor_setup_host_arch)
+  set(KFACTOR_HOST_ARCH_RESOLVED "")
+  if(KFACTOR_HOST_ARCH STREQUAL "native")
+    if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
+      execute_process(COMMAND ${CMAKE_CXX_COMPILER} -march=native -Q --help=target
+        OUTPUT_VARIABLE _kf_target ERROR_QUIET RESULT_VARIABLE _kf_rc)
+      if(_kf_rc EQUAL 0 AND _kf_target MATCHES "-march=[ \t]+([^ \t\n]+)")
+        set(KFACTOR_HOST_ARCH_RESOLVED ${CMAKE_MATCH_1})
+      endif()
+    else()
+      set(KFACTOR_HOST_ARCH_RESOLVED native)
+    endif()
+  elseif(NOT KFACTOR_HOST_ARCH STREQUAL "none" AND NOT KFACTOR_HOST_ARCH STREQUAL "")
+    set(KFACTOR_HOST_ARCH_RESOLVED ${KFACTOR_HOST_ARCH})
+  endif()
+  if(KFACTOR_HOST_ARCH_RESOLVED)
+    include(CheckCXXCompilerFlag)
+    check_cxx_compiler_flag(-march=${KFACTOR_HOST_ARCH_RESOLVED} KFACTOR_HOST_ARCH_OK)
+    if(KFACTOR_HOST_ARCH_OK)
+      add_compile_options($<$<COMPILE_LANGUAGE:CXX>:-march=${KFACTOR_HOST_ARCH_RESOLVED}>)
+    else()
+      message(WARNING "kfactor: the compiler rejects -march=${KFACTOR_HOST_ARCH_RESOLVED}; host code stays generic")
+      set(KFACTOR_HOST_ARCH_RESOLVED "")
+    endif()
+  endif()
+endmacro()

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 
 namespace {
 using namespace kfactor;
@@ -61,9 +62,9 @@ TYPED_TEST(GemmTest, AllPathsMatchFloat64Reference) {
     }
 }
 
-// ALO's tile products: column blocks of row-major factors (strided views),
-// alpha -1 and beta 1, output aliasing the parent of an input, tile widths 1
-// and wider, every path.
+// Column blocks of row-major factors (strided views), alpha -1 and beta 1,
+// output aliasing the parent of an input, block widths 1 and wider, every
+// path.
 TYPED_TEST(GemmTest, ColumnBlocksOfRowMajorFactors) {
   using Space = typename TypeParam::space;
   using T = typename TypeParam::scalar;
@@ -118,6 +119,73 @@ TYPED_TEST(GemmTest, ColumnBlocksOfRowMajorFactors) {
         }, "cublas");
 #endif
     }
+}
+
+// ALO's tile products (nmf/detail/nmf_impl.hpp alo_update): the device form
+// Acc = X N[:, t0:t1) and the host form At = B^T + N[:, t0:t1)^T X^T (both
+// operands transposed, beta 1), for tiles of width 1, a divisor and the
+// clamped last tile, through the dispatch.
+TYPED_TEST(GemmTest, AloTileProducts) {
+  using Space = typename TypeParam::space;
+  using T = typename TypeParam::scalar;
+  using Mem = typename Space::memory_space;
+  using Kokkos::ALL;
+  using Kokkos::make_pair;
+  const Space exec;
+  const int n = 41, K = 11;
+  const double tol = sizeof(T) == 4 ? 1e-5 : 1e-13;
+  Kokkos::View<T**, Kokkos::LayoutRight, Mem> X("X", n, K), N("N", K, K);
+  fill_uniform(exec, X, 6, RngStream::user, T(0), T(1));
+  fill_uniform(exec, N, 7, RngStream::user, T(-1), T(1));
+  auto hX = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, X);
+  auto hN = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, N);
+  for (const auto& [t0, t1] : {std::pair{3, 4}, std::pair{4, 8}, std::pair{8, 11}}) {
+    const int w = t1 - t0;
+    Kokkos::View<T**, Kokkos::LayoutRight, Mem> Acc("Acc", n, w), At("At", w, n);
+    fill_uniform(exec, At, 8, RngStream::user, T(-1), T(1));
+    auto hAt0 = Kokkos::create_mirror(Kokkos::HostSpace{}, At);  // a copy, also on host spaces
+    Kokkos::deep_copy(hAt0, At);
+    const auto Nt = Kokkos::subview(N, ALL, make_pair(t0, t1));
+    gemm(exec, Trans::none, Trans::none, T(1), X, Nt, T(0), Acc);
+    gemm(exec, Trans::transpose, Trans::transpose, T(1), Nt, X, T(1), At);
+    auto hAcc = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, Acc);
+    auto hAt = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, At);
+    for (int r = 0; r < n; ++r)
+      for (int c = 0; c < w; ++c) {
+        double ref = 0;
+        for (int j = 0; j < K; ++j) ref += double(hX(r, j)) * double(hN(j, t0 + c));
+        ASSERT_NEAR(hAcc(r, c), ref, tol * (1 + std::abs(ref))) << "device form, tile " << t0;
+        ASSERT_NEAR(hAt(c, r), ref + hAt0(c, r), tol * (1 + std::abs(ref))) << "host form, tile " << t0;
+      }
+  }
+}
+
+// kfactor::gram (host: syrk of one triangle, mirrored) against a float64
+// reference and against gemm; exactly symmetric; on a column block too.
+TYPED_TEST(GemmTest, GramIsSymmetricAndMatchesReference) {
+  using Space = typename TypeParam::space;
+  using T = typename TypeParam::scalar;
+  using Mem = typename Space::memory_space;
+  const Space exec;
+  const int n = 53, K = 17;
+  const double tol = sizeof(T) == 4 ? 1e-5 : 1e-13;
+  Kokkos::View<T**, Kokkos::LayoutRight, Mem> X("X", n, K + 3), G("G", K, K), G2("G2", K, K);
+  fill_uniform(exec, X, 9, RngStream::user, T(-1), T(1));
+  const auto Xb = Kokkos::subview(X, Kokkos::ALL, Kokkos::make_pair(2, 2 + K));
+  gram(exec, Xb, G);
+  gemm(exec, Trans::transpose, Trans::none, T(1), Xb, Xb, T(0), G2);
+  auto hX = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, X);
+  auto hG = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, G);
+  auto hG2 = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, G2);
+  for (int i = 0; i < K; ++i)
+    for (int j = 0; j < K; ++j) {
+      double ref = 0;
+      for (int r = 0; r < n; ++r) ref += double(hX(r, 2 + i)) * double(hX(r, 2 + j));
+      ASSERT_NEAR(hG(i, j), ref, tol * (1 + std::abs(ref))) << i << "," << j;
+      ASSERT_NEAR(hG(i, j), hG2(i, j), tol * (1 + std::abs(ref)));
+      ASSERT_EQ(hG(i, j), hG(j, i));
+    }
+  EXPECT_THROW(gram(exec, Xb, Kokkos::View<T**, Kokkos::LayoutRight, Mem>("bad", K, K + 1)), UsageError);
 }
 
 TEST(Gemm, ShapeMismatchIsAUsageError) {

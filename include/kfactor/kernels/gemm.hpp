@@ -85,4 +85,18 @@ void gemm(const ExecutionSpace& exec, Trans ta, Trans tb, typename CV::non_const
   detail::gemm_portable(exec, tA, tB, alpha, A, B, beta, C);
 }
 
+/// G = X^T X for X (n x K) and G (K x K): the Gram matrix of X's columns,
+/// exactly symmetric. Host CBLAS computes one triangle (syrk, half of gemm's
+/// flops) and mirrors it; other paths run kfactor::gemm.
+template <class ExecutionSpace, class XV, class GV>
+void gram(const ExecutionSpace& exec, const XV& X, const GV& G) {
+  detail::check_gemm_shapes(Trans::transpose, Trans::none, X, X, G);
+#if defined(KFACTOR_HAVE_CBLAS)
+  if constexpr (detail::cblas_applicable_v<ExecutionSpace, XV, XV, GV>)
+    if (detail::gram_cblas(exec, X, G)) return;
+#endif
+  gemm(exec, Trans::transpose, Trans::none, typename GV::non_const_value_type(1), X, X,
+       typename GV::non_const_value_type(0), G);
+}
+
 }  // namespace kfactor

@@ -17,11 +17,16 @@
 /// H is updated first, then W; W's columns have unit l2 norm after every epoch
 /// and H is not rescaled. The H rule is exact HALS because ||W_k|| = 1.
 /// `alo` performs the same operations reordered by tiles of T columns
-/// (Algs. 2/3): phase 1 (all tiles) and phase 3 (after each tile, inside the
-/// tile loop) are kfactor::gemm calls on column subviews with alpha = -1,
-/// beta = 1 (subtract and accumulate: the paper's "=" is wrong); phase 2 is
-/// the in-tile sweep; the last tile is clamped to K. H uses the same scheme on
-/// H^T with Gram S, right-hand side R, H_new initialised to H_old and no
+/// (Algs. 2/3), in place: for each tile, the contributions of every column
+/// outside it are subtracted by ONE kfactor::gemm, Acc = X N[:, tile] (N holds
+/// -G off the tile, so alpha = -1: the paper's "=" is wrong, phases subtract
+/// and accumulate). The columns before the tile are already new, so this
+/// product is phase 3 of the earlier tiles (pulled by each tile inside the
+/// tile loop instead of pushed after each one: the same sums) together with
+/// phase 1 (the old columns after the tile); phase 2 is the in-tile sweep;
+/// the last tile is clamped to K. 2 V K^2 flops per factor in GEMMs of depth
+/// K, the same count as HALS' column loop but at GEMM speed. H uses the same
+/// scheme on H^T with Gram S, right-hand side R, base H_old and no
 /// normalisation. One epoch of alo equals one of hals up to rounding.
 /// `mu`: H <- H * (W^T A) / (W^T W H + eps), W <- W * (A H^T) / (W H H^T + eps)
 /// (no normalisation; never 0/0).
@@ -64,7 +69,8 @@
 ///
 /// **Kernels** (detail/sweep.hpp): HALS-H is one launch per epoch, ALO-H one
 /// per tile; W takes one launch per column (norm reduced on the device in the
-/// same launch, previous column normalised lazily) plus one per tile; no host
+/// same launch, previous column normalised lazily) plus one per tile, and ALO
+/// one GEMM per tile; no host
 /// synchronisation inside an epoch except what the vendor GEMM needs.
 ///
 /// **Distributed runs** (kfactor/distributed/nmf.hpp) use the same code:

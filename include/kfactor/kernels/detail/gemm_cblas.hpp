@@ -60,6 +60,33 @@ bool gemm_cblas(const ExecutionSpace& exec, bool ta, bool tb, typename CV::non_c
     cblas_dgemm(order, tA, tB, m, n, k, alpha, A.data(), sa.ld, B.data(), sb.ld, beta, C.data(), sc.ld);
   return true;
 }
+
+/// G = X^T X (K x K) through CBLAS syrk: one triangle (half of gemm's
+/// flops), then mirrored so G is a full symmetric matrix. Returns false when
+/// X or G has no unit stride.
+template <class ExecutionSpace, class XV, class GV>
+bool gram_cblas(const ExecutionSpace& exec, const XV& X, const GV& G) {
+  using T = typename GV::non_const_value_type;
+  const int n = static_cast<int>(X.extent(0)), K = static_cast<int>(X.extent(1));
+  const BlasShape sx = blas_shape(X), sg = blas_shape(G);
+  if (!sx.ok || !sg.ok || n == 0 || K == 0) return false;
+  exec.fence();
+  // In X's storage order: X^T X is syrk with trans = T for row-major X.
+  const auto order = sx.row_major ? CblasRowMajor : CblasColMajor;
+  const auto order_g = sg.row_major ? CblasRowMajor : CblasColMajor;
+  if (order != order_g) return false;
+  if constexpr (std::is_same_v<T, float>)
+    cblas_ssyrk(order, CblasUpper, CblasTrans, K, n, 1.0f, X.data(), sx.ld, 0.0f, G.data(), sg.ld);
+  else
+    cblas_dsyrk(order, CblasUpper, CblasTrans, K, n, 1.0, X.data(), sx.ld, 0.0, G.data(), sg.ld);
+  Kokkos::parallel_for(
+      "kfactor::gram_mirror", Kokkos::MDRangePolicy<ExecutionSpace, Kokkos::Rank<2>>(exec, {0, 0}, {K, K}),
+      KOKKOS_LAMBDA(int i, int j) {
+        if (j < i) G(i, j) = G(j, i);
+      });
+  exec.fence();
+  return true;
+}
 #endif
 
 }  // namespace kfactor::detail

@@ -80,8 +80,11 @@ template <class T, class MemorySpace>
 struct Workspace {
   DenseMatrix<T, MemorySpace> R, P;        ///< A^T W (D x K), A Ht (V x K)
   DenseMatrix<T, MemorySpace> S, Q;        ///< W^T W, Ht^T Ht (K x K)
-  DenseMatrix<T, MemorySpace> Wbuf, Hbuf;  ///< ALO double buffers / MU products
-  DenseMatrix<T, MemorySpace> M;           ///< ALO initialisation + phase 1 (K x K)
+  DenseMatrix<T, MemorySpace> Wbuf, Hbuf;  ///< MU products W Q, Ht S
+  DenseMatrix<T, MemorySpace> N;           ///< ALO: the tiles' GEMM matrix (K x K, alo_tile_matrix)
+  /// ALO: one tile's GEMM result and (host spaces) the transposed tile of the
+  /// factor, max(V, D) * T values each (alo_update gives them their shape).
+  Kokkos::View<T*, MemorySpace> Acc, Tile;
   Kokkos::View<double*, MemorySpace> norms2;  ///< squared pre-normalisation column norms of W
   Kokkos::View<double*, MemorySpace> scal;    ///< [0] = <W, P>, [1] = <W^T W, Q>
   CsrMatrix<T, MemorySpace> At;               ///< stored transpose of a sparse A
@@ -166,11 +169,17 @@ std::shared_ptr<Workspace<T, Mem>> allocate_workspace(std::int64_t V, std::int64
   ws->P = alloc<T, Mem>("P", V, K);
   ws->S = alloc<T, Mem>("S", K, K);
   ws->Q = alloc<T, Mem>("Q", K, K);
-  if (options.algorithm != Algorithm::hals) {
+  if (options.algorithm == Algorithm::mu) {
     ws->Wbuf = alloc<T, Mem>("Wbuf", V, K);
     ws->Hbuf = alloc<T, Mem>("Hbuf", D, K);
   }
-  if (options.algorithm == Algorithm::alo) ws->M = alloc<T, Mem>("M", K, K);
+  if (options.algorithm == Algorithm::alo) {
+    ws->N = alloc<T, Mem>("N", K, K);
+    const std::int64_t tile_values = std::max(V, D) * resolve_tile(K, options.tile);
+    ws->Acc = Kokkos::View<T*, Mem>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kfactor::nmf::Acc"), tile_values);
+    if (Kokkos::SpaceAccessibility<Kokkos::HostSpace, Mem>::accessible)
+      ws->Tile = Kokkos::View<T*, Mem>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kfactor::nmf::Tile"), tile_values);
+  }
   ws->norms2 = Kokkos::View<double*, Mem>("kfactor::nmf::norms2", K);
   ws->scal = Kokkos::View<double*, Mem>("kfactor::nmf::scal", 2);
   return ws;
@@ -242,50 +251,51 @@ void product_AtX(const ExecutionSpace& exec, const Matrix& A, const WS& ws, cons
   else gemm(exec, Trans::transpose, Trans::none, T(1), A, X, T(0), out);
 }
 
-template <class ExecutionSpace, class XV, class GV>
-void gram(const ExecutionSpace& exec, const XV& X, const GV& G) {  // G = X^T X
-  using T = typename XV::non_const_value_type;
-  gemm(exec, Trans::transpose, Trans::none, T(1), X, X, T(0), G);
-}
-
-/// The ALO update of one factor (Algs. 2/3): Xn <- Xo updated with Gram G and
-/// right-hand side B, in tiles of `tile` columns; W-style (normalised,
-/// base X G_tt) when `normalize`, H-style otherwise. M is a K x K buffer.
-template <class ExecutionSpace, class XV, class BV, class GV, class NV, class Comm = SingleProcess>
-void alo_update(const ExecutionSpace& exec, const XV& Xn, const XV& Xo, const BV& B, const GV& G, const XV& M,
-                int tile, typename XV::non_const_value_type eps, bool normalize, const NV& norms2,
+/// The ALO update of one factor (Algs. 2/3) in place: X updated with Gram G
+/// and right-hand side B, in tiles of `tile` columns; W-style (normalised,
+/// base X G_tt) when `normalize`, H-style otherwise. N is a K x K buffer; Acc
+/// and Tile (host spaces) hold at least X's rows x tile values.
+template <class ExecutionSpace, class XV, class BV, class GV, class BufV, class NV, class Comm = SingleProcess>
+void alo_update(const ExecutionSpace& exec, const XV& X, const BV& B, const GV& G, const XV& N, const BufV& Acc,
+                const BufV& Tile, int tile, typename XV::non_const_value_type eps, bool normalize, const NV& norms2,
                 const Comm& comm = {}) {
   using T = typename XV::non_const_value_type;
+  using Buffer = Kokkos::View<T**, Kokkos::LayoutRight, typename ExecutionSpace::memory_space,
+                              Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
   using Kokkos::ALL;
   using Kokkos::make_pair;
   const int K = static_cast<int>(G.extent(0));
+  const int n = static_cast<int>(X.extent(0));
   const int ntiles = (K + tile - 1) / tile;
   // One launch per tile on a host when no per-column reduction across
   // processes is needed (see tile_sweep_host).
   constexpr bool host_tile_sweep = RowTeamShape<ExecutionSpace>::host && std::is_same_v<Comm, SingleProcess>;
-  // Initialisation X_new = X_old diag(G) (W) or X_old (H), and phase 1 (needs
-  // only X_old): X_new[:, 0:tT) -= X_old[:, tile t] G[tile t, 0:tT) for every
-  // tile t, as the one product X_new = X_old M.
-  alo_phase1_matrix(exec, G, tile, normalize, M);
-  gemm(exec, Trans::none, Trans::none, T(1), Xo, M, T(0), Xn);
+  alo_tile_matrix(exec, G, tile, normalize, N);
   for (int tau = 0; tau < ntiles; ++tau) {
-    const int t0 = tau * tile, t1 = std::min(K, t0 + tile);
-    // Phase 2: the in-tile sweep.
-    if (!normalize) {
-      row_sweep(exec, Xn, Xo, B, G, t0, t1, eps);
-    } else if constexpr (host_tile_sweep) {
-      tile_sweep_host(exec, Xn, Xo, B, G, t0, t1, eps, norms2);
+    const int t0 = tau * tile, t1 = std::min(K, t0 + tile), w = t1 - t0;
+    const auto Ntile = Kokkos::subview(N, ALL, make_pair(t0, t1));
+    // Phases 1 and 3 of the tile: X N[:, tile], the columns outside it (new
+    // before it, old after it) with alpha = -1 inside N; then phase 2, the
+    // in-tile sweep.
+    if constexpr (host_tile_sweep) {
+      const Buffer Xt(Tile.data(), w, n), At(Acc.data(), w, n);
+      tile_load(exec, X, B, t0, Xt, At);
+      gemm(exec, Trans::transpose, Trans::transpose, T(1), Ntile, X, T(1), At);
+      tile_sweep_host(exec, Xt, At, G, t0, eps, normalize, norms2);
+      tile_store(exec, Xt, t0, X);
     } else {
-      for (int t = t0; t < t1; ++t) {
-        column_step(exec, Xn, Xo, B, G, t0, t1, t, false, eps, norms2);
-        comm.sum(exec, Kokkos::subview(norms2, make_pair(t, t + 1)));
+      const Buffer Ar(Acc.data(), n, w);
+      gemm(exec, Trans::none, Trans::none, T(1), X, Ntile, T(0), Ar);
+      if (!normalize) {
+        row_sweep(exec, X, Ar, Base::accumulated, B, G, t0, t1, eps);
+      } else {
+        for (int t = t0; t < t1; ++t) {
+          column_step(exec, X, Ar, Base::accumulated, B, G, t0, t1, t, eps, norms2);
+          comm.sum(exec, Kokkos::subview(norms2, make_pair(t, t + 1)));
+        }
+        scale_column(exec, X, t1 - 1, norms2);
       }
-      scale_column(exec, Xn, t1 - 1, norms2);
     }
-    // Phase 3 (inside the tile loop): X_new[:, t1:K) -= X_new[:, tile] G[tile, t1:K).
-    if (t1 < K)
-      gemm(exec, Trans::none, Trans::none, T(-1), Kokkos::subview(Xn, ALL, make_pair(t0, t1)),
-           Kokkos::subview(G, make_pair(t0, t1), make_pair(t1, K)), T(1), Kokkos::subview(Xn, ALL, make_pair(t1, K)));
   }
 }
 
@@ -355,7 +365,7 @@ void initial_factors(const ExecutionSpace& exec, const Matrix& Acol, const Optio
         KOKKOS_LAMBDA(std::size_t d, std::size_t k) { Htl(d, k) = rng.uniform<T>(k * nd + c0 + d, T(0), T(1)); });
   }
   // Unit-norm columns of W0.
-  gram(exec, W, ws.S);
+  kfactor::gram(exec, W, ws.S);
   comm.sum(exec, ws.S);
   {
     auto Wl = W;
@@ -366,9 +376,9 @@ void initial_factors(const ExecutionSpace& exec, const Matrix& Acol, const Optio
   }
   // alpha = <A, W0 U> / ||W0 U||^2 (the least-squares scale of the model W0 U):
   // <A, W0 U> = <A^T W0, U^T>, ||W0 U||^2 = <W0^T W0, U U^T>.
-  gram(exec, W, ws.S);
+  kfactor::gram(exec, W, ws.S);
   comm.sum(exec, ws.S);
-  gram(exec, Ht, ws.Q);
+  kfactor::gram(exec, Ht, ws.Q);
   comm.sum(exec, ws.Q);
   const auto W_all = comm.gather(exec, W, Factor::w);
   product_AtX(exec, Acol, ws, W_all, ws.R);
@@ -405,7 +415,7 @@ void epoch(const ExecutionSpace& exec, const Matrix& Arow, const Matrix& Acol, c
 
   // ---- H half: R = A^T W, S = W^T W (cached from the previous epoch) ----
   if (ws.S_iteration != iteration) {
-    gram(exec, W, ws.S);
+    kfactor::gram(exec, W, ws.S);
     comm.sum(exec, ws.S);
   }
   {
@@ -414,13 +424,11 @@ void epoch(const ExecutionSpace& exec, const Matrix& Arow, const Matrix& Acol, c
   }
   sw.lap(exec, timed, ws.t_products);
   switch (options.algorithm) {
-    case Algorithm::hals: row_sweep(exec, Ht, Ht, ws.R, ws.S, 0, K, eps); break;
-    case Algorithm::alo: {
-      const int tile = resolve_tile(K, options.tile);
-      alo_update(exec, ws.Hbuf, Ht, ws.R, ws.S, ws.M, tile, eps, false, ws.norms2, comm);
-      std::swap(Ht, ws.Hbuf);
+    case Algorithm::hals: row_sweep(exec, Ht, Ht, Base::old_value, ws.R, ws.S, 0, K, eps); break;
+    case Algorithm::alo:
+      alo_update(exec, Ht, ws.R, ws.S, ws.N, ws.Acc, ws.Tile, resolve_tile(K, options.tile), eps, false, ws.norms2,
+                 comm);
       break;
-    }
     case Algorithm::mu:
       gemm(exec, Trans::none, Trans::none, T(1), Ht, ws.S, T(0), ws.Hbuf);
       mu_update(exec, Ht, ws.R, ws.Hbuf, eps);
@@ -433,23 +441,20 @@ void epoch(const ExecutionSpace& exec, const Matrix& Arow, const Matrix& Acol, c
     const auto Ht_all = comm.gather(exec, Ht, Factor::h);
     product_AX(exec, Arow, Ht_all, ws.P);
   }
-  gram(exec, Ht, ws.Q);
+  kfactor::gram(exec, Ht, ws.Q);
   comm.sum(exec, ws.Q);
   sw.lap(exec, timed, ws.t_products);
   switch (options.algorithm) {
     case Algorithm::hals:
       for (int t = 0; t < K; ++t) {
-        column_step(exec, W, W, ws.P, ws.Q, 0, K, t, true, eps, ws.norms2);
+        column_step(exec, W, W, Base::old_times_diag, ws.P, ws.Q, 0, K, t, eps, ws.norms2);
         comm.sum(exec, Kokkos::subview(ws.norms2, Kokkos::make_pair(t, t + 1)));
       }
       scale_column(exec, W, K - 1, ws.norms2);
       break;
-    case Algorithm::alo: {
-      const int tile = resolve_tile(K, options.tile);
-      alo_update(exec, ws.Wbuf, W, ws.P, ws.Q, ws.M, tile, eps, true, ws.norms2, comm);
-      std::swap(W, ws.Wbuf);
+    case Algorithm::alo:
+      alo_update(exec, W, ws.P, ws.Q, ws.N, ws.Acc, ws.Tile, resolve_tile(K, options.tile), eps, true, ws.norms2, comm);
       break;
-    }
     case Algorithm::mu:
       gemm(exec, Trans::none, Trans::none, T(1), W, ws.Q, T(0), ws.Wbuf);
       mu_update(exec, W, ws.P, ws.Wbuf, eps);
@@ -458,7 +463,7 @@ void epoch(const ExecutionSpace& exec, const Matrix& Arow, const Matrix& Acol, c
   sw.lap(exec, timed, ws.t_w);
 
   // ---- next epoch's S and the error pieces ----
-  gram(exec, W, ws.S);
+  kfactor::gram(exec, W, ws.S);
   comm.sum(exec, ws.S);
   error_pieces(exec, W, ws);
   comm.sum(exec, Kokkos::subview(ws.scal, Kokkos::make_pair(0, 1)));
@@ -477,9 +482,9 @@ void error_products(const ExecutionSpace& exec, const Matrix& Arow, const DenseM
     const auto Ht_all = comm.gather(exec, Ht, Factor::h);
     product_AX(exec, Arow, Ht_all, ws.P);
   }
-  gram(exec, Ht, ws.Q);
+  kfactor::gram(exec, Ht, ws.Q);
   comm.sum(exec, ws.Q);
-  gram(exec, W, ws.S);
+  kfactor::gram(exec, W, ws.S);
   comm.sum(exec, ws.S);
   error_pieces(exec, W, ws);
   comm.sum(exec, Kokkos::subview(ws.scal, Kokkos::make_pair(0, 1)));

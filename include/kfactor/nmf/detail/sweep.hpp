@@ -3,16 +3,17 @@
 /// The column-sweep kernels of HALS and ALO, written once in Kokkos.
 ///
 /// Both factors are stored as tall row-major matrices X (N x K): W (V x K) and
-/// Ht = H^T (D x K). The update of column t of X, with Gram G (K x K,
+/// Ht = H^T (D x K), and updated IN PLACE: while column t is computed, X holds
+/// the new values of the columns before t and the old values of t and after
+/// (exactly FAST-HALS's order). The update of column t, with Gram G (K x K,
 /// symmetric), right-hand side B (N x K) and the tile [t0, t1) holding t, is
 ///
-///   X_new(r,t) = max(eps, base(r,t) + B(r,t) - sum_{t0<=j<t} X_new(r,j) G(t,j)
-///                                            - sum_{t<=j<t1} X_old(r,j) G(t,j))
+///   X(r,t) <- max(eps, base(r,t) + B(r,t) - sum_{t0<=j<t1} X(r,j) G(t,j))
 ///
-/// with base = X_new(r,t) (ALO: already initialised and reduced by phases 1/3;
-/// HALS-H in place: the old value) or X(r,t) G(t,t) (HALS-W in place). HALS is
-/// the case X_new == X_old, [t0, t1) = [0, K). G symmetric means G(t, :) is the
-/// contiguous row t instead of column t.
+/// with base (see Base) the old value X(r,t) (HALS-H), X(r,t) G(t,t)
+/// (HALS-W), or, for ALO, Acc(r, t - t0): the tile's GEMM already applied the
+/// columns outside the tile (alo_tile_matrix). HALS is the tile [0, K). G
+/// symmetric means G(t, :) is the contiguous row t instead of column t.
 ///
 /// Kernels, designed so the GPU is not launch-bound:
 ///  - row_sweep (H, no normalisation): the rows are independent, so ONE launch
@@ -23,12 +24,12 @@
 ///    least a portable code can do on a device (no exact reformulation
 ///    defers the norm: the clamp max(eps, .) of column t depends on it, and a
 ///    device-wide barrier has no forward-progress guarantee in Kokkos). Each
-///    launch (a) applies the pending normalisation of column t-1 while reading
-///    it, (b) computes column t and (c) reduces its squared norm into
-///    norms2(t) on the device: no host synchronisation and no separate
-///    norm/scale launches (the paper's GPU code needs 3 launches and 2 host
-///    syncs per column). scale_column finishes the last column of a tile.
-///    Launches per W update: K + number of tiles.
+///    launch (a) applies the pending normalisation of column t-1, (b) computes
+///    column t and (c) reduces its squared norm into norms2(t) on the device:
+///    no host synchronisation and no separate norm/scale launches (the
+///    paper's GPU code needs 3 launches and 2 host syncs per column).
+///    scale_column finishes the last column of a tile.
+///    Launches per W update: K + number of tiles (+ one GEMM per tile, ALO).
 ///  - tile_sweep_host: on a host the T columns of an ALO tile run in one
 ///    launch (one team of all threads, a barrier per column).
 ///
@@ -84,31 +85,48 @@ row_major_policy(const ExecutionSpace& exec, std::size_t rows, std::size_t cols)
   return {exec, {0, 0}, {rows, cols}};
 }
 
-/// H-style sweep over columns [t0, t1) (no normalisation); Xn may alias Xo.
+/// Where a column update starts from (see the file comment).
+enum class Base {
+  old_value,       ///< X(r,t): HALS-H
+  old_times_diag,  ///< X(r,t) G(t,t): HALS-W
+  accumulated,     ///< Acc(r, t - t0): ALO, the tile's GEMM result
+};
+
+template <class XV, class AV, class GV>
+KOKKOS_INLINE_FUNCTION typename XV::non_const_value_type base_value(Base base, const XV& X, const AV& Acc,
+                                                                    const GV& G, int r, int t, int t0) {
+  using T = typename XV::non_const_value_type;
+  switch (base) {
+    case Base::old_value: return X(r, t);
+    case Base::old_times_diag: return X(r, t) * T(G(t, t));
+    default: return Acc(r, t - t0);
+  }
+}
+
+/// H-style sweep over columns [t0, t1) of X in place (no normalisation).
 /// The rows are independent, so one work item owns a row and runs every
 /// column of the tile in registers and its own cache lines: no team barrier,
 /// one wave on a device (a team per 16 rows with a barrier per column took
 /// 29.8 us per tile of 16 on the H100).
-template <class ExecutionSpace, class XV, class BV, class GV>
-void row_sweep(const ExecutionSpace& exec, const XV& Xn, const XV& Xo, const BV& B, const GV& G, int t0, int t1,
-               typename XV::non_const_value_type eps) {
-  using T = typename XV::non_const_value_type;
-  const int n = static_cast<int>(Xn.extent(0));
+template <class ExecutionSpace, class XV, class AV, class BV, class GV>
+void row_sweep(const ExecutionSpace& exec, const XV& X, const AV& Acc, Base base, const BV& B, const GV& G, int t0,
+               int t1, typename XV::non_const_value_type eps) {
+  const int n = static_cast<int>(X.extent(0));
   if (n == 0 || t1 <= t0) return;
   Kokkos::parallel_for(
       "kfactor::nmf::row_sweep", light_weight(Kokkos::RangePolicy<ExecutionSpace>(exec, 0, n)),
       KOKKOS_LAMBDA(const int r) {
         for (int t = t0; t < t1; ++t) {
-          const T s = row_dot(Xn, r, G, t, t0, t) + row_dot(Xo, r, G, t, t, t1);
-          Xn(r, t) = Kokkos::max(eps, Xn(r, t) + B(r, t) - s);
+          const auto b = base_value(base, X, Acc, G, r, t, t0);
+          X(r, t) = Kokkos::max(eps, b + B(r, t) - row_dot(X, r, G, t, t0, t1));
         }
       });
 }
 
-/// W-style step for column t of the tile [t0, t1): applies the pending
-/// normalisation of column t-1 (when t > t0) using norms2(t-1), computes column
-/// t and writes its squared l2 norm (before normalisation) to norms2(t).
-/// `diag_base` selects base = X(r,t) * G(t,t) (HALS in place).
+/// W-style step for column t of the tile [t0, t1), in place: applies the
+/// pending normalisation of column t-1 (when t > t0) using norms2(t-1),
+/// computes column t and writes its squared l2 norm (before normalisation)
+/// to norms2(t).
 ///
 /// One work item per row (a RangePolicy reduction), not a team per 16 rows:
 /// on the H100 the team form (nested team and vector reductions, 1250 blocks
@@ -116,70 +134,108 @@ void row_sweep(const ExecutionSpace& exec, const XV& Xn, const XV& Xo, const BV&
 /// column for ~2 us of bytes; one thread per row is a single wave whose only
 /// synchronisation is the final reduction. A row's tile is contiguous
 /// (row-major X), so each thread's reads stay in one or two cache lines.
-template <class ExecutionSpace, class XV, class BV, class GV, class NV>
-void column_step(const ExecutionSpace& exec, const XV& Xn, const XV& Xo, const BV& B, const GV& G, int t0, int t1,
-                 int t, bool diag_base, typename XV::non_const_value_type eps, const NV& norms2) {
+template <class ExecutionSpace, class XV, class AV, class BV, class GV, class NV>
+void column_step(const ExecutionSpace& exec, const XV& X, const AV& Acc, Base base, const BV& B, const GV& G, int t0,
+                 int t1, int t, typename XV::non_const_value_type eps, const NV& norms2) {
   using T = typename XV::non_const_value_type;
   using Mem = typename ExecutionSpace::memory_space;
-  const int n = static_cast<int>(Xn.extent(0));
+  const int n = static_cast<int>(X.extent(0));
   const int prev = t > t0 ? t - 1 : -1;
   Kokkos::View<double, Mem> result(norms2.data() + t);
   Kokkos::parallel_reduce(
       "kfactor::nmf::column_step", light_weight(Kokkos::RangePolicy<ExecutionSpace>(exec, 0, n)),
       KOKKOS_LAMBDA(const int r, double& ss) {
-        const T inv = prev >= 0 ? T(1.0 / Kokkos::sqrt(norms2(prev))) : T(1);
-        const T base = diag_base ? Xn(r, t) * G(t, t) : Xn(r, t);
-        T s = row_dot(Xn, r, G, t, t0, prev >= 0 ? prev : t0) + row_dot(Xo, r, G, t, t, t1);
-        if (prev >= 0) {
-          const T x = Xn(r, prev) * inv;
-          Xn(r, prev) = x;
-          s += x * G(t, prev);
-        }
-        const T v = Kokkos::max(eps, base + B(r, t) - s);
-        Xn(r, t) = v;
+        if (prev >= 0) X(r, prev) *= T(1.0 / Kokkos::sqrt(norms2(prev)));
+        const T b = base_value(base, X, Acc, G, r, t, t0);
+        const T v = Kokkos::max(eps, b + B(r, t) - row_dot(X, r, G, t, t0, t1));
+        X(r, t) = v;
         ss += double(v) * double(v);
       },
       Kokkos::Sum<double, Mem>(result));
 }
 
-/// The W-style sweep of a whole tile [t0, t1) in ONE launch on a host space:
-/// the per-column kernels of column_step, with base X_new(r,t) (ALO). A single
-/// team of all host threads walks the columns; TeamThreadRange gives each
-/// thread the same contiguous rows in every column, so a row's tile of X_new
-/// and X_old stays in that core's cache across the T columns (the paper's
-/// locality idea), and the team reduction of column t's squared norm is the
-/// only synchronisation per column: a barrier instead of a parallel region
-/// per column. Column t-1 is normalised while column t reads it, as in
-/// column_step (same arithmetic); norms2(t) holds every pre-normalisation
-/// squared norm and the tile ends normalised. Host only: on a device one team
-/// is one multiprocessor, so devices keep the per-column launches.
-template <class ExecutionSpace, class XV, class BV, class GV, class NV>
-void tile_sweep_host(const ExecutionSpace& exec, const XV& Xn, const XV& Xo, const BV& B, const GV& G, int t0, int t1,
-                     typename XV::non_const_value_type eps, const NV& norms2) {
+/// On a host, ALO runs a tile on a TRANSPOSED copy: Xt(j, r) = X(r, t0 + j)
+/// and At(j, r) = B(r, t0 + j) + (X N)(r, t0 + j), j < w = t1 - t0 (w x n
+/// row-major), so that column t of the tile is a contiguous stream over the
+/// rows and the sweep's inner loops vectorise across rows (on X's row-major
+/// rows each row's dot product over the tile is a short serial chain: the
+/// sweep ran at ~3 GFLOP/s, as long as the tile's GEMM). tile_load fills Xt
+/// and At = B's tile (the GEMM then adds X N with beta = 1), tile_store
+/// writes Xt back.
+template <class ExecutionSpace, class XV, class BV, class TV>
+void tile_load(const ExecutionSpace& exec, const XV& X, const BV& B, int t0, const TV& Xt, const TV& At) {
+  const int w = static_cast<int>(Xt.extent(0));
+  Kokkos::parallel_for(
+      "kfactor::nmf::tile_load", Kokkos::RangePolicy<ExecutionSpace>(exec, 0, Xt.extent(1)),
+      KOKKOS_LAMBDA(const int r) {
+        for (int j = 0; j < w; ++j) {
+          Xt(j, r) = X(r, t0 + j);
+          At(j, r) = B(r, t0 + j);
+        }
+      });
+}
+
+template <class ExecutionSpace, class XV, class TV>
+void tile_store(const ExecutionSpace& exec, const TV& Xt, int t0, const XV& X) {
+  const int w = static_cast<int>(Xt.extent(0));
+  Kokkos::parallel_for(
+      "kfactor::nmf::tile_store", Kokkos::RangePolicy<ExecutionSpace>(exec, 0, Xt.extent(1)),
+      KOKKOS_LAMBDA(const int r) {
+        for (int j = 0; j < w; ++j) X(r, t0 + j) = Xt(j, r);
+      });
+}
+
+/// The in-tile sweep of an ALO tile [t0, t0 + w) on a host space, on the
+/// transposed tile (tile_load), in ONE launch: a single team of all host
+/// threads, each thread on the same contiguous rows in every column, so its
+/// rows of the tile stay in its core's cache across the w columns (the
+/// paper's locality idea). W-style (`normalize`): column t-1 is normalised
+/// before column t reads it (the team reduction of its squared norm is the
+/// only synchronisation per column), norms2(t) gets every pre-normalisation
+/// squared norm and the tile ends normalised; H-style: no normalisation and
+/// no barrier. Host only: on a device one team is one multiprocessor, so
+/// devices keep row_sweep and the per-column launches of column_step.
+template <class ExecutionSpace, class TV, class GV, class NV>
+void tile_sweep_host(const ExecutionSpace& exec, const TV& Xt, const TV& At, const GV& G, int t0,
+                     typename TV::non_const_value_type eps, bool normalize, const NV& norms2) {
   static_assert(RowTeamShape<ExecutionSpace>::host, "tile_sweep_host runs one team: host spaces only");
-  using T = typename XV::non_const_value_type;
+  using T = typename TV::non_const_value_type;
   using Policy = Kokkos::TeamPolicy<ExecutionSpace>;
-  const int n = static_cast<int>(Xn.extent(0));
-  if (n == 0 || t1 <= t0) return;
+  const int w = static_cast<int>(Xt.extent(0)), n = static_cast<int>(Xt.extent(1));
+  if (n == 0 || w == 0) return;
   const auto body = KOKKOS_LAMBDA(const typename Policy::member_type& team) {
-    T inv = T(1);  // 1 / ||column t-1||, applied while column t reads it
-    for (int t = t0; t < t1; ++t) {
-      const int prev = t - 1;
-      double ss = 0.0;
-      Kokkos::parallel_reduce(
-          Kokkos::TeamThreadRange(team, n),
-          [&](int r, double& acc) {
-            if (prev >= t0) Xn(r, prev) *= inv;
-            const T s = row_dot(Xn, r, G, t, t0, t) + row_dot(Xo, r, G, t, t, t1);
-            const T v = Kokkos::max(eps, Xn(r, t) + B(r, t) - s);
-            Xn(r, t) = v;
-            acc += double(v) * double(v);
-          },
-          ss);
+    constexpr int chunk = 256, lanes = 8;
+    const int r0 = int(std::int64_t(n) * team.team_rank() / team.team_size());
+    const int r1 = int(std::int64_t(n) * (team.team_rank() + 1) / team.team_size());
+    T inv = T(1);  // 1 / ||column c-1||
+    for (int c = 0; c < w; ++c) {
+      const int t = t0 + c;
+      if (normalize && c > 0)
+        for (int r = r0; r < r1; ++r) Xt(c - 1, r) *= inv;
+      double part[lanes] = {};
+      for (int rc = r0; rc < r1; rc += chunk) {
+        const int len = r1 - rc < chunk ? r1 - rc : chunk;
+        T s[chunk];
+        for (int i = 0; i < len; ++i) s[i] = At(c, rc + i);
+        for (int j = 0; j < w; ++j) {
+          const T g = G(t, t0 + j);
+          for (int i = 0; i < len; ++i) s[i] -= Xt(j, rc + i) * g;
+        }
+        for (int i = 0; i < len; ++i) s[i] = s[i] > eps ? s[i] : eps;
+        for (int i = 0; i < len; ++i) Xt(c, rc + i) = s[i];
+        int i = 0;
+        for (; i + lanes <= len; i += lanes)
+          for (int l = 0; l < lanes; ++l) part[l] += double(s[i + l]) * double(s[i + l]);
+        for (; i < len; ++i) part[0] += double(s[i]) * double(s[i]);
+      }
+      if (!normalize) continue;
+      double ss = ((part[0] + part[1]) + (part[2] + part[3])) + ((part[4] + part[5]) + (part[6] + part[7]));
+      team.team_reduce(Kokkos::Sum<double>(ss));
       Kokkos::single(Kokkos::PerTeam(team), [&]() { norms2(t) = ss; });
       inv = T(1.0 / Kokkos::sqrt(ss));
     }
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, n), [&](int r) { Xn(r, t1 - 1) *= inv; });
+    if (normalize)
+      for (int r = r0; r < r1; ++r) Xt(w - 1, r) *= inv;
   };
   const int threads = Policy(exec, 1, 1).team_size_max(body, Kokkos::ParallelForTag());
   Kokkos::parallel_for("kfactor::nmf::tile_sweep_host", Policy(exec, 1, threads), body);
@@ -197,18 +253,23 @@ void scale_column(const ExecutionSpace& exec, const XV& X, int t, const NV& norm
       });
 }
 
-/// M (K x K) with X_new = X_old M being the ALO initialisation and its phase 1
-/// in one product: M(j, i) = (diag ? G(i, i) : 1) for j == i, -G(j, i) when
-/// column j lies in a later tile than column i, 0 otherwise. One GEMM instead
-/// of an initialisation kernel and one GEMM per tile (each of those small
-/// GEMMs cost 13-20 us on the H100 whatever its size).
+/// N (K x K) such that Acc = X N[:, tile] is ALO's phases 1 and 3 for that
+/// tile, X in place (columns before the tile new, the tile and after old):
+/// N(j, i) = (diag ? G(i, i) : 1) for j == i, 0 for another column j of i's
+/// tile (the sweep applies those), -G(j, i) for j outside i's tile. So the
+/// columns of the earlier tiles (new: phase 3, pulled by this tile instead of
+/// pushed by each earlier one) and of the later tiles (old: phase 1) enter in
+/// ONE GEMM of inner dimension K per tile: 2 V K^2 flops per update in
+/// products of full depth, where phase 1 for all tiles at once (X_old M with
+/// a block-triangular M, half zeros) plus a rank-T phase-3 GEMM per tile did
+/// 3 V K^2, a third of it in updates of depth T.
 template <class ExecutionSpace, class GV, class MV>
-void alo_phase1_matrix(const ExecutionSpace& exec, const GV& G, int tile, bool diag, const MV& M) {
+void alo_tile_matrix(const ExecutionSpace& exec, const GV& G, int tile, bool diag, const MV& N) {
   using T = typename MV::non_const_value_type;
   Kokkos::parallel_for(
-      "kfactor::nmf::alo_phase1_matrix", row_major_policy(exec, M.extent(0), M.extent(1)),
+      "kfactor::nmf::alo_tile_matrix", row_major_policy(exec, N.extent(0), N.extent(1)),
       KOKKOS_LAMBDA(std::size_t j, std::size_t i) {
-        M(j, i) = j == i ? (diag ? T(G(i, i)) : T(1)) : (int(j) / tile > int(i) / tile ? T(-G(j, i)) : T(0));
+        N(j, i) = j == i ? (diag ? T(G(i, i)) : T(1)) : (int(j) / tile != int(i) / tile ? T(-G(j, i)) : T(0));
       });
 }
 
