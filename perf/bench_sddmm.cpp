@@ -11,6 +11,12 @@
 // that generator (kfactor/sddmm/generate.hpp: same parameters and
 // distribution, a different random instance). --scale F divides M, N and nnz
 // by F (CPU runs).
+//
+// --dump-matrices DIR writes each matrix as benchmarked (the CSR after
+// conversion) so that a peer can time the very same instance:
+// DIR/<m>.row_map.bin (uint64, M + 1), DIR/<m>.entries.bin (int32),
+// DIR/<m>.values.bin (float32) and DIR/<m>.json (M, N, nnz, source, the
+// measured copy bandwidth). perf/torch_sddmm_cpu.py reads them.
 #include "common/bench.hpp"
 
 #include <kfactor/core/convert.hpp>
@@ -43,6 +49,7 @@ struct Args {
   double scale = 1.0;
   std::string bin_dir = ".peers";
   std::string facebook = "";
+  std::string dump_dir = "";  ///< --dump-matrices: write each CSR here
   bool mechanisms = true, sweep = true, reference = true, cusparse = true;
   int mech_k = 128;  ///< K of the mechanism on/off runs and the T_j sweep
 };
@@ -72,6 +79,7 @@ Args parse(int argc, char** argv) {
     else if (k == "--scale") a.scale = std::stod(val());
     else if (k == "--bin-dir") a.bin_dir = val();
     else if (k == "--facebook") a.facebook = val();
+    else if (k == "--dump-matrices") a.dump_dir = val();
     else if (k == "--mech-k") a.mech_k = std::stoi(val());
     else if (k == "--no-mechanisms") a.mechanisms = false;
     else if (k == "--no-sweep") a.sweep = false;
@@ -79,7 +87,7 @@ Args parse(int argc, char** argv) {
     else if (k == "--no-cusparse") a.cusparse = false;
     else if (k == "--help") {
       std::puts("bench_sddmm [--matrices m1,m2,m3] [--k 32,128,512] [--precisions float,bf16] [--reps 20]\n"
-                "            [--scale F] [--bin-dir DIR] [--facebook FILE] [--mech-k 128]\n"
+                "            [--scale F] [--bin-dir DIR] [--facebook FILE] [--mech-k 128] [--dump-matrices DIR]\n"
                 "            [--no-mechanisms] [--no-sweep] [--no-reference] [--no-cusparse]");
       std::exit(0);
     } else
@@ -155,6 +163,35 @@ struct Context {
   std::string matrix, source;
   double bandwidth = 0;
 };
+
+template <class V>
+void write_view(const std::string& path, const V& v) {
+  auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, v);
+  std::ofstream out(path, std::ios::binary);
+  out.write(reinterpret_cast<const char*>(h.data()), static_cast<std::streamsize>(h.size() * sizeof(*h.data())));
+  if (!out) throw RuntimeFailure("bench_sddmm: cannot write " + path);
+}
+
+/// The CSR exactly as benchmarked, for peers (see --dump-matrices above).
+void dump_matrix(const Context& ctx, const CsrMatrix<float, Mem>& S) {
+  static_assert(sizeof(offset_t) == 8 && sizeof(ordinal_t) == 4);
+  std::filesystem::create_directories(ctx.args.dump_dir);
+  const std::string base = ctx.args.dump_dir + "/" + ctx.matrix;
+  write_view(base + ".row_map.bin", S.row_map);
+  write_view(base + ".entries.bin", S.entries);
+  write_view(base + ".values.bin", S.values);
+  const nlohmann::json j = {{"matrix", ctx.matrix},
+                            {"M", S.num_rows()},
+                            {"N", S.num_cols},
+                            {"nnz", static_cast<std::int64_t>(S.nnz())},
+                            {"source", ctx.source},
+                            {"scale", ctx.args.scale},
+                            {"copy_bandwidth_GBs", ctx.bandwidth * 1e-9},
+                            {"row_map", "uint64"},
+                            {"entries", "int32"},
+                            {"values", "float32"}};
+  std::ofstream(base + ".json") << j.dump() << "\n";
+}
 
 template <class T, class TI>
 void emit(const Context& ctx, const CsrMatrix<T, Mem>& S, int K, const std::string& variant, const std::string& prec,
@@ -377,6 +414,7 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "%s: %lld x %d, %zu nnz from %s (%.1f s)\n", which.c_str(),
                    static_cast<long long>(S.num_rows()), S.num_cols, S.nnz(), ctx.source.c_str(),
                    std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+      if (!ctx.args.dump_dir.empty()) dump_matrix(ctx, S);
       for (int K : ctx.args.ks)
         for (const auto& prec : ctx.args.precisions) {
           if (prec == "float")

@@ -24,6 +24,11 @@ def shared(*parts):
     return os.path.join(os.environ.get("KFACTOR_SHARED", os.path.join(ROOT, "..", "shared")), *parts)
 
 
+# The CPU SDDMM run and its torch peer share the K list and the matrices:
+# bench_sddmm writes each CSR it times to SDDMM_CPU_DUMP, which the peer reads.
+SDDMM_CPU_KS = "32,128"
+SDDMM_CPU_DUMP = "{build}/sddmm-cpu-matrices"
+
 # name -> {profile: [argv tail]}; "kfactor" entries run BUILD/perf/<program>.
 SUITE = [
     dict(name="peaks", program="bench_peaks", args={"cpu": ["--mib", "256", "--gemm", "1024"],
@@ -33,8 +38,8 @@ SUITE = [
                "gpu": ["--gemm", "20000x10000", "--spmm", "26214x11314x1018191,71567x10677x10000000", "--ks",
                        "16,64,256", "--reps", "10"]}),
     dict(name="sddmm", program="bench_sddmm",
-         args={"cpu": ["--scale", "100", "--k", "32,128", "--precisions", "float", "--reps", "10", "--no-sweep",
-                       "--facebook", "{shared}/data/snap/facebook_combined.txt"],
+         args={"cpu": ["--scale", "100", "--k", SDDMM_CPU_KS, "--precisions", "float", "--reps", "10", "--no-sweep",
+                       "--facebook", "{shared}/data/snap/facebook_combined.txt", "--dump-matrices", SDDMM_CPU_DUMP],
                "gpu": ["--facebook", "{shared}/data/snap/facebook_combined.txt", "--no-sweep"]}),
     dict(name="nmf", program="bench_nmf",
          args={"cpu": ["--dense", "2000x1000", "--sparse", "6000x3000x150000", "--ks", "64,256", "--precision",
@@ -62,8 +67,13 @@ SUITE = [
 ]
 
 # Peers run in the same invocation; their `key=value` lines become records.
+# Scripts live in --peers-dir unless the entry says dir=HERE (perf/).
 PEERS = [
     dict(name="torch_sddmm_hals", script="torch_sddmm_hals.py", args={"gpu": []}),
+    # torch.sparse.sampled_addmm on 2 CPU threads, on the matrices bench_sddmm
+    # just timed (run `sddmm` first, or in the same --only list).
+    dict(name="torch_sddmm_cpu", script="torch_sddmm_cpu.py", dir=HERE,
+         args={"cpu": [SDDMM_CPU_DUMP, "--k", SDDMM_CPU_KS, "--reps", "20", "--threads", "2"]}),
     dict(name="torch_als", script="torch_als.py", args={"gpu": ["32", "100"]}),
     dict(name="sklearn_nmf", script="sklearn_nmf.py",
          args={"cpu": ["{shared}/data/snap/p2p-Gnutella08.txt", "16", "100", "0"]}),
@@ -181,7 +191,7 @@ def main():
         for peer in PEERS:
             if (only and peer["name"] not in only) or a.profile not in peer["args"]:
                 continue
-            script = os.path.join(a.peers_dir, peer["script"])
+            script = os.path.join(peer.get("dir", a.peers_dir), peer["script"])
             if not os.path.exists(script):
                 print(f"skip peer {peer['name']}: {script} missing", file=sys.stderr)
                 continue
