@@ -220,9 +220,15 @@ void run(const Args& a) {
       o.lambda = 0.05;
       o.tiled = variant != "plain";
       o.reorder = variant == "reorder";
-      auto s = als::init(exec, problem, o);
-      als::step(exec, problem, o, s);  // warm-up
-      exec.fence();
+      als::State<T, Mem> s;
+      try {
+        s = als::init(exec, problem, o);
+        als::step(exec, problem, o, s);  // warm-up
+        exec.fence();
+      } catch (const std::exception& e) {  // e.g. a device out of memory: report it, run the other variants
+        std::fprintf(stderr, "bench_als: f=%3d %-8s failed: %s\n", f, variant.c_str(), e.what());
+        continue;
+      }
       std::vector<double> t, tu;
       for (int it = 0; it < a.iters; ++it) {
         const auto t0 = std::chrono::steady_clock::now();

@@ -207,4 +207,26 @@ TEST(Autotune, CandidatesFitScratchAndTeam) {
   }
 }
 
+// Segment arrays stay bounded (seg_ptr has m/xb * n/yb * xb entries): on
+// YahooMusic's R^T (98,212 x 1,948,882, 114.7M ratings) the autotuner once
+// chose a 1 x 64 tile whose seg_ptr took 22 GiB and did not fit on an H100.
+// When no candidate is within the bound, the one with the fewest segments.
+TEST(Autotune, CandidatesBoundTheSegmentArray) {
+  using Space = Kokkos::DefaultExecutionSpace;
+  auto segments = [](std::int64_t m, std::int64_t n, int xb, int yb) { return (m + xb - 1) / xb * ((n + yb - 1) / yb) * xb; };
+  const std::int64_t m = 98212, n = 1948882, nnz = 114688775;
+  for (int f : {10, 100, 128}) {
+    const auto c = als::detail::tile_candidates<Space, float>(m, n, nnz, f);
+    ASSERT_FALSE(c.empty());
+    for (auto [xb, yb] : c) EXPECT_LE(segments(m, n, xb, yb), 8 * nnz + (std::int64_t(1) << 22)) << xb << " x " << yb;
+  }
+  // A nearly empty 10^6 x 10^6 matrix: no candidate is within the bound; one remains, the widest.
+  const auto c = als::detail::tile_candidates<Space, float>(1000000, 1000000, 10, 32);
+  ASSERT_EQ(c.size(), 1u);
+  // With a bound nothing reaches (huge nnz) the full list comes back: the one kept has the fewest segments of it.
+  const std::int64_t fewest = segments(1000000, 1000000, c[0].first, c[0].second);
+  for (const auto& [xb, yb] : als::detail::tile_candidates<Space, float>(1000000, 1000000, std::int64_t(1) << 40, 32))
+    EXPECT_LE(fewest, segments(1000000, 1000000, xb, yb)) << xb << " x " << yb;
+}
+
 }  // namespace

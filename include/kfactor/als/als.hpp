@@ -258,6 +258,12 @@ template <class ExecutionSpace, class T>
 std::vector<std::pair<int, int>> tile_candidates(std::int64_t m, std::int64_t n, std::int64_t nnz, int f) {
   using Tn = Tuning<ExecutionSpace>;
   std::vector<std::pair<int, int>> out;
+  // The candidate with the fewest segments, for when every candidate exceeds
+  // the segment bound (seg_ptr has m/xb * n/yb * xb entries: on YahooMusic's
+  // R^T, 98K x 1.9M, a 1 x 64 tile needed 3.0G entries, 22 GiB, and the
+  // H100 ran out of memory).
+  std::pair<int, int> fewest{0, 0};
+  std::int64_t fewest_segs = -1;
   // Hosts: the tile matters little (caches, one thread per team): a short list.
   const std::vector<int> xbs = is_host_space_v<ExecutionSpace> ? std::vector<int>{1, 4} : std::vector<int>{1, 2, 4, 8};
   const std::vector<int> ybs =
@@ -272,9 +278,11 @@ std::vector<std::pair<int, int>> tile_candidates(std::int64_t m, std::int64_t n,
       const TileShape s(f, Tn::block, xb);
       if (!is_host_space_v<ExecutionSpace> && s.total > Tn::max_team * Tn::tiles_per_thread && xb > 1) continue;
       const std::int64_t segs = (m + xb - 1) / xb * ((n + y - 1) / y) * xb;
-      if (segs > 8 * nnz + (std::int64_t(1) << 22) && !(xb == 1 && y == yb)) continue;
+      if (fewest_segs < 0 || segs < fewest_segs) fewest = {xb, y}, fewest_segs = segs;
+      if (segs > 8 * nnz + (std::int64_t(1) << 22)) continue;
       out.emplace_back(xb, y);
     }
+  if (out.empty() && fewest_segs >= 0) out.push_back(fewest);
   // Nothing fits (very large f): the widest narrow tile that does, else 1 x 1.
   for (int yb = 16; out.empty() && yb >= 1; yb /= 2) {
     const int y = int(std::min<std::int64_t>(yb, std::max<std::int64_t>(n, 1)));
