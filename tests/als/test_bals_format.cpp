@@ -210,23 +210,66 @@ TEST(Autotune, CandidatesFitScratchAndTeam) {
 // Segment arrays stay bounded (seg_ptr has m/xb * n/yb * xb entries): on
 // YahooMusic's R^T (98,212 x 1,948,882, 114.7M ratings) the autotuner once
 // chose a 1 x 64 tile whose seg_ptr took 22 GiB and did not fit on an H100.
-// When no candidate is within the bound, the one with the fewest segments.
+// When no candidate is within the bound, none: that half-step runs on CSR.
 TEST(Autotune, CandidatesBoundTheSegmentArray) {
   using Space = Kokkos::DefaultExecutionSpace;
-  auto segments = [](std::int64_t m, std::int64_t n, int xb, int yb) { return (m + xb - 1) / xb * ((n + yb - 1) / yb) * xb; };
   const std::int64_t m = 98212, n = 1948882, nnz = 114688775;
-  for (int f : {10, 100, 128}) {
-    const auto c = als::detail::tile_candidates<Space, float>(m, n, nnz, f);
-    ASSERT_FALSE(c.empty());
-    for (auto [xb, yb] : c) EXPECT_LE(segments(m, n, xb, yb), 8 * nnz + (std::int64_t(1) << 22)) << xb << " x " << yb;
+  for (int f : {10, 100, 128, 512}) {
+    for (auto [xb, yb] : als::detail::tile_candidates<Space, float>(m, n, nnz, f))
+      EXPECT_LE(als::detail::bals_segments(m, n, xb, yb), 8 * nnz + (std::int64_t(1) << 22)) << xb << " x " << yb;
   }
-  // A nearly empty 10^6 x 10^6 matrix: no candidate is within the bound; one remains, the widest.
-  const auto c = als::detail::tile_candidates<Space, float>(1000000, 1000000, 10, 32);
-  ASSERT_EQ(c.size(), 1u);
-  // With a bound nothing reaches (huge nnz) the full list comes back: the one kept has the fewest segments of it.
-  const std::int64_t fewest = segments(1000000, 1000000, c[0].first, c[0].second);
-  for (const auto& [xb, yb] : als::detail::tile_candidates<Space, float>(1000000, 1000000, std::int64_t(1) << 40, 32))
-    EXPECT_LE(fewest, segments(1000000, 1000000, xb, yb)) << xb << " x " << yb;
+  EXPECT_EQ(als::detail::bals_segments(98212, 1948882, 1, 64), std::int64_t(98212) * 30452);
+  EXPECT_EQ(als::detail::bals_segments(10, 10, 4, 3), 3 * 4 * 4);
+  // A nearly empty 10^6 x 10^6 matrix: no tile is within the bound.
+  EXPECT_TRUE((als::detail::tile_candidates<Space, float>(1000000, 1000000, 10, 32).empty()));
+  // With a bound nothing reaches (huge nnz) every tile is a candidate.
+  EXPECT_FALSE((als::detail::tile_candidates<Space, float>(1000000, 1000000, std::int64_t(1) << 40, 32).empty()));
+}
+
+// A side whose tiles would all exceed the segment bound runs on CSR and says
+// so in the report, and the run equals the plain CSR run bit for bit: a
+// 40000 x 40000 matrix with 300 ratings (m n / yb > 8 nnz + 4M on both sides).
+TEST(Autotune, UnboundedSideRunsOnCsr) {
+  using Space = Kokkos::DefaultExecutionSpace;
+  const Space exec;
+  CooMatrix<double> coo;
+  coo.num_rows = coo.num_cols = 40000;
+  const CounterRng rng(11, RngStream::user);
+  std::set<std::pair<int, int>> seen;
+  for (std::uint64_t e = 0; seen.size() < 300; ++e) {
+    const int r = int(rng.uniform(3 * e) * 40000), c = int(rng.uniform(3 * e + 1) * 40000);
+    if (!seen.insert({r, c}).second) continue;
+    coo.rows.push_back(r);
+    coo.cols.push_back(c);
+    coo.values.push_back(1.0 + 4.0 * rng.uniform(3 * e + 2));
+  }
+  const auto problem = als::make_problem(exec, coo, 0.0, 1);
+  als::Options o;
+  o.rank = 3;
+  o.seed = 3;
+  auto tiled = als::init(exec, problem, o);
+  EXPECT_EQ(tiled.plan->info.at("users_format"), "csr");
+  EXPECT_EQ(tiled.plan->info.at("items_format"), "csr");
+  EXPECT_NE(tiled.plan->info.at("autotune_items").find("csr"), std::string::npos);
+  o.tiled = false;
+  auto plain = als::init(exec, problem, o);
+  for (int it = 0; it < 2; ++it) {
+    als::step(exec, problem, o, tiled);
+    als::step(exec, problem, o, plain);
+  }
+  const auto hx = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, tiled.X);
+  const auto px = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, plain.X);
+  const auto hy = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, tiled.Y);
+  const auto py = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, plain.Y);
+  double norm = 0;
+  for (std::size_t r = 0; r < hx.extent(0); ++r)
+    for (std::size_t k = 0; k < hx.extent(1); ++k) {
+      EXPECT_EQ(hx(r, k), px(r, k));
+      norm += hx(r, k) * hx(r, k);
+    }
+  EXPECT_GT(norm, 0.0);  // the rated users got non-zero factors
+  for (std::size_t r = 0; r < hy.extent(0); ++r)
+    for (std::size_t k = 0; k < hy.extent(1); ++k) EXPECT_EQ(hy(r, k), py(r, k));
 }
 
 }  // namespace

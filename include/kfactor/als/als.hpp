@@ -28,7 +28,10 @@
 /// in descending-count order (reorder.hpp) while factors stay in original ids.
 /// The tile (xb, yb) comes from an autotuner (timing the normal-equation
 /// kernel on a sample of row blocks for each candidate) run separately for
-/// each half-step and after reordering, unless given.
+/// each half-step and after reordering, unless given. A half-step with no
+/// candidate tile whose segment array stays within 8 nnz + 4M entries (a very
+/// sparse, wide matrix: the array grows with m n / yb) runs on plain CSR; the
+/// report's users_format / items_format say which format each half-step got.
 
 #include <kfactor/als/bals_format.hpp>
 #include <kfactor/als/detail/half_step.hpp>
@@ -252,18 +255,26 @@ HalfStepStructure<T, MemorySpace> make_structure(const ExecutionSpace& exec, con
   return S;
 }
 
+/// Entries of seg_ptr (and, divided by xb, of tile_ptr) for an m x n matrix
+/// in xb x yb tiles: every tile of the grid, vacant or not, has xb segments.
+inline std::int64_t bals_segments(std::int64_t m, std::int64_t n, int xb, int yb) {
+  return (m + xb - 1) / xb * ((n + yb - 1) / yb) * xb;
+}
+
+/// The most segments an autotuned tile may have: 8 per nonzero plus 4M. On
+/// YahooMusic's R^T (98K x 1.9M, 115M ratings) at f = 128 only tiles of one
+/// row fit a device's scratch, and a 1 x 64 tile needed 3.0G segments, 22 GiB
+/// of seg_ptr: the H100 ran out of memory.
+inline std::int64_t segment_bound(std::int64_t nnz) { return 8 * nnz + (std::int64_t(1) << 22); }
+
 /// Candidate tiles the kernel can run: scratch within budget, one pass of
-/// register tiles on devices, and segment arrays of bounded size.
+/// register tiles on devices, and segment arrays of bounded size
+/// (segment_bound). Empty when no tile keeps its segment array within the
+/// bound: that half-step then runs on plain CSR.
 template <class ExecutionSpace, class T>
 std::vector<std::pair<int, int>> tile_candidates(std::int64_t m, std::int64_t n, std::int64_t nnz, int f) {
   using Tn = Tuning<ExecutionSpace>;
   std::vector<std::pair<int, int>> out;
-  // The candidate with the fewest segments, for when every candidate exceeds
-  // the segment bound (seg_ptr has m/xb * n/yb * xb entries: on YahooMusic's
-  // R^T, 98K x 1.9M, a 1 x 64 tile needed 3.0G entries, 22 GiB, and the
-  // H100 ran out of memory).
-  std::pair<int, int> fewest{0, 0};
-  std::int64_t fewest_segs = -1;
   // Hosts: the tile matters little (caches, one thread per team): a short list.
   const std::vector<int> xbs = is_host_space_v<ExecutionSpace> ? std::vector<int>{1, 4} : std::vector<int>{1, 2, 4, 8};
   const std::vector<int> ybs =
@@ -277,15 +288,14 @@ std::vector<std::pair<int, int>> tile_candidates(std::int64_t m, std::int64_t n,
       if (normal_equation_scratch<ExecutionSpace, T>(true, f, xb, y) > fast_scratch_bytes<ExecutionSpace>()) continue;
       const TileShape s(f, Tn::block, xb);
       if (!is_host_space_v<ExecutionSpace> && s.total > Tn::max_team * Tn::tiles_per_thread && xb > 1) continue;
-      const std::int64_t segs = (m + xb - 1) / xb * ((n + y - 1) / y) * xb;
-      if (fewest_segs < 0 || segs < fewest_segs) fewest = {xb, y}, fewest_segs = segs;
-      if (segs > 8 * nnz + (std::int64_t(1) << 22)) continue;
+      if (bals_segments(m, n, xb, y) > segment_bound(nnz)) continue;
       out.emplace_back(xb, y);
     }
-  if (out.empty() && fewest_segs >= 0) out.push_back(fewest);
-  // Nothing fits (very large f): the widest narrow tile that does, else 1 x 1.
+  // Nothing fits the scratch (very large f): the widest narrow tile that
+  // does, else 1 x 1, still within the segment bound.
   for (int yb = 16; out.empty() && yb >= 1; yb /= 2) {
     const int y = int(std::min<std::int64_t>(yb, std::max<std::int64_t>(n, 1)));
+    if (bals_segments(m, n, 1, y) > segment_bound(nnz)) break;
     if (yb == 1 || normal_equation_scratch<ExecutionSpace, T>(true, f, 1, y) <= fast_scratch_bytes<ExecutionSpace>())
       out.emplace_back(1, y);
   }
@@ -300,6 +310,10 @@ std::pair<int, int> autotune_tile(const ExecutionSpace& exec, const CsrMatrix<T,
   using Mem = typename ExecutionSpace::memory_space;
   const std::int64_t m = Ah.num_rows(), n = Ah.num_cols, nnz = std::int64_t(Ah.nnz());
   const auto cands = tile_candidates<ExecutionSpace, T>(m, n, nnz, f);
+  if (cands.empty()) {
+    if (log) *log += "csr: no tile within " + std::to_string(segment_bound(nnz)) + " segments";
+    return {0, 0};
+  }
   if (cands.size() == 1) return cands[0];
   if (sample_nnz <= 0) sample_nnz = is_host_space_v<ExecutionSpace> ? 20000 : 1000000;
   // Strided sample of 8-row groups (8 = lcm of the xb candidates).
@@ -377,6 +391,7 @@ double weighted_norm2(const ExecutionSpace& exec, const DenseMatrix<T, MemorySpa
 template <class ExecutionSpace, class T, class MemorySpace>
 void record_structure(std::map<std::string, std::string>& info, const std::string& side,
                       const HalfStepStructure<T, MemorySpace>& S) {
+  info[side + "_format"] = S.tiled ? "bals" : "csr";
   if (!S.tiled) return;
   info[side + "_tile"] = std::to_string(S.xb) + "x" + std::to_string(S.yb);
   info[side + "_redundancy"] = std::to_string(S.stats.redundancy);
@@ -462,8 +477,12 @@ std::shared_ptr<const Plan<T, MemorySpace>> prepare(const ExecutionSpace& exec, 
     plan->info["autotune_users"] = ulog;
     plan->info["autotune_items"] = ilog;
   }
-  plan->users = detail::make_structure(exec, Ru, Ruh, options.tiled, uxb, uyb, prow.new_to_old, pcol.new_to_old);
-  plan->items = detail::make_structure(exec, Ri, Rih, options.tiled, ixb, iyb, pcol.new_to_old, prow.new_to_old);
+  // An autotuned side with no tile within the segment bound (0 x 0) runs on
+  // plain CSR; its report names the format it got.
+  plan->users =
+      detail::make_structure(exec, Ru, Ruh, options.tiled && uxb > 0, uxb, uyb, prow.new_to_old, pcol.new_to_old);
+  plan->items =
+      detail::make_structure(exec, Ri, Rih, options.tiled && ixb > 0, ixb, iyb, pcol.new_to_old, prow.new_to_old);
   detail::record_plan<ExecutionSpace>(plan->info, options, plan->users, plan->items);
   exec.fence();
   plan->preprocess_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

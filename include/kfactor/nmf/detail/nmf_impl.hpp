@@ -86,6 +86,7 @@ struct Workspace {
   /// factor, max(V, D) * T values each (alo_update gives them their shape).
   Kokkos::View<T*, MemorySpace> Acc, Tile;
   Kokkos::View<double*, MemorySpace> norms2;  ///< squared pre-normalisation column norms of W
+  ColumnBarrier<MemorySpace> barrier;         ///< ALO on a device: column_sweep's device-wide sums
   Kokkos::View<double*, MemorySpace> scal;    ///< [0] = <W, P>, [1] = <W^T W, Q>
   CsrMatrix<T, MemorySpace> At;               ///< stored transpose of a sparse A
   bool have_At = false;
@@ -181,6 +182,8 @@ std::shared_ptr<Workspace<T, Mem>> allocate_workspace(std::int64_t V, std::int64
       ws->Tile = Kokkos::View<T*, Mem>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kfactor::nmf::Tile"), tile_values);
   }
   ws->norms2 = Kokkos::View<double*, Mem>("kfactor::nmf::norms2", K);
+  if (options.algorithm == Algorithm::alo)
+    ws->barrier = ColumnBarrier<Mem>(K, coresident_teams(typename Mem::execution_space{}));
   ws->scal = Kokkos::View<double*, Mem>("kfactor::nmf::scal", 2);
   return ws;
 }
@@ -258,7 +261,7 @@ void product_AtX(const ExecutionSpace& exec, const Matrix& A, const WS& ws, cons
 template <class ExecutionSpace, class XV, class BV, class GV, class BufV, class NV, class Comm = SingleProcess>
 void alo_update(const ExecutionSpace& exec, const XV& X, const BV& B, const GV& G, const XV& N, const BufV& Acc,
                 const BufV& Tile, int tile, typename XV::non_const_value_type eps, bool normalize, const NV& norms2,
-                const Comm& comm = {}) {
+                const ColumnBarrier<typename ExecutionSpace::memory_space>& barrier, const Comm& comm = {}) {
   using T = typename XV::non_const_value_type;
   using Buffer = Kokkos::View<T**, Kokkos::LayoutRight, typename ExecutionSpace::memory_space,
                               Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
@@ -267,10 +270,13 @@ void alo_update(const ExecutionSpace& exec, const XV& X, const BV& B, const GV& 
   const int K = static_cast<int>(G.extent(0));
   const int n = static_cast<int>(X.extent(0));
   const int ntiles = (K + tile - 1) / tile;
-  // One launch per tile on a host when no per-column reduction across
-  // processes is needed (see tile_sweep_host).
-  constexpr bool host_tile_sweep = RowTeamShape<ExecutionSpace>::host && std::is_same_v<Comm, SingleProcess>;
+  // On a host one launch sweeps a tile (tile_sweep_host); on a device
+  // column_sweep does the same for W-style tiles, and row_sweep for H-style.
+  // Across processes the norms are summed between per-column launches.
+  constexpr bool single = std::is_same_v<Comm, SingleProcess>;
+  constexpr bool host_tile_sweep = RowTeamShape<ExecutionSpace>::host && single;
   alo_tile_matrix(exec, G, tile, normalize, N);
+  if (!host_tile_sweep && single && normalize) barrier.reset_arrivals(exec);
   for (int tau = 0; tau < ntiles; ++tau) {
     const int t0 = tau * tile, t1 = std::min(K, t0 + tile), w = t1 - t0;
     const auto Ntile = Kokkos::subview(N, ALL, make_pair(t0, t1));
@@ -288,6 +294,8 @@ void alo_update(const ExecutionSpace& exec, const XV& X, const BV& B, const GV& 
       gemm(exec, Trans::none, Trans::none, T(1), X, Ntile, T(0), Ar);
       if (!normalize) {
         row_sweep(exec, X, Ar, Base::accumulated, B, G, t0, t1, eps);
+      } else if constexpr (single) {
+        column_sweep(exec, X, Ar, Base::accumulated, B, G, t0, t1, eps, norms2, barrier);
       } else {
         for (int t = t0; t < t1; ++t) {
           column_step(exec, X, Ar, Base::accumulated, B, G, t0, t1, t, eps, norms2);
@@ -427,7 +435,7 @@ void epoch(const ExecutionSpace& exec, const Matrix& Arow, const Matrix& Acol, c
     case Algorithm::hals: row_sweep(exec, Ht, Ht, Base::old_value, ws.R, ws.S, 0, K, eps); break;
     case Algorithm::alo:
       alo_update(exec, Ht, ws.R, ws.S, ws.N, ws.Acc, ws.Tile, resolve_tile(K, options.tile), eps, false, ws.norms2,
-                 comm);
+                 ws.barrier, comm);
       break;
     case Algorithm::mu:
       gemm(exec, Trans::none, Trans::none, T(1), Ht, ws.S, T(0), ws.Hbuf);
@@ -453,7 +461,8 @@ void epoch(const ExecutionSpace& exec, const Matrix& Arow, const Matrix& Acol, c
       scale_column(exec, W, K - 1, ws.norms2);
       break;
     case Algorithm::alo:
-      alo_update(exec, W, ws.P, ws.Q, ws.N, ws.Acc, ws.Tile, resolve_tile(K, options.tile), eps, true, ws.norms2, comm);
+      alo_update(exec, W, ws.P, ws.Q, ws.N, ws.Acc, ws.Tile, resolve_tile(K, options.tile), eps, true, ws.norms2,
+                 ws.barrier, comm);
       break;
     case Algorithm::mu:
       gemm(exec, Trans::none, Trans::none, T(1), W, ws.Q, T(0), ws.Wbuf);
