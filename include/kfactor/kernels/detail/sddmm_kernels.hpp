@@ -62,8 +62,10 @@ struct SddmmSums {
 };
 
 /// G dot products of x with y[0..G) over K elements on a host core: one
-/// partial sum per SIMD lane and per row (G vector accumulators of L = 64
-/// bytes of Acc, one x load per G FMAs), added together at the end. The
+/// partial sum per SIMD lane and per row (G vector accumulators of `Bytes`
+/// bytes of Acc, one x load per G FMAs), added together at the end; the
+/// caller takes 32-byte registers below 64 bytes' worth of K, whose serial
+/// lane sums would otherwise dominate. The
 /// cross-lane form of the device path, run with one lane on a host, is a
 /// serial chain of scalar FMAs per row: 16-18 GFLOP/s on 2 cores with every
 /// operand in cache, where torch.sparse.sampled_addmm reached 43-65.

@@ -108,6 +108,16 @@ KOKKOS_INLINE_FUNCTION typename XV::non_const_value_type base_value(Base base, c
   }
 }
 
+/// The new value of X(r, t), t in the tile [t0, t1): the update of the file
+/// comment, shared by every sweep kernel.
+template <class XV, class AV, class BV, class GV>
+KOKKOS_INLINE_FUNCTION typename XV::non_const_value_type updated_value(Base base, const XV& X, const AV& Acc,
+                                                                       const BV& B, const GV& G, int r, int t, int t0,
+                                                                       int t1,
+                                                                       typename XV::non_const_value_type eps) {
+  return Kokkos::max(eps, base_value(base, X, Acc, G, r, t, t0) + B(r, t) - row_dot(X, r, G, t, t0, t1));
+}
+
 /// H-style sweep over columns [t0, t1) of X in place (no normalisation).
 /// The rows are independent, so one work item owns a row and runs every
 /// column of the tile in registers and its own cache lines: no team barrier,
@@ -122,8 +132,7 @@ void row_sweep(const ExecutionSpace& exec, const XV& X, const AV& Acc, Base base
       "kfactor::nmf::row_sweep", light_weight(Kokkos::RangePolicy<ExecutionSpace>(exec, 0, n)),
       KOKKOS_LAMBDA(const int r) {
         for (int t = t0; t < t1; ++t) {
-          const auto b = base_value(base, X, Acc, G, r, t, t0);
-          X(r, t) = Kokkos::max(eps, b + B(r, t) - row_dot(X, r, G, t, t0, t1));
+          X(r, t) = updated_value(base, X, Acc, B, G, r, t, t0, t1, eps);
         }
       });
 }
@@ -151,8 +160,7 @@ void column_step(const ExecutionSpace& exec, const XV& X, const AV& Acc, Base ba
       "kfactor::nmf::column_step", light_weight(Kokkos::RangePolicy<ExecutionSpace>(exec, 0, n)),
       KOKKOS_LAMBDA(const int r, double& ss) {
         if (prev >= 0) X(r, prev) *= T(1.0 / Kokkos::sqrt(norms2(prev)));
-        const T b = base_value(base, X, Acc, G, r, t, t0);
-        const T v = Kokkos::max(eps, b + B(r, t) - row_dot(X, r, G, t, t0, t1));
+        const T v = updated_value(base, X, Acc, B, G, r, t, t0, t1, eps);
         X(r, t) = v;
         ss += double(v) * double(v);
       },
@@ -208,8 +216,7 @@ struct ColumnBarrier {
 /// launch per column: the barrier alone measured 5.5 us per column with 79
 /// teams and 7.3 us with 132 (fences, atomics and spinning through L2), and
 /// the row-major loads of a thread's row another 3-4 us. Kokkos gives teams
-/// no forward-
-/// progress guarantee; teams that are co-resident by construction (at most
+/// no forward-progress guarantee; teams that are co-resident by construction (at most
 /// one per multiprocessor or thread) make the spin-wait safe on CUDA and on
 /// host backends. Writes every pre-normalisation squared norm to norms2.
 template <class ExecutionSpace, class XV, class AV, class BV, class GV, class NV>
@@ -237,8 +244,7 @@ void column_sweep(const ExecutionSpace& exec, const XV& X, const AV& Acc, Base b
               Kokkos::TeamThreadRange(team, r0, r1),
               [&](const int r, double& s) {
                 if (t > t0) X(r, t - 1) *= inv;
-                const T b = base_value(base, X, Acc, G, r, t, t0);
-                const T v = Kokkos::max(eps, b + B(r, t) - row_dot(X, r, G, t, t0, t1));
+                const T v = updated_value(base, X, Acc, B, G, r, t, t0, t1, eps);
                 X(r, t) = v;
                 s += double(v) * double(v);
               },
