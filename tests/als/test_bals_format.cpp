@@ -228,16 +228,17 @@ TEST(Autotune, CandidatesBoundTheSegmentArray) {
 
 // A side whose tiles would all exceed the segment bound runs on CSR and says
 // so in the report, and the run equals the plain CSR run bit for bit: a
-// 40000 x 40000 matrix with 300 ratings (m n / yb > 8 nnz + 4M on both sides).
+// 60000 x 60000 matrix with 300 ratings (m n / yb > 8 nnz + 4M on both sides
+// for every candidate yb, up to a device's 512).
 TEST(Autotune, UnboundedSideRunsOnCsr) {
   using Space = Kokkos::DefaultExecutionSpace;
   const Space exec;
   CooMatrix<double> coo;
-  coo.num_rows = coo.num_cols = 40000;
+  coo.num_rows = coo.num_cols = 60000;
   const CounterRng rng(11, RngStream::user);
   std::set<std::pair<int, int>> seen;
   for (std::uint64_t e = 0; seen.size() < 300; ++e) {
-    const int r = int(rng.uniform(3 * e) * 40000), c = int(rng.uniform(3 * e + 1) * 40000);
+    const int r = int(rng.uniform(3 * e) * 60000), c = int(rng.uniform(3 * e + 1) * 60000);
     if (!seen.insert({r, c}).second) continue;
     coo.rows.push_back(r);
     coo.cols.push_back(c);

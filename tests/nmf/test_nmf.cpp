@@ -177,39 +177,41 @@ TYPED_TEST(NmfTest, HalsEpochMatchesHostAlgorithm1) {
   }
 }
 
-// column_sweep (one launch per tile, a device-wide barrier per column; ALO's
-// W update on a device) gives the column_step sequence (a launch per column)
-// to rounding, in every column of the tile and in the norms, and the same
-// bits on a second run: the norm adds the teams' partials in team order, not
-// in order of arrival. Row counts below, at and above the team count; a tile
-// in the middle of K; the columns outside the tile untouched.
+// column_sweep (one launch per tile, a device-wide barrier per column, the
+// next column's products computed while the barrier is in flight; ALO's W
+// update on a device) gives the column_step sequence (a launch per column) to
+// rounding, in every column of the tile and in the norms, and the same bits
+// on a second run: the norm adds the teams' partials in team order, not in
+// order of arrival. Row counts below, at and above the team count; a tile in
+// the middle of K; the columns outside the tile untouched.
 TYPED_TEST(NmfTest, ColumnSweepEqualsColumnSteps) {
   using Space = TypeParam;
   using Mem = typename Space::memory_space;
   namespace d = kfactor::nmf::detail;
   const Space exec;
-  const int K = 12, t0 = 3, t1 = 9;
+  const int K = 12, t0 = 3, t1 = 9, w = t1 - t0;
   const double eps = 1e-16;
   const d::ColumnBarrier<Mem> barrier(K, d::coresident_teams(exec));
   for (int n : {1, 2, 37, 3001}) {
     const CounterRng rng(40 + n, RngStream::user);
-    HostMatrix<double> hX("X", n, K), hB("B", n, K), hG("G", K, K);
+    HostMatrix<double> hX("X", n, K), hB("B", n, K), hG("G", K, K), hAcc("Acc", n, w);
     for (int r = 0; r < n; ++r)
       for (int j = 0; j < K; ++j) {
-        hX(r, j) = rng.uniform(2 * (std::uint64_t(r) * K + j));
-        hB(r, j) = 0.5 * rng.uniform(2 * (std::uint64_t(r) * K + j) + 1);
+        hX(r, j) = rng.uniform(3 * (std::uint64_t(r) * K + j));
+        hB(r, j) = 0.5 * rng.uniform(3 * (std::uint64_t(r) * K + j) + 1);
+        if (j < w) hAcc(r, j) = 2.0 * rng.uniform(3 * (std::uint64_t(r) * K + j) + 2);
       }
     for (int a = 0; a < K; ++a)  // symmetric, diagonally dominant
       for (int b = 0; b <= a; ++b) hG(a, b) = hG(b, a) = a == b ? 2.0 : 0.1 * rng.uniform(1000000 + a * K + b);
-    auto X0 = to_space<Space>(hX), B = to_space<Space>(hB), G = to_space<Space>(hG);
+    auto B = to_space<Space>(hB), G = to_space<Space>(hG), Acc = to_space<Space>(hAcc);
     auto steps = to_space<Space>(hX), sweep = to_space<Space>(hX), again = to_space<Space>(hX);
     Kokkos::View<double*, Mem> n_steps("n_steps", K), n_sweep("n_sweep", K), n_again("n_again", K);
     for (int t = t0; t < t1; ++t)
-      d::column_step(exec, steps, X0, d::Base::old_times_diag, B, G, t0, t1, t, eps, n_steps);
+      d::column_step(exec, steps, Acc, d::Base::accumulated, B, G, t0, t1, t, eps, n_steps);
     d::scale_column(exec, steps, t1 - 1, n_steps);
     for (const auto& [X, norms] : {std::pair{sweep, n_sweep}, std::pair{again, n_again}}) {
-      barrier.reset_arrivals(exec);
-      d::column_sweep(exec, X, X0, d::Base::old_times_diag, B, G, t0, t1, eps, norms, barrier);
+      barrier.reset(exec);
+      d::column_sweep(exec, X, to_space<Space>(hAcc), B, G, t0, t1, eps, norms, barrier);
     }
     const auto hs = host(steps), hw = host(sweep), ha = host(again);
     const auto ns = host(n_steps), nw = host(n_sweep), na = host(n_again);

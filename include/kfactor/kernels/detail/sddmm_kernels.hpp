@@ -202,7 +202,9 @@ void sddmm_rowsplit_kernel(const ExecutionSpace& exec, Kokkos::View<const SddmmI
               yr[g] = ydata + static_cast<std::size_t>(cols(e)) * ldy;
             }
             Sums sums;
-            if constexpr (is_host_space_v<ExecutionSpace>) {
+            // A plain if on a constant: nvcc refuses a lambda's first capture
+            // (K here, V and npacks below) inside `if constexpr`.
+            if (is_host_space_v<ExecutionSpace>) {
               if (K >= 256 / int(sizeof(Acc)))
                 sddmm_host_dots<Acc, G, 64>(xr, yr, K, sums.v);
               else

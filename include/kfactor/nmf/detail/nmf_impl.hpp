@@ -276,7 +276,7 @@ void alo_update(const ExecutionSpace& exec, const XV& X, const BV& B, const GV& 
   constexpr bool single = std::is_same_v<Comm, SingleProcess>;
   constexpr bool host_tile_sweep = RowTeamShape<ExecutionSpace>::host && single;
   alo_tile_matrix(exec, G, tile, normalize, N);
-  if (!host_tile_sweep && single && normalize) barrier.reset_arrivals(exec);
+  if (!host_tile_sweep && single && normalize) barrier.reset(exec);
   for (int tau = 0; tau < ntiles; ++tau) {
     const int t0 = tau * tile, t1 = std::min(K, t0 + tile), w = t1 - t0;
     const auto Ntile = Kokkos::subview(N, ALL, make_pair(t0, t1));
@@ -295,7 +295,7 @@ void alo_update(const ExecutionSpace& exec, const XV& X, const BV& B, const GV& 
       if (!normalize) {
         row_sweep(exec, X, Ar, Base::accumulated, B, G, t0, t1, eps);
       } else if constexpr (single) {
-        column_sweep(exec, X, Ar, Base::accumulated, B, G, t0, t1, eps, norms2, barrier);
+        column_sweep(exec, X, Ar, B, G, t0, t1, eps, norms2, barrier);
       } else {
         for (int t = t0; t < t1; ++t) {
           column_step(exec, X, Ar, Base::accumulated, B, G, t0, t1, t, eps, norms2);

@@ -30,7 +30,8 @@
 ///    norms are summed between launches).
 ///  - column_sweep (ALO-W on a device, one process): the columns of a tile in
 ///    ONE launch, teams that are co-resident by construction meeting at a
-///    device-wide barrier per column instead of a launch per column.
+///    device-wide barrier per column instead of a launch per column, the
+///    next column's loads and products done while the barrier is in flight.
 ///  - tile_sweep_host: on a host the T columns of an ALO tile run in one
 ///    launch (one team of all threads, a barrier per column).
 ///
@@ -181,57 +182,77 @@ int coresident_teams(const ExecutionSpace& exec) {
   return 1;
 }
 
-/// Threads per team of column_sweep: a block of 256 on a device, one thread
-/// on a host (the teams are then the threads).
+/// Threads per team of column_sweep for n rows and at most `teams` teams: one
+/// thread on a host (the teams are then the threads); on a device a row per
+/// thread with every team slot used (a multiple of 32, 64 to 256 threads).
+/// With 20000 rows on the H100 that is 132 teams of 160 threads, where
+/// blocks of 256 left 53 multiprocessors idle.
 template <class ExecutionSpace>
-inline constexpr int column_sweep_team_size = RowTeamShape<ExecutionSpace>::host ? 1 : 256;
+int column_sweep_team_size(int n, int teams) {
+  if constexpr (RowTeamShape<ExecutionSpace>::host) return 1;
+  const int per = (n + teams - 1) / teams;
+  return std::clamp((per + 31) / 32 * 32, 64, 256);
+}
 
 /// The device-wide sums of column_sweep: every team publishes its partial sum
-/// of squares of column t in partials(t, team) and counts itself in
-/// arrivals(t); a team goes on once all have arrived and adds the partials in
-/// team order (so the norm does not depend on the order of arrival).
-/// arrivals must be zero for the columns a launch sweeps (reset_arrivals).
+/// of squares of column t in partials(t, team), which hold -1 until then (a
+/// sum of squares is never negative): the value is its own arrival flag, so a
+/// team publishes with one store, no fence and no atomic counter. A team goes
+/// on once every partial of the column is there and adds them with a team
+/// reduction, whose order is fixed (so the norm does not depend on the order
+/// of arrival). reset must run before each launch sweeps its columns.
 template <class MemorySpace>
 struct ColumnBarrier {
   Kokkos::View<double**, Kokkos::LayoutRight, MemorySpace> partials;  ///< K x teams
-  Kokkos::View<int*, MemorySpace> arrivals;                           ///< K
 
   ColumnBarrier() = default;
   ColumnBarrier(int K, int teams)
-      : partials(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kfactor::nmf::column_partials"), K, teams),
-        arrivals("kfactor::nmf::column_arrivals", K) {}
+      : partials(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kfactor::nmf::column_partials"), K, teams) {}
 
   template <class ExecutionSpace>
-  void reset_arrivals(const ExecutionSpace& exec) const {
-    Kokkos::deep_copy(exec, arrivals, 0);
+  void reset(const ExecutionSpace& exec) const {
+    Kokkos::deep_copy(exec, partials, -1.0);
   }
 };
 
-/// The W-style update of the columns [t0, t1) of X in place, with their l2
-/// normalisation, in ONE launch (column_step needs one per column): the rows
-/// are split among teams that all run at once (coresident_teams), and each
-/// column's norm is a device-wide sum through the barrier's counters, after
-/// which every team normalises its own rows. On the H100 (dense 20000 rows,
-/// K = 128, T = 16) a column costs about 9 us against about 11 us with a
-/// launch per column: the barrier alone measured 5.5 us per column with 79
-/// teams and 7.3 us with 132 (fences, atomics and spinning through L2), and
-/// the row-major loads of a thread's row another 3-4 us. Kokkos gives teams
-/// no forward-progress guarantee; teams that are co-resident by construction (at most
-/// one per multiprocessor or thread) make the spin-wait safe on CUDA and on
-/// host backends. Writes every pre-normalisation squared norm to norms2.
+/// sum_{t0 <= j < t1, j != skip} X(r, j) G(t, j).
+template <class XV, class GV>
+KOKKOS_INLINE_FUNCTION typename XV::non_const_value_type row_dot_except(const XV& X, int r, const GV& G, int t, int t0,
+                                                                        int t1, int skip) {
+  return row_dot(X, r, G, t, t0, skip) + row_dot(X, r, G, t, skip + 1, t1);
+}
+
+/// ALO's W-style update of the columns [t0, t1) of X in place, with their l2
+/// normalisation, in ONE launch (column_step needs one per column). Acc
+/// (rows x (t1 - t0)) holds the tile's GEMM result (Base::accumulated) and is
+/// used up: it ends holding partial updates.
+///
+/// The rows are split among teams that all run at once (coresident_teams);
+/// each column's norm is a device-wide sum through the barrier, after which
+/// every team normalises its own rows. Everything of column t + 1 that does
+/// not need column t, i.e. Acc + B minus the dot product over the tile's other
+/// columns (the loads of the row's whole tile), is computed while the
+/// barrier of column t is in flight and kept in Acc; after the barrier a row
+/// needs one multiply-add, the clamp and its share of the next sum. On the
+/// H100 (20000 rows, T = 16, 79 teams) the barrier measured 5.5 us per column
+/// and the loads of the row-major tile 3.7 us, which ran one after the other
+/// before (W update at K = 128: 1.24 ms, then 1.16 ms with the overlap).
+/// Kokkos gives teams no forward-progress guarantee; teams that are
+/// co-resident by construction (at most one per multiprocessor or thread)
+/// make the spin-wait safe on CUDA and on host backends. Writes every
+/// pre-normalisation squared norm to norms2.
 template <class ExecutionSpace, class XV, class AV, class BV, class GV, class NV>
-void column_sweep(const ExecutionSpace& exec, const XV& X, const AV& Acc, Base base, const BV& B, const GV& G, int t0,
-                  int t1, typename XV::non_const_value_type eps, const NV& norms2,
+void column_sweep(const ExecutionSpace& exec, const XV& X, const AV& Acc, const BV& B, const GV& G, int t0, int t1,
+                  typename XV::non_const_value_type eps, const NV& norms2,
                   const ColumnBarrier<typename ExecutionSpace::memory_space>& barrier) {
   using T = typename XV::non_const_value_type;
   using Policy = Kokkos::TeamPolicy<ExecutionSpace>;
   const int n = static_cast<int>(X.extent(0));
   if (n == 0 || t1 <= t0) return;
-  const int team_size = column_sweep_team_size<ExecutionSpace>;
-  const int teams = std::max(1, std::min({static_cast<int>(barrier.partials.extent(1)), coresident_teams(exec),
-                                          (n + team_size - 1) / team_size}));
+  const int slots = std::max(1, std::min(static_cast<int>(barrier.partials.extent(1)), coresident_teams(exec)));
+  const int team_size = column_sweep_team_size<ExecutionSpace>(n, slots);
+  const int teams = std::min(slots, (n + team_size - 1) / team_size);
   const auto partials = barrier.partials;
-  const auto arrivals = barrier.arrivals;
   Kokkos::parallel_for(
       "kfactor::nmf::column_sweep", light_weight(Policy(exec, teams, team_size).set_chunk_size(1)),
       KOKKOS_LAMBDA(const typename Policy::member_type& team) {
@@ -239,31 +260,39 @@ void column_sweep(const ExecutionSpace& exec, const XV& X, const AV& Acc, Base b
         const int r0 = int(std::int64_t(n) * g / L), r1 = int(std::int64_t(n) * (g + 1) / L);
         T inv = T(1);  // 1 / ||column t-1||
         for (int t = t0; t < t1; ++t) {
+          const int c = t - t0;
           double ss = 0.0;
           Kokkos::parallel_reduce(
               Kokkos::TeamThreadRange(team, r0, r1),
               [&](const int r, double& s) {
-                if (t > t0) X(r, t - 1) *= inv;
-                const T v = updated_value(base, X, Acc, B, G, r, t, t0, t1, eps);
+                T v;
+                if (c == 0) {
+                  v = updated_value(Base::accumulated, X, Acc, B, G, r, t, t0, t1, eps);
+                } else {
+                  const T prev = X(r, t - 1) * inv;
+                  X(r, t - 1) = prev;
+                  v = Kokkos::max(eps, Acc(r, c) - prev * G(t, t - 1));
+                }
                 X(r, t) = v;
                 s += double(v) * double(v);
               },
               ss);
-          // One thread publishes, waits and adds the partials in team order
-          // (volatile: past any stale cached copy), then broadcasts the sum.
+          // volatile: past any cached copy, here and in the wait below.
+          Kokkos::single(Kokkos::PerTeam(team), [&]() { *static_cast<volatile double*>(&partials(t, g)) = ss; });
+          // Column t + 1 without column t, while the others arrive.
+          if (t + 1 < t1)
+            Kokkos::parallel_for(Kokkos::TeamThreadRange(team, r0, r1), [&](const int r) {
+              Acc(r, c + 1) = Acc(r, c + 1) + B(r, t + 1) - row_dot_except(X, r, G, t + 1, t0, t1, t);
+            });
+          // Each partial waited for by its own thread: all polled at once.
           double total = 0.0;
-          Kokkos::single(
-              Kokkos::PerTeam(team),
-              [&](double& sum) {
-                partials(t, g) = ss;
-                Kokkos::memory_fence();  // the partial before the arrival
-                Kokkos::atomic_inc(&arrivals(t));
-                while (*static_cast<volatile int*>(&arrivals(t)) < L) {
-                }
-                Kokkos::memory_fence();
-                double a = 0.0;
-                for (int i = 0; i < L; ++i) a += *static_cast<volatile double*>(&partials(t, i));
-                sum = a;
+          Kokkos::parallel_reduce(
+              Kokkos::TeamThreadRange(team, L),
+              [&](const int i, double& sum) {
+                const volatile double* p = &partials(t, i);
+                double v = *p;
+                while (v < 0.0) v = *p;
+                sum += v;
               },
               total);
           if (g == 0) Kokkos::single(Kokkos::PerTeam(team), [&]() { norms2(t) = total; });
