@@ -14,7 +14,9 @@ class SpmmTest : public ::testing::Test {};
 TYPED_TEST_SUITE(SpmmTest, kfactor::test::SpacesAndScalars, kfactor::test::SpaceNames);
 
 // Random CSR (empty rows included) times dense, every path against a float64
-// host reference, for several widths k, with alpha and beta. Rows 0 and 1 are
+// host reference, for several widths k (on a host: every register chunk of
+// spmm_host_row_chunks, 300 = 256 + 32 + 8 + 4 floats or 2 x 128 + 32 + 8 + 4
+// doubles, and single columns), with alpha and beta. Rows 0 and 1 are
 // heavy (more than detail::heavy_row_nnz nonzeros: a team each on a device),
 // row 2 sits exactly at the limit.
 TYPED_TEST(SpmmTest, MatchesFloat64Reference) {
@@ -41,7 +43,7 @@ TYPED_TEST(SpmmTest, MatchesFloat64Reference) {
   }
   auto A = to_csr(exec, coo);
   auto hA = copy_to<Kokkos::HostSpace>(A);
-  for (int k : {1, 7, 33, 64}) {
+  for (int k : {1, 7, 33, 64, 300}) {
     DenseMatrix<T, Mem> B("B", n, k), C0("C0", m, k);
     fill_uniform(exec, B, 11 + k, RngStream::user, T(-1), T(1));
     fill_uniform(exec, C0, 12 + k, RngStream::user, T(-1), T(1));

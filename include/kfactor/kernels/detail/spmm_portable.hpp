@@ -10,9 +10,10 @@
 /// idles, so they get a whole team each: its threads take strided shares of
 /// the row's nonzeros, and the partial sums are added in thread order through
 /// team scratch. On a host space one thread owns a row (dynamic schedule) and
-/// adds alpha*a_ij*B(j,:) nonzero by nonzero (a vectorised axpy on contiguous
-/// rows). Every sum is in a fixed order, so the result is deterministic on a
-/// backend; light and heavy rows sum in different orders (rounding only).
+/// adds alpha*a_ij*B(j,:) nonzero by nonzero, a chunk of C's row at a time in
+/// registers (spmm_host_row_chunks). Every sum is in a fixed order, so the
+/// result is deterministic on a backend; light and heavy rows sum in different
+/// orders (rounding only).
 
 #include <kfactor/core/matrix.hpp>
 #include <kfactor/core/spaces.hpp>
@@ -75,6 +76,34 @@ Kokkos::View<int*, MemorySpace> heavy_rows(const ExecutionSpace& exec, const Csr
   return rows;
 }
 
+/// Host SpMM, row i: C(i, c0 + [0, N)) for each whole chunk of N columns from
+/// c0 on, in N accumulators that the compiler keeps in vector registers (one
+/// load of B per multiply-add), written to C once; returns the first column
+/// left. Accumulating into C's row instead cost a load and a store of C per
+/// multiply-add and ran at a third of the speed (20 Newsgroups-like, K = 256,
+/// fp64, 2 cores: 106 -> 38 ms per product). Same sums in the same order: C
+/// starts from beta C (or 0) and adds the nonzeros in order.
+template <int N, class S, class RowMap, class Entries, class Values, class BV, class CV>
+KOKKOS_INLINE_FUNCTION int spmm_host_row_chunks(int i, int c0, int k, S alpha, S beta, const RowMap& row_map,
+                                                const Entries& entries, const Values& values, const BV& B,
+                                                const CV& C) {
+  const auto e0 = row_map(i), e1 = row_map(i + 1);
+  for (; c0 + N <= k; c0 += N) {
+    S acc[N];
+    for (int c = 0; c < N; ++c) acc[c] = beta == S(0) ? S(0) : beta * C(i, c0 + c);
+    for (auto e = e0; e < e1; ++e) {
+      const S a = alpha * S(values(e));
+      const auto j = entries(e);
+#if defined(_OPENMP) && !defined(__CUDA_ARCH__) && !defined(__HIP_DEVICE_COMPILE__)
+#pragma omp simd
+#endif
+      for (int c = 0; c < N; ++c) acc[c] += a * S(B(j, c0 + c));
+    }
+    for (int c = 0; c < N; ++c) C(i, c0 + c) = acc[c];
+  }
+  return c0;
+}
+
 template <class ExecutionSpace, class T, class MemorySpace, class BV, class CV>
 void spmm_portable(const ExecutionSpace& exec, typename CV::non_const_value_type alpha,
                    const CsrMatrix<T, MemorySpace>& A, const BV& B, typename CV::non_const_value_type beta,
@@ -93,17 +122,19 @@ void spmm_portable(const ExecutionSpace& exec, typename CV::non_const_value_type
   auto values = A.values;
   const Policy policy = Shape::host ? Policy(exec, league, 1, 1) : Policy(exec, league, rpt, vlen);
   if constexpr (Shape::host) {
-    // Host: row i of C is accumulated nonzero by nonzero over contiguous rows
-    // of B (the inner loop over the k columns vectorises).
+    // Host: row i of C in chunks of 1024 bytes (16 AVX-512 registers), then
+    // halving chunks down to one 32-byte vector, then single columns.
+    constexpr int W = 1024 / int(sizeof(S));
     Kokkos::parallel_for(
         "kfactor::spmm_portable_host",
         Kokkos::RangePolicy<ExecutionSpace, Kokkos::Schedule<Kokkos::Dynamic>>(exec, 0, m), KOKKOS_LAMBDA(int i) {
-          for (int c = 0; c < k; ++c) C(i, c) = beta == S(0) ? S(0) : beta * C(i, c);
-          for (auto e = row_map(i); e < row_map(i + 1); ++e) {
-            const S a = alpha * S(values(e));
-            const auto j = entries(e);
-            for (int c = 0; c < k; ++c) C(i, c) += a * S(B(j, c));
-          }
+          int c = spmm_host_row_chunks<W>(i, 0, k, alpha, beta, row_map, entries, values, B, C);
+          c = spmm_host_row_chunks<W / 2>(i, c, k, alpha, beta, row_map, entries, values, B, C);
+          c = spmm_host_row_chunks<W / 4>(i, c, k, alpha, beta, row_map, entries, values, B, C);
+          c = spmm_host_row_chunks<W / 8>(i, c, k, alpha, beta, row_map, entries, values, B, C);
+          c = spmm_host_row_chunks<W / 16>(i, c, k, alpha, beta, row_map, entries, values, B, C);
+          c = spmm_host_row_chunks<W / 32>(i, c, k, alpha, beta, row_map, entries, values, B, C);
+          spmm_host_row_chunks<1>(i, c, k, alpha, beta, row_map, entries, values, B, C);
         });
   } else {
     // Device, light rows: a team thread per row, vector lanes over the k
