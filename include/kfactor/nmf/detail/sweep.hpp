@@ -345,11 +345,12 @@ void tile_store(const ExecutionSpace& exec, const TV& Xt, int t0, const XV& X) {
 /// transposed tile (tile_load), in ONE launch: a single team of all host
 /// threads, each thread on the same contiguous rows in every column, so its
 /// rows of the tile stay in its core's cache across the w columns (the
-/// paper's locality idea). W-style (`normalize`): column t-1 is normalised
-/// before column t reads it (the team reduction of its squared norm is the
-/// only synchronisation per column), norms2(t) gets every pre-normalisation
-/// squared norm and the tile ends normalised; H-style: no normalisation and
-/// no barrier. Host only: on a device one team is one multiprocessor, so
+/// paper's locality idea). W-style (`normalize`): column t-1 is normalised,
+/// chunk by chunk, just before column t reads it (the team reduction of its
+/// squared norm is the only synchronisation per column), norms2(t) gets every
+/// pre-normalisation squared norm and the tile ends normalised; H-style: no
+/// normalisation and no barrier, so each chunk of rows runs all w columns
+/// while it is in L1. Host only: on a device one team is one multiprocessor, so
 /// devices keep row_sweep and column_sweep.
 template <class ExecutionSpace, class TV, class GV, class NV>
 void tile_sweep_host(const ExecutionSpace& exec, const TV& Xt, const TV& At, const GV& G, int t0,
@@ -363,35 +364,44 @@ void tile_sweep_host(const ExecutionSpace& exec, const TV& Xt, const TV& At, con
     constexpr int chunk = 256, lanes = 8;
     const int r0 = int(std::int64_t(n) * team.team_rank() / team.team_size());
     const int r1 = int(std::int64_t(n) * (team.team_rank() + 1) / team.team_size());
+    // Column c of the rows [rc, rc + len), after scaling column c-1 of them
+    // by `scale` when `rescale`; adds their squares to part.
+    const auto column_chunk = [&](int c, int rc, int len, bool rescale, T scale, double(&part)[lanes]) {
+      const int t = t0 + c;
+      if (rescale)
+        for (int i = 0; i < len; ++i) Xt(c - 1, rc + i) *= scale;
+      T s[chunk];
+      for (int i = 0; i < len; ++i) s[i] = At(c, rc + i);
+      for (int j = 0; j < w; ++j) {
+        const T g = G(t, t0 + j);
+        for (int i = 0; i < len; ++i) s[i] -= Xt(j, rc + i) * g;
+      }
+      for (int i = 0; i < len; ++i) s[i] = s[i] > eps ? s[i] : eps;
+      for (int i = 0; i < len; ++i) Xt(c, rc + i) = s[i];
+      int i = 0;
+      for (; i + lanes <= len; i += lanes)
+        for (int l = 0; l < lanes; ++l) part[l] += double(s[i + l]) * double(s[i + l]);
+      for (; i < len; ++i) part[0] += double(s[i]) * double(s[i]);
+    };
+    if (!normalize) {
+      // Rows are independent: each chunk runs every column while its part of
+      // the tile is in L1 (one pass over the tile instead of w).
+      double unused[lanes] = {};
+      for (int rc = r0; rc < r1; rc += chunk)
+        for (int c = 0; c < w; ++c) column_chunk(c, rc, r1 - rc < chunk ? r1 - rc : chunk, false, T(1), unused);
+      return;
+    }
     T inv = T(1);  // 1 / ||column c-1||
     for (int c = 0; c < w; ++c) {
-      const int t = t0 + c;
-      if (normalize && c > 0)
-        for (int r = r0; r < r1; ++r) Xt(c - 1, r) *= inv;
       double part[lanes] = {};
-      for (int rc = r0; rc < r1; rc += chunk) {
-        const int len = r1 - rc < chunk ? r1 - rc : chunk;
-        T s[chunk];
-        for (int i = 0; i < len; ++i) s[i] = At(c, rc + i);
-        for (int j = 0; j < w; ++j) {
-          const T g = G(t, t0 + j);
-          for (int i = 0; i < len; ++i) s[i] -= Xt(j, rc + i) * g;
-        }
-        for (int i = 0; i < len; ++i) s[i] = s[i] > eps ? s[i] : eps;
-        for (int i = 0; i < len; ++i) Xt(c, rc + i) = s[i];
-        int i = 0;
-        for (; i + lanes <= len; i += lanes)
-          for (int l = 0; l < lanes; ++l) part[l] += double(s[i + l]) * double(s[i + l]);
-        for (; i < len; ++i) part[0] += double(s[i]) * double(s[i]);
-      }
-      if (!normalize) continue;
+      for (int rc = r0; rc < r1; rc += chunk)
+        column_chunk(c, rc, r1 - rc < chunk ? r1 - rc : chunk, c > 0, inv, part);
       double ss = ((part[0] + part[1]) + (part[2] + part[3])) + ((part[4] + part[5]) + (part[6] + part[7]));
       team.team_reduce(Kokkos::Sum<double>(ss));
-      Kokkos::single(Kokkos::PerTeam(team), [&]() { norms2(t) = ss; });
+      Kokkos::single(Kokkos::PerTeam(team), [&]() { norms2(t0 + c) = ss; });
       inv = T(1.0 / Kokkos::sqrt(ss));
     }
-    if (normalize)
-      for (int r = r0; r < r1; ++r) Xt(w - 1, r) *= inv;
+    for (int r = r0; r < r1; ++r) Xt(w - 1, r) *= inv;
   };
   const int threads = Policy(exec, 1, 1).team_size_max(body, Kokkos::ParallelForTag());
   Kokkos::parallel_for("kfactor::nmf::tile_sweep_host", Policy(exec, 1, threads), body);
