@@ -65,9 +65,8 @@ struct SddmmSums {
 /// partial sum per SIMD lane and per row (G vector accumulators of `Bytes`
 /// bytes of Acc, one x load per G FMAs), added together at the end; the
 /// caller takes 32-byte registers below 64 bytes' worth of K, whose serial
-/// lane sums would otherwise dominate. The
-/// cross-lane form of the device path, run with one lane on a host, is a
-/// serial chain of scalar FMAs per row: 16-18 GFLOP/s on 2 cores with every
+/// lane sums would otherwise dominate. The cross-lane form of the device
+/// path, run with one lane on a host, is a serial chain of scalar FMAs per row: 16-18 GFLOP/s on 2 cores with every
 /// operand in cache, where torch.sparse.sampled_addmm reached 43-65.
 template <class Acc, int G, int Bytes, class TI>
 KOKKOS_INLINE_FUNCTION void sddmm_host_dots(const TI* x, const TI* const (&y)[G], int K, Acc (&out)[G]) {
@@ -210,30 +209,30 @@ void sddmm_rowsplit_kernel(const ExecutionSpace& exec, Kokkos::View<const SddmmI
               else
                 sddmm_host_dots<Acc, G, 32>(xr, yr, K, sums.v);
             } else {
-            Kokkos::parallel_reduce(
-                Kokkos::ThreadVectorRange(team, V),
-                [&](int lane, Sums& acc) {
-                  Acc loc[G];  // private partial sums: kept in registers
-                  for (int g = 0; g < G; ++g) loc[g] = Acc(0);
-                  for (int p = lane; p < npacks; p += V) {
-                    if constexpr (Vec) {
-                      const Pack xp = reinterpret_cast<const Pack*>(xr)[p];
-                      // Pack::width, not the local W: nvcc refuses a lambda's first
-                      // capture inside `if constexpr`.
-                      Acc xa[Pack::width];
-                      for (int w = 0; w < Pack::width; ++w) xa[w] = sddmm_to_acc<Acc>(xp.v[w]);
-                      for (int g = 0; g < G; ++g) {
-                        const Pack yp = reinterpret_cast<const Pack*>(yr[g])[p];
-                        for (int w = 0; w < Pack::width; ++w) loc[g] += xa[w] * sddmm_to_acc<Acc>(yp.v[w]);
+              Kokkos::parallel_reduce(
+                  Kokkos::ThreadVectorRange(team, V),
+                  [&](int lane, Sums& acc) {
+                    Acc loc[G];  // private partial sums: kept in registers
+                    for (int g = 0; g < G; ++g) loc[g] = Acc(0);
+                    for (int p = lane; p < npacks; p += V) {
+                      if constexpr (Vec) {
+                        const Pack xp = reinterpret_cast<const Pack*>(xr)[p];
+                        // Pack::width, not the local W: nvcc refuses a lambda's first
+                        // capture inside `if constexpr`.
+                        Acc xa[Pack::width];
+                        for (int w = 0; w < Pack::width; ++w) xa[w] = sddmm_to_acc<Acc>(xp.v[w]);
+                        for (int g = 0; g < G; ++g) {
+                          const Pack yp = reinterpret_cast<const Pack*>(yr[g])[p];
+                          for (int w = 0; w < Pack::width; ++w) loc[g] += xa[w] * sddmm_to_acc<Acc>(yp.v[w]);
+                        }
+                      } else {
+                        const Acc xa = sddmm_to_acc<Acc>(xr[p]);
+                        for (int g = 0; g < G; ++g) loc[g] += xa * sddmm_to_acc<Acc>(yr[g][p]);
                       }
-                    } else {
-                      const Acc xa = sddmm_to_acc<Acc>(xr[p]);
-                      for (int g = 0; g < G; ++g) loc[g] += xa * sddmm_to_acc<Acc>(yr[g][p]);
                     }
-                  }
-                  for (int g = 0; g < G; ++g) acc.v[g] += loc[g];
-                },
-                sums);
+                    for (int g = 0; g < G; ++g) acc.v[g] += loc[g];
+                  },
+                  sums);
             }
             Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, ng), [&](int g) {
               const offset_t e = it.begin + g0 + g;
