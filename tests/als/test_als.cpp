@@ -116,8 +116,15 @@ TYPED_TEST(Als, NormalEquationsMatchFloat64Reference) {
         auto S = als::detail::make_structure(exec, R, Rh, tiled, xb, yb, {}, {});
         const int xbe = tiled ? xb : 1;
         const ordinal_t blocks = (m + xbe - 1) / xbe;
-        Kokkos::View<T***, Kokkos::LayoutRight, Mem> A("A", m, f, f);
-        Kokkos::View<T**, Kokkos::LayoutRight, Mem> b("b", m, f);
+        // Batch-local index of each row: blocks in launch (schedule) order.
+        const auto sched = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, S.schedule);
+        ASSERT_EQ(ordinal_t(sched.extent(0)), blocks);
+        std::vector<std::size_t> lb(m);
+        for (ordinal_t k = 0; k < blocks; ++k)
+          for (int rho = 0; rho < xbe; ++rho)
+            if (sched(k) * xbe + rho < m) lb[sched(k) * xbe + rho] = std::size_t(k) * xbe + rho;
+        Kokkos::View<T***, Kokkos::LayoutRight, Mem> A("A", blocks * xbe, f, f);
+        Kokkos::View<T**, Kokkos::LayoutRight, Mem> b("b", blocks * xbe, f);
         if (tiled)
           als::detail::build_normal_equations<true>(exec, S, Y, f, T(lambda), weight, 0, blocks, A, b);
         else
@@ -134,17 +141,17 @@ TYPED_TEST(Als, NormalEquationsMatchFloat64Reference) {
               scale += std::abs(double(Rh.values(e)) * double(Yh(Rh.entries(e), i)));
             }
             const double tol = (sizeof(T) == 4 ? 2e-6 : 1e-14) * scale * 4;
-            ASSERT_NEAR(double(bh(u, i)), bref, tol) << "f " << f << " row " << u;
-            fb.push_back(bh(u, i));
+            ASSERT_NEAR(double(bh(lb[u], i)), bref, tol) << "f " << f << " row " << u;
+            fb.push_back(bh(lb[u], i));
             for (int j = 0; j <= i; ++j) {
               double aref = i == j ? lambda * w : 0.0, s = 1;
               for (auto e = Rh.row_map(u); e < Rh.row_map(u + 1); ++e) {
                 aref += double(Yh(Rh.entries(e), i)) * double(Yh(Rh.entries(e), j));
                 s += std::abs(double(Yh(Rh.entries(e), i)) * double(Yh(Rh.entries(e), j)));
               }
-              ASSERT_NEAR(double(Ah(u, i, j)), aref, (sizeof(T) == 4 ? 2e-6 : 1e-14) * s * 4)
+              ASSERT_NEAR(double(Ah(lb[u], i, j)), aref, (sizeof(T) == 4 ? 2e-6 : 1e-14) * s * 4)
                   << "f " << f << " row " << u << " (" << i << "," << j << ")";
-              fa.push_back(Ah(u, i, j));
+              fa.push_back(Ah(lb[u], i, j));
             }
           }
         }
@@ -279,6 +286,73 @@ TYPED_TEST(Als, BatchSizeAndTileChangeNothingBitwise) {
   }
 }
 
+// Rows with more ratings than Tuning::split_from are summed by several
+// groups of one team on devices (a contiguous part each, added in group
+// order): the half-step still solves its normal equations, matches the
+// tiled path (never split) to rounding, and is the same bits for any batch.
+TYPED_TEST(Als, LongRowsSplitAmongGroupsStillSolveExactly) {
+  using Space = typename TypeParam::space;
+  using T = typename TypeParam::scalar;
+  const Space exec;
+  const int m = 9, n = 2600;
+  const auto sparse = planted<T>(m, n, 3, 0.05, 0.3, 41);
+  CooMatrix<T> coo;
+  coo.num_rows = m;
+  coo.num_cols = n;
+  for (std::size_t e = 0; e < sparse.values.size(); ++e)
+    if (sparse.rows[e] >= 3) {
+      coo.rows.push_back(sparse.rows[e]);
+      coo.cols.push_back(sparse.cols[e]);
+      coo.values.push_back(sparse.values[e]);
+    }
+  for (int u = 0; u < 3; ++u)  // three long rows (2600, 2000, 1400 ratings): above split_from = 1024
+    for (int j = 0; j < n - 600 * u; ++j) {
+      coo.rows.push_back(u);
+      coo.cols.push_back(j);
+      coo.values.push_back(T(1 + (u * 7 + j * 13) % 5));
+    }
+  auto problem = als::make_problem(exec, coo, 0.0, 1);
+  std::vector<std::vector<T>> xs;
+  for (auto [tiled, batch] : std::vector<std::pair<bool, int>>{{false, 0}, {false, 2}, {true, 0}}) {
+    als::Options o;
+    o.rank = 37;
+    o.lambda = 0.1;
+    o.tiled = tiled;
+    o.xb = tiled ? 1 : 0;
+    o.yb = tiled ? 64 : 0;
+    o.batch_rows = batch;
+    auto s = als::init(exec, problem, o);
+    als::user_half_step(exec, s);
+    const auto X = host(s.X);
+    const auto Y = host(s.Y);
+    const auto R = copy_to<Kokkos::HostSpace>(problem.train);
+    for (int u = 0; u < 3; ++u) {
+      const double w = double(R.row_map(u + 1) - R.row_map(u));
+      double gn = 0, bn = 0;
+      for (int i = 0; i < o.rank; ++i) {
+        double g = o.lambda * w * double(X(u, i)), b = 0;
+        for (auto e = R.row_map(u); e < R.row_map(u + 1); ++e) {
+          double p = 0;
+          for (int k = 0; k < o.rank; ++k) p += double(Y(R.entries(e), k)) * double(X(u, k));
+          g += double(Y(R.entries(e), i)) * p;
+          b += double(R.values(e)) * double(Y(R.entries(e), i));
+        }
+        gn += (g - b) * (g - b);
+        bn += b * b;
+      }
+      EXPECT_LT(std::sqrt(gn / bn), sizeof(T) == 4 ? 1e-3 : 1e-10) << "user " << u << " tiled " << tiled;
+    }
+    xs.push_back(flat(s.X));
+  }
+  EXPECT_EQ(xs[0], xs[1]);  // batch size: same bits
+  double num = 0, den = 0;
+  for (std::size_t i = 0; i < xs[0].size(); ++i) {
+    num += (double(xs[0][i]) - double(xs[2][i])) * (double(xs[0][i]) - double(xs[2][i]));
+    den += double(xs[2][i]) * double(xs[2][i]);
+  }
+  EXPECT_LT(std::sqrt(num / den), sizeof(T) == 4 ? 1e-3 : 1e-10);
+}
+
 // 13: reordered and plain runs agree up to rounding in the original ids.
 TYPED_TEST(Als, ReorderedEqualsPlainInOriginalIds) {
   using Space = typename TypeParam::space;
@@ -377,6 +451,21 @@ TEST(AlsOptions, Validate) {
   EXPECT_THROW(o.validate(), UsageError);
   EXPECT_THROW(als::parse_weighting("both"), UsageError);
   EXPECT_EQ(als::parse_weighting("plain"), als::LambdaWeighting::plain);
+}
+
+TEST(AlsInput, RejectsDuplicateRatings) {
+  CooMatrix<double> coo;
+  coo.num_rows = 3;
+  coo.num_cols = 4;
+  coo.rows = {0, 2, 1, 2};
+  coo.cols = {1, 3, 0, 3};
+  coo.values = {1, 2, 3, 4};
+  try {
+    als::make_problem(Kokkos::DefaultHostExecutionSpace{}, coo, 0.0, 1);
+    ADD_FAILURE() << "duplicate (2, 3) accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("(2, 3)"), std::string::npos) << e.what();
+  }
 }
 
 TEST(AlsInput, RejectsNonFiniteRatings) {

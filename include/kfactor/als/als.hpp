@@ -22,7 +22,8 @@
 ///
 /// Normal equations are built and solved in team code (detail/half_step.hpp),
 /// in batches of rows bounded by `max_batch_bytes` (or `batch_rows`); the
-/// batch size changes nothing in the result. The traversal structure is the
+/// batch size changes nothing in the result. Row blocks are visited longest
+/// first, so the longest rows do not trail behind a launch. The traversal structure is the
 /// BALS tiled format (bals_format.hpp; a second structure on R^T for the
 /// item half-step) or plain CSR; with `reorder`, rows and columns are visited
 /// in descending-count order (reorder.hpp) while factors stay in original ids.
@@ -47,6 +48,7 @@
 
 #include <Kokkos_Core.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
@@ -117,6 +119,19 @@ Problem<T, typename ExecutionSpace::memory_space> make_problem(const ExecutionSp
   for (std::size_t e = 0; e < all.values.size(); ++e)
     if (!std::isfinite(double(all.values[e])))
       throw InputError("rating " + std::to_string(e) + " is not finite");
+  {
+    // A (user, item) pair rated twice: readers merge or reject them
+    // (io::DuplicatePolicy); triplets built in code must not have any.
+    std::vector<std::uint64_t> keys(all.values.size());
+    for (std::size_t e = 0; e < keys.size(); ++e)
+      keys[e] = std::uint64_t(all.rows[e]) * std::uint64_t(all.num_cols) + std::uint64_t(all.cols[e]);
+    if (!std::is_sorted(keys.begin(), keys.end())) std::sort(keys.begin(), keys.end());
+    const auto dup = std::adjacent_find(keys.begin(), keys.end());
+    if (dup != keys.end())
+      throw InputError("rating (" + std::to_string(*dup / std::uint64_t(all.num_cols)) + ", " +
+                       std::to_string(*dup % std::uint64_t(all.num_cols)) +
+                       ") appears more than once: merge duplicate ratings first (io::DuplicatePolicy)");
+  }
   Problem<T, typename ExecutionSpace::memory_space> p;
   p.test_fraction = test_fraction;
   p.split_seed = split_seed;
@@ -188,6 +203,26 @@ std::string fmt(T v) {
   return s.str();
 }
 
+/// Launch order of the row blocks of xb rows: most ratings first (stable),
+/// so the longest rows start at once instead of trailing behind the rest.
+template <class ExecutionSpace, class MemorySpace>
+Kokkos::View<ordinal_t*, MemorySpace> launch_schedule(const ExecutionSpace& exec,
+                                                      const Kokkos::View<int*, MemorySpace>& row_count, int xb) {
+  const std::int64_t rows = std::int64_t(row_count.extent(0)), blocks = (rows + xb - 1) / xb;
+  const auto count = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, row_count);
+  std::vector<std::int64_t> load(blocks, 0);
+  for (std::int64_t r = 0; r < rows; ++r) load[r / xb] += count(r);
+  std::vector<ordinal_t> order(blocks);
+  std::iota(order.begin(), order.end(), ordinal_t(0));
+  std::stable_sort(order.begin(), order.end(), [&](ordinal_t a, ordinal_t b) { return load[a] > load[b]; });
+  Kokkos::View<ordinal_t*, MemorySpace> out(Kokkos::view_alloc(exec, Kokkos::WithoutInitializing, "kfactor::als::schedule"),
+                                            blocks);
+  Kokkos::deep_copy(exec, out, Kokkos::View<const ordinal_t*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(
+                                   order.data(), blocks));
+  exec.fence();
+  return out;
+}
+
 /// Traversal structure from a (possibly permuted) CSR in device memory.
 /// `rows_new_to_old` / `cols_new_to_old` map its ids back (empty: identity).
 template <class ExecutionSpace, class T, class MemorySpace>
@@ -250,6 +285,12 @@ HalfStepStructure<T, MemorySpace> make_structure(const ExecutionSpace& exec, con
       Kokkos::parallel_for("kfactor::als::map_cols", Kokkos::RangePolicy<ExecutionSpace>(exec, 0, A.nnz()),
                            KOKKOS_LAMBDA(offset_t e) { out(e) = cmap(ent(e)); });
     }
+  }
+  S.schedule = launch_schedule(exec, S.row_count, tiled ? xb : 1);
+  if (!tiled) {  // the scheduled rows long enough to split (they come first)
+    const auto count = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, S.row_count);
+    for (ordinal_t r = 0; r < S.rows; ++r)
+      S.long_blocks += count(r) >= Tuning<ExecutionSpace>::split_from ? 1 : 0;
   }
   exec.fence();
   return S;

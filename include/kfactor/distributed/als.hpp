@@ -415,6 +415,13 @@ std::shared_ptr<const kfactor::als::Plan<T, Mem>> prepare(const ExecutionSpace& 
       out[q] = ad::make_structure(exec, Aq, Ah, options.tiled, xb, yb, prow.new_to_old, pcol.new_to_old);
       out[q].row_count = rc;
     }
+    // One launch order for every column block (from the rows' whole
+    // counts): the blocks' partial sums meet in the same batch slots.
+    const auto schedule = ad::launch_schedule(exec, rc, out[me].tiled ? out[me].xb : 1);
+    for (auto& S : out) {
+      S.schedule = schedule;
+      S.long_blocks = 0;  // the blocks' rows differ in length: no split
+    }
     return out;
   };
   std::shared_ptr<RingPlan<T, Mem>> ring;

@@ -21,7 +21,12 @@
 /// Every entry is a sequential sum over the row's nonzeros in CSR (column)
 /// order, whatever the structure, the tile, the team size or the batch: a
 /// row's result depends only on the row, so batch size changes nothing, and
-/// the tiled and plain paths give the same bits.
+/// the tiled and plain paths give the same bits. One exception, on devices:
+/// CSR rows of at least Tuning::split_from ratings are summed by several
+/// groups of one team, a contiguous part each, added in group order (still
+/// deterministic and batch-independent; equal to the tiled path up to
+/// rounding). Row blocks are launched longest first (HalfStepStructure::
+/// schedule), so the longest rows start at once instead of trailing behind.
 /// A row's sums may also be built in parts, one column block at a time
 /// (NormalEquationPart: later parts continue the sums stored in the batch
 /// buffers): the distributed blocked layout, where the other factor arrives
@@ -29,6 +34,7 @@
 
 #include <kfactor/als/bals_format.hpp>
 #include <kfactor/core/error.hpp>
+#include <kfactor/core/madd.hpp>
 #include <kfactor/core/matrix.hpp>
 #include <kfactor/core/spaces.hpp>
 #include <kfactor/kernels/batched_cholesky.hpp>
@@ -52,6 +58,12 @@ struct Tuning {
   static constexpr int max_team = 512;
   static constexpr int warp = 32;
   static constexpr std::size_t scratch_budget = 160 * 1024;  ///< bytes of team scratch for the tiled path
+  /// CSR rows with at least this many ratings are split among up to
+  /// max_groups groups of threads of one team (a whole multiprocessor), each
+  /// summing a contiguous part; one team per such row would otherwise run
+  /// far behind the rest (Netflix's most rated items: 10^5 ratings).
+  static constexpr int split_from = 1024;
+  static constexpr int max_groups = 16;
 };
 template <class ExecutionSpace>
 struct Tuning<ExecutionSpace, true> {
@@ -62,6 +74,8 @@ struct Tuning<ExecutionSpace, true> {
   static constexpr int max_team = 1;
   static constexpr int warp = 1;
   static constexpr std::size_t scratch_budget = 1024 * 1024;
+  static constexpr int split_from = 1 << 30;  // one thread per team: nothing to split among
+  static constexpr int max_groups = 1;
 };
 
 /// The traversal structure of one half-step (users: R; items: R^T).
@@ -84,6 +98,11 @@ struct HalfStepStructure {
   Kokkos::View<T*, MemorySpace> value;
   Kokkos::View<ordinal_t*, MemorySpace> row_orig;     ///< internal row -> original row
   Kokkos::View<int*, MemorySpace> row_count;          ///< n_u per internal row
+  /// Launch order of the row blocks (most ratings first); empty: natural order.
+  Kokkos::View<ordinal_t*, MemorySpace> schedule;
+  /// CSR path: the first `long_blocks` scheduled rows have at least
+  /// Tuning::split_from ratings and are split among groups of a larger team.
+  ordinal_t long_blocks = 0;
   BalsStats stats;                                    ///< tiled only
 };
 
@@ -155,9 +174,17 @@ KOKKOS_INLINE_FUNCTION void load_piece(const Y* y, int j0, int valid, T (&out)[B
   }
 }
 
+/// Row block of launch position p: S.schedule(p), or p without a schedule.
+template <class T, class MemorySpace>
+KOKKOS_INLINE_FUNCTION ordinal_t scheduled_block(const Kokkos::View<ordinal_t*, MemorySpace>& schedule, std::int64_t p) {
+  return schedule.extent(0) > 0 ? schedule(p) : ordinal_t(p);
+}
+
 /// Builds A (batch x f x f, lower triangle incl. lambda_u on the diagonal)
-/// and b (batch x f) for the rows of row blocks [g0, g1); batch-local row
-/// index = internal row - g0 * xb. Y (LayoutRight) is indexed by S.tile_colidx.
+/// and b (batch x f) for the row blocks at launch positions [g0, g1) of
+/// S.schedule (longest first, so they do not trail behind the rest); the
+/// batch-local index of row rho of position g0 + k is k xb + rho. Y
+/// (LayoutRight) is indexed by S.tile_colidx.
 template <bool Tiled, class ExecutionSpace, class T, class MemorySpace, class YView>
 void build_normal_equations(const ExecutionSpace& exec, const HalfStepStructure<T, MemorySpace>& S, const YView& Y,
                             int f, T lambda, bool weight_nnz, ordinal_t g0, ordinal_t g1,
@@ -184,22 +211,39 @@ void build_normal_equations(const ExecutionSpace& exec, const HalfStepStructure<
   int team = (total + MT - 1) / MT;
   team = (team + Tn::warp - 1) / Tn::warp * Tn::warp;
   team = std::min(team, Tn::max_team);
+  // Long CSR rows: `groups` groups of `team` threads each sum a contiguous
+  // part of the row; groups > 0 hand their sums to group 0 through scratch,
+  // which adds them in group order (deterministic, batch-independent).
+  const std::size_t part_bytes = std::size_t(team) * MT * B * B * sizeof(T);
+  const int groups = Tiled ? 1
+                           : std::max(1, std::min({Tn::max_groups, Tn::max_team / team,
+                                                   int(1 + Tn::scratch_budget / part_bytes)}));
+  const ordinal_t split_end = groups > 1 ? std::clamp(S.long_blocks, g0, g1) : g0;
   Policy probe(exec, 1, 1);
-  const int level = bytes <= std::size_t(probe.scratch_size_max(0)) ? 0 : 1;
+  const std::size_t split_bytes = ST::shmem_size(std::size_t(groups - 1) * team * MT * B * B);
+  const int level = std::max(bytes, split_bytes) <= std::size_t(probe.scratch_size_max(0)) ? 0 : 1;
   auto tile_ptr = S.tile_ptr;
   auto tile_colidx = S.tile_colidx;
   auto seg_ptr = S.seg_ptr;
   auto seg_colidx = S.seg_colidx;
   auto value = S.value;
   auto row_count = S.row_count;
+  auto schedule = S.schedule;
   const ordinal_t ntc = Tiled ? S.ntc : 1;
   const ordinal_t rows = S.rows;
   const bool continue_sums = part.accumulate, add_lambda = part.add_lambda;
 
+  // Launch over positions [p0, p1) of the schedule, in groups of `ng`;
+  // returns 0, or the number of groups that fit when ng do not (registers).
+  auto launch = [&](ordinal_t p0, ordinal_t p1, int ng) -> int {
+  if (p1 <= p0) return 0;
   auto kernel = KOKKOS_LAMBDA(const Team& tm) {
-    const ordinal_t g = g0 + tm.league_rank();
-    const int T_ = tm.team_size();
-    const int tid = tm.team_rank();
+    const std::int64_t pos = std::int64_t(p0) + tm.league_rank();
+    const ordinal_t g = scheduled_block<T>(schedule, pos);
+    const std::size_t lb0 = std::size_t(pos - g0) * xb;  // batch-local index of the block's first row
+    const int T_ = tm.team_size() / ng;  // threads per group
+    const int grp = tm.team_rank() / T_, tid = tm.team_rank() % T_;
+    ST sPart(tm.team_scratch(level), std::size_t(ng - 1) * T_ * MT * B * B);
     ST sY(tm.team_scratch(level), std::size_t(C) * fp);
     ST sV(tm.team_scratch(level), nent);
     SI sS(tm.team_scratch(level), Tiled ? nent + xb + 1 : 0);
@@ -214,8 +258,8 @@ void build_normal_equations(const ExecutionSpace& exec, const HalfStepStructure<
         for (int r = 0; r < B; ++r)
           for (int c = 0; c < B; ++c) acc[s][r][c] = T(0);
         const ordinal_t row = ordinal_t(g * xb + q / PP);
-        if (continue_sums && q < total && row < rows) {  // continue an earlier column block's sums
-          const std::size_t lb = std::size_t(row) - std::size_t(g0) * xb;
+        if (grp == 0 && continue_sums && q < total && row < rows) {  // continue an earlier column block's sums
+          const std::size_t lb = lb0 + q / PP;
           for (int r = 0; r < B; ++r) {
             const int i = bi_of[s] * B + r;
             if (i >= f) continue;
@@ -233,7 +277,8 @@ void build_normal_equations(const ExecutionSpace& exec, const HalfStepStructure<
       // Adds nonzeros k0 (and k1 when `two`) of a row, in that order, to tile
       // s: their Y rows y0, y1 (`valid` entries long) and ratings v0, v1. Both
       // nonzeros' loads are issued before the multiply-adds (twice the loads
-      // in flight); each entry is still one sequential sum in nonzero order.
+      // in flight); each entry is still one sequential sum in nonzero order,
+      // of explicit multiply-adds (madd: the same bits on both paths).
       auto add = [&](int s, bool two, const auto* y0, T v0, const auto* y1, T v1, int valid) {
         T a0[B], a1[B];
         load_piece<B>(y0, bi_of[s] * B, valid, a0);
@@ -243,14 +288,14 @@ void build_normal_equations(const ExecutionSpace& exec, const HalfStepStructure<
           load_piece<B>(y0, bj_of[s] * B, valid, c0);
           if (two) load_piece<B>(y1, bj_of[s] * B, valid, c1);
           for (int r = 0; r < B; ++r)
-            for (int cc = 0; cc < B; ++cc) acc[s][r][cc] += a0[r] * c0[cc];
+            for (int cc = 0; cc < B; ++cc) acc[s][r][cc] = madd(a0[r], c0[cc], acc[s][r][cc]);
           if (two)
             for (int r = 0; r < B; ++r)
-              for (int cc = 0; cc < B; ++cc) acc[s][r][cc] += a1[r] * c1[cc];
+              for (int cc = 0; cc < B; ++cc) acc[s][r][cc] = madd(a1[r], c1[cc], acc[s][r][cc]);
         } else {
-          for (int r = 0; r < B; ++r) acc[s][r][0] += a0[r] * v0;
+          for (int r = 0; r < B; ++r) acc[s][r][0] = madd(a0[r], v0, acc[s][r][0]);
           if (two)
-            for (int r = 0; r < B; ++r) acc[s][r][0] += a1[r] * v1;
+            for (int r = 0; r < B; ++r) acc[s][r][0] = madd(a1[r], v1, acc[s][r][0]);
         }
       };
       if (Tiled) {  // plain if: nvcc refuses first captures inside if constexpr
@@ -277,8 +322,7 @@ void build_normal_equations(const ExecutionSpace& exec, const HalfStepStructure<
           for (int s = 0; s < MT; ++s) {
             if (q_of[s] >= total) continue;
             const int rho = q_of[s] / PP;
-            // Pairs of nonzeros as on the CSR path: the same code, so the
-            // compiler contracts the same multiply-adds (bitwise equal paths).
+            // Pairs of nonzeros as on the CSR path (the same order of sums).
             for (int k = seg[rho]; k < seg[rho + 1]; k += 2) {  // vacant segment: empty range
               const bool two = k + 1 < seg[rho + 1];
               add(s, two, sY.data() + std::size_t(sS(k)) * fp, sV(k),
@@ -288,7 +332,8 @@ void build_normal_equations(const ExecutionSpace& exec, const HalfStepStructure<
           tm.team_barrier();
         }
       } else {
-        const offset_t e_begin = tile_ptr(g), e_end = tile_ptr(g + 1);
+        const offset_t r_begin = tile_ptr(g), len = tile_ptr(g + 1) - r_begin;
+        const offset_t e_begin = r_begin + len * grp / ng, e_end = r_begin + len * (grp + 1) / ng;
         for (offset_t e = e_begin; e < e_end; e += 2) {
           const bool two = e + 1 < e_end;
           const auto* y0 = &Y(tile_colidx(e), 0);
@@ -298,14 +343,30 @@ void build_normal_equations(const ExecutionSpace& exec, const HalfStepStructure<
             if (q_of[s] < total) add(s, two, y0, v0, y1, v1, f);
         }
       }
+      if (ng > 1) {  // groups 1.. hand their sums to group 0, which adds them in group order
+        T* part_acc = sPart.data() + std::size_t(tid) * MT * B * B;
+        const std::size_t group_stride = std::size_t(T_) * MT * B * B;
+        if (grp > 0)
+          for (int s = 0; s < MT; ++s)
+            for (int r = 0; r < B; ++r)
+              for (int c = 0; c < B; ++c) part_acc[(grp - 1) * group_stride + (s * B + r) * B + c] = acc[s][r][c];
+        tm.team_barrier();
+        if (grp == 0)
+          for (int h = 1; h < ng; ++h)
+            for (int s = 0; s < MT; ++s)
+              for (int r = 0; r < B; ++r)
+                for (int c = 0; c < B; ++c) acc[s][r][c] += part_acc[(h - 1) * group_stride + (s * B + r) * B + c];
+        tm.team_barrier();
+      }
       // Store the tiles (lower triangle; lambda_u on the diagonal).
       for (int s = 0; s < MT; ++s) {
+        if (grp > 0) break;
         const int q = q_of[s];
         if (q >= total) continue;
         const ordinal_t r = ordinal_t(g * xb + q / PP);
-        if (r >= rows) continue;
-        const std::size_t lb = std::size_t(r) - std::size_t(g0) * xb;
         const int bi = bi_of[s], bj = bj_of[s];
+        if (r >= rows) continue;
+        const std::size_t lb = lb0 + q / PP;
         if (bj >= 0) {
           const T lam = !add_lambda ? T(0) : weight_nnz ? lambda * T(row_count(r)) : lambda;
           for (int rr = 0; rr < B; ++rr)
@@ -322,22 +383,33 @@ void build_normal_equations(const ExecutionSpace& exec, const HalfStepStructure<
       }
     }
   };
-  Policy policy(exec, g1 - g0, team);
+  Policy policy(exec, p1 - p0, team * ng);
   const int tmax = policy.team_size_max(kernel, Kokkos::ParallelForTag());
-  if (team > tmax) policy = Policy(exec, g1 - g0, std::max(1, tmax / Tn::warp * Tn::warp));
-  if (bytes > 0) policy.set_scratch_size(level, Kokkos::PerTeam(bytes));
-  Kokkos::parallel_for("kfactor::als::normal_equations", policy, kernel);
+  if (team * ng > tmax) {
+    if (ng > 1) return std::max(1, tmax / team);
+    policy = Policy(exec, p1 - p0, std::max(1, tmax / Tn::warp * Tn::warp));
+  }
+  const std::size_t need = bytes + (ng > 1 ? split_bytes : 0);
+  if (need > 0) policy.set_scratch_size(level, Kokkos::PerTeam(need));
+  Kokkos::parallel_for(ng > 1 ? "kfactor::als::normal_equations_split" : "kfactor::als::normal_equations", policy, kernel);
+  return 0;
+  };
+  for (int ng = groups; ng > 0;) ng = launch(g0, split_end, ng);
+  launch(split_end, g1, 1);
 }
 
-/// Factors and solves the batch's systems and writes X(row_orig(r), :).
+/// Factors and solves the systems of the row blocks at launch positions
+/// [g0, g1) (batch-local indices as in build_normal_equations) and writes
+/// X(row_orig(r), :).
 /// Rows without ratings get the zero vector (no Cholesky of a zero matrix).
 /// Returns the number of systems whose Cholesky failed.
 template <class ExecutionSpace, class T, class MemorySpace, class XView>
 int solve_normal_equations(const ExecutionSpace& exec, const HalfStepStructure<T, MemorySpace>& S, const XView& X,
-                           int f, ordinal_t r0, ordinal_t r1,
+                           int f, ordinal_t g0, ordinal_t g1,
                            const Kokkos::View<T***, Kokkos::LayoutRight, MemorySpace>& A,
                            const Kokkos::View<T**, Kokkos::LayoutRight, MemorySpace>& b) {
-  if (r1 <= r0) return 0;
+  if (g1 <= g0) return 0;
+  const int xb = S.tiled ? S.xb : 1;
   using Policy = Kokkos::TeamPolicy<ExecutionSpace>;
   using Team = typename Policy::member_type;
   using ST = Kokkos::View<T*, typename ExecutionSpace::scratch_memory_space, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
@@ -348,15 +420,18 @@ int solve_normal_equations(const ExecutionSpace& exec, const HalfStepStructure<T
   const std::size_t bytes = staged ? ST::shmem_size(tri + f) : 0;
   auto row_count = S.row_count;
   auto row_orig = S.row_orig;
-  Policy policy(exec, r1 - r0, cholesky_team_size<ExecutionSpace>(f));
+  auto schedule = S.schedule;
+  const ordinal_t rows = S.rows;
+  Policy policy(exec, std::int64_t(g1 - g0) * xb, cholesky_team_size<ExecutionSpace>(f));
   const int level = bytes <= std::size_t(policy.scratch_size_max(0)) ? 0 : 1;
   if (bytes > 0) policy.set_scratch_size(level, Kokkos::PerTeam(bytes));
   int failed = 0;
   Kokkos::parallel_reduce(
       "kfactor::als::cholesky", policy,
       KOKKOS_LAMBDA(const Team& tm, int& nfail) {
-        const ordinal_t r = r0 + tm.league_rank();
         const std::size_t lb = std::size_t(tm.league_rank());
+        const ordinal_t r = scheduled_block<T>(schedule, std::int64_t(g0) + std::int64_t(lb) / xb) * xb + ordinal_t(lb % xb);
+        if (r >= rows) return;
         const ordinal_t orow = row_orig(r);
         if (row_count(r) == 0) {
           Kokkos::parallel_for(Kokkos::TeamThreadRange(tm, f), [&](int j) { X(orow, j) = T(0); });
@@ -413,7 +488,8 @@ std::int64_t reserve_workspace(const HalfStepStructure<T, MemorySpace>& S, int f
                                std::size_t max_batch_bytes, Workspace<T, MemorySpace>& ws) {
   const int xb = S.tiled ? S.xb : 1;
   const std::int64_t per = batch_row_blocks(S.rows, xb, f, sizeof(T), batch_rows, max_batch_bytes);
-  const std::int64_t cap_rows = std::min<std::int64_t>(per * xb, S.rows);
+  const std::int64_t blocks = (std::int64_t(S.rows) + xb - 1) / xb;
+  const std::int64_t cap_rows = std::min<std::int64_t>(per, blocks) * xb;  // the scheduled blocks' rows, padding included
   const std::size_t need_A = std::size_t(cap_rows) * f * f, need_b = std::size_t(cap_rows) * f;
   try {
     if (ws.A.extent(0) < need_A)
@@ -449,9 +525,8 @@ void half_step_batches(const ExecutionSpace& exec, const HalfStepStructure<T, Me
   int failed = 0;
   for (std::int64_t k = 0; k < batches; ++k) {
     const std::int64_t g0 = std::min(blocks, k * per), g1 = std::min(blocks, g0 + per);
-    const ordinal_t r0 = ordinal_t(g0 * xb), r1 = ordinal_t(std::min<std::int64_t>(g1 * xb, S.rows));
     build(ordinal_t(g0), ordinal_t(g1), A, b);
-    failed += solve_normal_equations(exec, S, X, f, r0, r1, A, b);
+    failed += solve_normal_equations(exec, S, X, f, ordinal_t(g0), ordinal_t(g1), A, b);
   }
   if (failed > 0)
     throw RuntimeFailure("ALS: Cholesky failed for " + std::to_string(failed) +
