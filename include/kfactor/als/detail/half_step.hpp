@@ -64,6 +64,9 @@ struct Tuning {
   /// far behind the rest (Netflix's most rated items: 10^5 ratings).
   static constexpr int split_from = 1024;
   static constexpr int max_groups = 16;
+  /// Registers capped for max_team threads per multiprocessor (128 each):
+  /// the split code would otherwise take 168 and cost a team per SM.
+  using Bounds = Kokkos::LaunchBounds<max_team, 1>;
 };
 template <class ExecutionSpace>
 struct Tuning<ExecutionSpace, true> {
@@ -76,6 +79,7 @@ struct Tuning<ExecutionSpace, true> {
   static constexpr std::size_t scratch_budget = 1024 * 1024;
   static constexpr int split_from = 1 << 30;  // one thread per team: nothing to split among
   static constexpr int max_groups = 1;
+  using Bounds = Kokkos::LaunchBounds<>;
 };
 
 /// The traversal structure of one half-step (users: R; items: R^T).
@@ -195,7 +199,7 @@ void build_normal_equations(const ExecutionSpace& exec, const HalfStepStructure<
   using Tn = Tuning<ExecutionSpace>;
   constexpr int B = Tn::block;
   constexpr int MT = Tn::tiles_per_thread;
-  using Policy = Kokkos::TeamPolicy<ExecutionSpace>;
+  using Policy = Kokkos::TeamPolicy<ExecutionSpace, typename Tn::Bounds>;
   using Team = typename Policy::member_type;
   using Scratch = typename ExecutionSpace::scratch_memory_space;
   using ST = Kokkos::View<T*, Scratch, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
