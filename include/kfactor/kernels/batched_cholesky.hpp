@@ -96,35 +96,59 @@ KOKKOS_INLINE_FUNCTION int cholesky_factor(const Team& team, T* A, const Layout&
   return 0;
 }
 
+/// (i, j) of packed index e (row i holds entries i (i + 1) / 2 ...).
+KOKKOS_INLINE_FUNCTION void packed_index(std::size_t e, int& i, int& j) {
+  i = int((Kokkos::sqrt(8.0 * double(e) + 1.0) - 1.0) * 0.5);
+  while (packed_size(i + 1) <= e) ++i;
+  while (packed_size(i) > e) --i;
+  j = int(e - packed_size(i));
+}
+
 /// Copies the lower triangle of an n x n matrix, read through at(i, j), into
-/// packed storage P, row by row (no index division per entry).
+/// packed storage P. Each thread reads eight entries before it stores any:
+/// the reads come from global memory, and one at a time each would cost a
+/// full memory latency.
 template <class Team, class T, class At>
 KOKKOS_INLINE_FUNCTION void team_stage_lower_packed(const Team& team, int n, T* P, const At& at) {
-  for (int i = 0; i < n; ++i) {
-    T* row = P + packed_size(i);
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, i + 1), [&](int j) { row[j] = at(i, j); });
+  constexpr int U = 8;
+  const std::size_t total = packed_size(n), ts = std::size_t(team.team_size());
+  for (std::size_t e0 = std::size_t(team.team_rank()); e0 < total; e0 += U * ts) {
+    T v[U];
+    for (int u = 0; u < U; ++u) {
+      const std::size_t e = e0 + u * ts;
+      int i = 0, j = 0;
+      if (e < total) packed_index(e, i, j);
+      v[u] = e < total ? T(at(i, j)) : T(0);
+    }
+    for (int u = 0; u < U; ++u)
+      if (e0 + u * ts < total) P[e0 + u * ts] = v[u];
   }
 }
 
+/// Column-oriented substitutions with one barrier per column: every thread
+/// forms z_j itself (b_j is final once column j - 1's updates are done),
+/// updates its own rows i = tid (mod ts), and the owner of row j stores z_j
+/// only after the barrier, when nobody reads b_j any more.
 template <class Team, class T, class Layout>
 KOKKOS_INLINE_FUNCTION void cholesky_solve(const Team& team, const T* L, const Layout& lay, int n, T* b) {
-  // Forward: L z = b, column-oriented.
+  const int ts = team.team_size(), tid = team.team_rank();
+  // Forward: L z = b.
   for (int j = 0; j < n; ++j) {
     const T zj = b[j] / L[lay.row(j) + j];
+    for (int i = j + 1 + ((tid - j - 1) % ts + ts) % ts; i < n; i += ts) b[i] -= L[lay.row(i) + j] * zj;
     team.team_barrier();
-    Kokkos::single(Kokkos::PerTeam(team), [&]() { b[j] = zj; });
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, j + 1, n), [&](int i) { b[i] -= L[lay.row(i) + j] * zj; });
-    team.team_barrier();
+    if (j % ts == tid) b[j] = zj;
   }
+  team.team_barrier();
   // Backward: L^T x = z, row j of L^T is column j of L.
   for (int j = n - 1; j >= 0; --j) {
     const T* lj = L + lay.row(j);
     const T xj = b[j] / lj[j];
+    for (int i = tid; i < j; i += ts) b[i] -= lj[i] * xj;
     team.team_barrier();
-    Kokkos::single(Kokkos::PerTeam(team), [&]() { b[j] = xj; });
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, 0, j), [&](int i) { b[i] -= lj[i] * xj; });
-    team.team_barrier();
+    if (j % ts == tid) b[j] = xj;
   }
+  team.team_barrier();
 }
 }  // namespace detail
 
