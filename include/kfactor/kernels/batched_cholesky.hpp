@@ -111,17 +111,18 @@ KOKKOS_INLINE_FUNCTION void packed_index(std::size_t e, int& i, int& j) {
 template <class Team, class T, class At>
 KOKKOS_INLINE_FUNCTION void team_stage_lower_packed(const Team& team, int n, T* P, const At& at) {
   constexpr int U = 8;
-  const std::size_t total = packed_size(n), ts = std::size_t(team.team_size());
-  for (std::size_t e0 = std::size_t(team.team_rank()); e0 < total; e0 += U * ts) {
+  const std::size_t total = packed_size(n);
+  const int ts = team.team_size();
+  int i = 0, j = 0;  // (i, j) of this thread's next entry, advanced by ts entries at a time
+  packed_index(std::size_t(team.team_rank()), i, j);
+  for (std::size_t e0 = std::size_t(team.team_rank()); e0 < total; e0 += std::size_t(U) * ts) {
     T v[U];
     for (int u = 0; u < U; ++u) {
-      const std::size_t e = e0 + u * ts;
-      int i = 0, j = 0;
-      if (e < total) packed_index(e, i, j);
-      v[u] = e < total ? T(at(i, j)) : T(0);
+      v[u] = e0 + std::size_t(u) * ts < total ? T(at(i, j)) : T(0);
+      for (j += ts; j > i;) j -= ++i;  // next entry: ts further along the packed rows
     }
     for (int u = 0; u < U; ++u)
-      if (e0 + u * ts < total) P[e0 + u * ts] = v[u];
+      if (e0 + std::size_t(u) * ts < total) P[e0 + std::size_t(u) * ts] = v[u];
   }
 }
 

@@ -199,7 +199,9 @@ void build_normal_equations(const ExecutionSpace& exec, const HalfStepStructure<
   using Tn = Tuning<ExecutionSpace>;
   constexpr int B = Tn::block;
   constexpr int MT = Tn::tiles_per_thread;
-  using Policy = Kokkos::TeamPolicy<ExecutionSpace, typename Tn::Bounds>;
+  // Dynamic: on hosts, a static split of the scheduled (longest first)
+  // row blocks would hand the first thread all the long rows.
+  using Policy = Kokkos::TeamPolicy<ExecutionSpace, typename Tn::Bounds, Kokkos::Schedule<Kokkos::Dynamic>>;
   using Team = typename Policy::member_type;
   using Scratch = typename ExecutionSpace::scratch_memory_space;
   using ST = Kokkos::View<T*, Scratch, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
