@@ -215,10 +215,10 @@ Kokkos::View<ordinal_t*, MemorySpace> launch_schedule(const ExecutionSpace& exec
   std::vector<ordinal_t> order(blocks);
   std::iota(order.begin(), order.end(), ordinal_t(0));
   std::stable_sort(order.begin(), order.end(), [&](ordinal_t a, ordinal_t b) { return load[a] > load[b]; });
-  Kokkos::View<ordinal_t*, MemorySpace> out(Kokkos::view_alloc(exec, Kokkos::WithoutInitializing, "kfactor::als::schedule"),
-                                            blocks);
-  Kokkos::deep_copy(exec, out, Kokkos::View<const ordinal_t*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(
-                                   order.data(), blocks));
+  Kokkos::View<ordinal_t*, MemorySpace> out(
+      Kokkos::view_alloc(exec, Kokkos::WithoutInitializing, "kfactor::als::schedule"), blocks);
+  using Unmanaged = Kokkos::MemoryTraits<Kokkos::Unmanaged>;
+  Kokkos::deep_copy(exec, out, Kokkos::View<const ordinal_t*, Kokkos::HostSpace, Unmanaged>(order.data(), blocks));
   exec.fence();
   return out;
 }

@@ -179,8 +179,9 @@ KOKKOS_INLINE_FUNCTION void load_piece(const Y* y, int j0, int valid, T (&out)[B
 }
 
 /// Row block of launch position p: S.schedule(p), or p without a schedule.
-template <class T, class MemorySpace>
-KOKKOS_INLINE_FUNCTION ordinal_t scheduled_block(const Kokkos::View<ordinal_t*, MemorySpace>& schedule, std::int64_t p) {
+template <class MemorySpace>
+KOKKOS_INLINE_FUNCTION ordinal_t scheduled_block(const Kokkos::View<ordinal_t*, MemorySpace>& schedule,
+                                                 std::int64_t p) {
   return schedule.extent(0) > 0 ? schedule(p) : ordinal_t(p);
 }
 
@@ -242,163 +243,164 @@ void build_normal_equations(const ExecutionSpace& exec, const HalfStepStructure<
   // Launch over positions [p0, p1) of the schedule, in groups of `ng`;
   // returns 0, or the number of groups that fit when ng do not (registers).
   auto launch = [&](ordinal_t p0, ordinal_t p1, int ng) -> int {
-  if (p1 <= p0) return 0;
-  auto kernel = KOKKOS_LAMBDA(const Team& tm) {
-    const std::int64_t pos = std::int64_t(p0) + tm.league_rank();
-    const ordinal_t g = scheduled_block<T>(schedule, pos);
-    const std::size_t lb0 = std::size_t(pos - g0) * xb;  // batch-local index of the block's first row
-    const int T_ = tm.team_size() / ng;  // threads per group
-    const int grp = tm.team_rank() / T_, tid = tm.team_rank() % T_;
-    ST sPart(tm.team_scratch(level), std::size_t(ng - 1) * T_ * MT * B * B);
-    ST sY(tm.team_scratch(level), std::size_t(C) * fp);
-    ST sV(tm.team_scratch(level), nent);
-    SI sS(tm.team_scratch(level), Tiled ? nent + xb + 1 : 0);
-    const int npass = (total + T_ * MT - 1) / (T_ * MT);
-    for (int pass = 0; pass < npass; ++pass) {
-      T acc[MT][B][B];
-      int q_of[MT], bi_of[MT], bj_of[MT];
-      for (int s = 0; s < MT; ++s) {
-        const int q = tid + T_ * (pass * MT + s);
-        q_of[s] = q;
-        tile_blocks(q % PP, P, bi_of[s], bj_of[s]);
-        for (int r = 0; r < B; ++r)
-          for (int c = 0; c < B; ++c) acc[s][r][c] = T(0);
-        const ordinal_t row = ordinal_t(g * xb + q / PP);
-        if (grp == 0 && continue_sums && q < total && row < rows) {  // continue an earlier column block's sums
-          const std::size_t lb = lb0 + q / PP;
-          for (int r = 0; r < B; ++r) {
-            const int i = bi_of[s] * B + r;
-            if (i >= f) continue;
-            if (bj_of[s] < 0) {
-              acc[s][r][0] = b(lb, i);
-            } else {
-              for (int c = 0; c < B; ++c) {
-                const int j = bj_of[s] * B + c;
-                if (j <= i) acc[s][r][c] = A(lb, i, j);
+    if (p1 <= p0) return 0;
+    auto kernel = KOKKOS_LAMBDA(const Team& tm) {
+      const std::int64_t pos = std::int64_t(p0) + tm.league_rank();
+      const ordinal_t g = scheduled_block(schedule, pos);
+      const std::size_t lb0 = std::size_t(pos - g0) * xb;  // batch-local index of the block's first row
+      const int T_ = tm.team_size() / ng;  // threads per group
+      const int grp = tm.team_rank() / T_, tid = tm.team_rank() % T_;
+      ST sPart(tm.team_scratch(level), std::size_t(ng - 1) * T_ * MT * B * B);
+      ST sY(tm.team_scratch(level), std::size_t(C) * fp);
+      ST sV(tm.team_scratch(level), nent);
+      SI sS(tm.team_scratch(level), Tiled ? nent + xb + 1 : 0);
+      const int npass = (total + T_ * MT - 1) / (T_ * MT);
+      for (int pass = 0; pass < npass; ++pass) {
+        T acc[MT][B][B];
+        int q_of[MT], bi_of[MT], bj_of[MT];
+        for (int s = 0; s < MT; ++s) {
+          const int q = tid + T_ * (pass * MT + s);
+          q_of[s] = q;
+          tile_blocks(q % PP, P, bi_of[s], bj_of[s]);
+          for (int r = 0; r < B; ++r)
+            for (int c = 0; c < B; ++c) acc[s][r][c] = T(0);
+          const ordinal_t row = ordinal_t(g * xb + q / PP);
+          if (grp == 0 && continue_sums && q < total && row < rows) {  // continue an earlier column block's sums
+            const std::size_t lb = lb0 + q / PP;
+            for (int r = 0; r < B; ++r) {
+              const int i = bi_of[s] * B + r;
+              if (i >= f) continue;
+              if (bj_of[s] < 0) {
+                acc[s][r][0] = b(lb, i);
+              } else {
+                for (int c = 0; c < B; ++c) {
+                  const int j = bj_of[s] * B + c;
+                  if (j <= i) acc[s][r][c] = A(lb, i, j);
+                }
               }
             }
           }
         }
-      }
-      // Adds nonzeros k0 (and k1 when `two`) of a row, in that order, to tile
-      // s: their Y rows y0, y1 (`valid` entries long) and ratings v0, v1. Both
-      // nonzeros' loads are issued before the multiply-adds (twice the loads
-      // in flight); each entry is still one sequential sum in nonzero order,
-      // of explicit multiply-adds (madd: the same bits on both paths).
-      auto add = [&](int s, bool two, const auto* y0, T v0, const auto* y1, T v1, int valid) {
-        T a0[B], a1[B];
-        load_piece<B>(y0, bi_of[s] * B, valid, a0);
-        if (two) load_piece<B>(y1, bi_of[s] * B, valid, a1);
-        if (bj_of[s] >= 0) {
-          T c0[B], c1[B];
-          load_piece<B>(y0, bj_of[s] * B, valid, c0);
-          if (two) load_piece<B>(y1, bj_of[s] * B, valid, c1);
-          for (int r = 0; r < B; ++r)
-            for (int cc = 0; cc < B; ++cc) acc[s][r][cc] = madd(a0[r], c0[cc], acc[s][r][cc]);
-          if (two)
+        // Adds nonzeros k0 (and k1 when `two`) of a row, in that order, to tile
+        // s: their Y rows y0, y1 (`valid` entries long) and ratings v0, v1. Both
+        // nonzeros' loads are issued before the multiply-adds (twice the loads
+        // in flight); each entry is still one sequential sum in nonzero order,
+        // of explicit multiply-adds (madd: the same bits on both paths).
+        auto add = [&](int s, bool two, const auto* y0, T v0, const auto* y1, T v1, int valid) {
+          T a0[B], a1[B];
+          load_piece<B>(y0, bi_of[s] * B, valid, a0);
+          if (two) load_piece<B>(y1, bi_of[s] * B, valid, a1);
+          if (bj_of[s] >= 0) {
+            T c0[B], c1[B];
+            load_piece<B>(y0, bj_of[s] * B, valid, c0);
+            if (two) load_piece<B>(y1, bj_of[s] * B, valid, c1);
             for (int r = 0; r < B; ++r)
-              for (int cc = 0; cc < B; ++cc) acc[s][r][cc] = madd(a1[r], c1[cc], acc[s][r][cc]);
-        } else {
-          for (int r = 0; r < B; ++r) acc[s][r][0] = madd(a0[r], v0, acc[s][r][0]);
-          if (two)
-            for (int r = 0; r < B; ++r) acc[s][r][0] = madd(a1[r], v1, acc[s][r][0]);
-        }
-      };
-      if (Tiled) {  // plain if: nvcc refuses first captures inside if constexpr
-        for (ordinal_t tc = 0; tc < ntc; ++tc) {
-          const std::int64_t t = std::int64_t(g) * ntc + tc;
-          const offset_t tp0 = tile_ptr(t);
-          const int D = int(tile_ptr(t + 1) - tp0);
-          if (D == 0) continue;  // vacant tile: nothing loaded, nothing computed
-          const offset_t e0 = seg_ptr(t * xb);
-          const int E = int(seg_ptr(t * xb + xb) - e0);
-          int* seg = sS.data() + nent;
-          // The tile's distinct Y rows, zero-padded to fp entries.
-          Kokkos::parallel_for(Kokkos::TeamThreadRange(tm, D * fp), [&](int idx) {
-            const int s = idx / fp, j = idx - s * fp;
-            sY(idx) = j < f ? T(Y(tile_colidx(tp0 + s), j)) : T(0);
-          });
-          Kokkos::parallel_for(Kokkos::TeamThreadRange(tm, E), [&](int k) {
-            sV(k) = value(e0 + k);
-            sS(k) = seg_colidx(e0 + k);
-          });
-          Kokkos::parallel_for(Kokkos::TeamThreadRange(tm, xb + 1),
-                               [&](int i) { seg[i] = int(seg_ptr(t * xb + i) - e0); });
-          tm.team_barrier();
-          for (int s = 0; s < MT; ++s) {
-            if (q_of[s] >= total) continue;
-            const int rho = q_of[s] / PP;
-            // Pairs of nonzeros as on the CSR path (the same order of sums).
-            for (int k = seg[rho]; k < seg[rho + 1]; k += 2) {  // vacant segment: empty range
-              const bool two = k + 1 < seg[rho + 1];
-              add(s, two, sY.data() + std::size_t(sS(k)) * fp, sV(k),
-                  sY.data() + std::size_t(sS(two ? k + 1 : k)) * fp, two ? sV(k + 1) : T(0), fp);
-            }
+              for (int cc = 0; cc < B; ++cc) acc[s][r][cc] = madd(a0[r], c0[cc], acc[s][r][cc]);
+            if (two)
+              for (int r = 0; r < B; ++r)
+                for (int cc = 0; cc < B; ++cc) acc[s][r][cc] = madd(a1[r], c1[cc], acc[s][r][cc]);
+          } else {
+            for (int r = 0; r < B; ++r) acc[s][r][0] = madd(a0[r], v0, acc[s][r][0]);
+            if (two)
+              for (int r = 0; r < B; ++r) acc[s][r][0] = madd(a1[r], v1, acc[s][r][0]);
           }
-          tm.team_barrier();
+        };
+        if (Tiled) {  // plain if: nvcc refuses first captures inside if constexpr
+          for (ordinal_t tc = 0; tc < ntc; ++tc) {
+            const std::int64_t t = std::int64_t(g) * ntc + tc;
+            const offset_t tp0 = tile_ptr(t);
+            const int D = int(tile_ptr(t + 1) - tp0);
+            if (D == 0) continue;  // vacant tile: nothing loaded, nothing computed
+            const offset_t e0 = seg_ptr(t * xb);
+            const int E = int(seg_ptr(t * xb + xb) - e0);
+            int* seg = sS.data() + nent;
+            // The tile's distinct Y rows, zero-padded to fp entries.
+            Kokkos::parallel_for(Kokkos::TeamThreadRange(tm, D * fp), [&](int idx) {
+              const int s = idx / fp, j = idx - s * fp;
+              sY(idx) = j < f ? T(Y(tile_colidx(tp0 + s), j)) : T(0);
+            });
+            Kokkos::parallel_for(Kokkos::TeamThreadRange(tm, E), [&](int k) {
+              sV(k) = value(e0 + k);
+              sS(k) = seg_colidx(e0 + k);
+            });
+            Kokkos::parallel_for(Kokkos::TeamThreadRange(tm, xb + 1),
+                                 [&](int i) { seg[i] = int(seg_ptr(t * xb + i) - e0); });
+            tm.team_barrier();
+            for (int s = 0; s < MT; ++s) {
+              if (q_of[s] >= total) continue;
+              const int rho = q_of[s] / PP;
+              // Pairs of nonzeros as on the CSR path (the same order of sums).
+              for (int k = seg[rho]; k < seg[rho + 1]; k += 2) {  // vacant segment: empty range
+                const bool two = k + 1 < seg[rho + 1];
+                add(s, two, sY.data() + std::size_t(sS(k)) * fp, sV(k),
+                    sY.data() + std::size_t(sS(two ? k + 1 : k)) * fp, two ? sV(k + 1) : T(0), fp);
+              }
+            }
+            tm.team_barrier();
+          }
+        } else {
+          const offset_t r_begin = tile_ptr(g), len = tile_ptr(g + 1) - r_begin;
+          const offset_t e_begin = r_begin + len * grp / ng, e_end = r_begin + len * (grp + 1) / ng;
+          for (offset_t e = e_begin; e < e_end; e += 2) {
+            const bool two = e + 1 < e_end;
+            const auto* y0 = &Y(tile_colidx(e), 0);
+            const auto* y1 = &Y(tile_colidx(two ? e + 1 : e), 0);
+            const T v0 = value(e), v1 = two ? value(e + 1) : T(0);
+            for (int s = 0; s < MT; ++s)
+              if (q_of[s] < total) add(s, two, y0, v0, y1, v1, f);
+          }
         }
-      } else {
-        const offset_t r_begin = tile_ptr(g), len = tile_ptr(g + 1) - r_begin;
-        const offset_t e_begin = r_begin + len * grp / ng, e_end = r_begin + len * (grp + 1) / ng;
-        for (offset_t e = e_begin; e < e_end; e += 2) {
-          const bool two = e + 1 < e_end;
-          const auto* y0 = &Y(tile_colidx(e), 0);
-          const auto* y1 = &Y(tile_colidx(two ? e + 1 : e), 0);
-          const T v0 = value(e), v1 = two ? value(e + 1) : T(0);
-          for (int s = 0; s < MT; ++s)
-            if (q_of[s] < total) add(s, two, y0, v0, y1, v1, f);
-        }
-      }
-      if (ng > 1) {  // groups 1.. hand their sums to group 0, which adds them in group order
-        T* part_acc = sPart.data() + std::size_t(tid) * MT * B * B;
-        const std::size_t group_stride = std::size_t(T_) * MT * B * B;
-        if (grp > 0)
-          for (int s = 0; s < MT; ++s)
-            for (int r = 0; r < B; ++r)
-              for (int c = 0; c < B; ++c) part_acc[(grp - 1) * group_stride + (s * B + r) * B + c] = acc[s][r][c];
-        tm.team_barrier();
-        if (grp == 0)
-          for (int h = 1; h < ng; ++h)
+        if (ng > 1) {  // groups 1.. hand their sums to group 0, which adds them in group order
+          T* part_acc = sPart.data() + std::size_t(tid) * MT * B * B;
+          const std::size_t group_stride = std::size_t(T_) * MT * B * B;
+          if (grp > 0)
             for (int s = 0; s < MT; ++s)
               for (int r = 0; r < B; ++r)
-                for (int c = 0; c < B; ++c) acc[s][r][c] += part_acc[(h - 1) * group_stride + (s * B + r) * B + c];
-        tm.team_barrier();
-      }
-      // Store the tiles (lower triangle; lambda_u on the diagonal).
-      for (int s = 0; s < MT; ++s) {
-        if (grp > 0) break;
-        const int q = q_of[s];
-        if (q >= total) continue;
-        const ordinal_t r = ordinal_t(g * xb + q / PP);
-        const int bi = bi_of[s], bj = bj_of[s];
-        if (r >= rows) continue;
-        const std::size_t lb = lb0 + q / PP;
-        if (bj >= 0) {
-          const T lam = !add_lambda ? T(0) : weight_nnz ? lambda * T(row_count(r)) : lambda;
-          for (int rr = 0; rr < B; ++rr)
-            for (int cc = 0; cc < B; ++cc) {
-              const int i = bi * B + rr, j = bj * B + cc;
-              if (i < f && j < f && j <= i) A(lb, i, j) = acc[s][rr][cc] + (i == j ? lam : T(0));
+                for (int c = 0; c < B; ++c) part_acc[(grp - 1) * group_stride + (s * B + r) * B + c] = acc[s][r][c];
+          tm.team_barrier();
+          if (grp == 0)
+            for (int h = 1; h < ng; ++h)
+              for (int s = 0; s < MT; ++s)
+                for (int r = 0; r < B; ++r)
+                  for (int c = 0; c < B; ++c) acc[s][r][c] += part_acc[(h - 1) * group_stride + (s * B + r) * B + c];
+          tm.team_barrier();
+        }
+        // Store the tiles (lower triangle; lambda_u on the diagonal).
+        for (int s = 0; s < MT; ++s) {
+          if (grp > 0) break;
+          const int q = q_of[s];
+          if (q >= total) continue;
+          const ordinal_t r = ordinal_t(g * xb + q / PP);
+          const int bi = bi_of[s], bj = bj_of[s];
+          if (r >= rows) continue;
+          const std::size_t lb = lb0 + q / PP;
+          if (bj >= 0) {
+            const T lam = !add_lambda ? T(0) : weight_nnz ? lambda * T(row_count(r)) : lambda;
+            for (int rr = 0; rr < B; ++rr)
+              for (int cc = 0; cc < B; ++cc) {
+                const int i = bi * B + rr, j = bj * B + cc;
+                if (i < f && j < f && j <= i) A(lb, i, j) = acc[s][rr][cc] + (i == j ? lam : T(0));
+              }
+          } else {
+            for (int rr = 0; rr < B; ++rr) {
+              const int i = bi * B + rr;
+              if (i < f) b(lb, i) = acc[s][rr][0];
             }
-        } else {
-          for (int rr = 0; rr < B; ++rr) {
-            const int i = bi * B + rr;
-            if (i < f) b(lb, i) = acc[s][rr][0];
           }
         }
       }
+    };
+    Policy policy(exec, p1 - p0, team * ng);
+    const int tmax = policy.team_size_max(kernel, Kokkos::ParallelForTag());
+    if (team * ng > tmax) {
+      if (ng > 1) return std::max(1, tmax / team);
+      policy = Policy(exec, p1 - p0, std::max(1, tmax / Tn::warp * Tn::warp));
     }
-  };
-  Policy policy(exec, p1 - p0, team * ng);
-  const int tmax = policy.team_size_max(kernel, Kokkos::ParallelForTag());
-  if (team * ng > tmax) {
-    if (ng > 1) return std::max(1, tmax / team);
-    policy = Policy(exec, p1 - p0, std::max(1, tmax / Tn::warp * Tn::warp));
-  }
-  const std::size_t need = bytes + (ng > 1 ? split_bytes : 0);
-  if (need > 0) policy.set_scratch_size(level, Kokkos::PerTeam(need));
-  Kokkos::parallel_for(ng > 1 ? "kfactor::als::normal_equations_split" : "kfactor::als::normal_equations", policy, kernel);
-  return 0;
+    const std::size_t need = bytes + (ng > 1 ? split_bytes : 0);
+    if (need > 0) policy.set_scratch_size(level, Kokkos::PerTeam(need));
+    const char* label = ng > 1 ? "kfactor::als::normal_equations_split" : "kfactor::als::normal_equations";
+    Kokkos::parallel_for(label, policy, kernel);
+    return 0;
   };
   for (int ng = groups; ng > 0;) ng = launch(g0, split_end, ng);
   launch(split_end, g1, 1);
@@ -436,7 +438,8 @@ int solve_normal_equations(const ExecutionSpace& exec, const HalfStepStructure<T
       "kfactor::als::cholesky", policy,
       KOKKOS_LAMBDA(const Team& tm, int& nfail) {
         const std::size_t lb = std::size_t(tm.league_rank());
-        const ordinal_t r = scheduled_block<T>(schedule, std::int64_t(g0) + std::int64_t(lb) / xb) * xb + ordinal_t(lb % xb);
+        const ordinal_t block = scheduled_block(schedule, std::int64_t(g0) + std::int64_t(lb) / xb);
+        const ordinal_t r = block * xb + ordinal_t(lb % xb);
         if (r >= rows) return;
         const ordinal_t orow = row_orig(r);
         if (row_count(r) == 0) {
