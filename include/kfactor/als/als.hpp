@@ -52,6 +52,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <memory>
 #include <numeric>
@@ -205,9 +206,14 @@ std::string fmt(T v) {
 
 /// Launch order of the row blocks of xb rows: most ratings first (stable),
 /// so the longest rows start at once instead of trailing behind the rest.
+template <class MemorySpace>
+struct LaunchSchedule {
+  Kokkos::View<ordinal_t*, MemorySpace> order;
+  ordinal_t long_blocks = 0;  ///< leading blocks with at least `long_from` ratings
+};
 template <class ExecutionSpace, class MemorySpace>
-Kokkos::View<ordinal_t*, MemorySpace> launch_schedule(const ExecutionSpace& exec,
-                                                      const Kokkos::View<int*, MemorySpace>& row_count, int xb) {
+LaunchSchedule<MemorySpace> launch_schedule(const ExecutionSpace& exec, const Kokkos::View<int*, MemorySpace>& row_count,
+                                            int xb, std::int64_t long_from) {
   const std::int64_t rows = std::int64_t(row_count.extent(0)), blocks = (rows + xb - 1) / xb;
   const auto count = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, row_count);
   std::vector<std::int64_t> load(blocks, 0);
@@ -215,10 +221,12 @@ Kokkos::View<ordinal_t*, MemorySpace> launch_schedule(const ExecutionSpace& exec
   std::vector<ordinal_t> order(blocks);
   std::iota(order.begin(), order.end(), ordinal_t(0));
   std::stable_sort(order.begin(), order.end(), [&](ordinal_t a, ordinal_t b) { return load[a] > load[b]; });
-  Kokkos::View<ordinal_t*, MemorySpace> out(
+  LaunchSchedule<MemorySpace> out;
+  out.order = Kokkos::View<ordinal_t*, MemorySpace>(
       Kokkos::view_alloc(exec, Kokkos::WithoutInitializing, "kfactor::als::schedule"), blocks);
   using Unmanaged = Kokkos::MemoryTraits<Kokkos::Unmanaged>;
-  Kokkos::deep_copy(exec, out, Kokkos::View<const ordinal_t*, Kokkos::HostSpace, Unmanaged>(order.data(), blocks));
+  Kokkos::deep_copy(exec, out.order, Kokkos::View<const ordinal_t*, Kokkos::HostSpace, Unmanaged>(order.data(), blocks));
+  while (out.long_blocks < blocks && load[order[out.long_blocks]] >= long_from) ++out.long_blocks;
   exec.fence();
   return out;
 }
@@ -286,12 +294,12 @@ HalfStepStructure<T, MemorySpace> make_structure(const ExecutionSpace& exec, con
                            KOKKOS_LAMBDA(offset_t e) { out(e) = cmap(ent(e)); });
     }
   }
-  S.schedule = launch_schedule(exec, S.row_count, tiled ? xb : 1);
-  if (!tiled) {  // the scheduled rows long enough to split (they come first)
-    const auto count = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, S.row_count);
-    for (ordinal_t r = 0; r < S.rows; ++r)
-      S.long_blocks += count(r) >= Tuning<ExecutionSpace>::split_from ? 1 : 0;
-  }
+  // CSR rows long enough to split come first; tiles are never split.
+  const auto schedule = launch_schedule(exec, S.row_count, tiled ? xb : 1,
+                                        tiled ? std::numeric_limits<std::int64_t>::max()
+                                              : std::int64_t(Tuning<ExecutionSpace>::split_from));
+  S.schedule = schedule.order;
+  S.long_blocks = schedule.long_blocks;
   exec.fence();
   return S;
 }

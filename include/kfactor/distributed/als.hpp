@@ -417,9 +417,10 @@ std::shared_ptr<const kfactor::als::Plan<T, Mem>> prepare(const ExecutionSpace& 
     }
     // One launch order for every column block (from the rows' whole
     // counts): the blocks' partial sums meet in the same batch slots.
-    const auto schedule = ad::launch_schedule(exec, rc, out[me].tiled ? out[me].xb : 1);
+    const auto schedule = ad::launch_schedule(exec, rc, out[me].tiled ? out[me].xb : 1,
+                                              std::numeric_limits<std::int64_t>::max());
     for (auto& S : out) {
-      S.schedule = schedule;
+      S.schedule = schedule.order;
       S.long_blocks = 0;  // the blocks' rows differ in length: no split
     }
     return out;

@@ -52,6 +52,11 @@ struct LowerPacked {
   KOKKOS_INLINE_FUNCTION std::size_t row(int i) const { return std::size_t(i) * std::size_t(i + 1) / 2; }
 };
 
+/// The first row i >= from that thread tid of ts owns (i = tid mod ts).
+KOKKOS_INLINE_FUNCTION int first_owned_row(int tid, int ts, int from) {
+  return tid + ts * (from > tid ? (from - tid + ts - 1) / ts : 0);
+}
+
 /// Column j of the left-looking factor for R rows i = tid + ts (q + u),
 /// u < R, all >= j and < n: they share every load of row j (R independent
 /// chains: the loop is latency-bound otherwise).
@@ -88,7 +93,7 @@ KOKKOS_INLINE_FUNCTION int cholesky_factor(const Team& team, T* A, const Layout&
     const T d = A[lay.row(j) + j];
     if (!(d > T(0)) || !Kokkos::isfinite(d)) return j + 1;  // the same on every thread
     const T r = Kokkos::sqrt(d);
-    for (int i = tid + ts * (j + 1 > tid ? (j + 1 - tid + ts - 1) / ts : 0); i < n; i += ts) A[lay.row(i) + j] /= r;
+    for (int i = first_owned_row(tid, ts, j + 1); i < n; i += ts) A[lay.row(i) + j] /= r;
     team.team_barrier();  // every thread has read d; column j is final below the diagonal
     if (j % ts == tid) A[lay.row(j) + j] = r;
   }
@@ -136,7 +141,7 @@ KOKKOS_INLINE_FUNCTION void cholesky_solve(const Team& team, const T* L, const L
   // Forward: L z = b.
   for (int j = 0; j < n; ++j) {
     const T zj = b[j] / L[lay.row(j) + j];
-    for (int i = j + 1 + ((tid - j - 1) % ts + ts) % ts; i < n; i += ts) b[i] -= L[lay.row(i) + j] * zj;
+    for (int i = first_owned_row(tid, ts, j + 1); i < n; i += ts) b[i] -= L[lay.row(i) + j] * zj;
     team.team_barrier();
     if (j % ts == tid) b[j] = zj;
   }

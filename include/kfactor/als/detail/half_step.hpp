@@ -228,7 +228,7 @@ void build_normal_equations(const ExecutionSpace& exec, const HalfStepStructure<
   const ordinal_t split_end = groups > 1 ? std::clamp(S.long_blocks, g0, g1) : g0;
   Policy probe(exec, 1, 1);
   const std::size_t split_bytes = ST::shmem_size(std::size_t(groups - 1) * team * MT * B * B);
-  const int level = std::max(bytes, split_bytes) <= std::size_t(probe.scratch_size_max(0)) ? 0 : 1;
+  const int level = bytes + split_bytes <= std::size_t(probe.scratch_size_max(0)) ? 0 : 1;
   auto tile_ptr = S.tile_ptr;
   auto tile_colidx = S.tile_colidx;
   auto seg_ptr = S.seg_ptr;
@@ -365,9 +365,8 @@ void build_normal_equations(const ExecutionSpace& exec, const HalfStepStructure<
                   for (int c = 0; c < B; ++c) acc[s][r][c] += part_acc[(h - 1) * group_stride + (s * B + r) * B + c];
           tm.team_barrier();
         }
-        // Store the tiles (lower triangle; lambda_u on the diagonal).
-        for (int s = 0; s < MT; ++s) {
-          if (grp > 0) break;
+        // Store the tiles (lower triangle; lambda_u on the diagonal): group 0.
+        for (int s = 0; s < (grp == 0 ? MT : 0); ++s) {
           const int q = q_of[s];
           if (q >= total) continue;
           const ordinal_t r = ordinal_t(g * xb + q / PP);

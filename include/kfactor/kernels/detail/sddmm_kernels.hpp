@@ -66,8 +66,9 @@ struct SddmmSums {
 /// bytes of Acc, one x load per G FMAs), added together at the end; the
 /// caller takes 32-byte registers below 64 bytes' worth of K, whose serial
 /// lane sums would otherwise dominate. The cross-lane form of the device
-/// path, run with one lane on a host, is a serial chain of scalar FMAs per row: 16-18 GFLOP/s on 2 cores with every
-/// operand in cache, where torch.sparse.sampled_addmm reached 43-65.
+/// path, run with one lane on a host, is a serial chain of scalar FMAs per
+/// row: 16-18 GFLOP/s on 2 cores with every operand in cache, where
+/// torch.sparse.sampled_addmm reached 43-65.
 template <class Acc, int G, int Bytes, class TI>
 KOKKOS_INLINE_FUNCTION void sddmm_host_dots(const TI* x, const TI* const (&y)[G], int K, Acc (&out)[G]) {
   constexpr int L = Bytes / static_cast<int>(sizeof(Acc));

@@ -366,8 +366,8 @@ void tile_sweep_host(const ExecutionSpace& exec, const TV& Xt, const TV& At, con
     const int r0 = int(std::int64_t(n) * team.team_rank() / team.team_size());
     const int r1 = int(std::int64_t(n) * (team.team_rank() + 1) / team.team_size());
     // Column c of the rows [rc, rc + len), after scaling column c-1 of them
-    // by `scale` when `rescale`; adds their squares to part.
-    const auto column_chunk = [&](int c, int rc, int len, bool rescale, T scale, double(&part)[lanes]) {
+    // by `scale` when `rescale`; adds their squares to part (W-style only).
+    const auto column_chunk = [&](int c, int rc, int len, bool rescale, T scale, double* part) {
       const int t = t0 + c;
       if (rescale)
         for (int i = 0; i < len; ++i) Xt(c - 1, rc + i) *= scale;
@@ -379,6 +379,7 @@ void tile_sweep_host(const ExecutionSpace& exec, const TV& Xt, const TV& At, con
       }
       for (int i = 0; i < len; ++i) s[i] = s[i] > eps ? s[i] : eps;
       for (int i = 0; i < len; ++i) Xt(c, rc + i) = s[i];
+      if (part == nullptr) return;
       int i = 0;
       for (; i + lanes <= len; i += lanes)
         for (int l = 0; l < lanes; ++l) part[l] += double(s[i + l]) * double(s[i + l]);
@@ -387,9 +388,8 @@ void tile_sweep_host(const ExecutionSpace& exec, const TV& Xt, const TV& At, con
     if (!normalize) {
       // Rows are independent: each chunk runs every column while its part of
       // the tile is in L1 (one pass over the tile instead of w).
-      double unused[lanes] = {};
       for (int rc = r0; rc < r1; rc += chunk)
-        for (int c = 0; c < w; ++c) column_chunk(c, rc, r1 - rc < chunk ? r1 - rc : chunk, false, T(1), unused);
+        for (int c = 0; c < w; ++c) column_chunk(c, rc, r1 - rc < chunk ? r1 - rc : chunk, false, T(1), nullptr);
       return;
     }
     T inv = T(1);  // 1 / ||column c-1||
