@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -119,10 +120,20 @@ TYPED_TEST(Als, NormalEquationsMatchFloat64Reference) {
         // Batch-local index of each row: blocks in launch (schedule) order.
         const auto sched = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, S.schedule);
         ASSERT_EQ(ordinal_t(sched.extent(0)), blocks);
-        std::vector<std::size_t> lb(m);
-        for (ordinal_t k = 0; k < blocks; ++k)
+        std::vector<std::size_t> lb(m, std::size_t(-1));
+        std::int64_t prev_load = std::numeric_limits<std::int64_t>::max();
+        for (ordinal_t k = 0; k < blocks; ++k) {
+          std::int64_t load = 0;
           for (int rho = 0; rho < xbe; ++rho)
-            if (sched(k) * xbe + rho < m) lb[sched(k) * xbe + rho] = std::size_t(k) * xbe + rho;
+            if (sched(k) * xbe + rho < m) {
+              const ordinal_t u = sched(k) * xbe + rho;
+              ASSERT_EQ(lb[u], std::size_t(-1)) << "row " << u << " scheduled twice";
+              lb[u] = std::size_t(k) * xbe + rho;
+              load += Rh.row_map(u + 1) - Rh.row_map(u);
+            }
+          EXPECT_LE(load, prev_load) << "launch position " << k << ": not longest first";
+          prev_load = load;
+        }
         Kokkos::View<T***, Kokkos::LayoutRight, Mem> A("A", blocks * xbe, f, f);
         Kokkos::View<T**, Kokkos::LayoutRight, Mem> b("b", blocks * xbe, f);
         if (tiled)
@@ -451,6 +462,26 @@ TEST(AlsOptions, Validate) {
   EXPECT_THROW(o.validate(), UsageError);
   EXPECT_THROW(als::parse_weighting("both"), UsageError);
   EXPECT_EQ(als::parse_weighting("plain"), als::LambdaWeighting::plain);
+}
+
+// launch_schedule: blocks of xb rows by descending rating count (ties in
+// block order), and the number of leading blocks with at least long_from.
+TEST(AlsSchedule, LongestBlocksFirstAndLongCount) {
+  const Kokkos::DefaultHostExecutionSpace exec;
+  Kokkos::View<int*, Kokkos::HostSpace> count("count", 7);
+  const int c[7] = {1, 5, 0, 5, 9, 2, 3};
+  for (int r = 0; r < 7; ++r) count(r) = c[r];
+  const auto one = als::detail::launch_schedule(exec, count, 1, 5);
+  const std::vector<ordinal_t> want1{4, 1, 3, 6, 5, 0, 2};
+  ASSERT_EQ(one.order.extent(0), want1.size());
+  for (std::size_t k = 0; k < want1.size(); ++k) EXPECT_EQ(one.order(k), want1[k]) << "position " << k;
+  EXPECT_EQ(one.long_blocks, 3);
+  // Blocks of two rows: loads 6, 5, 11, 3 (the last block is one row).
+  const auto two = als::detail::launch_schedule(exec, count, 2, 100);
+  const std::vector<ordinal_t> want2{2, 0, 1, 3};
+  ASSERT_EQ(two.order.extent(0), want2.size());
+  for (std::size_t k = 0; k < want2.size(); ++k) EXPECT_EQ(two.order(k), want2[k]) << "position " << k;
+  EXPECT_EQ(two.long_blocks, 0);
 }
 
 TEST(AlsInput, RejectsDuplicateRatings) {
