@@ -297,15 +297,16 @@ TYPED_TEST(Als, BatchSizeAndTileChangeNothingBitwise) {
   }
 }
 
-// Rows with more ratings than Tuning::split_from are summed by several
-// groups of one team on devices (a contiguous part each, added in group
-// order): the half-step still solves its normal equations, matches the
-// tiled path (never split) to rounding, and is the same bits for any batch.
-TYPED_TEST(Als, LongRowsSplitAmongGroupsStillSolveExactly) {
+// Rows with at least Tuning::split_from ratings are cut into segments on
+// devices, each summed by its own team, the segments' sums added in order:
+// the half-step still solves its normal equations, matches the tiled path
+// (never split) to rounding, and is the same bits for any batch, including
+// batches that end inside the long rows.
+TYPED_TEST(Als, LongRowsCutIntoSegmentsStillSolveExactly) {
   using Space = typename TypeParam::space;
   using T = typename TypeParam::scalar;
   const Space exec;
-  const int m = 9, n = 2600;
+  const int m = 9, n = 5000;
   const auto sparse = planted<T>(m, n, 3, 0.05, 0.3, 41);
   CooMatrix<T> coo;
   coo.num_rows = m;
@@ -316,15 +317,15 @@ TYPED_TEST(Als, LongRowsSplitAmongGroupsStillSolveExactly) {
       coo.cols.push_back(sparse.cols[e]);
       coo.values.push_back(sparse.values[e]);
     }
-  for (int u = 0; u < 3; ++u)  // three long rows (2600, 2000, 1400 ratings): above split_from = 1024
-    for (int j = 0; j < n - 600 * u; ++j) {
+  for (int u = 0; u < 3; ++u)  // three long rows (5000, 3500, 2000 ratings): 3, 2 and 1 segments of <= 2048
+    for (int j = 0; j < n - 1500 * u; ++j) {
       coo.rows.push_back(u);
       coo.cols.push_back(j);
       coo.values.push_back(T(1 + (u * 7 + j * 13) % 5));
     }
   auto problem = als::make_problem(exec, coo, 0.0, 1);
   std::vector<std::vector<T>> xs;
-  for (auto [tiled, batch] : std::vector<std::pair<bool, int>>{{false, 0}, {false, 2}, {true, 0}}) {
+  for (auto [tiled, batch] : std::vector<std::pair<bool, int>>{{false, 0}, {false, 2}, {false, 1}, {true, 0}}) {
     als::Options o;
     o.rank = 37;
     o.lambda = 0.1;
@@ -356,10 +357,11 @@ TYPED_TEST(Als, LongRowsSplitAmongGroupsStillSolveExactly) {
     xs.push_back(flat(s.X));
   }
   EXPECT_EQ(xs[0], xs[1]);  // batch size: same bits
+  EXPECT_EQ(xs[0], xs[2]);
   double num = 0, den = 0;
   for (std::size_t i = 0; i < xs[0].size(); ++i) {
-    num += (double(xs[0][i]) - double(xs[2][i])) * (double(xs[0][i]) - double(xs[2][i]));
-    den += double(xs[2][i]) * double(xs[2][i]);
+    num += (double(xs[0][i]) - double(xs[3][i])) * (double(xs[0][i]) - double(xs[3][i]));
+    den += double(xs[3][i]) * double(xs[3][i]);
   }
   EXPECT_LT(std::sqrt(num / den), sizeof(T) == 4 ? 1e-3 : 1e-10);
 }
@@ -476,12 +478,15 @@ TEST(AlsSchedule, LongestBlocksFirstAndLongCount) {
   ASSERT_EQ(one.order.extent(0), want1.size());
   for (std::size_t k = 0; k < want1.size(); ++k) EXPECT_EQ(one.order(k), want1[k]) << "position " << k;
   EXPECT_EQ(one.long_blocks, 3);
+  // Segments of at most 5 ratings: loads 9, 5, 5 -> 2, 1, 1.
+  EXPECT_EQ(one.segment_ptr, (std::vector<std::int64_t>{0, 2, 3, 4}));
   // Blocks of two rows: loads 6, 5, 11, 3 (the last block is one row).
   const auto two = als::detail::launch_schedule(exec, count, 2, 100);
   const std::vector<ordinal_t> want2{2, 0, 1, 3};
   ASSERT_EQ(two.order.extent(0), want2.size());
   for (std::size_t k = 0; k < want2.size(); ++k) EXPECT_EQ(two.order(k), want2[k]) << "position " << k;
   EXPECT_EQ(two.long_blocks, 0);
+  EXPECT_EQ(two.segment_ptr, (std::vector<std::int64_t>{0}));
 }
 
 TEST(AlsInput, RejectsDuplicateRatings) {

@@ -206,10 +206,16 @@ std::string fmt(T v) {
 
 /// Launch order of the row blocks of xb rows: most ratings first (stable),
 /// so the longest rows start at once instead of trailing behind the rest.
+/// The leading `long_blocks` blocks have at least `long_from` ratings; block
+/// p of them is cut into ceil(load / long_from) segments, numbered from
+/// segment_ptr[p] (host and device copies; a block's cut depends only on its
+/// load, so every batch cuts it alike).
 template <class MemorySpace>
 struct LaunchSchedule {
   Kokkos::View<ordinal_t*, MemorySpace> order;
-  ordinal_t long_blocks = 0;  ///< leading blocks with at least `long_from` ratings
+  ordinal_t long_blocks = 0;
+  std::vector<std::int64_t> segment_ptr{0};
+  Kokkos::View<std::int64_t*, MemorySpace> segments;  ///< segment_ptr on the device
 };
 template <class ExecutionSpace, class MemorySpace>
 LaunchSchedule<MemorySpace> launch_schedule(const ExecutionSpace& exec, const Kokkos::View<int*, MemorySpace>& row_count,
@@ -226,7 +232,15 @@ LaunchSchedule<MemorySpace> launch_schedule(const ExecutionSpace& exec, const Ko
       Kokkos::view_alloc(exec, Kokkos::WithoutInitializing, "kfactor::als::schedule"), blocks);
   using Unmanaged = Kokkos::MemoryTraits<Kokkos::Unmanaged>;
   Kokkos::deep_copy(exec, out.order, Kokkos::View<const ordinal_t*, Kokkos::HostSpace, Unmanaged>(order.data(), blocks));
-  while (out.long_blocks < blocks && load[order[out.long_blocks]] >= long_from) ++out.long_blocks;
+  while (out.long_blocks < blocks && load[order[out.long_blocks]] >= long_from) {
+    const std::int64_t l = load[order[out.long_blocks++]];
+    out.segment_ptr.push_back(out.segment_ptr.back() + (l + long_from - 1) / long_from);
+  }
+  out.segments = Kokkos::View<std::int64_t*, MemorySpace>(
+      Kokkos::view_alloc(exec, Kokkos::WithoutInitializing, "kfactor::als::segments"), out.segment_ptr.size());
+  Kokkos::deep_copy(exec, out.segments,
+                    Kokkos::View<const std::int64_t*, Kokkos::HostSpace, Unmanaged>(out.segment_ptr.data(),
+                                                                                     out.segment_ptr.size()));
   exec.fence();
   return out;
 }
@@ -300,6 +314,8 @@ HalfStepStructure<T, MemorySpace> make_structure(const ExecutionSpace& exec, con
                                               : std::int64_t(Tuning<ExecutionSpace>::split_from));
   S.schedule = schedule.order;
   S.long_blocks = schedule.long_blocks;
+  S.segment_ptr = schedule.segment_ptr;
+  S.segments = schedule.segments;
   exec.fence();
   return S;
 }

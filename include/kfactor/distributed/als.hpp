@@ -422,6 +422,7 @@ std::shared_ptr<const kfactor::als::Plan<T, Mem>> prepare(const ExecutionSpace& 
     for (auto& S : out) {
       S.schedule = schedule.order;
       S.long_blocks = 0;  // the blocks' rows differ in length: no split
+      S.segment_ptr = {0};
     }
     return out;
   };

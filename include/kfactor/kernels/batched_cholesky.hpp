@@ -8,9 +8,9 @@
 ///    matrix held behind a raw pointer (team scratch or global memory,
 ///    row-major with leading dimension lda; only the lower triangle is read
 ///    and overwritten by L), team_cholesky_solve() solves L L^T x = b in place.
-///    Any n (not only multiples of a block size); the loops are
-///    column-oriented (left-looking factor: per column, every thread forms
-///    whole entries of that column with a sequential dot product), so every
+///    Any n (not only multiples of a block size); the factor is left-looking
+///    in panels of 4 columns (every thread forms whole entries of its rows
+///    with sequential dot products, 4 rows x 4 columns at a time), so every
 ///    entry is computed in a fixed order: results are deterministic and do not
 ///    depend on the team size. The *_packed variants take the lower triangle
 ///    packed row by row (half the scratch of a square array).
@@ -57,45 +57,88 @@ KOKKOS_INLINE_FUNCTION int first_owned_row(int tid, int ts, int from) {
   return tid + ts * (from > tid ? (from - tid + ts - 1) / ts : 0);
 }
 
-/// Column j of the left-looking factor for R rows i = tid + ts (q + u),
-/// u < R, all >= j and < n: they share every load of row j (R independent
-/// chains: the loop is latency-bound otherwise).
-template <int R, class T, class Layout>
-KOKKOS_INLINE_FUNCTION void cholesky_column_rows(T* A, const Layout& lay, int j, int tid, int ts, int q) {
-  const T* lj = A + lay.row(j);
-  T s[R];
+/// Panel step of the factor: for the R rows i_u = i0 + ts u (u < R; rows
+/// past n are computed from row n - 1 and not stored) and the w <= W
+/// columns j = j0 + c, s = A(i, j) - sum_{k < j0} L(i, k) L(j, k) in k
+/// order, stored back where j <= i. The loads of L(j0 .. j0 + W - 1, k)
+/// serve all R rows and those of L(i, k) all W columns: R W multiply-adds
+/// per R + W loads, in R W independent chains.
+template <int R, int W, class T, class Layout>
+KOKKOS_INLINE_FUNCTION void cholesky_panel_rows(T* A, const Layout& lay, int n, int j0, int w, int i0, int ts) {
+  T s[R][W];
   T* li[R];
+  const T* lj[W];
   for (int u = 0; u < R; ++u) {
-    li[u] = A + lay.row(tid + ts * (q + u));
-    s[u] = li[u][j];
+    const int i = i0 + ts * u < n ? i0 + ts * u : n - 1;
+    li[u] = A + lay.row(i);
+    for (int c = 0; c < W; ++c) s[u][c] = li[u][j0 + c <= i ? j0 + c : i];
   }
-  for (int k = 0; k < j; ++k) {
-    const T l = lj[k];
-    for (int u = 0; u < R; ++u) s[u] -= li[u][k] * l;
+  for (int c = 0; c < W; ++c) lj[c] = A + lay.row(j0 + c < n ? j0 + c : n - 1);
+  for (int k = 0; k < j0; ++k) {
+    T l[W];
+    for (int c = 0; c < W; ++c) l[c] = lj[c][k];
+    for (int u = 0; u < R; ++u) {
+      const T a = li[u][k];
+      for (int c = 0; c < W; ++c) s[u][c] -= a * l[c];
+    }
   }
-  for (int u = 0; u < R; ++u) li[u][j] = s[u];
+  for (int u = 0; u < R; ++u) {
+    const int i = i0 + ts * u;
+    if (i < n)
+      for (int c = 0; c < W; ++c)
+        if (c < w && j0 + c <= i) li[u][j0 + c] = s[u][c];
+  }
 }
 
-/// Left-looking factor, written once for both storages. Thread tid owns rows
-/// tid, tid + ts, ...; it forms its entries of column j four (then two, then
-/// one) rows at a time. Each entry is one sequential sum in k order, so
-/// results do not depend on the team size or the storage.
+/// Left-looking factor in panels of W = 4 columns, written once for both
+/// storages. Per panel: (1) every thread updates its rows i >= j0 (i = tid
+/// mod ts) by the columns left of the panel, R rows at a time, every thread
+/// taking the same steps; (2) every thread factors the w x w diagonal block
+/// alike, in registers; (3) it finishes its rows below the block. Every
+/// entry is the left-looking sum A(i, j) - sum_{k < j} L(i, k) L(j, k) in k
+/// order, divided by L(j, j): the results do not depend on the team size or
+/// the storage. Two barriers per panel: the diagonal block is read by all
+/// in (2) and its final values are stored only after the second.
 template <class Team, class T, class Layout>
 KOKKOS_INLINE_FUNCTION int cholesky_factor(const Team& team, T* A, const Layout& lay, int n) {
+  constexpr int W = 4;
   const int ts = team.team_size(), tid = team.team_rank();
-  const int qend = (n - tid + ts - 1) / ts;  // rows tid + ts q < n
-  for (int j = 0; j < n; ++j) {
-    int q = j > tid ? (j - tid + ts - 1) / ts : 0;  // first owned row >= j
-    for (; q + 4 <= qend; q += 4) cholesky_column_rows<4>(A, lay, j, tid, ts, q);
-    for (; q + 2 <= qend; q += 2) cholesky_column_rows<2>(A, lay, j, tid, ts, q);
-    for (; q < qend; ++q) cholesky_column_rows<1>(A, lay, j, tid, ts, q);
+  for (int j0 = 0; j0 < n; j0 += W) {
+    const int w = n - j0 < W ? n - j0 : W;
+    const int i0 = first_owned_row(tid, ts, j0);
+    const int m = (n - j0 + ts - 1) / ts;  // rows per thread, the same count on every thread
+    int q = 0;
+    for (; q + 4 <= m; q += 4) cholesky_panel_rows<4, W>(A, lay, n, j0, w, i0 + ts * q, ts);
+    if (m - q == 3) cholesky_panel_rows<3, W>(A, lay, n, j0, w, i0 + ts * q, ts);
+    if (m - q == 2) cholesky_panel_rows<2, W>(A, lay, n, j0, w, i0 + ts * q, ts);
+    if (m - q == 1) cholesky_panel_rows<1, W>(A, lay, n, j0, w, i0 + ts * q, ts);
     team.team_barrier();
-    const T d = A[lay.row(j) + j];
-    if (!(d > T(0)) || !Kokkos::isfinite(d)) return j + 1;  // the same on every thread
-    const T r = Kokkos::sqrt(d);
-    for (int i = first_owned_row(tid, ts, j + 1); i < n; i += ts) A[lay.row(i) + j] /= r;
-    team.team_barrier();  // every thread has read d; column j is final below the diagonal
-    if (j % ts == tid) A[lay.row(j) + j] = r;
+    T d[W][W] = {};
+    for (int r = 0; r < w; ++r)
+      for (int c = 0; c <= r; ++c) d[r][c] = A[lay.row(j0 + r) + j0 + c];
+    for (int c = 0; c < w; ++c) {
+      T x = d[c][c];
+      for (int k = 0; k < c; ++k) x -= d[c][k] * d[c][k];
+      if (!(x > T(0)) || !Kokkos::isfinite(x)) return j0 + c + 1;  // the same on every thread
+      d[c][c] = Kokkos::sqrt(x);
+      for (int r = c + 1; r < w; ++r) {
+        T y = d[r][c];
+        for (int k = 0; k < c; ++k) y -= d[r][k] * d[c][k];
+        d[r][c] = y / d[c][c];
+      }
+    }
+    for (int i = first_owned_row(tid, ts, j0 + w); i < n; i += ts) {
+      T* li = A + lay.row(i) + j0;
+      for (int c = 0; c < w; ++c) {
+        T x = li[c];
+        for (int k = 0; k < c; ++k) x -= li[k] * d[c][k];
+        li[c] = x / d[c][c];
+      }
+    }
+    team.team_barrier();  // the block was read by all; later panels never read it
+    if (tid == 0)
+      for (int r = 0; r < w; ++r)
+        for (int c = 0; c <= r; ++c) A[lay.row(j0 + r) + j0 + c] = d[r][c];
   }
   team.team_barrier();
   return 0;

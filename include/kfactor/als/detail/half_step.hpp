@@ -7,32 +7,35 @@
 /// batches of whole row blocks; per batch the normal equations live in one
 /// batch x f x f buffer, so memory never needs m * f^2 at once.
 ///
-/// S1 is built as a symmetric rank update. Each thread owns register tiles
-/// of B x B entries of the lower triangle of S1 (plus B-entry pieces of S2)
-/// of one row of the row block and reads, per nonzero, the two B-wide
-/// pieces of the Y row its tile needs (contiguous: vector loads). Where the
-/// Y rows come from is the one difference between the two structures:
+/// S1 and S2 are built as one symmetric rank update: the Gram matrix of the
+/// rows [y_k, r_k] (f + 1 entries; its row f is S2). Each thread owns
+/// register tiles of B x B entries of its lower triangle for one row of the
+/// row block and reads, per nonzero, the two B-wide pieces of the extended
+/// Y row its tile needs (contiguous: vector loads). Where the Y rows come
+/// from is the one difference between the structures:
 ///  - BALS tiles: the distinct columns of a tile are staged once in team
 ///    scratch for the xb rows of the row block (the BALS reuse), padded with
 ///    zeros to a multiple of B;
-///  - CSR: every thread reads the Y rows straight from memory (L1 serves the
-///    team's other threads): no staging, no barriers, no scratch, so a
-///    team's warps run independently and hide each other's latency.
+///  - CSR on devices: a team stages the Y rows and ratings of 32 nonzeros
+///    at a time in team scratch (async copies, double-buffered);
+///  - CSR on hosts: a thread reads the Y rows in place (the caches serve).
 /// Every entry is a sequential sum over the row's nonzeros in CSR (column)
 /// order, whatever the structure, the tile, the team size or the batch: a
 /// row's result depends only on the row, so batch size changes nothing, and
 /// the tiled and plain paths give the same bits. One exception, on devices:
-/// CSR rows of at least Tuning::split_from ratings are summed by several
-/// groups of one team, a contiguous part each, added in group order (still
-/// deterministic and batch-independent; equal to the tiled path up to
-/// rounding). Row blocks are launched longest first (HalfStepStructure::
-/// schedule), so the longest rows start at once instead of trailing behind.
+/// CSR rows of at least Tuning::split_from ratings are cut into segments
+/// (by length only), each summed by its own team, and the segments' sums are
+/// added in segment order (still deterministic and batch-independent; equal
+/// to the tiled path up to rounding). Row blocks are launched longest first
+/// (HalfStepStructure::schedule), so the longest rows start at once instead
+/// of trailing behind.
 /// A row's sums may also be built in parts, one column block at a time
 /// (NormalEquationPart: later parts continue the sums stored in the batch
 /// buffers): the distributed blocked layout, where the other factor arrives
 /// block by block.
 
 #include <kfactor/als/bals_format.hpp>
+#include <kfactor/core/async_copy.hpp>
 #include <kfactor/core/error.hpp>
 #include <kfactor/core/madd.hpp>
 #include <kfactor/core/matrix.hpp>
@@ -46,6 +49,7 @@
 #include <cstdint>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 namespace kfactor::als::detail {
 
@@ -57,28 +61,35 @@ struct Tuning {
   static constexpr int tiles_per_thread = 1;
   static constexpr int max_team = 512;
   static constexpr int warp = 32;
-  static constexpr std::size_t scratch_budget = 160 * 1024;  ///< bytes of team scratch for the tiled path
-  /// CSR rows with at least this many ratings are split among up to
-  /// max_groups groups of threads of one team (a whole multiprocessor), each
-  /// summing a contiguous part; one team per such row would otherwise run
-  /// far behind the rest (Netflix's most rated items: 10^5 ratings).
-  static constexpr int split_from = 1024;
-  static constexpr int max_groups = 16;
-  /// Registers capped for max_team threads per multiprocessor (128 each):
-  /// the split code would otherwise take 168 and cost a team per SM.
+  static constexpr std::size_t scratch_budget = 160 * 1024;  ///< bytes of team scratch per team
+  /// CSR path: a team stages the Y rows of this many nonzeros at a time in
+  /// team scratch (async 16-byte copies, double-buffered: the next chunk
+  /// arrives while the team sums the current one). Read in place, every
+  /// thread waited out a memory latency per nonzero: the build kept the
+  /// multiprocessors' issue slots 40% busy.
+  static constexpr int stage_rows = 32;
+  /// CSR rows with at least this many ratings are cut into segments of at
+  /// most as many, each summed by its own team, and the segments' sums are
+  /// then added in order. Netflix's most rated items have 10^5 ratings and
+  /// more: one team each, they ran long after the rest had finished.
+  static constexpr int split_from = 2048;
+  /// Device memory for the segments' sums per round of long rows.
+  static constexpr std::size_t partial_budget = std::size_t(256) << 20;
+  /// Registers capped for max_team threads per multiprocessor (128 each).
   using Bounds = Kokkos::LaunchBounds<max_team, 1>;
 };
 template <class ExecutionSpace>
 struct Tuning<ExecutionSpace, true> {
   // Host: one thread per team; a thread sweeps many 4 x 4 tiles per pass
-  // (the accumulators stay in L1).
+  // (the accumulators stay in L1) and reads Y rows in place (caches).
   static constexpr int block = 4;
   static constexpr int tiles_per_thread = 32;
   static constexpr int max_team = 1;
   static constexpr int warp = 1;
   static constexpr std::size_t scratch_budget = 1024 * 1024;
-  static constexpr int split_from = 1 << 30;  // one thread per team: nothing to split among
-  static constexpr int max_groups = 1;
+  static constexpr int stage_rows = 0;
+  static constexpr int split_from = 1 << 30;  // one thread per team: rows are not split
+  static constexpr std::size_t partial_budget = 0;
   using Bounds = Kokkos::LaunchBounds<>;
 };
 
@@ -104,21 +115,27 @@ struct HalfStepStructure {
   Kokkos::View<int*, MemorySpace> row_count;          ///< n_u per internal row
   /// Launch order of the row blocks (most ratings first); empty: natural order.
   Kokkos::View<ordinal_t*, MemorySpace> schedule;
-  /// CSR path: the first `long_blocks` scheduled rows have at least
-  /// Tuning::split_from ratings and are split among groups of a larger team.
+  /// CSR path on devices: the first `long_blocks` scheduled rows have at
+  /// least Tuning::split_from ratings and are cut into segments, those of
+  /// position p numbered [segment_ptr[p], segment_ptr[p + 1]) (`segments`:
+  /// the same on the device), each summed by its own team.
   ordinal_t long_blocks = 0;
+  std::vector<std::int64_t> segment_ptr{0};
+  Kokkos::View<std::int64_t*, MemorySpace> segments;
   BalsStats stats;                                    ///< tiled only
 };
 
-/// Shape of the register tiling for rank f and tile height xb.
+/// Shape of the register tiling for rank f and tile height xb. S1 and S2
+/// are built as one Gram matrix, that of the rows [y_k, r_k] (f + 1
+/// entries): its row f holds S2 = sum_k r_k y_k. Its lower triangle is cut
+/// into block x block register tiles, `pairs` per row of R.
 struct TileShape {
-  int f = 0, block = 1, nblk = 0, fp = 0, pairs = 0, per_row = 0, total = 0;
+  int f = 0, block = 1, nblk = 0, fp = 0, pairs = 0, total = 0;
   TileShape(int f_, int block_, int xb) : f(f_), block(block_) {
-    nblk = (f + block - 1) / block;
+    nblk = (f + 1 + block - 1) / block;
     fp = nblk * block;
     pairs = nblk * (nblk + 1) / 2;
-    per_row = pairs + nblk;  // Gram blocks of the lower triangle, then S2 pieces
-    total = xb * per_row;
+    total = xb * pairs;
   }
 };
 
@@ -131,7 +148,7 @@ std::size_t fast_scratch_bytes() {
   return std::min<std::size_t>(Tuning<ExecutionSpace>::scratch_budget, std::size_t(probe.scratch_size_max(0)));
 }
 
-/// Team scratch bytes the normal-equation kernel needs (none on the CSR path).
+/// Team scratch bytes the tiled normal-equation kernel needs (0 for CSR).
 template <class ExecutionSpace, class T>
 std::size_t normal_equation_scratch(bool tiled, int f, int xb, int max_tile_columns) {
   if (!tiled) return 0;
@@ -154,27 +171,62 @@ struct NormalEquationPart {
   bool add_lambda = true;   ///< add lambda_u to the diagonal when storing
 };
 
-/// Where register tile p of a row sits: Gram block (bi, bj) of the lower
-/// triangle (p < pairs, bj <= bi), or S2 piece bi (bj = -1).
-KOKKOS_INLINE_FUNCTION void tile_blocks(int p, int pairs, int& bi, int& bj) {
-  if (p >= pairs) {
-    bi = p - pairs;
-    bj = -1;
-    return;
-  }
+/// Where register tile p of a row sits: block (bi, bj), bj <= bi, of the
+/// lower triangle.
+KOKKOS_INLINE_FUNCTION void tile_blocks(int p, int& bi, int& bj) {
   bi = int((Kokkos::sqrt(8.0 * p + 1.0) - 1.0) * 0.5);
   while (bi * (bi + 1) / 2 > p) --bi;
   while ((bi + 1) * (bi + 2) / 2 <= p) ++bi;
   bj = p - bi * (bi + 1) / 2;
 }
 
-/// out = y[j0, j0 + B), zero past `valid` (the end of an unpadded row).
+/// out = entries [j0, j0 + B) of the row [y[0, valid), v, 0, ...]: a Y row
+/// of `valid` entries extended by its rating (valid = f), or a staged row
+/// that already holds both (valid = its full width).
 template <int B, class T, class Y>
-KOKKOS_INLINE_FUNCTION void load_piece(const Y* y, int j0, int valid, T (&out)[B]) {
+KOKKOS_INLINE_FUNCTION void load_piece(const Y* y, int j0, int valid, T v, T (&out)[B]) {
   if (j0 + B <= valid) {
     for (int r = 0; r < B; ++r) out[r] = T(y[j0 + r]);
   } else {
-    for (int r = 0; r < B; ++r) out[r] = j0 + r < valid ? T(y[j0 + r]) : T(0);
+    for (int r = 0; r < B; ++r) out[r] = j0 + r < valid ? T(y[j0 + r]) : j0 + r == valid ? v : T(0);
+  }
+}
+
+/// V entries of T as one aligned vector (16 bytes when V = 16 / sizeof(T)).
+template <class T, int V>
+struct alignas(sizeof(T) * V) Piece {
+  T v[V];
+};
+
+/// Stages the rows [Y(col(e), :), value(e), 0, ...] of the n nonzeros
+/// e0 .. e0 + n - 1 into `out` (rows of fp entries) with the whole team,
+/// V entries per copy (V > 1: 16-byte copies; f a multiple of V and Y's
+/// rows 16-byte aligned). The Y entries travel by async_copy: on GPUs the
+/// team computes on the previous chunk while they arrive; call
+/// async_copy_wait() and a team barrier before reading them.
+template <int V, class Team, class T, class YView, class Col, class Val>
+KOKKOS_INLINE_FUNCTION void stage_y_rows(const Team& tm, const YView& Y, const Col& col, const Val& value, offset_t e0,
+                                         int n, int f, int fp, T* out) {
+  constexpr bool same = std::is_same_v<typename YView::non_const_value_type, T>;
+  const int per = fp / V, ts = tm.team_size();
+  const int dk = ts / per, ds = ts - dk * per;  // (k, s) advance per ts slots
+  int k = tm.team_rank() / per, s = tm.team_rank() - k * per;
+  for (; k < n; k += dk) {
+    T* dst = out + (std::size_t(k) * per + s) * V;
+    const int j = s * V;
+    if (j < f) {
+      if constexpr (same)
+        async_copy<int(sizeof(T)) * V>(dst, &Y(col(e0 + k), j));
+      else
+        dst[0] = T(Y(col(e0 + k), j));  // V = 1
+    } else {
+      for (int r = 0; r < V; ++r) dst[r] = j + r == f ? T(value(e0 + k)) : T(0);
+    }
+    s += ds;
+    if (s >= per) {
+      s -= per;
+      ++k;
+    }
   }
 }
 
@@ -184,6 +236,15 @@ KOKKOS_INLINE_FUNCTION ordinal_t scheduled_block(const Kokkos::View<ordinal_t*, 
                                                  std::int64_t p) {
   return schedule.extent(0) > 0 ? schedule(p) : ordinal_t(p);
 }
+
+/// The launches of build_normal_equations:
+///  - whole: a team per position in [w0, w1): a row block's whole sums;
+///  - segment: a team per segment in [w0, w1) of the long CSR rows at
+///    positions [p0, p1): its part of the row's sums, stored raw in
+///    `partial` (segment w - w0, tile q at (w - w0) P + q);
+///  - reduce: a team per position in [w0, w1): adds the row's segments'
+///    sums in segment order (deterministic, batch-independent) and stores.
+enum class BuildKind { whole, segment, reduce };
 
 /// Builds A (batch x f x f, lower triangle incl. lambda_u on the diagonal)
 /// and b (batch x f) for the row blocks at launch positions [g0, g1) of
@@ -200,6 +261,9 @@ void build_normal_equations(const ExecutionSpace& exec, const HalfStepStructure<
   using Tn = Tuning<ExecutionSpace>;
   constexpr int B = Tn::block;
   constexpr int MT = Tn::tiles_per_thread;
+  constexpr int NC = Tiled ? 0 : Tn::stage_rows;  // CSR: staged nonzeros per chunk (0: Y read in place)
+  constexpr int V = int(16 / sizeof(T));           // entries per vector load when staging
+  static_assert(B % V == 0, "register tiles are read as whole 16-byte pieces");
   // Dynamic: on hosts, a static split of the scheduled (longest first)
   // row blocks would hand the first thread all the long rows.
   using Policy = Kokkos::TeamPolicy<ExecutionSpace, typename Tn::Bounds, Kokkos::Schedule<Kokkos::Dynamic>>;
@@ -210,25 +274,24 @@ void build_normal_equations(const ExecutionSpace& exec, const HalfStepStructure<
   if (g1 <= g0) return;
   const int xb = Tiled ? S.xb : 1;
   const TileShape shape(f, B, xb);
-  const int fp = shape.fp, P = shape.pairs, PP = shape.per_row, total = shape.total;
+  const int fp = shape.fp, P = shape.pairs, total = shape.total;
   const int C = Tiled ? std::max(1, S.max_tile_columns) : 0;
   const std::size_t nent = std::size_t(C) * xb;
-  const std::size_t bytes = normal_equation_scratch<ExecutionSpace, T>(Tiled, f, xb, S.max_tile_columns);
+  const std::size_t tile_bytes = normal_equation_scratch<ExecutionSpace, T>(Tiled, f, xb, S.max_tile_columns);
 
   int team = (total + MT - 1) / MT;
   team = (team + Tn::warp - 1) / Tn::warp * Tn::warp;
   team = std::min(team, Tn::max_team);
-  // Long CSR rows: `groups` groups of `team` threads each sum a contiguous
-  // part of the row; groups > 0 hand their sums to group 0 through scratch,
-  // which adds them in group order (deterministic, batch-independent).
-  const std::size_t part_bytes = std::size_t(team) * MT * B * B * sizeof(T);
-  const int groups = Tiled ? 1
-                           : std::max(1, std::min({Tn::max_groups, Tn::max_team / team,
-                                                   int(1 + Tn::scratch_budget / part_bytes)}));
-  const ordinal_t split_end = groups > 1 ? std::clamp(S.long_blocks, g0, g1) : g0;
+  // CSR staging: two buffers of nc rows in the fast scratch (16 bytes:
+  // their alignment).
+  const std::size_t row_bytes = std::size_t(fp) * sizeof(T);
+  const int nc = NC > 0 ? std::max(1, std::min<int>(NC, int((fast_scratch_bytes<ExecutionSpace>() - 16) / (2 * row_bytes)))) : 0;
+  const std::size_t stage_elems = 2 * std::size_t(nc) * fp;
+  const std::size_t need = tile_bytes + (stage_elems > 0 ? stage_elems * sizeof(T) + 16 : 0);
+  const bool vec = NC > 0 && V > 1 && std::is_same_v<typename YView::non_const_value_type, T> && f % V == 0 &&
+                   Y.stride(0) % V == 0 && reinterpret_cast<std::uintptr_t>(Y.data()) % 16 == 0;
   Policy probe(exec, 1, 1);
-  const std::size_t split_bytes = ST::shmem_size(std::size_t(groups - 1) * team * MT * B * B);
-  const int level = bytes + split_bytes <= std::size_t(probe.scratch_size_max(0)) ? 0 : 1;
+  const int level = need <= std::size_t(probe.scratch_size_max(0)) ? 0 : 1;
   auto tile_ptr = S.tile_ptr;
   auto tile_colidx = S.tile_colidx;
   auto seg_ptr = S.seg_ptr;
@@ -236,76 +299,96 @@ void build_normal_equations(const ExecutionSpace& exec, const HalfStepStructure<
   auto value = S.value;
   auto row_count = S.row_count;
   auto schedule = S.schedule;
+  auto segments = S.segments;
   const ordinal_t ntc = Tiled ? S.ntc : 1;
   const ordinal_t rows = S.rows;
   const bool continue_sums = part.accumulate, add_lambda = part.add_lambda;
+  const std::size_t tile_elems = std::size_t(B) * B;
 
-  // Launch over positions [p0, p1) of the schedule, in groups of `ng`;
-  // returns 0, or the number of groups that fit when ng do not (registers).
-  auto launch = [&](ordinal_t p0, ordinal_t p1, int ng) -> int {
-    if (p1 <= p0) return 0;
+  // Three kinds of launch (BuildKind), one kernel.
+  auto launch = [&](BuildKind kind, std::int64_t w0, std::int64_t w1, ordinal_t p0, ordinal_t p1,
+                    const Kokkos::View<T*, MemorySpace>& partial) {
+    if (w1 <= w0) return;
     auto kernel = KOKKOS_LAMBDA(const Team& tm) {
-      const std::int64_t pos = std::int64_t(p0) + tm.league_rank();
+      const std::int64_t w = w0 + tm.league_rank();
+      std::int64_t pos = w;
+      if (kind == BuildKind::segment) {  // the position whose segments hold w
+        std::int64_t lo = p0, hi = p1;
+        while (hi - lo > 1) {
+          const std::int64_t mid = (lo + hi) / 2;
+          if (segments(mid) <= w) lo = mid;
+          else hi = mid;
+        }
+        pos = lo;
+      }
       const ordinal_t g = scheduled_block(schedule, pos);
+      offset_t e_begin = tile_ptr(g), e_end = tile_ptr(g + 1);  // CSR: the row's nonzeros
+      if (kind == BuildKind::segment) {
+        const std::int64_t k = w - segments(pos), n = segments(pos + 1) - segments(pos), len = e_end - e_begin;
+        e_end = e_begin + offset_t(len * (k + 1) / n);
+        e_begin += offset_t(len * k / n);
+      }
       const std::size_t lb0 = std::size_t(pos - g0) * xb;  // batch-local index of the block's first row
-      const int T_ = tm.team_size() / ng;  // threads per group
-      const int grp = tm.team_rank() / T_, tid = tm.team_rank() % T_;
-      ST sPart(tm.team_scratch(level), std::size_t(ng - 1) * T_ * MT * B * B);
+      const int ts = tm.team_size(), tid = tm.team_rank();
+      // CSR: the two staging buffers, 16-byte aligned (vector stores).
+      T* sStage = stage_elems > 0
+                      ? static_cast<T*>(tm.team_scratch(level).get_shmem_aligned(stage_elems * sizeof(T), 16))
+                      : nullptr;
       ST sY(tm.team_scratch(level), std::size_t(C) * fp);
       ST sV(tm.team_scratch(level), nent);
       SI sS(tm.team_scratch(level), Tiled ? nent + xb + 1 : 0);
-      const int npass = (total + T_ * MT - 1) / (T_ * MT);
+      const int npass = (total + ts * MT - 1) / (ts * MT);
       for (int pass = 0; pass < npass; ++pass) {
         T acc[MT][B][B];
         int q_of[MT], bi_of[MT], bj_of[MT];
         for (int s = 0; s < MT; ++s) {
-          const int q = tid + T_ * (pass * MT + s);
+          const int q = tid + ts * (pass * MT + s);
           q_of[s] = q;
-          tile_blocks(q % PP, P, bi_of[s], bj_of[s]);
+          tile_blocks(q % P, bi_of[s], bj_of[s]);
           for (int r = 0; r < B; ++r)
             for (int c = 0; c < B; ++c) acc[s][r][c] = T(0);
-          const ordinal_t row = ordinal_t(g * xb + q / PP);
-          if (grp == 0 && continue_sums && q < total && row < rows) {  // continue an earlier column block's sums
-            const std::size_t lb = lb0 + q / PP;
-            for (int r = 0; r < B; ++r) {
-              const int i = bi_of[s] * B + r;
-              if (i >= f) continue;
-              if (bj_of[s] < 0) {
-                acc[s][r][0] = b(lb, i);
-              } else {
-                for (int c = 0; c < B; ++c) {
-                  const int j = bj_of[s] * B + c;
-                  if (j <= i) acc[s][r][c] = A(lb, i, j);
-                }
+          const ordinal_t row = ordinal_t(g * xb + q / P);
+          if (kind != BuildKind::segment && continue_sums && q < total && row < rows) {  // continue an earlier column block's sums
+            const std::size_t lb = lb0 + q / P;
+            for (int r = 0; r < B; ++r)
+              for (int c = 0; c < B; ++c) {
+                const int i = bi_of[s] * B + r, j = bj_of[s] * B + c;
+                if (j <= i && i < f) acc[s][r][c] = A(lb, i, j);
+                if (i == f && j < f) acc[s][r][c] = b(lb, j);
               }
-            }
           }
         }
-        // Adds nonzeros k0 (and k1 when `two`) of a row, in that order, to tile
-        // s: their Y rows y0, y1 (`valid` entries long) and ratings v0, v1. Both
-        // nonzeros' loads are issued before the multiply-adds (twice the loads
-        // in flight); each entry is still one sequential sum in nonzero order,
-        // of explicit multiply-adds (madd: the same bits on both paths).
-        auto add = [&](int s, bool two, const auto* y0, T v0, const auto* y1, T v1, int valid) {
-          T a0[B], a1[B];
-          load_piece<B>(y0, bi_of[s] * B, valid, a0);
-          if (two) load_piece<B>(y1, bi_of[s] * B, valid, a1);
-          if (bj_of[s] >= 0) {
-            T c0[B], c1[B];
-            load_piece<B>(y0, bj_of[s] * B, valid, c0);
-            if (two) load_piece<B>(y1, bj_of[s] * B, valid, c1);
-            for (int r = 0; r < B; ++r)
-              for (int cc = 0; cc < B; ++cc) acc[s][r][cc] = madd(a0[r], c0[cc], acc[s][r][cc]);
-            if (two)
-              for (int r = 0; r < B; ++r)
-                for (int cc = 0; cc < B; ++cc) acc[s][r][cc] = madd(a1[r], c1[cc], acc[s][r][cc]);
-          } else {
-            for (int r = 0; r < B; ++r) acc[s][r][0] = madd(a0[r], v0, acc[s][r][0]);
-            if (two)
-              for (int r = 0; r < B; ++r) acc[s][r][0] = madd(a1[r], v1, acc[s][r][0]);
-          }
+        // Adds one nonzero to tile s: y is its row [Y row, rating, 0...]
+        // up to `valid` entries, v its rating (see load_piece). Each entry
+        // is one sequential sum in nonzero order of explicit multiply-adds
+        // (madd: the same bits on every path).
+        auto add = [&](int s, const auto* y, int valid, T v) {
+          T a[B], c[B];
+          load_piece<B>(y, bi_of[s] * B, valid, v, a);
+          load_piece<B>(y, bj_of[s] * B, valid, v, c);
+          for (int r = 0; r < B; ++r)
+            for (int cc = 0; cc < B; ++cc) acc[s][r][cc] = madd(a[r], c[cc], acc[s][r][cc]);
         };
-        if (Tiled) {  // plain if: nvcc refuses first captures inside if constexpr
+        // The same for a staged row (fp entries, 16-byte aligned): vector loads.
+        auto add_staged = [&](int s, const T* y) {
+          Piece<T, V> a[B / V], c[B / V];
+          for (int r = 0; r < B / V; ++r) {
+            a[r] = reinterpret_cast<const Piece<T, V>*>(y + bi_of[s] * B)[r];
+            c[r] = reinterpret_cast<const Piece<T, V>*>(y + bj_of[s] * B)[r];
+          }
+          for (int r = 0; r < B; ++r)
+            for (int cc = 0; cc < B; ++cc)
+              acc[s][r][cc] = madd(a[r / V].v[r % V], c[cc / V].v[cc % V], acc[s][r][cc]);
+        };
+        if (kind == BuildKind::reduce) {
+          for (std::int64_t sg = segments(pos); sg < segments(pos + 1); ++sg)
+            for (int s = 0; s < MT; ++s) {
+              if (q_of[s] >= total) continue;
+              const T* in = partial.data() + (std::size_t(sg - segments(p0)) * P + q_of[s]) * tile_elems;
+              for (int r = 0; r < B; ++r)
+                for (int c = 0; c < B; ++c) acc[s][r][c] += in[r * B + c];
+            }
+        } else if (Tiled) {  // plain if: nvcc refuses first captures inside if constexpr
           for (ordinal_t tc = 0; tc < ntc; ++tc) {
             const std::int64_t t = std::int64_t(g) * ntc + tc;
             const offset_t tp0 = tile_ptr(t);
@@ -328,81 +411,102 @@ void build_normal_equations(const ExecutionSpace& exec, const HalfStepStructure<
             tm.team_barrier();
             for (int s = 0; s < MT; ++s) {
               if (q_of[s] >= total) continue;
-              const int rho = q_of[s] / PP;
-              // Pairs of nonzeros as on the CSR path (the same order of sums).
-              for (int k = seg[rho]; k < seg[rho + 1]; k += 2) {  // vacant segment: empty range
-                const bool two = k + 1 < seg[rho + 1];
-                add(s, two, sY.data() + std::size_t(sS(k)) * fp, sV(k),
-                    sY.data() + std::size_t(sS(two ? k + 1 : k)) * fp, two ? sV(k + 1) : T(0), fp);
-              }
+              const int rho = q_of[s] / P;
+              for (int k = seg[rho]; k < seg[rho + 1]; ++k)  // vacant segment: empty range
+                add(s, sY.data() + std::size_t(sS(k)) * fp, f, sV(k));
             }
             tm.team_barrier();
           }
-        } else {
-          const offset_t r_begin = tile_ptr(g), len = tile_ptr(g + 1) - r_begin;
-          const offset_t e_begin = r_begin + len * grp / ng, e_end = r_begin + len * (grp + 1) / ng;
-          for (offset_t e = e_begin; e < e_end; e += 2) {
-            const bool two = e + 1 < e_end;
-            const auto* y0 = &Y(tile_colidx(e), 0);
-            const auto* y1 = &Y(tile_colidx(two ? e + 1 : e), 0);
-            const T v0 = value(e), v1 = two ? value(e + 1) : T(0);
-            for (int s = 0; s < MT; ++s)
-              if (q_of[s] < total) add(s, two, y0, v0, y1, v1, f);
-          }
-        }
-        if (ng > 1) {  // groups 1.. hand their sums to group 0, which adds them in group order
-          T* part_acc = sPart.data() + std::size_t(tid) * MT * B * B;
-          const std::size_t group_stride = std::size_t(T_) * MT * B * B;
-          if (grp > 0)
-            for (int s = 0; s < MT; ++s)
-              for (int r = 0; r < B; ++r)
-                for (int c = 0; c < B; ++c) part_acc[(grp - 1) * group_stride + (s * B + r) * B + c] = acc[s][r][c];
-          tm.team_barrier();
-          if (grp == 0)
-            for (int h = 1; h < ng; ++h)
+        } else if (NC > 0) {  // CSR, staged in chunks of nc nonzeros, double-buffered
+          const int chunks = int((e_end - e_begin + nc - 1) / nc);
+          auto chunk_size = [&](int c) { return c + 1 < chunks ? nc : int(e_end - e_begin - offset_t(c) * nc); };
+          auto stage = [&](int c) {
+            T* buf = sStage + std::size_t(c & 1) * nc * fp;
+            if (vec)
+              stage_y_rows<V>(tm, Y, tile_colidx, value, e_begin + offset_t(c) * nc, chunk_size(c), f, fp, buf);
+            else
+              stage_y_rows<1>(tm, Y, tile_colidx, value, e_begin + offset_t(c) * nc, chunk_size(c), f, fp, buf);
+          };
+          if (chunks > 0) stage(0);
+          for (int c = 0; c < chunks; ++c) {
+            async_copy_wait();
+            tm.team_barrier();  // chunk c has landed; chunk c - 1's buffer is free
+            if (c + 1 < chunks) stage(c + 1);
+            const T* buf = sStage + std::size_t(c & 1) * nc * fp;
+            for (int k = 0; k < chunk_size(c); ++k)
               for (int s = 0; s < MT; ++s)
-                for (int r = 0; r < B; ++r)
-                  for (int c = 0; c < B; ++c) acc[s][r][c] += part_acc[(h - 1) * group_stride + (s * B + r) * B + c];
-          tm.team_barrier();
+                if (q_of[s] < total) add_staged(s, buf + std::size_t(k) * fp);
+          }
+          tm.team_barrier();  // the buffers are free again (next pass)
+        } else {  // CSR, in place (hosts: the caches serve the Y rows)
+          for (offset_t e = e_begin; e < e_end; ++e)
+            for (int s = 0; s < MT; ++s)
+              if (q_of[s] < total) add(s, &Y(tile_colidx(e), 0), f, T(value(e)));
         }
-        // Store the tiles (lower triangle; lambda_u on the diagonal): group 0.
-        for (int s = 0; s < (grp == 0 ? MT : 0); ++s) {
+        // Store the tiles: a segment's raw sums, or rows i < f to A (lambda_u
+        // on the diagonal) and row f to b.
+        for (int s = 0; s < MT; ++s) {
           const int q = q_of[s];
           if (q >= total) continue;
-          const ordinal_t r = ordinal_t(g * xb + q / PP);
-          const int bi = bi_of[s], bj = bj_of[s];
-          if (r >= rows) continue;
-          const std::size_t lb = lb0 + q / PP;
-          if (bj >= 0) {
-            const T lam = !add_lambda ? T(0) : weight_nnz ? lambda * T(row_count(r)) : lambda;
-            for (int rr = 0; rr < B; ++rr)
-              for (int cc = 0; cc < B; ++cc) {
-                const int i = bi * B + rr, j = bj * B + cc;
-                if (i < f && j < f && j <= i) A(lb, i, j) = acc[s][rr][cc] + (i == j ? lam : T(0));
-              }
-          } else {
-            for (int rr = 0; rr < B; ++rr) {
-              const int i = bi * B + rr;
-              if (i < f) b(lb, i) = acc[s][rr][0];
-            }
+          if (kind == BuildKind::segment) {
+            T* out = partial.data() + (std::size_t(w - w0) * P + q) * tile_elems;
+            for (int r = 0; r < B; ++r)
+              for (int c = 0; c < B; ++c) out[r * B + c] = acc[s][r][c];
+            continue;
           }
+          const ordinal_t r = ordinal_t(g * xb + q / P);
+          if (r >= rows) continue;
+          const std::size_t lb = lb0 + q / P;
+          const T lam = !add_lambda ? T(0) : weight_nnz ? lambda * T(row_count(r)) : lambda;
+          for (int rr = 0; rr < B; ++rr)
+            for (int cc = 0; cc < B; ++cc) {
+              const int i = bi_of[s] * B + rr, j = bj_of[s] * B + cc;
+              if (j <= i && i < f) A(lb, i, j) = acc[s][rr][cc] + (i == j ? lam : T(0));
+              if (i == f && j < f) b(lb, j) = acc[s][rr][cc];
+            }
         }
       }
     };
-    Policy policy(exec, p1 - p0, team * ng);
+    Policy policy(exec, w1 - w0, team);
     const int tmax = policy.team_size_max(kernel, Kokkos::ParallelForTag());
-    if (team * ng > tmax) {
-      if (ng > 1) return std::max(1, tmax / team);
-      policy = Policy(exec, p1 - p0, std::max(1, tmax / Tn::warp * Tn::warp));
-    }
-    const std::size_t need = bytes + (ng > 1 ? split_bytes : 0);
+    if (team > tmax) policy = Policy(exec, w1 - w0, std::max(1, tmax / Tn::warp * Tn::warp));
     if (need > 0) policy.set_scratch_size(level, Kokkos::PerTeam(need));
-    const char* label = ng > 1 ? "kfactor::als::normal_equations_split" : "kfactor::als::normal_equations";
+    const char* label = kind == BuildKind::whole     ? "kfactor::als::normal_equations"
+                        : kind == BuildKind::segment ? "kfactor::als::normal_equation_segments"
+                                          : "kfactor::als::normal_equation_reduce";
     Kokkos::parallel_for(label, policy, kernel);
-    return 0;
   };
-  for (int ng = groups; ng > 0;) ng = launch(g0, split_end, ng);
-  launch(split_end, g1, 1);
+  // Long CSR rows (devices): their segments in rounds whose sums fit the
+  // partial budget (at least one row per round), then the rest whole.
+  const ordinal_t split_end = Tiled ? g0 : std::clamp(S.long_blocks, g0, g1);
+  if (split_end > g0) {
+    const auto& sp = S.segment_ptr;
+    const std::size_t seg_bytes = std::size_t(P) * tile_elems * sizeof(T);
+    const std::int64_t cap = std::max<std::int64_t>(1, std::int64_t(Tn::partial_budget / seg_bytes));
+    std::int64_t most = 0;
+    for (ordinal_t p = g0; p < split_end;) {
+      ordinal_t pe = p + 1;
+      while (pe < split_end && sp[pe + 1] - sp[p] <= cap) ++pe;
+      most = std::max(most, sp[pe] - sp[p]);
+      p = pe;
+    }
+    Kokkos::View<T*, MemorySpace> partial;
+    try {
+      partial = Kokkos::View<T*, MemorySpace>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kfactor::als::partial"),
+                                              std::size_t(most) * P * tile_elems);
+    } catch (const std::exception& e) {
+      throw RuntimeFailure("ALS: cannot allocate the partial sums of " + std::to_string(most) + " row segments (" +
+                           std::to_string(double(most) * seg_bytes / 1e9) + " GB): " + e.what());
+    }
+    for (ordinal_t p = g0; p < split_end;) {
+      ordinal_t pe = p + 1;
+      while (pe < split_end && sp[pe + 1] - sp[p] <= cap) ++pe;
+      launch(BuildKind::segment, sp[p], sp[pe], p, pe, partial);
+      launch(BuildKind::reduce, p, pe, p, pe, partial);
+      p = pe;
+    }
+  }
+  launch(BuildKind::whole, split_end, g1, split_end, g1, {});
 }
 
 /// Factors and solves the systems of the row blocks at launch positions
