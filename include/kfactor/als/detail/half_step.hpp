@@ -358,16 +358,25 @@ void build_normal_equations(const ExecutionSpace& exec, const HalfStepStructure<
               }
           }
         }
-        // Adds one nonzero to tile s: y is its row [Y row, rating, 0...]
-        // up to `valid` entries, v its rating (see load_piece). Each entry
-        // is one sequential sum in nonzero order of explicit multiply-adds
-        // (madd: the same bits on every path).
-        auto add = [&](int s, const auto* y, int valid, T v) {
-          T a[B], c[B];
-          load_piece<B>(y, bi_of[s] * B, valid, v, a);
-          load_piece<B>(y, bj_of[s] * B, valid, v, c);
+        // Adds nonzeros k0 (and k1 when `two`) to tile s, in that order:
+        // y0, y1 are their rows [Y row, rating, 0...] up to `valid` entries,
+        // v0, v1 their ratings (see load_piece). Each entry is one
+        // sequential sum in nonzero order of explicit multiply-adds (madd:
+        // the same bits on every path). Two per visit: on hosts the tiles
+        // live in L1, and each visit loads and stores them.
+        auto add = [&](int s, bool two, const auto* y0, T v0, const auto* y1, T v1, int valid) {
+          T a0[B], c0[B], a1[B], c1[B];
+          load_piece<B>(y0, bi_of[s] * B, valid, v0, a0);
+          load_piece<B>(y0, bj_of[s] * B, valid, v0, c0);
+          if (two) {
+            load_piece<B>(y1, bi_of[s] * B, valid, v1, a1);
+            load_piece<B>(y1, bj_of[s] * B, valid, v1, c1);
+          }
           for (int r = 0; r < B; ++r)
-            for (int cc = 0; cc < B; ++cc) acc[s][r][cc] = madd(a[r], c[cc], acc[s][r][cc]);
+            for (int cc = 0; cc < B; ++cc) acc[s][r][cc] = madd(a0[r], c0[cc], acc[s][r][cc]);
+          if (two)
+            for (int r = 0; r < B; ++r)
+              for (int cc = 0; cc < B; ++cc) acc[s][r][cc] = madd(a1[r], c1[cc], acc[s][r][cc]);
         };
         // The same for a staged row (fp entries, 16-byte aligned): vector loads.
         auto add_staged = [&](int s, const T* y) {
@@ -412,8 +421,11 @@ void build_normal_equations(const ExecutionSpace& exec, const HalfStepStructure<
             for (int s = 0; s < MT; ++s) {
               if (q_of[s] >= total) continue;
               const int rho = q_of[s] / P;
-              for (int k = seg[rho]; k < seg[rho + 1]; ++k)  // vacant segment: empty range
-                add(s, sY.data() + std::size_t(sS(k)) * fp, f, sV(k));
+              for (int k = seg[rho]; k < seg[rho + 1]; k += 2) {  // vacant segment: empty range
+                const bool two = k + 1 < seg[rho + 1];
+                add(s, two, sY.data() + std::size_t(sS(k)) * fp, sV(k),
+                    sY.data() + std::size_t(sS(two ? k + 1 : k)) * fp, two ? sV(k + 1) : T(0), f);
+              }
             }
             tm.team_barrier();
           }
@@ -439,9 +451,14 @@ void build_normal_equations(const ExecutionSpace& exec, const HalfStepStructure<
           }
           tm.team_barrier();  // the buffers are free again (next pass)
         } else {  // CSR, in place (hosts: the caches serve the Y rows)
-          for (offset_t e = e_begin; e < e_end; ++e)
+          for (offset_t e = e_begin; e < e_end; e += 2) {
+            const bool two = e + 1 < e_end;
+            const auto* y0 = &Y(tile_colidx(e), 0);
+            const auto* y1 = &Y(tile_colidx(two ? e + 1 : e), 0);
+            const T v0 = value(e), v1 = two ? T(value(e + 1)) : T(0);
             for (int s = 0; s < MT; ++s)
-              if (q_of[s] < total) add(s, &Y(tile_colidx(e), 0), f, T(value(e)));
+              if (q_of[s] < total) add(s, two, y0, v0, y1, v1, f);
+          }
         }
         // Store the tiles: a segment's raw sums, or rows i < f to A (lambda_u
         // on the diagonal) and row f to b.
