@@ -297,8 +297,8 @@ TYPED_TEST(Als, BatchSizeAndTileChangeNothingBitwise) {
   }
 }
 
-// Rows with at least Tuning::split_from ratings are cut into segments on
-// devices, each summed by its own team, the segments' sums added in order:
+// Rows with at least Tuning::split_from ratings are cut into segments, each
+// summed by its own team, the segments' sums added in order:
 // the half-step still solves its normal equations, matches the tiled path
 // (never split) to rounding, and is the same bits for any batch, including
 // batches that end inside the long rows.

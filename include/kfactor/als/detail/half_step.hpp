@@ -22,11 +22,11 @@
 /// Every entry is a sequential sum over the row's nonzeros in CSR (column)
 /// order, whatever the structure, the tile, the team size or the batch: a
 /// row's result depends only on the row, so batch size changes nothing, and
-/// the tiled and plain paths give the same bits. One exception, on devices:
-/// CSR rows of at least Tuning::split_from ratings are cut into segments
-/// (by length only), each summed by its own team, and the segments' sums are
-/// added in segment order (still deterministic and batch-independent; equal
-/// to the tiled path up to rounding). Row blocks are launched longest first
+/// the tiled and plain paths give the same bits. One exception: CSR rows of
+/// at least Tuning::split_from ratings are cut into segments (by length
+/// only), each summed by its own team, and the segments' sums are added in
+/// segment order (still deterministic and batch-independent; equal to the
+/// tiled path up to rounding). Row blocks are launched longest first
 /// (HalfStepStructure::schedule), so the longest rows start at once instead
 /// of trailing behind.
 /// A row's sums may also be built in parts, one column block at a time
@@ -73,7 +73,7 @@ struct Tuning {
   /// then added in order. Netflix's most rated items have 10^5 ratings and
   /// more: one team each, they ran long after the rest had finished.
   static constexpr int split_from = 2048;
-  /// Device memory for the segments' sums per round of long rows.
+  /// Memory for the segments' sums per round of long rows.
   static constexpr std::size_t partial_budget = std::size_t(256) << 20;
   /// Registers capped for max_team threads per multiprocessor (128 each).
   using Bounds = Kokkos::LaunchBounds<max_team, 1>;
@@ -88,8 +88,8 @@ struct Tuning<ExecutionSpace, true> {
   static constexpr int warp = 1;
   static constexpr std::size_t scratch_budget = 1024 * 1024;
   static constexpr int stage_rows = 0;
-  static constexpr int split_from = 1 << 30;  // one thread per team: rows are not split
-  static constexpr std::size_t partial_budget = 0;
+  static constexpr int split_from = 2048;  // segments as on devices: the longest rows spread over the threads
+  static constexpr std::size_t partial_budget = std::size_t(256) << 20;
   using Bounds = Kokkos::LaunchBounds<>;
 };
 
@@ -115,7 +115,7 @@ struct HalfStepStructure {
   Kokkos::View<int*, MemorySpace> row_count;          ///< n_u per internal row
   /// Launch order of the row blocks (most ratings first); empty: natural order.
   Kokkos::View<ordinal_t*, MemorySpace> schedule;
-  /// CSR path on devices: the first `long_blocks` scheduled rows have at
+  /// CSR path: the first `long_blocks` scheduled rows have at
   /// least Tuning::split_from ratings and are cut into segments, those of
   /// position p numbered [segment_ptr[p], segment_ptr[p + 1]) (`segments`:
   /// the same on the device), each summed by its own team.
@@ -493,7 +493,7 @@ void build_normal_equations(const ExecutionSpace& exec, const HalfStepStructure<
                                           : "kfactor::als::normal_equation_reduce";
     Kokkos::parallel_for(label, policy, kernel);
   };
-  // Long CSR rows (devices): their segments in rounds whose sums fit the
+  // Long CSR rows: their segments in rounds whose sums fit the
   // partial budget (at least one row per round), then the rest whole.
   const ordinal_t split_end = Tiled ? g0 : std::clamp(S.long_blocks, g0, g1);
   if (split_end > g0) {
