@@ -52,6 +52,9 @@ struct LowerPacked {
   KOKKOS_INLINE_FUNCTION std::size_t row(int i) const { return std::size_t(i) * std::size_t(i + 1) / 2; }
 };
 
+/// Columns per panel of the factor and of the substitutions.
+inline constexpr int cholesky_panel = 4;
+
 /// The first row i >= from that thread tid of ts owns (i = tid mod ts).
 KOKKOS_INLINE_FUNCTION int first_owned_row(int tid, int ts, int from) {
   return tid + ts * (from > tid ? (from - tid + ts - 1) / ts : 0);
@@ -113,7 +116,7 @@ KOKKOS_INLINE_FUNCTION void cholesky_panel_rows(T* A, const Layout& lay, int n, 
 /// in (2) and its final values are stored only after the second.
 template <class Team, class T, class Layout>
 KOKKOS_INLINE_FUNCTION int cholesky_factor(const Team& team, T* A, const Layout& lay, int n) {
-  constexpr int W = 4;
+  constexpr int W = cholesky_panel;
   const int ts = team.team_size(), tid = team.team_rank();
   for (int j0 = 0; j0 < n; j0 += W) {
     const int w = n - j0 < W ? n - j0 : W;
@@ -200,7 +203,7 @@ KOKKOS_INLINE_FUNCTION void team_stage_lower_packed(const Team& team, int n, T* 
 /// unblocked order, so results do not depend on the team size.
 template <class Team, class T, class Layout>
 KOKKOS_INLINE_FUNCTION void cholesky_solve(const Team& team, const T* L, const Layout& lay, int n, T* b) {
-  constexpr int W = 4;
+  constexpr int W = cholesky_panel;
   const int ts = team.team_size(), tid = team.team_rank();
   T z[W];
   // Forward: L z = b.

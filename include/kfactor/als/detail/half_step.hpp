@@ -490,7 +490,7 @@ void build_normal_equations(const ExecutionSpace& exec, const HalfStepStructure<
     if (need > 0) policy.set_scratch_size(level, Kokkos::PerTeam(need));
     const char* label = kind == BuildKind::whole     ? "kfactor::als::normal_equations"
                         : kind == BuildKind::segment ? "kfactor::als::normal_equation_segments"
-                                          : "kfactor::als::normal_equation_reduce";
+                                                     : "kfactor::als::normal_equation_reduce";
     Kokkos::parallel_for(label, policy, kernel);
   };
   // Long CSR rows: their segments in rounds whose sums fit the
@@ -500,12 +500,14 @@ void build_normal_equations(const ExecutionSpace& exec, const HalfStepStructure<
     const auto& sp = S.segment_ptr;
     const std::size_t seg_bytes = std::size_t(P) * tile_elems * sizeof(T);
     const std::int64_t cap = std::max<std::int64_t>(1, std::int64_t(Tn::partial_budget / seg_bytes));
+    std::vector<ordinal_t> round{g0};  // round k: positions [round[k], round[k + 1])
     std::int64_t most = 0;
-    for (ordinal_t p = g0; p < split_end;) {
+    while (round.back() < split_end) {
+      const ordinal_t p = round.back();
       ordinal_t pe = p + 1;
       while (pe < split_end && sp[pe + 1] - sp[p] <= cap) ++pe;
       most = std::max(most, sp[pe] - sp[p]);
-      p = pe;
+      round.push_back(pe);
     }
     Kokkos::View<T*, MemorySpace> partial;
     try {
@@ -515,12 +517,10 @@ void build_normal_equations(const ExecutionSpace& exec, const HalfStepStructure<
       throw RuntimeFailure("ALS: cannot allocate the partial sums of " + std::to_string(most) + " row segments (" +
                            std::to_string(double(most) * seg_bytes / 1e9) + " GB): " + e.what());
     }
-    for (ordinal_t p = g0; p < split_end;) {
-      ordinal_t pe = p + 1;
-      while (pe < split_end && sp[pe + 1] - sp[p] <= cap) ++pe;
+    for (std::size_t k = 0; k + 1 < round.size(); ++k) {
+      const ordinal_t p = round[k], pe = round[k + 1];
       launch(BuildKind::segment, sp[p], sp[pe], p, pe, partial);
       launch(BuildKind::reduce, p, pe, p, pe, partial);
-      p = pe;
     }
   }
   launch(BuildKind::whole, split_end, g1, split_end, g1, {});
