@@ -1,4 +1,4 @@
-// The ALS solver (digest checklist 8-11, 13, 14), planted recovery, empty
+// The ALS solver (digest checklist 6, 8-11, 13, 14), planted recovery, empty
 // users/items, MovieLens latest-small.
 #include <kfactor/als/als.hpp>
 #include <kfactor/io/read.hpp>
@@ -175,6 +175,63 @@ TYPED_TEST(Als, NormalEquationsMatchFloat64Reference) {
       EXPECT_EQ(got_b[0], got_b[2]);
     }
   }
+}
+
+/// Y (n x f, host) that counts, per row, how often the build reads its first
+/// entry: every staging of a Y row starts there, so the counts are the
+/// Y-row loads.
+struct CountingY {
+  using array_layout = Kokkos::LayoutRight;
+  using non_const_value_type = double;
+  Kokkos::View<double**, Kokkos::LayoutRight, Kokkos::HostSpace> y;
+  Kokkos::View<int*, Kokkos::HostSpace> loads;
+  KOKKOS_INLINE_FUNCTION const double& operator()(ordinal_t i, int j) const {
+    if (j == 0) Kokkos::atomic_inc(&loads(i));
+    return y(i, j);
+  }
+  KOKKOS_INLINE_FUNCTION std::size_t stride(int r) const { return y.stride(r); }
+  KOKKOS_INLINE_FUNCTION const double* data() const { return y.data(); }
+};
+
+// 6: the tiled build loads each distinct column of a tile once for the
+// tile's xb rows: tile_ptr[last] Y-row loads per half-step, where the CSR
+// build loads one per nonzero. Every Y row is loaded once per tile column
+// block row that holds it.
+TEST(AlsYRowLoads, TiledBuildLoadsEachTileColumnOnce) {
+  using Host = Kokkos::DefaultHostExecutionSpace;
+  const Host exec;
+  const int m = 37, n = 29, f = 10, xb = 4, yb = 8;
+  const auto coo = planted<double>(m, n, 3, 0.4, 0.1, 21);
+  const auto R = to_csr(exec, coo);
+  const auto Rh = copy_to<Kokkos::HostSpace>(R);
+  CountingY Y{Kokkos::View<double**, Kokkos::LayoutRight, Kokkos::HostSpace>("Y", n, f),
+              Kokkos::View<int*, Kokkos::HostSpace>("loads", n)};
+  for (int j = 0; j < n; ++j)
+    for (int k = 0; k < f; ++k) Y.y(j, k) = 0.1 * ((j * 7 + k * 3) % 11) - 0.5;
+  const ordinal_t blocks = (m + xb - 1) / xb;
+  Kokkos::View<double***, Kokkos::LayoutRight, Kokkos::HostSpace> A("A", blocks * xb, f, f);
+  Kokkos::View<double**, Kokkos::LayoutRight, Kokkos::HostSpace> b("b", blocks * xb, f);
+  const auto S = als::detail::make_structure(exec, R, Rh, true, xb, yb, {}, {});
+  als::detail::build_normal_equations<true>(exec, S, Y, f, 0.1, true, 0, blocks, A, b);
+  exec.fence();
+  const std::int64_t distinct = S.tile_ptr(S.tile_ptr.extent(0) - 1);
+  ASSERT_GT(S.stats.redundancy, 0) << "the pattern must share columns within tiles";
+  std::int64_t total = 0;
+  for (int j = 0; j < n; ++j) {
+    // Row blocks of xb rows holding column j: the tiles that stage Y row j.
+    std::int64_t tiles_with_j = 0;
+    for (int g = 0; g < blocks; ++g) {
+      bool has = false;
+      for (int u = g * xb; u < std::min(m, (g + 1) * xb) && !has; ++u)
+        for (auto e = Rh.row_map(u); e < Rh.row_map(u + 1); ++e) has = has || Rh.entries(e) == j;
+      tiles_with_j += has ? 1 : 0;
+    }
+    EXPECT_EQ(Y.loads(j), tiles_with_j) << "Y row " << j;
+    total += Y.loads(j);
+  }
+  EXPECT_EQ(total, distinct);
+  EXPECT_EQ(total, std::int64_t(R.nnz()) - S.stats.redundancy);
+  EXPECT_LT(total, std::int64_t(R.nnz()));
 }
 
 // 9, 10: a half-step solves (Y_u^T Y_u + lambda w_u I) x = Y_u^T r_u exactly

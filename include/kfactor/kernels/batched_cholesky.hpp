@@ -25,6 +25,7 @@
 /// matrix: see als.hpp).
 
 #include <kfactor/core/error.hpp>
+#include <kfactor/core/scratch_level.hpp>
 
 #include <Kokkos_Core.hpp>
 
@@ -54,11 +55,6 @@ struct LowerPacked {
 
 /// Columns per panel of the factor and of the substitutions.
 inline constexpr int cholesky_panel = 4;
-
-/// The first row i >= from that thread tid of ts owns (i = tid mod ts).
-KOKKOS_INLINE_FUNCTION int first_owned_row(int tid, int ts, int from) {
-  return tid + ts * (from > tid ? (from - tid + ts - 1) / ts : 0);
-}
 
 /// Panel step of the factor: for the R rows i_u = i0 + ts u (u < R; rows
 /// past n are computed from row n - 1 and not stored) and the w <= W
@@ -118,10 +114,15 @@ template <class Team, class T, class Layout>
 KOKKOS_INLINE_FUNCTION int cholesky_factor(const Team& team, T* A, const Layout& lay, int n) {
   constexpr int W = cholesky_panel;
   const int ts = team.team_size(), tid = team.team_rank();
+  // This thread's first row i0 >= j0 (i0 = tid mod ts) and the rows per
+  // thread m = ceil((n - j0) / ts), the same on every thread: advanced
+  // panel by panel (integer divisions by the run-time team size cost more
+  // than a panel's diagonal block).
+  int i0 = tid, m = (n + ts - 1) / ts;
   for (int j0 = 0; j0 < n; j0 += W) {
     const int w = n - j0 < W ? n - j0 : W;
-    const int i0 = first_owned_row(tid, ts, j0);
-    const int m = (n - j0 + ts - 1) / ts;  // rows per thread, the same count on every thread
+    while (i0 < j0) i0 += ts;
+    while ((m - 1) * ts >= n - j0) --m;
     int q = 0;
     for (; q + 4 <= m; q += 4) cholesky_panel_rows<4, W>(A, lay, n, j0, w, i0 + ts * q, ts);
     if (m - q == 3) cholesky_panel_rows<3, W>(A, lay, n, j0, w, i0 + ts * q, ts);
@@ -145,7 +146,9 @@ KOKKOS_INLINE_FUNCTION int cholesky_factor(const Team& team, T* A, const Layout&
         d[r][c] = y * inv[c];
       }
     }
-    for (int i = first_owned_row(tid, ts, j0 + w); i < n; i += ts) {  // rows below: only when w = W
+    int ib = i0;
+    while (ib < j0 + w) ib += ts;
+    for (int i = ib; i < n; i += ts) {  // rows below: only when w = W
       T* li = A + lay.row(i) + j0;
       T v[W];
       for (int c = 0; c < W; ++c) v[c] = li[c];
@@ -206,7 +209,8 @@ KOKKOS_INLINE_FUNCTION void cholesky_solve(const Team& team, const T* L, const L
   constexpr int W = cholesky_panel;
   const int ts = team.team_size(), tid = team.team_rank();
   T z[W];
-  // Forward: L z = b.
+  // Forward: L z = b. ib: this thread's first row below the panel.
+  int ib = tid;
   for (int j0 = 0; j0 < n; j0 += W) {
     const int w = n - j0 < W ? n - j0 : W;
     for (int c = 0; c < W; ++c) {  // to W with guards: z stays in registers
@@ -218,7 +222,8 @@ KOKKOS_INLINE_FUNCTION void cholesky_solve(const Team& team, const T* L, const L
         z[c] = x / lj[c];
       }
     }
-    for (int i = first_owned_row(tid, ts, j0 + w); i < n; i += ts) {  // only when w = W
+    while (ib < j0 + w) ib += ts;
+    for (int i = ib; i < n; i += ts) {  // only when w = W
       const T* li = L + lay.row(i) + j0;
       T x = b[i];
       for (int c = 0; c < W; ++c) x -= li[c] * z[c];
@@ -335,20 +340,24 @@ int batched_cholesky_solve(const ExecutionSpace& exec, const AView& A, const BVi
         T* b = &B(s, 0);
         // A and B may be strided views; stage or copy through the view accessors.
         if (staged) {
-          Scratch sm(team.team_scratch(level), detail::packed_size(n) + n);
-          T* sa = sm.data();
-          T* sb = sa + detail::packed_size(n);
-          detail::team_stage_lower_packed(team, n, sa, [&](int i, int j) { return A(s, i, j); });
-          Kokkos::parallel_for(Kokkos::TeamThreadRange(team, n), [&](int e) { sb[e] = B(s, e); });
-          team.team_barrier();
-          const int info = team_cholesky_factor_packed(team, sa, n);
-          if (info == 0) team_cholesky_solve_packed(team, sa, n, sb);
-          team.team_barrier();
-          Kokkos::parallel_for(Kokkos::TeamThreadRange(team, n * n), [&](int e) {
-            const int i = e / n, j = e % n;
-            if (j <= i) A(s, i, j) = sa[detail::packed_size(i) + j];
+          const int info = with_scratch_level(level, [&](auto L) {
+            constexpr int lv = decltype(L)::value;
+            Scratch sm(team.team_scratch(lv), detail::packed_size(n) + n);
+            T* sa = sm.data();
+            T* sb = sa + detail::packed_size(n);
+            detail::team_stage_lower_packed(team, n, sa, [&](int i, int j) { return A(s, i, j); });
+            Kokkos::parallel_for(Kokkos::TeamThreadRange(team, n), [&](int e) { sb[e] = B(s, e); });
+            team.team_barrier();
+            const int fail = team_cholesky_factor_packed(team, sa, n);
+            if (fail == 0) team_cholesky_solve_packed(team, sa, n, sb);
+            team.team_barrier();
+            Kokkos::parallel_for(Kokkos::TeamThreadRange(team, n * n), [&](int e) {
+              const int i = e / n, j = e % n;
+              if (j <= i) A(s, i, j) = sa[detail::packed_size(i) + j];
+            });
+            Kokkos::parallel_for(Kokkos::TeamThreadRange(team, n), [&](int e) { B(s, e) = sb[e]; });
+            return fail;
           });
-          Kokkos::parallel_for(Kokkos::TeamThreadRange(team, n), [&](int e) { B(s, e) = sb[e]; });
           Kokkos::single(Kokkos::PerTeam(team), [&]() { nfail += info != 0 ? 1 : 0; });
         } else {
           // In place: requires contiguous row-major systems (LayoutRight).

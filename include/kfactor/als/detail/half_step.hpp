@@ -39,6 +39,7 @@
 #include <kfactor/core/error.hpp>
 #include <kfactor/core/madd.hpp>
 #include <kfactor/core/matrix.hpp>
+#include <kfactor/core/scratch_level.hpp>
 #include <kfactor/core/spaces.hpp>
 #include <kfactor/kernels/batched_cholesky.hpp>
 
@@ -148,17 +149,39 @@ std::size_t fast_scratch_bytes() {
   return std::min<std::size_t>(Tuning<ExecutionSpace>::scratch_budget, std::size_t(probe.scratch_size_max(0)));
 }
 
+/// Byte offsets of the build kernel's team scratch, carved out of one
+/// allocation: on GPUs one pointer that the compiler knows to address
+/// shared memory (separate allocations, each possibly null, left some
+/// accesses generic). CSR path: the staged rows of two chunks of nonzeros,
+/// their column ids and ratings; tiled path: a tile's Y rows, its ratings
+/// and their local slots.
+struct BuildScratch {
+  std::size_t col = 0, val = 0, y = 0, v = 0, seg = 0, bytes = 0;  // stage at 0
+  template <class T>
+  static BuildScratch make(std::size_t stage_elems, std::size_t id_elems, std::size_t y_elems, std::size_t v_elems,
+                           std::size_t seg_elems) {
+    auto al = [](std::size_t b) { return (b + 15) / 16 * 16; };
+    BuildScratch L;
+    L.col = al(stage_elems * sizeof(T));
+    L.val = L.col + al(id_elems * sizeof(ordinal_t));
+    L.y = L.val + al(id_elems * sizeof(T));
+    L.v = L.y + al(y_elems * sizeof(T));
+    L.seg = L.v + al(v_elems * sizeof(T));
+    L.bytes = L.seg + al(seg_elems * sizeof(int));
+    return L;
+  }
+  /// Bytes to request (16 of slack for the alignment of the start).
+  [[nodiscard]] std::size_t request() const { return bytes > 0 ? bytes + 16 : 0; }
+};
+
 /// Team scratch bytes the tiled normal-equation kernel needs (0 for CSR).
 template <class ExecutionSpace, class T>
 std::size_t normal_equation_scratch(bool tiled, int f, int xb, int max_tile_columns) {
   if (!tiled) return 0;
-  using Tn = Tuning<ExecutionSpace>;
-  const TileShape s(f, Tn::block, xb);
+  const TileShape s(f, Tuning<ExecutionSpace>::block, xb);
   const std::size_t rows = std::size_t(std::max(1, max_tile_columns));
   const std::size_t entries = rows * xb;
-  using ST = Kokkos::View<T*, typename ExecutionSpace::scratch_memory_space, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
-  using SI = Kokkos::View<int*, typename ExecutionSpace::scratch_memory_space, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
-  return ST::shmem_size(rows * s.fp) + ST::shmem_size(entries) + SI::shmem_size(entries + xb + 1);
+  return BuildScratch::make<T>(0, 0, rows * s.fp, entries, entries + xb + 1).request();
 }
 
 /// Which part of a row's sums one call of build_normal_equations adds: the
@@ -268,26 +291,26 @@ void build_normal_equations(const ExecutionSpace& exec, const HalfStepStructure<
   // row blocks would hand the first thread all the long rows.
   using Policy = Kokkos::TeamPolicy<ExecutionSpace, typename Tn::Bounds, Kokkos::Schedule<Kokkos::Dynamic>>;
   using Team = typename Policy::member_type;
-  using Scratch = typename ExecutionSpace::scratch_memory_space;
-  using ST = Kokkos::View<T*, Scratch, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
-  using SI = Kokkos::View<int*, Scratch, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
   if (g1 <= g0) return;
   const int xb = Tiled ? S.xb : 1;
   const TileShape shape(f, B, xb);
   const int fp = shape.fp, P = shape.pairs, total = shape.total;
   const int C = Tiled ? std::max(1, S.max_tile_columns) : 0;
   const std::size_t nent = std::size_t(C) * xb;
-  const std::size_t tile_bytes = normal_equation_scratch<ExecutionSpace, T>(Tiled, f, xb, S.max_tile_columns);
 
   int team = (total + MT - 1) / MT;
   team = (team + Tn::warp - 1) / Tn::warp * Tn::warp;
   team = std::min(team, Tn::max_team);
-  // CSR staging: two buffers of nc rows in the fast scratch (16 bytes:
-  // their alignment).
-  const std::size_t row_bytes = std::size_t(fp) * sizeof(T);
-  const int nc = NC > 0 ? std::max(1, std::min<int>(NC, int((fast_scratch_bytes<ExecutionSpace>() - 16) / (2 * row_bytes)))) : 0;
-  const std::size_t stage_elems = 2 * std::size_t(nc) * fp;
-  const std::size_t need = tile_bytes + (stage_elems > 0 ? stage_elems * sizeof(T) + 16 : 0);
+  // CSR staging: two chunks of nc nonzeros in the fast scratch: their rows
+  // and their column ids and ratings (the copies of a chunk read its column
+  // ids from scratch: from global memory each copy waited out a memory
+  // latency, a quarter of the build's stalls).
+  const std::size_t per_nonzero = std::size_t(fp) * sizeof(T) + sizeof(ordinal_t) + sizeof(T);
+  const int nc = NC > 0 ? std::max(1, std::min<int>(NC, int((fast_scratch_bytes<ExecutionSpace>() - 64) / (2 * per_nonzero)))) : 0;
+  const std::size_t id_elems = 2 * std::size_t(nc);
+  const BuildScratch lay =
+      BuildScratch::make<T>(id_elems * fp, id_elems, Tiled ? nent / xb * fp : 0, Tiled ? nent : 0, Tiled ? nent + xb + 1 : 0);
+  const std::size_t need = lay.request();
   const bool vec = NC > 0 && V > 1 && std::is_same_v<typename YView::non_const_value_type, T> && f % V == 0 &&
                    Y.stride(0) % V == 0 && reinterpret_cast<std::uintptr_t>(Y.data()) % 16 == 0;
   Policy probe(exec, 1, 1);
@@ -330,159 +353,188 @@ void build_normal_equations(const ExecutionSpace& exec, const HalfStepStructure<
       }
       const std::size_t lb0 = std::size_t(pos - g0) * xb;  // batch-local index of the block's first row
       const int ts = tm.team_size(), tid = tm.team_rank();
-      // CSR: the two staging buffers, 16-byte aligned (vector stores).
-      T* sStage = stage_elems > 0
-                      ? static_cast<T*>(tm.team_scratch(level).get_shmem_aligned(stage_elems * sizeof(T), 16))
-                      : nullptr;
-      ST sY(tm.team_scratch(level), std::size_t(C) * fp);
-      ST sV(tm.team_scratch(level), nent);
-      SI sS(tm.team_scratch(level), Tiled ? nent + xb + 1 : 0);
-      const int npass = (total + ts * MT - 1) / (ts * MT);
-      for (int pass = 0; pass < npass; ++pass) {
-        T acc[MT][B][B];
-        int q_of[MT], bi_of[MT], bj_of[MT];
-        for (int s = 0; s < MT; ++s) {
-          const int q = tid + ts * (pass * MT + s);
-          q_of[s] = q;
-          tile_blocks(q % P, bi_of[s], bj_of[s]);
-          for (int r = 0; r < B; ++r)
-            for (int c = 0; c < B; ++c) acc[s][r][c] = T(0);
-          const ordinal_t row = ordinal_t(g * xb + q / P);
-          if (kind != BuildKind::segment && continue_sums && q < total && row < rows) {  // continue an earlier column block's sums
-            const std::size_t lb = lb0 + q / P;
+      // Scratch through a compile-time level: level-0 accesses are shared-memory loads.
+      with_scratch_level(level, [&](auto L) {
+        constexpr int lv = decltype(L)::value;
+        // CSR: the two staging buffers, 16-byte aligned (vector stores).
+        // (Unconditional, even when empty: a pointer that may be null is no
+        // longer known to address shared memory.)
+        char* scratch = static_cast<char*>(tm.team_scratch(lv).get_shmem_aligned(lay.bytes, 16));
+        T* sStage = reinterpret_cast<T*>(scratch);
+        auto* sCol = reinterpret_cast<ordinal_t*>(scratch + lay.col);
+        T* sVal = reinterpret_cast<T*>(scratch + lay.val);
+        T* sY = reinterpret_cast<T*>(scratch + lay.y);
+        T* sV = reinterpret_cast<T*>(scratch + lay.v);
+        int* sS = reinterpret_cast<int*>(scratch + lay.seg);
+        const int npass = (total + ts * MT - 1) / (ts * MT);
+        for (int pass = 0; pass < npass; ++pass) {
+          T acc[MT][B][B];
+          int q_of[MT], bi_of[MT], bj_of[MT];
+          for (int s = 0; s < MT; ++s) {
+            const int q = tid + ts * (pass * MT + s);
+            q_of[s] = q;
+            tile_blocks(q % P, bi_of[s], bj_of[s]);
             for (int r = 0; r < B; ++r)
-              for (int c = 0; c < B; ++c) {
-                const int i = bi_of[s] * B + r, j = bj_of[s] * B + c;
-                if (j <= i && i < f) acc[s][r][c] = A(lb, i, j);
-                if (i == f && j < f) acc[s][r][c] = b(lb, j);
-              }
-          }
-        }
-        // Adds nonzeros k0 (and k1 when `two`) to tile s, in that order:
-        // y0, y1 are their rows [Y row, rating, 0...] up to `valid` entries,
-        // v0, v1 their ratings (see load_piece). Each entry is one
-        // sequential sum in nonzero order of explicit multiply-adds (madd:
-        // the same bits on every path). Two per visit: on hosts the tiles
-        // live in L1, and each visit loads and stores them.
-        auto add = [&](int s, bool two, const auto* y0, T v0, const auto* y1, T v1, int valid) {
-          T a0[B], c0[B], a1[B], c1[B];
-          load_piece<B>(y0, bi_of[s] * B, valid, v0, a0);
-          load_piece<B>(y0, bj_of[s] * B, valid, v0, c0);
-          if (two) {
-            load_piece<B>(y1, bi_of[s] * B, valid, v1, a1);
-            load_piece<B>(y1, bj_of[s] * B, valid, v1, c1);
-          }
-          for (int r = 0; r < B; ++r)
-            for (int cc = 0; cc < B; ++cc) acc[s][r][cc] = madd(a0[r], c0[cc], acc[s][r][cc]);
-          if (two)
-            for (int r = 0; r < B; ++r)
-              for (int cc = 0; cc < B; ++cc) acc[s][r][cc] = madd(a1[r], c1[cc], acc[s][r][cc]);
-        };
-        // The same for a staged row (fp entries, 16-byte aligned): vector loads.
-        auto add_staged = [&](int s, const T* y) {
-          Piece<T, V> a[B / V], c[B / V];
-          for (int r = 0; r < B / V; ++r) {
-            a[r] = reinterpret_cast<const Piece<T, V>*>(y + bi_of[s] * B)[r];
-            c[r] = reinterpret_cast<const Piece<T, V>*>(y + bj_of[s] * B)[r];
-          }
-          for (int r = 0; r < B; ++r)
-            for (int cc = 0; cc < B; ++cc)
-              acc[s][r][cc] = madd(a[r / V].v[r % V], c[cc / V].v[cc % V], acc[s][r][cc]);
-        };
-        if (kind == BuildKind::reduce) {
-          for (std::int64_t sg = segments(pos); sg < segments(pos + 1); ++sg)
-            for (int s = 0; s < MT; ++s) {
-              if (q_of[s] >= total) continue;
-              const T* in = partial.data() + (std::size_t(sg - segments(p0)) * P + q_of[s]) * tile_elems;
+              for (int c = 0; c < B; ++c) acc[s][r][c] = T(0);
+            const ordinal_t row = ordinal_t(g * xb + q / P);
+            if (kind != BuildKind::segment && continue_sums && q < total && row < rows) {  // continue an earlier column block's sums
+              const std::size_t lb = lb0 + q / P;
               for (int r = 0; r < B; ++r)
-                for (int c = 0; c < B; ++c) acc[s][r][c] += in[r * B + c];
+                for (int c = 0; c < B; ++c) {
+                  const int i = bi_of[s] * B + r, j = bj_of[s] * B + c;
+                  if (j <= i && i < f) acc[s][r][c] = A(lb, i, j);
+                  if (i == f && j < f) acc[s][r][c] = b(lb, j);
+                }
             }
-        } else if (Tiled) {  // plain if: nvcc refuses first captures inside if constexpr
-          for (ordinal_t tc = 0; tc < ntc; ++tc) {
-            const std::int64_t t = std::int64_t(g) * ntc + tc;
-            const offset_t tp0 = tile_ptr(t);
-            const int D = int(tile_ptr(t + 1) - tp0);
-            if (D == 0) continue;  // vacant tile: nothing loaded, nothing computed
-            const offset_t e0 = seg_ptr(t * xb);
-            const int E = int(seg_ptr(t * xb + xb) - e0);
-            int* seg = sS.data() + nent;
-            // The tile's distinct Y rows, zero-padded to fp entries.
-            Kokkos::parallel_for(Kokkos::TeamThreadRange(tm, D * fp), [&](int idx) {
-              const int s = idx / fp, j = idx - s * fp;
-              sY(idx) = j < f ? T(Y(tile_colidx(tp0 + s), j)) : T(0);
-            });
-            Kokkos::parallel_for(Kokkos::TeamThreadRange(tm, E), [&](int k) {
-              sV(k) = value(e0 + k);
-              sS(k) = seg_colidx(e0 + k);
-            });
-            Kokkos::parallel_for(Kokkos::TeamThreadRange(tm, xb + 1),
-                                 [&](int i) { seg[i] = int(seg_ptr(t * xb + i) - e0); });
-            tm.team_barrier();
-            for (int s = 0; s < MT; ++s) {
-              if (q_of[s] >= total) continue;
-              const int rho = q_of[s] / P;
-              for (int k = seg[rho]; k < seg[rho + 1]; k += 2) {  // vacant segment: empty range
-                const bool two = k + 1 < seg[rho + 1];
-                add(s, two, sY.data() + std::size_t(sS(k)) * fp, sV(k),
-                    sY.data() + std::size_t(sS(two ? k + 1 : k)) * fp, two ? sV(k + 1) : T(0), f);
-              }
+          }
+          // Adds nonzeros k0 (and k1 when `two`) to tile s, in that order:
+          // y0, y1 are their rows [Y row, rating, 0...] up to `valid` entries,
+          // v0, v1 their ratings (see load_piece). Each entry is one
+          // sequential sum in nonzero order of explicit multiply-adds (madd:
+          // the same bits on every path). Two per visit: on hosts the tiles
+          // live in L1, and each visit loads and stores them.
+          auto add = [&](int s, bool two, const auto* y0, T v0, const auto* y1, T v1, int valid) {
+            T a0[B], c0[B], a1[B], c1[B];
+            load_piece<B>(y0, bi_of[s] * B, valid, v0, a0);
+            load_piece<B>(y0, bj_of[s] * B, valid, v0, c0);
+            if (two) {
+              load_piece<B>(y1, bi_of[s] * B, valid, v1, a1);
+              load_piece<B>(y1, bj_of[s] * B, valid, v1, c1);
             }
-            tm.team_barrier();
-          }
-        } else if (NC > 0) {  // CSR, staged in chunks of nc nonzeros, double-buffered
-          const int chunks = int((e_end - e_begin + nc - 1) / nc);
-          auto chunk_size = [&](int c) { return c + 1 < chunks ? nc : int(e_end - e_begin - offset_t(c) * nc); };
-          auto stage = [&](int c) {
-            T* buf = sStage + std::size_t(c & 1) * nc * fp;
-            if (vec)
-              stage_y_rows<V>(tm, Y, tile_colidx, value, e_begin + offset_t(c) * nc, chunk_size(c), f, fp, buf);
-            else
-              stage_y_rows<1>(tm, Y, tile_colidx, value, e_begin + offset_t(c) * nc, chunk_size(c), f, fp, buf);
-          };
-          if (chunks > 0) stage(0);
-          for (int c = 0; c < chunks; ++c) {
-            async_copy_wait();
-            tm.team_barrier();  // chunk c has landed; chunk c - 1's buffer is free
-            if (c + 1 < chunks) stage(c + 1);
-            const T* buf = sStage + std::size_t(c & 1) * nc * fp;
-            for (int k = 0; k < chunk_size(c); ++k)
-              for (int s = 0; s < MT; ++s)
-                if (q_of[s] < total) add_staged(s, buf + std::size_t(k) * fp);
-          }
-          tm.team_barrier();  // the buffers are free again (next pass)
-        } else {  // CSR, in place (hosts: the caches serve the Y rows)
-          for (offset_t e = e_begin; e < e_end; e += 2) {
-            const bool two = e + 1 < e_end;
-            const auto* y0 = &Y(tile_colidx(e), 0);
-            const auto* y1 = &Y(tile_colidx(two ? e + 1 : e), 0);
-            const T v0 = value(e), v1 = two ? T(value(e + 1)) : T(0);
-            for (int s = 0; s < MT; ++s)
-              if (q_of[s] < total) add(s, two, y0, v0, y1, v1, f);
-          }
-        }
-        // Store the tiles: a segment's raw sums, or rows i < f to A (lambda_u
-        // on the diagonal) and row f to b.
-        for (int s = 0; s < MT; ++s) {
-          const int q = q_of[s];
-          if (q >= total) continue;
-          if (kind == BuildKind::segment) {
-            T* out = partial.data() + (std::size_t(w - w0) * P + q) * tile_elems;
             for (int r = 0; r < B; ++r)
-              for (int c = 0; c < B; ++c) out[r * B + c] = acc[s][r][c];
-            continue;
-          }
-          const ordinal_t r = ordinal_t(g * xb + q / P);
-          if (r >= rows) continue;
-          const std::size_t lb = lb0 + q / P;
-          const T lam = !add_lambda ? T(0) : weight_nnz ? lambda * T(row_count(r)) : lambda;
-          for (int rr = 0; rr < B; ++rr)
-            for (int cc = 0; cc < B; ++cc) {
-              const int i = bi_of[s] * B + rr, j = bj_of[s] * B + cc;
-              if (j <= i && i < f) A(lb, i, j) = acc[s][rr][cc] + (i == j ? lam : T(0));
-              if (i == f && j < f) b(lb, j) = acc[s][rr][cc];
+              for (int cc = 0; cc < B; ++cc) acc[s][r][cc] = madd(a0[r], c0[cc], acc[s][r][cc]);
+            if (two)
+              for (int r = 0; r < B; ++r)
+                for (int cc = 0; cc < B; ++cc) acc[s][r][cc] = madd(a1[r], c1[cc], acc[s][r][cc]);
+          };
+          // The same for a staged row (fp entries, 16-byte aligned): vector loads.
+          auto add_staged = [&](int s, const T* y) {
+            Piece<T, V> a[B / V], c[B / V];
+            for (int r = 0; r < B / V; ++r) {
+              a[r] = reinterpret_cast<const Piece<T, V>*>(y + bi_of[s] * B)[r];
+              c[r] = reinterpret_cast<const Piece<T, V>*>(y + bj_of[s] * B)[r];
             }
+            for (int r = 0; r < B; ++r)
+              for (int cc = 0; cc < B; ++cc)
+                acc[s][r][cc] = madd(a[r / V].v[r % V], c[cc / V].v[cc % V], acc[s][r][cc]);
+          };
+          if (kind == BuildKind::reduce) {
+            for (std::int64_t sg = segments(pos); sg < segments(pos + 1); ++sg)
+              for (int s = 0; s < MT; ++s) {
+                if (q_of[s] >= total) continue;
+                const T* in = partial.data() + (std::size_t(sg - segments(p0)) * P + q_of[s]) * tile_elems;
+                for (int r = 0; r < B; ++r)
+                  for (int c = 0; c < B; ++c) acc[s][r][c] += in[r * B + c];
+              }
+          } else if (Tiled) {  // plain if: nvcc refuses first captures inside if constexpr
+            for (ordinal_t tc = 0; tc < ntc; ++tc) {
+              const std::int64_t t = std::int64_t(g) * ntc + tc;
+              const offset_t tp0 = tile_ptr(t);
+              const int D = int(tile_ptr(t + 1) - tp0);
+              if (D == 0) continue;  // vacant tile: nothing loaded, nothing computed
+              const offset_t e0 = seg_ptr(t * xb);
+              const int E = int(seg_ptr(t * xb + xb) - e0);
+              int* seg = sS + nent;
+              // The tile's distinct Y rows, zero-padded to fp entries.
+              Kokkos::parallel_for(Kokkos::TeamThreadRange(tm, D * fp), [&](int idx) {
+                const int s = idx / fp, j = idx - s * fp;
+                sY[idx] = j < f ? T(Y(tile_colidx(tp0 + s), j)) : T(0);
+              });
+              Kokkos::parallel_for(Kokkos::TeamThreadRange(tm, E), [&](int k) {
+                sV[k] = value(e0 + k);
+                sS[k] = seg_colidx(e0 + k);
+              });
+              Kokkos::parallel_for(Kokkos::TeamThreadRange(tm, xb + 1),
+                                   [&](int i) { seg[i] = int(seg_ptr(t * xb + i) - e0); });
+              tm.team_barrier();
+              for (int s = 0; s < MT; ++s) {
+                if (q_of[s] >= total) continue;
+                const int rho = q_of[s] / P;
+                for (int k = seg[rho]; k < seg[rho + 1]; k += 2) {  // vacant segment: empty range
+                  const bool two = k + 1 < seg[rho + 1];
+                  add(s, two, sY + std::size_t(sS[k]) * fp, sV[k], sY + std::size_t(sS[two ? k + 1 : k]) * fp,
+                      two ? sV[k + 1] : T(0), f);
+                }
+              }
+              tm.team_barrier();
+            }
+          } else if (NC > 0) {  // CSR, staged in chunks of nc nonzeros, double-buffered
+            const int chunks = int((e_end - e_begin + nc - 1) / nc);
+            auto chunk_size = [&](int c) { return c + 1 < chunks ? nc : int(e_end - e_begin - offset_t(c) * nc); };
+            // Chunk c's ids (column, rating) go to slot c & 1 two chunks
+            // ahead of its rows, by async copies too.
+            auto load_ids = [&](int c) {
+              const offset_t e0 = e_begin + offset_t(c) * nc;
+              for (int k = tid; k < chunk_size(c); k += ts) {
+                async_copy<int(sizeof(ordinal_t))>(sCol + (c & 1) * nc + k, &tile_colidx(e0 + k));
+                async_copy<int(sizeof(T))>(sVal + (c & 1) * nc + k, &value(e0 + k));
+              }
+            };
+            auto stage = [&](int c) {
+              T* buf = sStage + std::size_t(c & 1) * nc * fp;
+              const ordinal_t* ids = sCol + (c & 1) * nc;
+              const T* vals = sVal + (c & 1) * nc;
+              auto col = [&](offset_t k) { return ids[k]; };
+              auto val = [&](offset_t k) { return vals[k]; };
+              if (vec)
+                stage_y_rows<V>(tm, Y, col, val, 0, chunk_size(c), f, fp, buf);
+              else
+                stage_y_rows<1>(tm, Y, col, val, 0, chunk_size(c), f, fp, buf);
+            };
+            if (chunks > 0) {
+              load_ids(0);
+              async_copy_wait();
+              tm.team_barrier();
+              stage(0);
+              if (chunks > 1) load_ids(1);
+            }
+            for (int c = 0; c < chunks; ++c) {
+              async_copy_wait();
+              // Chunk c's rows and chunk c + 1's ids have landed; chunk c - 1's
+              // rows buffer and chunk c's ids slot are free.
+              tm.team_barrier();
+              if (c + 1 < chunks) stage(c + 1);
+              if (c + 2 < chunks) load_ids(c + 2);
+              const T* buf = sStage + std::size_t(c & 1) * nc * fp;
+              for (int k = 0; k < chunk_size(c); ++k)
+                for (int s = 0; s < MT; ++s)
+                  if (q_of[s] < total) add_staged(s, buf + std::size_t(k) * fp);
+            }
+            tm.team_barrier();  // the buffers are free again (next pass)
+          } else {  // CSR, in place (hosts: the caches serve the Y rows)
+            for (offset_t e = e_begin; e < e_end; e += 2) {
+              const bool two = e + 1 < e_end;
+              const auto* y0 = &Y(tile_colidx(e), 0);
+              const auto* y1 = &Y(tile_colidx(two ? e + 1 : e), 0);
+              const T v0 = value(e), v1 = two ? T(value(e + 1)) : T(0);
+              for (int s = 0; s < MT; ++s)
+                if (q_of[s] < total) add(s, two, y0, v0, y1, v1, f);
+            }
+          }
+          // Store the tiles: a segment's raw sums, or rows i < f to A (lambda_u
+          // on the diagonal) and row f to b.
+          for (int s = 0; s < MT; ++s) {
+            const int q = q_of[s];
+            if (q >= total) continue;
+            if (kind == BuildKind::segment) {
+              T* out = partial.data() + (std::size_t(w - w0) * P + q) * tile_elems;
+              for (int r = 0; r < B; ++r)
+                for (int c = 0; c < B; ++c) out[r * B + c] = acc[s][r][c];
+              continue;
+            }
+            const ordinal_t r = ordinal_t(g * xb + q / P);
+            if (r >= rows) continue;
+            const std::size_t lb = lb0 + q / P;
+            const T lam = !add_lambda ? T(0) : weight_nnz ? lambda * T(row_count(r)) : lambda;
+            for (int rr = 0; rr < B; ++rr)
+              for (int cc = 0; cc < B; ++cc) {
+                const int i = bi_of[s] * B + rr, j = bj_of[s] * B + cc;
+                if (j <= i && i < f) A(lb, i, j) = acc[s][rr][cc] + (i == j ? lam : T(0));
+                if (i == f && j < f) b(lb, j) = acc[s][rr][cc];
+              }
+          }
         }
-      }
+      });
     };
     Policy policy(exec, w1 - w0, team);
     const int tmax = policy.team_size_max(kernel, Kokkos::ParallelForTag());
@@ -568,17 +620,21 @@ int solve_normal_equations(const ExecutionSpace& exec, const HalfStepStructure<T
         }
         int info = 0;
         if (staged) {
-          ST sm(tm.team_scratch(level), tri + f);
-          T* sa = sm.data();
-          T* sb = sa + tri;
-          kfactor::detail::team_stage_lower_packed(tm, f, sa, [&](int i, int j) { return A(lb, i, j); });
-          Kokkos::parallel_for(Kokkos::TeamThreadRange(tm, f), [&](int j) { sb[j] = b(lb, j); });
-          tm.team_barrier();
-          info = team_cholesky_factor_packed(tm, sa, f);
-          if (info == 0) {
-            team_cholesky_solve_packed(tm, sa, f, sb);
-            Kokkos::parallel_for(Kokkos::TeamThreadRange(tm, f), [&](int j) { X(orow, j) = sb[j]; });
-          }
+          info = with_scratch_level(level, [&](auto L) {
+            constexpr int lv = decltype(L)::value;
+            ST sm(tm.team_scratch(lv), tri + f);
+            T* sa = sm.data();
+            T* sb = sa + tri;
+            kfactor::detail::team_stage_lower_packed(tm, f, sa, [&](int i, int j) { return A(lb, i, j); });
+            Kokkos::parallel_for(Kokkos::TeamThreadRange(tm, f), [&](int j) { sb[j] = b(lb, j); });
+            tm.team_barrier();
+            const int fail = team_cholesky_factor_packed(tm, sa, f);
+            if (fail == 0) {
+              team_cholesky_solve_packed(tm, sa, f, sb);
+              Kokkos::parallel_for(Kokkos::TeamThreadRange(tm, f), [&](int j) { X(orow, j) = sb[j]; });
+            }
+            return fail;
+          });
         } else {
           T* a = &A(lb, 0, 0);
           T* bb = &b(lb, 0);
