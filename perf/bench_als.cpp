@@ -7,7 +7,7 @@
 //   bench_als [--preset netflix|yahoo] [--users 480189] [--items 17770] [--distinct 99000000]
 //             [--ranks 32,64,100,128] [--iters 3] [--variants plain,tiled,reorder]
 //             [--precision float|double] [--alpha-users 0.6] [--shift-users 0] [--alpha-items 0.9]
-//             [--input FILE [--format auto|ratings|mm]]
+//             [--input FILE [--format auto|ratings|mm]] [--export DIR]
 //
 // User and item ids follow Zipf-Mandelbrot laws, p_i ~ (i + 1 + shift)^-alpha.
 // --preset sets the shape and the laws (options after it override them):
@@ -22,6 +22,13 @@
 //
 // With --input, the ratings come from FILE through kfactor::io (all of them
 // train; --users/--items/--distinct are ignored) instead of the generator.
+//
+// --export DIR writes the ratings as raw little-endian arrays (int32 ids
+// and offsets, float32 ratings) in the files cuMF_als reads, so a peer runs
+// on exactly these data, then exits: R_train_csr.{indptr,indices,data}.bin,
+// R_train_csc.{indptr,indices,data}.bin (R^T as CSR), R_train_coo.row.bin,
+// and R_test_coo.{row,col,data}.bin (every 100th rating: the reader needs a
+// test set; these ratings are also in the training set).
 #include "common/bench.hpp"
 
 #include <kfactor/als/als.hpp>
@@ -30,7 +37,9 @@
 #include <Kokkos_Sort.hpp>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
+#include <limits>
 #include <numeric>
 #include <random>
 #include <sstream>
@@ -50,6 +59,7 @@ struct Args {
   std::uint64_t seed = 1;
   std::string input, format = "auto";
   std::string preset = "netflix";
+  std::string export_dir;
 };
 
 void apply_preset(Args& a, const std::string& name) {
@@ -183,6 +193,52 @@ CsrMatrix<T, typename Space::memory_space> netflix_like(const Space& exec, const
   return R;
 }
 
+/// Writes one raw array to DIR/NAME (see --export).
+template <class V>
+void write_array(const std::string& dir, const std::string& name, const std::vector<V>& v) {
+  const std::string path = dir + "/" + name;
+  std::FILE* out = std::fopen(path.c_str(), "wb");
+  if (!out || std::fwrite(v.data(), sizeof(V), v.size(), out) != v.size() || std::fclose(out) != 0) {
+    std::fprintf(stderr, "bench_als: cannot write %s\n", path.c_str());
+    std::exit(1);
+  }
+}
+
+/// --export: R as CSR, R^T as CSR, COO rows and a test subset (int32, float32).
+template <class Space, class T>
+void export_ratings(const Space& exec, const CsrMatrix<T, typename Space::memory_space>& R, const std::string& dir) {
+  const auto Rh = copy_to<Kokkos::HostSpace>(R);
+  const auto Th = copy_to<Kokkos::HostSpace>(kfactor::transpose(exec, R));
+  if (Rh.nnz() > std::size_t(std::numeric_limits<std::int32_t>::max())) {
+    std::fprintf(stderr, "bench_als: --export needs int32 offsets (%zu ratings)\n", std::size_t(Rh.nnz()));
+    std::exit(1);
+  }
+  auto csr = [&](const auto& M, const std::string& prefix) {
+    std::vector<std::int32_t> ptr(M.row_map.extent(0)), idx(M.entries.extent(0));
+    std::vector<float> val(M.values.extent(0));
+    for (std::size_t i = 0; i < ptr.size(); ++i) ptr[i] = std::int32_t(M.row_map(i));
+    for (std::size_t e = 0; e < idx.size(); ++e) idx[e] = std::int32_t(M.entries(e)), val[e] = float(M.values(e));
+    write_array(dir, prefix + ".indptr.bin", ptr);
+    write_array(dir, prefix + ".indices.bin", idx);
+    write_array(dir, prefix + ".data.bin", val);
+  };
+  csr(Rh, "R_train_csr");
+  csr(Th, "R_train_csc");
+  std::vector<std::int32_t> rows(Rh.nnz()), trow, tcol;
+  std::vector<float> tval;
+  for (std::size_t u = 0; u + 1 < Rh.row_map.extent(0); ++u)
+    for (auto e = Rh.row_map(u); e < Rh.row_map(u + 1); ++e) {
+      rows[e] = std::int32_t(u);
+      if (e % 100 == 0) trow.push_back(std::int32_t(u)), tcol.push_back(std::int32_t(Rh.entries(e))), tval.push_back(float(Rh.values(e)));
+    }
+  write_array(dir, "R_train_coo.row.bin", rows);
+  write_array(dir, "R_test_coo.row.bin", trow);
+  write_array(dir, "R_test_coo.col.bin", tcol);
+  write_array(dir, "R_test_coo.data.bin", tval);
+  std::fprintf(stderr, "bench_als: exported %lld x %lld, %zu ratings (%zu test) to %s\n", (long long)(Rh.row_map.extent(0) - 1),
+               (long long)Rh.num_cols, std::size_t(Rh.nnz()), tval.size(), dir.c_str());
+}
+
 template <class T>
 void run(const Args& a) {
   using Space = Kokkos::DefaultExecutionSpace;
@@ -213,6 +269,10 @@ void run(const Args& a) {
   std::fprintf(stderr, "bench_als: %lld x %lld, %lld ratings, %lld single-rating and %lld empty users (%s in %.2f s)\n",
                (long long)users, (long long)items, (long long)nnz, (long long)single, (long long)empty,
                a.input.empty() ? "generated" : a.input.c_str(), gen_s);
+  if (!a.export_dir.empty()) {
+    export_ratings(exec, problem.train, a.export_dir);
+    return;
+  }
   for (int f : a.ranks)
     for (const auto& variant : a.variants) {
       als::Options o;
@@ -298,6 +358,7 @@ int main(int argc, char** argv) {
     else if (k == "--seed") a.seed = std::stoull(v);
     else if (k == "--input") a.input = v;
     else if (k == "--format") a.format = v;
+    else if (k == "--export") a.export_dir = v;
     else {
       std::fprintf(stderr, "bench_als: unknown option %s\n", k.c_str());
       return 2;

@@ -231,25 +231,30 @@ template <int V, class Team, class T, class YView, class Col, class Val>
 KOKKOS_INLINE_FUNCTION void stage_y_rows(const Team& tm, const YView& Y, const Col& col, const Val& value, offset_t e0,
                                          int n, int f, int fp, T* out) {
   constexpr bool same = std::is_same_v<typename YView::non_const_value_type, T>;
-  const int per = fp / V, ts = tm.team_size();
+  const int ts = tm.team_size(), rank = tm.team_rank();
+  // The Y entries, f / V copies per row, and nothing else in this loop: a
+  // warp whose lanes split between copies and the padding below ran both
+  // branches one after the other.
+  const int per = f / V;
   const int dk = ts / per, ds = ts - dk * per;  // (k, s) advance per ts slots
-  int k = tm.team_rank() / per, s = tm.team_rank() - k * per;
+  int k = rank / per, s = rank - k * per;
   for (; k < n; k += dk) {
-    T* dst = out + (std::size_t(k) * per + s) * V;
-    const int j = s * V;
-    if (j < f) {
-      if constexpr (same)
-        async_copy<int(sizeof(T)) * V>(dst, &Y(col(e0 + k), j));
-      else
-        dst[0] = T(Y(col(e0 + k), j));  // V = 1
-    } else {
-      for (int r = 0; r < V; ++r) dst[r] = j + r == f ? T(value(e0 + k)) : T(0);
-    }
+    T* dst = out + std::size_t(k) * fp + s * V;
+    if constexpr (same)
+      async_copy<int(sizeof(T)) * V>(dst, &Y(col(e0 + k), s * V));
+    else
+      dst[0] = T(Y(col(e0 + k), s));  // V = 1
     s += ds;
     if (s >= per) {
       s -= per;
       ++k;
     }
+  }
+  // Entries f .. fp - 1: the rating, then zeros.
+  for (int r = rank; r < n; r += ts) {
+    T* dst = out + std::size_t(r) * fp + f;
+    const T v = T(value(e0 + r));
+    for (int c = 0; c < fp - f; ++c) dst[c] = c == 0 ? v : T(0);
   }
 }
 
