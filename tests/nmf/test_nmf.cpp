@@ -182,8 +182,10 @@ TYPED_TEST(NmfTest, HalsEpochMatchesHostAlgorithm1) {
 // update on a device) gives the column_step sequence (a launch per column) to
 // rounding, in every column of the tile and in the norms, and the same bits
 // on a second run: the norm adds the teams' partials in team order, not in
-// order of arrival. Row counts below, at and above the team count; a tile in
-// the middle of K; the columns outside the tile untouched.
+// order of arrival. Row counts below, at and above the team count, and one
+// whose rows per team do not fit a device's fast team scratch (the sweep then
+// works on X in place instead of on staged rows); a tile in the middle of K;
+// the columns outside the tile untouched.
 TYPED_TEST(NmfTest, ColumnSweepEqualsColumnSteps) {
   using Space = TypeParam;
   using Mem = typename Space::memory_space;
@@ -192,7 +194,7 @@ TYPED_TEST(NmfTest, ColumnSweepEqualsColumnSteps) {
   const int K = 12, t0 = 3, t1 = 9, w = t1 - t0;
   const double eps = 1e-16;
   const d::ColumnBarrier<Mem> barrier(K, d::coresident_teams(exec));
-  for (int n : {1, 2, 37, 3001}) {
+  for (int n : {1, 2, 37, 3001, 400009}) {
     const CounterRng rng(40 + n, RngStream::user);
     HostMatrix<double> hX("X", n, K), hB("B", n, K), hG("G", K, K), hAcc("Acc", n, w);
     for (int r = 0; r < n; ++r)
