@@ -34,6 +34,8 @@
 ///    next column's loads and products done while the barrier is in flight.
 ///  - tile_sweep_host: on a host the T columns of an ALO tile run in one
 ///    launch (one team of all threads, a barrier per column).
+/// On a device row_sweep and column_sweep first copy each team's rows of the
+/// tile into team scratch (ScratchRows) when they fit, and sweep them there.
 ///
 /// These launches must stay asynchronous: see light_weight.
 
