@@ -29,6 +29,7 @@
 #include <cusparse.h>
 #endif
 
+#include <cctype>
 #include <cstring>
 #include <filesystem>
 #include <set>
@@ -70,7 +71,13 @@ Args parse(int argc, char** argv) {
       if (i + 1 >= argc) throw UsageError("missing value after " + k);
       return argv[++i];
     };
-    if (k == "--matrices") a.matrices = split(val());
+    if (k == "--matrices") {
+      a.matrices = split(val());
+      for (auto& m : a.matrices) {  // m1, m2, m3 in any case; anything else is an error, not M2
+        for (auto& ch : m) ch = char(std::tolower(static_cast<unsigned char>(ch)));
+        if (m != "m1" && m != "m2" && m != "m3") throw UsageError("--matrices: unknown matrix '" + m + "' (m1, m2, m3)");
+      }
+    }
     else if (k == "--k") {
       a.ks.clear();
       for (auto& x : split(val())) a.ks.push_back(std::stoi(x));
