@@ -221,15 +221,15 @@ struct alignas(sizeof(T) * V) Piece {
   T v[V];
 };
 
-/// Stages the rows [Y(col(e), :), value(e), 0, ...] of the n nonzeros
-/// e0 .. e0 + n - 1 into `out` (rows of fp entries) with the whole team,
-/// V entries per copy (V > 1: 16-byte copies; f a multiple of V and Y's
-/// rows 16-byte aligned). The Y entries travel by async_copy: on GPUs the
-/// team computes on the previous chunk while they arrive; call
-/// async_copy_wait() and a team barrier before reading them.
-template <int V, class Team, class T, class YView, class Col, class Val>
-KOKKOS_INLINE_FUNCTION void stage_y_rows(const Team& tm, const YView& Y, const Col& col, const Val& value, offset_t e0,
-                                         int n, int f, int fp, T* out) {
+/// Stages the rows [Y(col[k], :), value[k], 0, ...] of n nonzeros (their
+/// column ids and ratings already in scratch) into `out` (rows of fp
+/// entries) with the whole team, V entries per copy (V > 1: 16-byte copies;
+/// f a multiple of V and Y's rows 16-byte aligned). The Y entries travel by
+/// async_copy: on GPUs the team computes on the previous chunk while they
+/// arrive; call async_copy_wait() and a team barrier before reading them.
+template <int V, class Team, class T, class YView>
+KOKKOS_INLINE_FUNCTION void stage_y_rows(const Team& tm, const YView& Y, const ordinal_t* col, const T* value, int n,
+                                         int f, int fp, T* out) {
   constexpr bool same = std::is_same_v<typename YView::non_const_value_type, T>;
   const int ts = tm.team_size(), rank = tm.team_rank();
   // The Y entries, f / V copies per row, and nothing else in this loop: a
@@ -241,9 +241,9 @@ KOKKOS_INLINE_FUNCTION void stage_y_rows(const Team& tm, const YView& Y, const C
   for (; k < n; k += dk) {
     T* dst = out + std::size_t(k) * fp + s * V;
     if constexpr (same)
-      async_copy<int(sizeof(T)) * V>(dst, &Y(col(e0 + k), s * V));
+      async_copy<int(sizeof(T)) * V>(dst, &Y(col[k], s * V));
     else
-      dst[0] = T(Y(col(e0 + k), s));  // V = 1
+      dst[0] = T(Y(col[k], s));  // V = 1
     s += ds;
     if (s >= per) {
       s -= per;
@@ -253,7 +253,7 @@ KOKKOS_INLINE_FUNCTION void stage_y_rows(const Team& tm, const YView& Y, const C
   // Entries f .. fp - 1: the rating, then zeros.
   for (int r = rank; r < n; r += ts) {
     T* dst = out + std::size_t(r) * fp + f;
-    const T v = T(value(e0 + r));
+    const T v = value[r];
     for (int c = 0; c < fp - f; ++c) dst[c] = c == 0 ? v : T(0);
   }
 }
@@ -361,9 +361,9 @@ void build_normal_equations(const ExecutionSpace& exec, const HalfStepStructure<
       // Scratch through a compile-time level: level-0 accesses are shared-memory loads.
       with_scratch_level(level, [&](auto L) {
         constexpr int lv = decltype(L)::value;
-        // CSR: the two staging buffers, 16-byte aligned (vector stores).
-        // (Unconditional, even when empty: a pointer that may be null is no
-        // longer known to address shared memory.)
+        // One allocation, carved (BuildScratch), requested even when empty:
+        // a pointer that may be null is no longer known to address shared
+        // memory. 16-byte aligned: the staged rows take vector stores.
         char* scratch = static_cast<char*>(tm.team_scratch(lv).get_shmem_aligned(lay.bytes, 16));
         T* sStage = reinterpret_cast<T*>(scratch);
         auto* sCol = reinterpret_cast<ordinal_t*>(scratch + lay.col);
@@ -479,12 +479,10 @@ void build_normal_equations(const ExecutionSpace& exec, const HalfStepStructure<
               T* buf = sStage + std::size_t(c & 1) * nc * fp;
               const ordinal_t* ids = sCol + (c & 1) * nc;
               const T* vals = sVal + (c & 1) * nc;
-              auto col = [&](offset_t k) { return ids[k]; };
-              auto val = [&](offset_t k) { return vals[k]; };
               if (vec)
-                stage_y_rows<V>(tm, Y, col, val, 0, chunk_size(c), f, fp, buf);
+                stage_y_rows<V>(tm, Y, ids, vals, chunk_size(c), f, fp, buf);
               else
-                stage_y_rows<1>(tm, Y, col, val, 0, chunk_size(c), f, fp, buf);
+                stage_y_rows<1>(tm, Y, ids, vals, chunk_size(c), f, fp, buf);
             };
             if (chunks > 0) {
               load_ids(0);

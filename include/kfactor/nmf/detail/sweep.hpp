@@ -172,8 +172,8 @@ void row_sweep(const ExecutionSpace& exec, const XV& X, const AV& Acc, Base base
     const std::size_t fast = std::size_t(Policy(exec, 1, 1).scratch_size_max(0));
     int rows = 128;
     while (rows > 32 && scratch_rows_bytes<T>(rows, w) > fast) rows /= 2;
-    if (scratch_rows_bytes<T>(rows, w) <= fast) {
-      const std::size_t bytes = scratch_rows_bytes<T>(rows, w);
+    const std::size_t bytes = scratch_rows_bytes<T>(rows, w);
+    if (bytes <= fast) {
       Kokkos::parallel_for(
           "kfactor::nmf::row_sweep_staged",
           light_weight(Policy(exec, (n + rows - 1) / rows, rows).set_scratch_size(0, Kokkos::PerTeam(bytes))),
