@@ -1,4 +1,4 @@
-// The ALS solver (digest checklist 6, 8-11, 13, 14), planted recovery, empty
+// The ALS solver (digest checklist 6, 8-11, 13, 14, 16), planted recovery, empty
 // users/items, MovieLens latest-small.
 #include <kfactor/als/als.hpp>
 #include <kfactor/io/read.hpp>
