@@ -339,6 +339,14 @@ void run_precision(const Context& ctx, const CsrMatrix<float, Mem>& S, int K, co
   SddmmOptions untiled;
   untiled.column_tiles = false;
   run_plan<float, TI>(ctx, S, A, B, K, "kfactor-untiled", prec, untiled);
+  if (detail::SddmmTraits<Space>::gpu && K % detail::SddmmPack<TI>::width == 0) {
+    // The default before nzsplit (and the CPUs' default), tiled and untiled.
+    SddmmOptions rs;
+    rs.kernel = SddmmKernel::rowsplit;
+    run_plan<float, TI>(ctx, S, A, B, K, "kfactor-rowsplit", prec, rs);
+    rs.column_tiles = false;
+    run_plan<float, TI>(ctx, S, A, B, K, "kfactor-rowsplit-untiled", prec, rs);
+  }
   if (a.reference && prec == "float") {
     SddmmOptions o;
     o.kernel = SddmmKernel::reference;
@@ -387,9 +395,9 @@ void run_precision(const Context& ctx, const CsrMatrix<float, Mem>& S, int K, co
     }
   }
   if (a.sweep && K == a.mech_k && prec == "float" && ctx.matrix == "m1") {
-    // Table III: tiles 1, 2, 3, 4, 5, 6, 7, 11, 21 over N (rowsplit and SM-L2).
+    // Table III: tiles 1, 2, 3, 5, 7, 11, 21 over N (nzsplit and SM-L2).
     for (int tiles : {1, 2, 3, 5, 7, 11, 21}) {
-      for (auto kernel : {SddmmKernel::rowsplit, SddmmKernel::sm_l2}) {
+      for (auto kernel : {SddmmKernel::nzsplit, SddmmKernel::sm_l2}) {
         SddmmOptions o;
         o.kernel = kernel;
         o.staged = SddmmStaged::a;

@@ -393,7 +393,7 @@ const Registrar sddmm_command{Command{
       cmd.add_flag("--autotune", o->autotune, "search around the model's configuration first");
       cmd.add_option("--tune-cache", o->tune_cache, "autotune cache file (appended)");
       cmd.add_flag("--check", o->check, "compare with the reference kernel");
-      cmd.add_option("--kernel", o->kernel, "auto|reference|rowsplit|sm_l2|sm_sm")->capture_default_str();
+      cmd.add_option("--kernel", o->kernel, "auto|reference|rowsplit|nzsplit|sm_l2|sm_sm")->capture_default_str();
       cmd.add_flag("--no-tiles", o->no_tiles, "no column tiles");
       cmd.add_option("--tile-cols", o->tile_cols, "column-tile width T_j (0: model)");
       cmd.add_option("--tk", o->tk, "SM-L2 K-slice (multiple of 32; 0: auto)");

@@ -11,6 +11,7 @@ const char* to_string(SddmmKernel k) {
     case SddmmKernel::automatic: return "auto";
     case SddmmKernel::reference: return "reference";
     case SddmmKernel::rowsplit: return "rowsplit";
+    case SddmmKernel::nzsplit: return "nzsplit";
     case SddmmKernel::sm_l2: return "sm_l2";
     case SddmmKernel::sm_sm: return "sm_sm";
   }
@@ -27,10 +28,10 @@ const char* to_string(SddmmStaged s) {
 }
 
 SddmmKernel parse_sddmm_kernel(const std::string& name) {
-  for (auto k : {SddmmKernel::automatic, SddmmKernel::reference, SddmmKernel::rowsplit, SddmmKernel::sm_l2,
-                 SddmmKernel::sm_sm})
+  for (auto k : {SddmmKernel::automatic, SddmmKernel::reference, SddmmKernel::rowsplit, SddmmKernel::nzsplit,
+                 SddmmKernel::sm_l2, SddmmKernel::sm_sm})
     if (name == to_string(k)) return k;
-  throw UsageError("sddmm: unknown kernel '" + name + "' (auto|reference|rowsplit|sm_l2|sm_sm)");
+  throw UsageError("sddmm: unknown kernel '" + name + "' (auto|reference|rowsplit|nzsplit|sm_l2|sm_sm)");
 }
 
 void SddmmOptions::validate() const {
@@ -84,11 +85,12 @@ int sm_sm_tile(std::size_t scratch_bytes, int k, std::size_t element_bytes) {
   return static_cast<int>(std::min<std::size_t>(scratch_bytes / per, 1u << 20));
 }
 
-SddmmKernel choose_sddmm_kernel(bool gpu, double density, const SddmmOptions& options, int smsm_tile, bool smsm_fits) {
+SddmmKernel choose_sddmm_kernel(bool gpu, double density, const SddmmOptions& options, int smsm_tile, bool smsm_fits,
+                                bool packed) {
   if (options.kernel != SddmmKernel::automatic) return options.kernel;
-  return (gpu && options.smsm_density > 0 && density > options.smsm_density && smsm_fits && smsm_tile >= 16)
-             ? SddmmKernel::sm_sm
-             : SddmmKernel::rowsplit;
+  if (gpu && options.smsm_density > 0 && density > options.smsm_density && smsm_fits && smsm_tile >= 16)
+    return SddmmKernel::sm_sm;
+  return gpu && packed ? SddmmKernel::nzsplit : SddmmKernel::rowsplit;
 }
 
 double amdahl_speedup(double fraction, double kernel_speedup) {

@@ -72,8 +72,9 @@ SddmmHostLayout build_sddmm_layout(const offset_t* row_map, const ordinal_t* ent
 
   // Row-split items index S's CSR directly in the normal orientation, tiled
   // or not (a row's nonzeros within one tile are contiguous in S, since its
-  // columns are sorted): no copy, no indirection.
-  L.identity = !tr && !req.sm_l2;
+  // columns are sorted): no copy, no indirection. nzsplit walks the layout
+  // position by position, so it is S's CSR only when there is one tile.
+  L.identity = !tr && !req.sm_l2 && !(req.nzsplit && L.ntiles > 1);
   L.tile_offsets.assign(ntiles + 1, 0);
   for (offset_t e = 0; e < nnz; ++e) ++L.tile_offsets[static_cast<std::size_t>(oidx[e] / tj) + 1];
   for (std::size_t t = 0; t < ntiles; ++t) L.tile_offsets[t + 1] += L.tile_offsets[t];
@@ -101,6 +102,10 @@ SddmmHostLayout build_sddmm_layout(const offset_t* row_map, const ordinal_t* ent
         }
       }
       segs[t].push_back({r, begin, e2 - e});
+      if (req.nzsplit) {
+        if (L.rows.empty()) L.rows.resize(static_cast<std::size_t>(nnz));
+        std::fill_n(L.rows.begin() + static_cast<std::ptrdiff_t>(begin), e2 - e, r);
+      }
       e = e2;
     }
   }

@@ -50,6 +50,20 @@ std::vector<std::pair<std::string, SddmmOptions>> configurations() {
     o.vector_length = 4;
     o.team_size = 2;
   });
+  add("nzsplit", [](SddmmOptions& o) { o.kernel = SddmmKernel::nzsplit; });
+  add("nzsplit-untiled", [](SddmmOptions& o) {
+    o.kernel = SddmmKernel::nzsplit;
+    o.column_tiles = false;
+  });
+  add("nzsplit-tiles7", [](SddmmOptions& o) {  // batches cross tile boundaries, rows restart
+    o.kernel = SddmmKernel::nzsplit;
+    o.tile_cols = 7;
+  });
+  add("nzsplit-stageB-tiles", [](SddmmOptions& o) {
+    o.kernel = SddmmKernel::nzsplit;
+    o.staged = SddmmStaged::b;
+    o.tile_cols = 11;
+  });
   add("sm_l2-tk32-tiles", [](SddmmOptions& o) {
     o.kernel = SddmmKernel::sm_l2;
     o.tk = 32;
@@ -69,7 +83,8 @@ std::vector<std::pair<std::string, SddmmOptions>> configurations() {
   return c;
 }
 
-// Checklist 1, 2, 9: every configuration, scaled and unscaled, K in {1, 7, 33, 128}.
+// Checklist 1, 2, 9: every configuration, scaled and unscaled, K in {1, 7, 32, 33, 128}
+// (nzsplit runs 8 lanes at K = 32 and 32 at 128; at 1, 7 and 33 it falls back to rowsplit).
 TYPED_TEST(SddmmTest, EveryKernelMatchesFloat64Reference) {
   using Space = typename TypeParam::space;
   using T = typename TypeParam::scalar;
@@ -86,7 +101,7 @@ TYPED_TEST(SddmmTest, EveryKernelMatchesFloat64Reference) {
     return t;
   }());
   ASSERT_GT(S.nnz(), 100u);
-  for (int K : {1, 7, 33, 128}) {
+  for (int K : {1, 7, 32, 33, 128}) {
     auto A = random_dense<T>(exec, S.num_rows(), K, 100 + K);
     auto B = random_dense<T>(exec, S.num_cols, K, 200 + K);
     const auto ref = host_reference(S, A, B, true);
@@ -222,10 +237,11 @@ TYPED_TEST(SddmmTest, SmSmChosenAboveThresholdAndAgreesWithSmL2) {
   // The automatic rule is the paper's on GPUs; CPUs always take rowsplit.
   constexpr bool gpu = detail::SddmmTraits<Space>::gpu;
   EXPECT_EQ(automatic.info().kernel, gpu ? SddmmKernel::sm_sm : SddmmKernel::rowsplit);
-  EXPECT_EQ(choose_sddmm_kernel(true, automatic.info().density, o, 20, true), SddmmKernel::sm_sm);
-  EXPECT_EQ(choose_sddmm_kernel(true, 0.049, o, 20, true), SddmmKernel::rowsplit);
-  EXPECT_EQ(choose_sddmm_kernel(true, 0.2, o, 20, false), SddmmKernel::rowsplit);  // does not fit
-  EXPECT_EQ(choose_sddmm_kernel(false, 0.2, o, 20, true), SddmmKernel::rowsplit);
+  EXPECT_EQ(choose_sddmm_kernel(true, automatic.info().density, o, 20, true, true), SddmmKernel::sm_sm);
+  EXPECT_EQ(choose_sddmm_kernel(true, 0.049, o, 20, true, true), SddmmKernel::nzsplit);
+  EXPECT_EQ(choose_sddmm_kernel(true, 0.049, o, 20, true, false), SddmmKernel::rowsplit);  // K not whole packs
+  EXPECT_EQ(choose_sddmm_kernel(true, 0.2, o, 20, false, true), SddmmKernel::nzsplit);  // does not fit
+  EXPECT_EQ(choose_sddmm_kernel(false, 0.2, o, 20, true, true), SddmmKernel::rowsplit);
   o.kernel = SddmmKernel::sm_sm;
   SddmmPlan<Space, T> forced(exec, S, K, o);
   EXPECT_EQ(forced.info().kernel, SddmmKernel::sm_sm);
@@ -234,7 +250,7 @@ TYPED_TEST(SddmmTest, SmSmChosenAboveThresholdAndAgreesWithSmL2) {
   EXPECT_EQ(t, sm_sm_tile(o.scratch_bytes, K, sizeof(T)));
   o.kernel = SddmmKernel::automatic;
   o.smsm_density = 0.5;  // threshold above this density: not SM-SM
-  EXPECT_EQ(choose_sddmm_kernel(true, automatic.info().density, o, 20, true), SddmmKernel::rowsplit);
+  EXPECT_EQ(choose_sddmm_kernel(true, automatic.info().density, o, 20, true, true), SddmmKernel::nzsplit);
   EXPECT_NE((SddmmPlan<Space, T>(exec, S, K, o).info().kernel), SddmmKernel::sm_sm);
 
   auto A = random_dense<T>(exec, S.num_rows(), K, 3);
@@ -298,7 +314,7 @@ TYPED_TEST(SddmmTest, PlanReuseAndNewValues) {
   for (double v : c.values) ct.values.push_back(T(v));
   auto S = to_csr(exec, ct);
   const int K = 16;
-  for (auto kernel : {SddmmKernel::rowsplit, SddmmKernel::sm_l2}) {
+  for (auto kernel : {SddmmKernel::rowsplit, SddmmKernel::nzsplit, SddmmKernel::sm_l2}) {
     SddmmOptions o;
     o.kernel = kernel;
     o.tile_cols = 10;
@@ -414,7 +430,7 @@ void check_reduced_precision(int p_bits) {
     auto Bf = random_dense<float>(exec, S.num_cols, K, 71);
     const auto exact = host_reference(S, A, B, true);
     const auto full = host_reference(S, Af, Bf, true);
-    for (auto kernel : {SddmmKernel::rowsplit, SddmmKernel::sm_l2, SddmmKernel::reference}) {
+    for (auto kernel : {SddmmKernel::rowsplit, SddmmKernel::nzsplit, SddmmKernel::sm_l2, SddmmKernel::reference}) {
       SddmmOptions o;
       o.kernel = kernel;
       o.tile_cols = 12;

@@ -41,6 +41,13 @@ TYPED_TEST(SddmmDataTest, SnapGraphsMatchReference) {
       o.tile_cols = 1000;
       opts.push_back(o);
     }
+    for (bool tiles : {false, true}) {  // facebook's long rows: whole batches in one row
+      SddmmOptions o;
+      o.kernel = SddmmKernel::nzsplit;
+      o.column_tiles = tiles;
+      o.tile_cols = 1000;
+      opts.push_back(o);
+    }
     SddmmOptions l2;
     l2.kernel = SddmmKernel::sm_l2;
     l2.cache_bytes = 64 * 1024;  // the model tiles these graphs

@@ -157,6 +157,7 @@ TEST(SddmmModel, OptionsValidate) {
   o.tk = 40;
   EXPECT_THROW(o.validate(), UsageError);
   EXPECT_EQ(parse_sddmm_kernel("sm_l2"), SddmmKernel::sm_l2);
+  EXPECT_EQ(parse_sddmm_kernel("nzsplit"), SddmmKernel::nzsplit);
   EXPECT_THROW(parse_sddmm_kernel("fast"), UsageError);
 }
 

@@ -147,7 +147,16 @@ SddmmTuneResult sddmm_autotune(const ExecutionSpace& exec, const CsrMatrix<T, ty
     o.chunk = chunk0 * f;
     trial("chunk*" + std::to_string(f), o);
   }
-  // 5. The paper's SM-L2 over T_k in multiples of 32.
+  // 5. nzsplit (GPUs; it falls back to rowsplit when K is not whole packs),
+  // with its own tiling rule and untiled.
+  if constexpr (detail::SddmmTraits<ExecutionSpace>::gpu) {
+    SddmmOptions o = fixed;
+    o.kernel = SddmmKernel::nzsplit;
+    trial("nzsplit", o);
+    o.column_tiles = false;
+    trial("nzsplit no tiles", o);
+  }
+  // 6. The paper's SM-L2 over T_k in multiples of 32.
   for (int tk = 32; tk <= std::max(32, std::min(K, 256)); tk *= 2) {
     SddmmOptions o = res.best;
     o.kernel = SddmmKernel::sm_l2;
@@ -155,7 +164,7 @@ SddmmTuneResult sddmm_autotune(const ExecutionSpace& exec, const CsrMatrix<T, ty
     o.chunk = 0;
     trial("sm_l2 T_k=" + std::to_string(tk), o);
   }
-  // 6. SM-SM where it fits and S is not very sparse.
+  // 7. SM-SM where it fits and S is not very sparse.
   if (model_info.density > 0.01) {
     SddmmOptions o = fixed;
     o.kernel = SddmmKernel::sm_sm;

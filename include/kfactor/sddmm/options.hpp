@@ -22,9 +22,11 @@ namespace kfactor {
 
 /// Which kernel a plan runs.
 enum class SddmmKernel {
-  automatic,  ///< sm_sm above the density threshold when it fits, else rowsplit
+  automatic,  ///< sm_sm above the density threshold when it fits, else nzsplit (GPU, K in 16-byte
+              ///< packs) or rowsplit
   reference,  ///< one thread per nonzero (tests, baselines)
   rowsplit,   ///< load-balanced row segments, lanes across K, registers reused (beyond the paper)
+  nzsplit,    ///< batches of consecutive nonzeros, one butterfly reduction per batch (beyond the paper)
   sm_l2,      ///< the paper's SM-L2: active rows of the staged matrix in team scratch, K-slices of T_k
   sm_sm,      ///< the paper's SM-SM: both dense tiles in team scratch (dense-ish S)
 };
@@ -38,7 +40,7 @@ enum class SddmmStaged {
 
 const char* to_string(SddmmKernel k);
 const char* to_string(SddmmStaged s);
-/// Parses "auto", "reference", "rowsplit", "sm_l2", "sm_sm" (UsageError otherwise).
+/// Parses "auto", "reference", "rowsplit", "nzsplit", "sm_l2", "sm_sm" (UsageError otherwise).
 SddmmKernel parse_sddmm_kernel(const std::string& name);
 
 /// Every mechanism of the paper can be switched, so that its effect can be
@@ -112,8 +114,11 @@ int sm_l2_rows_per_block(std::size_t scratch_bytes, int tk, std::size_t element_
 int sm_sm_tile(std::size_t scratch_bytes, int k, std::size_t element_bytes);
 
 /// The automatic kernel choice: sm_sm when `gpu`, density > smsm_density > 0,
-/// and the SM-SM tile (which must fit the scratch) is at least 16; else rowsplit.
-SddmmKernel choose_sddmm_kernel(bool gpu, double density, const SddmmOptions& options, int smsm_tile, bool smsm_fits);
+/// and the SM-SM tile (which must fit the scratch) is at least 16; else
+/// nzsplit on a GPU when K is a whole number of 16-byte packs (`packed`), else
+/// rowsplit.
+SddmmKernel choose_sddmm_kernel(bool gpu, double density, const SddmmOptions& options, int smsm_tile, bool smsm_fits,
+                                bool packed);
 
 /// Amdahl's law 1 / ((1 - f) + f / s) (Table IV's application estimates).
 double amdahl_speedup(double fraction, double kernel_speedup);

@@ -7,7 +7,12 @@
 /// Building a plan (host work, timed in info().build_seconds) validates S's
 /// pattern and values, picks the kernel and its parameters from the options
 /// and the paper's models, and lays the nonzeros out for that kernel:
-///   - rowsplit (the default for sparse S): work items of at most `chunk`
+///   - nzsplit (the default for sparse S on GPUs when K is a whole number
+///     of 16-byte packs): the layout in batches of consecutive nonzeros,
+///     one per group of lanes, with one butterfly reduction per batch
+///     (kernels/detail/sddmm_nzsplit.hpp); the layout keeps the staged row
+///     of every nonzero (4 bytes each).
+///   - rowsplit (the default elsewhere): work items of at most `chunk`
 ///     nonzeros of one staged row within one column tile, ordered tile by
 ///     tile; one group of vector lanes per item, lanes across K with 16-byte
 ///     loads, the staged row read once per 4 nonzeros. In the normal
@@ -30,6 +35,7 @@
 #include <kfactor/core/error.hpp>
 #include <kfactor/core/matrix.hpp>
 #include <kfactor/core/spaces.hpp>
+#include <kfactor/kernels/detail/sddmm_nzsplit.hpp>
 #include <kfactor/kernels/sddmm.hpp>
 #include <kfactor/sddmm/detail/plan_build.hpp>
 #include <kfactor/sddmm/options.hpp>
@@ -100,12 +106,18 @@ class SddmmPlan {
   [[nodiscard]] const std::vector<offset_t>& tile_active_offsets() const { return tile_active_offsets_; }
 
  private:
+  void apply_nzsplit(const ExecutionSpace& exec, const input_view& X, const input_view& Y, const output_view& out,
+                     bool scaled) const;
+
   csr_type S_;
   int k_ = 0;
   SddmmOptions options_;
   SddmmPlanInfo info_;
   detail::SddmmLaunch launch_;
+  detail::SddmmNzLaunch nz_launch_;
+  int nz_lanes_ = 8;
   Kokkos::View<detail::SddmmItem*, memory_space> items_;
+  Kokkos::View<ordinal_t*, memory_space> rows_;  ///< nzsplit: staged row per layout position
   Kokkos::View<ordinal_t*, memory_space> cols_;
   Kokkos::View<offset_t*, memory_space> dst_;
   Kokkos::View<detail::SddmmBlock*, memory_space> blocks_;
@@ -192,14 +204,16 @@ SddmmPlan<ExecutionSpace, T, TI>::SddmmPlan(const ExecutionSpace& exec, const cs
   const int smsm_t = options.smsm_tile > 0 ? options.smsm_tile : sm_sm_tile(info_.scratch_bytes, K, esize);
   const bool smsm_fits =
       smsm_t >= 1 && std::size_t(smsm_t) * (2 * std::size_t(K) * esize + sizeof(offset_t)) <= info_.scratch_bytes;
-  kernel = choose_sddmm_kernel(Traits::gpu, info_.density, options, smsm_t, smsm_fits);
+  constexpr int W = detail::SddmmPack<TI>::width;
+  kernel = choose_sddmm_kernel(Traits::gpu, info_.density, options, smsm_t, smsm_fits, K % W == 0);
   if (kernel == SddmmKernel::sm_sm && !smsm_fits)
     throw UsageError("sddmm: SM-SM needs (T_i + T_j) K sizeof <= scratch: K = " + std::to_string(K) +
                      ", scratch " + std::to_string(info_.scratch_bytes) + " bytes");
   info_.kernel = kernel;
 
   // Staged matrix (eq. 4) and column tiles (eq. 6).
-  const bool tiled_kernel = kernel == SddmmKernel::rowsplit || kernel == SddmmKernel::sm_l2;
+  const bool nzsplit = kernel == SddmmKernel::nzsplit;
+  const bool tiled_kernel = kernel == SddmmKernel::rowsplit || nzsplit || kernel == SddmmKernel::sm_l2;
   // Eq. 4 saves K (N - M) words by staging B when N > M; the transposed
   // layout costs about 2 words per nonzero (its output/value positions), so
   // automatic staging takes B only when the saving exceeds that.
@@ -224,6 +238,18 @@ SddmmPlan<ExecutionSpace, T, TI>::SddmmPlan(const ExecutionSpace& exec, const cs
           tj = std::max<std::int64_t>(down > 0 ? down : cap, 1);
         }
       }
+      if (nzsplit) {
+        // nzsplit tiles only to keep the streamed matrix within the cache,
+        // and only when a staged row keeps at least a batch (32) of nonzeros
+        // per tile: on the H100 the density model's tiles cost 22% at M1,
+        // K = 32 (B fits the L2) and short rows (M2, 5.6 per row) lost 22-26%
+        // at every K to the staged rows re-read per tile, while M1 at K = 512
+        // (B 4x the L2, 230 per row) gained 38%.
+        const auto streamed = double(C) * double(K) * double(esize);
+        const double per_row_tile = double(nnz) / double(std::max<ordinal_t>(info_.transposed ? n : m, 1)) /
+                                    double(tile_count(C, tj));
+        if (streamed <= double(info_.cache_bytes) || per_row_tile < 32.0) tj = C;
+      }
     }
     tj = std::clamp<std::int64_t>(tj, 1, std::max<ordinal_t>(C, 1));
   }
@@ -231,7 +257,6 @@ SddmmPlan<ExecutionSpace, T, TI>::SddmmPlan(const ExecutionSpace& exec, const cs
   info_.tiles = tile_count(C, tj);
 
   // Launch shape: lanes across K in 16-byte packs.
-  constexpr int W = detail::SddmmPack<TI>::width;
   const int packs = (K % W == 0) ? K / W : K;
   int V = options.vector_length;
   if (V == 0) V = Traits::gpu ? std::min(detail::next_pow2(packs), 32) : 1;
@@ -251,11 +276,28 @@ SddmmPlan<ExecutionSpace, T, TI>::SddmmPlan(const ExecutionSpace& exec, const cs
   info_.vector_length = V;
   info_.team_size = launch_.team_size;
   info_.items_per_team = launch_.items_per_team;
+  if (nzsplit) {
+    // nzsplit falls back to rowsplit (launch_, items_) when K is not whole
+    // packs or apply() gets unaligned rows.
+    nz_lanes_ = Traits::gpu ? detail::sddmm_nz_lanes(packs) : 1;
+    nz_launch_.team_size = Traits::gpu ? 256 / nz_lanes_ : 1;
+    // Up to 4 batches per group, fewer when that leaves under 4 teams per
+    // resident team slot (small S, e.g. facebook: 86 teams for 132
+    // multiprocessors at 4).
+    const std::int64_t batches = (std::int64_t(nnz) + nz_lanes_ - 1) / nz_lanes_;
+    const std::int64_t slots = std::max<std::int64_t>(exec.concurrency() / 256, 1) * 4;
+    nz_launch_.batches_per_group =
+        static_cast<int>(std::clamp<std::int64_t>(batches / (std::int64_t(nz_launch_.team_size) * slots), 1, 4));
+    info_.vector_length = nz_lanes_;
+    info_.team_size = nz_launch_.team_size;
+    info_.items_per_team = nz_launch_.team_size * nz_launch_.batches_per_group;
+  }
 
   detail::SddmmLayoutRequest req;
   req.transposed = info_.transposed;
   req.tile_cols = info_.tile_cols;
-  req.rowsplit = kernel == SddmmKernel::rowsplit;
+  req.rowsplit = kernel == SddmmKernel::rowsplit || nzsplit;
+  req.nzsplit = nzsplit;
   req.chunk = options.chunk ? options.chunk : (Traits::gpu ? 32 : 128);
   req.sort_items = options.sort_items < 0 ? Traits::gpu : options.sort_items > 0;
   req.sm_l2 = kernel == SddmmKernel::sm_l2;
@@ -279,6 +321,7 @@ SddmmPlan<ExecutionSpace, T, TI>::SddmmPlan(const ExecutionSpace& exec, const cs
       dst_ = detail::upload<memory_space>(L.dst, "kfactor::sddmm_dst");
     }
     if (req.rowsplit) items_ = detail::upload<memory_space>(L.items, "kfactor::sddmm_items");
+    if (req.nzsplit) rows_ = detail::upload<memory_space>(L.rows, "kfactor::sddmm_rows");
     if (req.sm_l2) {
       blocks_ = detail::upload<memory_space>(L.blocks, "kfactor::sddmm_blocks");
       active_rows_ = detail::upload<memory_space>(L.active_rows, "kfactor::sddmm_active_rows");
@@ -334,7 +377,8 @@ void SddmmPlan<ExecutionSpace, T, TI>::apply(const ExecutionSpace& exec, const i
                                                                       launch_);
       return;
     }
-    case SddmmKernel::rowsplit: {
+    case SddmmKernel::rowsplit:
+    case SddmmKernel::nzsplit: {
       const auto& X = info_.transposed ? B : A;
       const auto& Y = info_.transposed ? A : B;
       constexpr int W = detail::SddmmPack<TI>::width;
@@ -342,6 +386,10 @@ void SddmmPlan<ExecutionSpace, T, TI>::apply(const ExecutionSpace& exec, const i
         return reinterpret_cast<std::uintptr_t>(V.data()) % 16 == 0 && (V.stride(0) * sizeof(TI)) % 16 == 0;
       };
       const bool vec = k_ % W == 0 && aligned(X) && aligned(Y);
+      if (info_.kernel == SddmmKernel::nzsplit && vec) {
+        apply_nzsplit(exec, X, Y, out, scaled);
+        return;
+      }
       Kokkos::View<const detail::SddmmItem*, memory_space> items = items_;
       if (info_.identity_layout) {
         if (vec)
@@ -361,6 +409,31 @@ void SddmmPlan<ExecutionSpace, T, TI>::apply(const ExecutionSpace& exec, const i
       }
       return;
     }
+  }
+}
+
+template <class ExecutionSpace, class T, class TI>
+void SddmmPlan<ExecutionSpace, T, TI>::apply_nzsplit(const ExecutionSpace& exec, const input_view& X,
+                                                     const input_view& Y, const output_view& out, bool scaled) const {
+  Kokkos::View<const ordinal_t*, memory_space> rows = rows_;
+  Kokkos::View<const T*, memory_space> values = S_.values;
+  const bool permuted = !info_.identity_layout;
+  Kokkos::View<const ordinal_t*, memory_space> cols = permuted ? cols_ : S_.entries;
+  Kokkos::View<const offset_t*, memory_space> dst = dst_;
+  auto run = [&](auto lanes) {
+    constexpr int V = decltype(lanes)::value;
+    if (permuted)
+      detail::sddmm_nzsplit_kernel<V, true>(exec, rows, cols, dst, values, X, Y, out, scaled, nz_launch_);
+    else
+      detail::sddmm_nzsplit_kernel<V, false>(exec, rows, cols, dst, values, X, Y, out, scaled, nz_launch_);
+  };
+  if constexpr (detail::SddmmTraits<ExecutionSpace>::gpu) {
+    if (nz_lanes_ == 32)
+      run(std::integral_constant<int, 32>{});
+    else
+      run(std::integral_constant<int, 8>{});
+  } else {
+    run(std::integral_constant<int, 1>{});
   }
 }
 

@@ -21,6 +21,7 @@ struct SddmmLayoutRequest {
   bool transposed = false;   ///< orientation S^T (stage B)
   ordinal_t tile_cols = 1;   ///< T_j over the streamed index
   bool rowsplit = true;      ///< build row-split work items
+  bool nzsplit = false;      ///< keep the staged row of every layout position (rows)
   int chunk = 32;            ///< max nonzeros per item
   bool sort_items = true;    ///< longest items first within a tile
   bool sm_l2 = false;        ///< build active-row lists, blocks, lrow
@@ -32,11 +33,12 @@ struct SddmmHostLayout {
   ordinal_t staged_rows = 0, streamed_rows = 0;
   ordinal_t tile_cols = 1;
   std::int64_t ntiles = 1;
-  bool identity = true;                    ///< items index S's CSR itself (cols = S.entries, dst(e) = e)
+  bool identity = true;                    ///< the layout is S's CSR itself (cols = S.entries, dst(e) = e)
   std::vector<offset_t> tile_offsets;      ///< ntiles + 1 nonzero offsets of the tiles in the layout
   std::vector<ordinal_t> cols;             ///< streamed index per layout nonzero (empty when identity)
   std::vector<offset_t> dst;               ///< S position per layout nonzero (empty when identity)
   std::vector<SddmmItem> items;            ///< row-split work items
+  std::vector<ordinal_t> rows;             ///< nzsplit: staged row per layout position
   std::vector<ordinal_t> active_rows;      ///< SM-L2: active staged rows, tile after tile
   std::vector<offset_t> tile_active_offsets;  ///< ntiles + 1 offsets into active_rows
   std::vector<ordinal_t> lrow;             ///< SM-L2: index into active_rows per layout nonzero

@@ -1,0 +1,167 @@
+#pragma once
+/// \file
+/// The nonzero-split SDDMM kernel (beyond the paper; the default on GPUs).
+///
+/// The plan's layout is walked in batches of V consecutive nonzeros, whatever
+/// rows they fall in, so every lane group gets the same work (RoDe-like
+/// balance without row segments). A group of V lanes splits K in 16-byte
+/// packs; for each slot s of its batch every lane adds its packs' part of
+/// <X_r(s), Y_c(s)> into a register p[s]. A transposed butterfly then leaves
+/// slot l's whole dot product in lane l: log2(V) rounds of V/2, V/4, ..., 1
+/// shuffles, V - 1 in all for V dot products, where reducing each product
+/// apart costs V log2(V). Lane l writes output l, so the writes are
+/// coalesced. The staged row X_r is loaded once per batch when the batch lies
+/// in one row (the common case on long rows), per slot otherwise: reloading
+/// it only where the row changes (a predicated load) serialised the slots'
+/// loads and cost up to 35% on M2 (H100, 2026-11-24).
+///
+/// Every group runs the same number of batches and every shuffle sits
+/// outside the data-dependent branches, so whole warps shuffle together. The
+/// shuffles exist on devices only; host spaces run the same layout with one
+/// position per work item (tests; the plan prefers rowsplit there).
+
+#include <kfactor/core/matrix.hpp>
+#include <kfactor/core/spaces.hpp>
+#include <kfactor/kernels/detail/sddmm_kernels.hpp>
+
+#include <Kokkos_Core.hpp>
+
+#include <cstdint>
+
+namespace kfactor::detail {
+
+/// Lane `src` of the caller's group of `width` lanes (devices); the value
+/// itself on a host, where a group has one lane.
+template <class V>
+KOKKOS_FORCEINLINE_FUNCTION V group_shfl(const V& v, int src, int width) {
+#if defined(KOKKOS_ENABLE_CUDA) || defined(KOKKOS_ENABLE_HIP)
+  KOKKOS_IF_ON_DEVICE((return Kokkos::shfl(v, src, width);))
+#endif
+  (void)src;
+  (void)width;
+  return v;
+}
+
+/// Launch shape of the nonzero-split kernel.
+struct SddmmNzLaunch {
+  int team_size = 8;          ///< lane groups per team
+  int batches_per_group = 4;  ///< batches each group runs (the same for all)
+};
+
+/// Lanes per group for K of `packs` 16-byte packs: 32 from 32 packs on (one
+/// or more packs per lane), else 8 (K = 32 floats is one 128-byte row per
+/// group; fewer packs leave lanes idle).
+constexpr int sddmm_nz_lanes(int packs) { return packs >= 32 ? 32 : 8; }
+
+/// out(dst(e)) = (scaled ? values(dst(e)) : 1) * <X_rows(e), Y_cols(e)> for
+/// every layout position e < rows.extent(0); dst(e) = e unless `Permuted`.
+/// Requires K % (16 / sizeof(TI)) == 0 and 16-byte aligned rows of X and Y.
+template <int V, bool Permuted, class ExecutionSpace, class T, class TI, class Mem>
+void sddmm_nzsplit_kernel(const ExecutionSpace& exec, Kokkos::View<const ordinal_t*, Mem> rows,
+                          Kokkos::View<const ordinal_t*, Mem> cols, Kokkos::View<const offset_t*, Mem> dst,
+                          Kokkos::View<const T*, Mem> values, Kokkos::View<const TI**, Kokkos::LayoutRight, Mem> X,
+                          Kokkos::View<const TI**, Kokkos::LayoutRight, Mem> Y, Kokkos::View<T*, Mem> out,
+                          bool scaled, const SddmmNzLaunch& launch) {
+  using Acc = sddmm_acc_t<TI>;
+  using Pack = SddmmPack<TI>;
+  const std::int64_t npos = rows.extent(0);
+  if (npos == 0) return;
+  const int K = static_cast<int>(X.extent(1));
+  const int npacks = K / Pack::width;
+  const std::size_t ldx = X.stride(0), ldy = Y.stride(0);
+  const TI* xdata = X.data();
+  const TI* ydata = Y.data();
+
+  if constexpr (is_host_space_v<ExecutionSpace>) {
+    Kokkos::parallel_for(
+        "kfactor::sddmm_nzsplit_host", Kokkos::RangePolicy<ExecutionSpace>(exec, 0, npos), KOKKOS_LAMBDA(std::int64_t e) {
+          const TI* const y[1] = {ydata + static_cast<std::size_t>(cols(e)) * ldy};
+          Acc s[1];
+          sddmm_host_dots<Acc, 1, 32>(xdata + static_cast<std::size_t>(rows(e)) * ldx, y, K, s);
+          const offset_t d = Permuted ? dst(e) : e;
+          out(d) = scaled ? static_cast<T>(values(d) * static_cast<T>(s[0])) : static_cast<T>(s[0]);
+        });
+  } else {
+    // At most 128 registers (two teams per multiprocessor): unbounded, the
+    // 32-lane form took 255 to keep all 32 slots' loads in flight, and one
+    // team of 8 warps per multiprocessor.
+    using Policy = Kokkos::TeamPolicy<ExecutionSpace, Kokkos::LaunchBounds<256, 2>>;
+    using Member = typename Policy::member_type;
+    // A 32-lane group is a whole warp and takes the one-row branch as one, so
+    // it shuffles slot indices where it needs them; narrower groups share
+    // their warp with groups that may branch the other way, so they shuffle
+    // every slot's indices before branching.
+    constexpr bool warp_group = V == 32;
+    constexpr int held = warp_group ? 1 : V;
+    const int groups = launch.team_size, per_group = launch.batches_per_group;
+    const std::int64_t nbatches = (npos + V - 1) / V;
+    const std::int64_t per_team = std::int64_t(groups) * per_group;
+    const std::int64_t league = (nbatches + per_team - 1) / per_team;
+    Kokkos::parallel_for(
+        "kfactor::sddmm_nzsplit", Policy(exec, league, groups, V), KOKKOS_LAMBDA(const Member& team) {
+          const std::int64_t first = team.league_rank() * per_team;
+          Kokkos::parallel_for(Kokkos::TeamThreadRange(team, groups), [&](int g) {
+            Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, V), [&](int lane) {
+              for (int it = 0; it < per_group; ++it) {
+                // Neighbouring groups take neighbouring batches (shared staged rows in L1).
+                const std::int64_t e = (first + std::int64_t(it) * groups + g) * V + lane;
+                const bool valid = e < npos;
+                const std::int64_t ec = valid ? e : npos - 1;
+                const ordinal_t r = rows(ec), c = cols(ec);
+                ordinal_t rs[held], cs[held];
+                if (!warp_group)
+                  for (int s = 0; s < held; ++s) {
+                    rs[s] = group_shfl(r, s, V);
+                    cs[s] = group_shfl(c, s, V);
+                  }
+                const auto row_of = [&](int s) { return warp_group ? group_shfl(r, s, V) : rs[s]; };
+                const auto col_of = [&](int s) { return warp_group ? group_shfl(c, s, V) : cs[s]; };
+                // One staged row for the whole batch? (Rows restart at tile
+                // boundaries, so every slot is compared.)
+                const ordinal_t r0 = group_shfl(r, 0, V);
+                int same = r == r0;
+                for (int h = 1; h < V; h *= 2) same &= group_shfl(same, lane ^ h, V);
+                Acc p[V];
+                for (int s = 0; s < V; ++s) p[s] = Acc(0);
+                if (same) {
+                  const Pack* xr = reinterpret_cast<const Pack*>(xdata + static_cast<std::size_t>(r0) * ldx);
+                  for (int q = lane; q < npacks; q += V) {
+                    const Pack xp = xr[q];
+                    Acc xa[Pack::width];
+                    for (int w = 0; w < Pack::width; ++w) xa[w] = sddmm_to_acc<Acc>(xp.v[w]);
+                    for (int s = 0; s < V; ++s) {
+                      const Pack yp = reinterpret_cast<const Pack*>(ydata + static_cast<std::size_t>(col_of(s)) * ldy)[q];
+                      for (int w = 0; w < Pack::width; ++w) p[s] += xa[w] * sddmm_to_acc<Acc>(yp.v[w]);
+                    }
+                  }
+                } else {
+                  for (int q = lane; q < npacks; q += V)
+                    for (int s = 0; s < V; ++s) {
+                      const Pack xp = reinterpret_cast<const Pack*>(xdata + static_cast<std::size_t>(row_of(s)) * ldx)[q];
+                      const Pack yp = reinterpret_cast<const Pack*>(ydata + static_cast<std::size_t>(col_of(s)) * ldy)[q];
+                      for (int w = 0; w < Pack::width; ++w)
+                        p[s] += sddmm_to_acc<Acc>(xp.v[w]) * sddmm_to_acc<Acc>(yp.v[w]);
+                    }
+                }
+                // Transposed butterfly: after the round of half-width h, entry
+                // i of lane l holds slot i + (l & h) summed over lanes l ^ h.
+                for (int h = V / 2; h >= 1; h /= 2) {
+                  const bool upper = (lane & h) != 0;
+                  for (int i = 0; i < h; ++i) {
+                    const Acc send = upper ? p[i] : p[i + h];
+                    const Acc keep = upper ? p[i + h] : p[i];
+                    p[i] = keep + group_shfl(send, lane ^ h, V);
+                  }
+                }
+                if (valid) {
+                  const offset_t d = Permuted ? dst(e) : e;
+                  out(d) = scaled ? static_cast<T>(values(d) * static_cast<T>(p[0])) : static_cast<T>(p[0]);
+                }
+              }
+            });
+          });
+        });
+  }
+}
+
+}  // namespace kfactor::detail
