@@ -15,6 +15,7 @@
 #include <iostream>
 #include <string>
 #include <thread>
+#include <type_traits>
 #include <unistd.h>
 #include <vector>
 
@@ -35,6 +36,41 @@ double median_seconds(const ExecutionSpace& exec, Fn&& fn, int reps = 20, int wa
   }
   std::sort(t.begin(), t.end());
   return t[t.size() / 2];
+}
+
+/// Median device time in seconds of `fn` (CUDA events around each run on
+/// exec's stream: the "kernel time" of the peers' tables, without the host's
+/// launch and fence latency); -1 on spaces without events.
+template <class ExecutionSpace, class Fn>
+double median_device_seconds(const ExecutionSpace& exec, Fn&& fn, int reps = 20, int warmup = 3) {
+#if defined(KOKKOS_ENABLE_CUDA)
+  if constexpr (std::is_same_v<ExecutionSpace, Kokkos::Cuda>) {
+    for (int i = 0; i < warmup; ++i) fn();
+    exec.fence();
+    cudaEvent_t begin, end;
+    cudaEventCreate(&begin);
+    cudaEventCreate(&end);
+    std::vector<double> t;
+    for (int i = 0; i < reps; ++i) {
+      cudaEventRecord(begin, exec.cuda_stream());
+      fn();
+      cudaEventRecord(end, exec.cuda_stream());
+      cudaEventSynchronize(end);
+      float ms = 0.f;
+      cudaEventElapsedTime(&ms, begin, end);
+      t.push_back(1e-3 * ms);
+    }
+    cudaEventDestroy(begin);
+    cudaEventDestroy(end);
+    std::sort(t.begin(), t.end());
+    return t[t.size() / 2];
+  }
+#endif
+  (void)exec;
+  (void)fn;
+  (void)reps;
+  (void)warmup;
+  return -1.0;
 }
 
 /// Machine metadata attached to every record.

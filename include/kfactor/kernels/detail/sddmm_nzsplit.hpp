@@ -102,12 +102,28 @@ void sddmm_nzsplit_kernel(const ExecutionSpace& exec, Kokkos::View<const ordinal
           const std::int64_t first = team.league_rank() * per_team;
           Kokkos::parallel_for(Kokkos::TeamThreadRange(team, groups), [&](int g) {
             Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, V), [&](int lane) {
+              // Neighbouring groups take neighbouring batches (shared staged
+              // rows in L1). Each batch's indices are loaded one batch ahead,
+              // so their memory latency overlaps the previous batch's work.
+              const auto position = [&](int it) {
+                const std::int64_t e = (first + std::int64_t(it) * groups + g) * V + lane;
+                return e < npos ? e : npos - 1;
+              };
+              ordinal_t r_next = rows(position(0)), c_next = cols(position(0));
               for (int it = 0; it < per_group; ++it) {
-                // Neighbouring groups take neighbouring batches (shared staged rows in L1).
                 const std::int64_t e = (first + std::int64_t(it) * groups + g) * V + lane;
                 const bool valid = e < npos;
-                const std::int64_t ec = valid ? e : npos - 1;
-                const ordinal_t r = rows(ec), c = cols(ec);
+                const ordinal_t r = r_next, c = c_next;
+                // The output position and scale, loaded now to overlap the
+                // dot products.
+                const std::int64_t ec = position(it);
+                const offset_t d = Permuted ? dst(ec) : ec;
+                const T scale = scaled ? values(d) : T(1);
+                if (it + 1 < per_group) {
+                  const std::int64_t en = position(it + 1);
+                  r_next = rows(en);
+                  c_next = cols(en);
+                }
                 ordinal_t rs[held], cs[held];
                 if (!warp_group)
                   for (int s = 0; s < held; ++s) {
@@ -153,10 +169,7 @@ void sddmm_nzsplit_kernel(const ExecutionSpace& exec, Kokkos::View<const ordinal
                     p[i] = keep + group_shfl(send, lane ^ h, V);
                   }
                 }
-                if (valid) {
-                  const offset_t d = Permuted ? dst(e) : e;
-                  out(d) = scaled ? static_cast<T>(values(d) * static_cast<T>(p[0])) : static_cast<T>(p[0]);
-                }
+                if (valid) out(d) = scaled ? static_cast<T>(scale * static_cast<T>(p[0])) : static_cast<T>(p[0]);
               }
             });
           });
