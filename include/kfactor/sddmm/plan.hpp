@@ -281,13 +281,19 @@ SddmmPlan<ExecutionSpace, T, TI>::SddmmPlan(const ExecutionSpace& exec, const cs
     // packs or apply() gets unaligned rows.
     nz_lanes_ = Traits::gpu ? detail::sddmm_nz_lanes(packs) : 1;
     nz_launch_.team_size = Traits::gpu ? 256 / nz_lanes_ : 1;
-    // Up to 4 batches per group, fewer when that leaves under 4 teams per
+    // Up to 8 batches per group, fewer when that leaves under 4 teams per
     // resident team slot (small S, e.g. facebook: 86 teams for 132
     // multiprocessors at 4).
     const std::int64_t batches = (std::int64_t(nnz) + nz_lanes_ - 1) / nz_lanes_;
     const std::int64_t slots = std::max<std::int64_t>(exec.concurrency() / 256, 1) * 4;
     nz_launch_.batches_per_group =
-        static_cast<int>(std::clamp<std::int64_t>(batches / (std::int64_t(nz_launch_.team_size) * slots), 1, 4));
+        static_cast<int>(std::clamp<std::int64_t>(batches / (std::int64_t(nz_launch_.team_size) * slots), 1, 8));
+    // 8 lanes on long rows (whole batches in one row): three teams per
+    // multiprocessor, at 80 registers. On the H100 that took M1 at K = 32
+    // from 3331 to 3666 GFLOP/s, but cost M2 (5.6 nonzeros per row, whose
+    // mixed-row batches need more registers) 9-21%.
+    const double per_row = double(nnz) / double(std::max<ordinal_t>(info_.transposed ? n : m, 1));
+    nz_launch_.min_teams = nz_lanes_ == 8 && per_row >= 64.0 ? 3 : 2;
     info_.vector_length = nz_lanes_;
     info_.team_size = nz_launch_.team_size;
     info_.items_per_team = nz_launch_.team_size * nz_launch_.batches_per_group;
@@ -420,20 +426,23 @@ void SddmmPlan<ExecutionSpace, T, TI>::apply_nzsplit(const ExecutionSpace& exec,
   const bool permuted = !info_.identity_layout;
   Kokkos::View<const ordinal_t*, memory_space> cols = permuted ? cols_ : S_.entries;
   Kokkos::View<const offset_t*, memory_space> dst = dst_;
-  auto run = [&](auto lanes) {
-    constexpr int V = decltype(lanes)::value;
+  auto run = [&](auto lanes, auto min_teams) {
+    constexpr int V = decltype(lanes)::value, M = decltype(min_teams)::value;
     if (permuted)
-      detail::sddmm_nzsplit_kernel<V, true>(exec, rows, cols, dst, values, X, Y, out, scaled, nz_launch_);
+      detail::sddmm_nzsplit_kernel<V, true, M>(exec, rows, cols, dst, values, X, Y, out, scaled, nz_launch_);
     else
-      detail::sddmm_nzsplit_kernel<V, false>(exec, rows, cols, dst, values, X, Y, out, scaled, nz_launch_);
+      detail::sddmm_nzsplit_kernel<V, false, M>(exec, rows, cols, dst, values, X, Y, out, scaled, nz_launch_);
   };
+  using two = std::integral_constant<int, 2>;
   if constexpr (detail::SddmmTraits<ExecutionSpace>::gpu) {
     if (nz_lanes_ == 32)
-      run(std::integral_constant<int, 32>{});
+      run(std::integral_constant<int, 32>{}, two{});
+    else if (nz_launch_.min_teams == 3)
+      run(std::integral_constant<int, 8>{}, std::integral_constant<int, 3>{});
     else
-      run(std::integral_constant<int, 8>{});
+      run(std::integral_constant<int, 8>{}, two{});
   } else {
-    run(std::integral_constant<int, 1>{});
+    run(std::integral_constant<int, 1>{}, two{});
   }
 }
 

@@ -46,6 +46,7 @@ KOKKOS_FORCEINLINE_FUNCTION V group_shfl(const V& v, int src, int width) {
 struct SddmmNzLaunch {
   int team_size = 8;          ///< lane groups per team
   int batches_per_group = 4;  ///< batches each group runs (the same for all)
+  int min_teams = 2;          ///< resident teams per multiprocessor the registers must allow (2 or 3)
 };
 
 /// Lanes per group for K of `packs` 16-byte packs: 32 from 32 packs on (one
@@ -56,7 +57,9 @@ constexpr int sddmm_nz_lanes(int packs) { return packs >= 32 ? 32 : 8; }
 /// out(dst(e)) = (scaled ? values(dst(e)) : 1) * <X_rows(e), Y_cols(e)> for
 /// every layout position e < rows.extent(0); dst(e) = e unless `Permuted`.
 /// Requires K % (16 / sizeof(TI)) == 0 and 16-byte aligned rows of X and Y.
-template <int V, bool Permuted, class ExecutionSpace, class T, class TI, class Mem>
+/// MinTeams: teams of 256 threads per multiprocessor that the register use
+/// must allow (LaunchBounds): 2 caps registers at 128, 3 at 80.
+template <int V, bool Permuted, int MinTeams, class ExecutionSpace, class T, class TI, class Mem>
 void sddmm_nzsplit_kernel(const ExecutionSpace& exec, Kokkos::View<const ordinal_t*, Mem> rows,
                           Kokkos::View<const ordinal_t*, Mem> cols, Kokkos::View<const offset_t*, Mem> dst,
                           Kokkos::View<const T*, Mem> values, Kokkos::View<const TI**, Kokkos::LayoutRight, Mem> X,
@@ -82,10 +85,9 @@ void sddmm_nzsplit_kernel(const ExecutionSpace& exec, Kokkos::View<const ordinal
           out(d) = scaled ? static_cast<T>(values(d) * static_cast<T>(s[0])) : static_cast<T>(s[0]);
         });
   } else {
-    // At most 128 registers (two teams per multiprocessor): unbounded, the
-    // 32-lane form took 255 to keep all 32 slots' loads in flight, and one
-    // team of 8 warps per multiprocessor.
-    using Policy = Kokkos::TeamPolicy<ExecutionSpace, Kokkos::LaunchBounds<256, 2>>;
+    // Unbounded, the 32-lane form took 255 registers to keep all 32 slots'
+    // loads in flight, and one team of 8 warps per multiprocessor.
+    using Policy = Kokkos::TeamPolicy<ExecutionSpace, Kokkos::LaunchBounds<256, MinTeams>>;
     using Member = typename Policy::member_type;
     // A 32-lane group is a whole warp and takes the one-row branch as one, so
     // it shuffles slot indices where it needs them; narrower groups share
