@@ -363,6 +363,13 @@ void run_precision(const Context& ctx, const CsrMatrix<float, Mem>& S, int K, co
     run_plan<float, TI>(ctx, S, A, B, K, "kfactor-rowsplit", prec, rs);
     rs.column_tiles = false;
     run_plan<float, TI>(ctx, S, A, B, K, "kfactor-rowsplit-untiled", prec, rs);
+    // nzsplit's lane count: the default takes 8 lanes up to 32 packs, 32 above.
+    for (int lanes : {8, 32}) {
+      SddmmOptions nz;
+      nz.kernel = SddmmKernel::nzsplit;
+      nz.vector_length = lanes;
+      run_plan<float, TI>(ctx, S, A, B, K, "nzsplit-lanes" + std::to_string(lanes), prec, nz);
+    }
   }
   if (a.reference && prec == "float") {
     SddmmOptions o;

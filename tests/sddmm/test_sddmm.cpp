@@ -317,16 +317,23 @@ TYPED_TEST(SddmmTest, NzsplitLongAndShortRows) {
     CooMatrix<T> ct{c.num_rows, c.num_cols, c.rows, c.cols, {}};
     for (double v : c.values) ct.values.push_back(T(v));
     auto S = to_csr(exec, ct);
-    for (int K : {16, 32, 64}) {
+    for (int K : {16, 32, 64, 160}) {  // 160 floats: 40 packs, so 8 of 32 lanes run a second pack
       auto A = random_dense<T>(exec, S.num_rows(), K, 5 + K);
       auto B = random_dense<T>(exec, S.num_cols, K, 6 + K);
       const auto ref = host_reference(S, A, B, true);
-      SddmmOptions o;
-      o.kernel = SddmmKernel::nzsplit;
-      SddmmPlan<Space, T> plan(exec, S, K, o);
-      Kokkos::View<T*, Mem> out("out", S.nnz());
-      plan.apply(exec, A, B, out);
-      EXPECT_LE(scaled_error(out, ref, K, eps), 1.0) << "avg " << avg << " K=" << K;
+      for (int lanes : {0, 8, 32}) {  // 8 lanes at K = 64: two packs per lane; 32 at K = 16: idle lanes
+        SddmmOptions o;
+        o.kernel = SddmmKernel::nzsplit;
+        o.vector_length = lanes;
+        SddmmPlan<Space, T> plan(exec, S, K, o);
+        Kokkos::View<T*, Mem> out("out", S.nnz());
+        plan.apply(exec, A, B, out);
+        EXPECT_LE(scaled_error(out, ref, K, eps), 1.0) << "avg " << avg << " K=" << K << " lanes " << lanes;
+      }
+      SddmmOptions bad;
+      bad.kernel = SddmmKernel::nzsplit;
+      bad.vector_length = 16;
+      EXPECT_THROW((SddmmPlan<Space, T>(exec, S, K, bad)), UsageError);
     }
   }
 }

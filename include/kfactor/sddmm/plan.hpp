@@ -279,7 +279,10 @@ SddmmPlan<ExecutionSpace, T, TI>::SddmmPlan(const ExecutionSpace& exec, const cs
   if (nzsplit) {
     // nzsplit falls back to rowsplit (launch_, items_) when K is not whole
     // packs or apply() gets unaligned rows.
-    nz_lanes_ = Traits::gpu ? detail::sddmm_nz_lanes(packs) : 1;
+    if (options.vector_length != 0 && options.vector_length != 8 && options.vector_length != 32)
+      throw UsageError("sddmm: nzsplit runs 8 or 32 lanes per group, got vector_length " +
+                       std::to_string(options.vector_length));
+    nz_lanes_ = !Traits::gpu ? 1 : options.vector_length ? options.vector_length : detail::sddmm_nz_lanes(packs);
     nz_launch_.team_size = Traits::gpu ? 256 / nz_lanes_ : 1;
     // Up to 8 batches per group, fewer when that leaves under 4 teams per
     // resident team slot (small S, e.g. facebook: 86 teams for 132
@@ -426,12 +429,17 @@ void SddmmPlan<ExecutionSpace, T, TI>::apply_nzsplit(const ExecutionSpace& exec,
   const bool permuted = !info_.identity_layout;
   Kokkos::View<const ordinal_t*, memory_space> cols = permuted ? cols_ : S_.entries;
   Kokkos::View<const offset_t*, memory_space> dst = dst_;
+  const bool guarded = (k_ / detail::SddmmPack<TI>::width) % nz_lanes_ != 0;
   auto run = [&](auto lanes, auto min_teams) {
     constexpr int V = decltype(lanes)::value, M = decltype(min_teams)::value;
-    if (permuted)
-      detail::sddmm_nzsplit_kernel<V, true, M>(exec, rows, cols, dst, values, X, Y, out, scaled, nz_launch_);
+    if (permuted && guarded)
+      detail::sddmm_nzsplit_kernel<V, true, M, true>(exec, rows, cols, dst, values, X, Y, out, scaled, nz_launch_);
+    else if (permuted)
+      detail::sddmm_nzsplit_kernel<V, true, M, false>(exec, rows, cols, dst, values, X, Y, out, scaled, nz_launch_);
+    else if (guarded)
+      detail::sddmm_nzsplit_kernel<V, false, M, true>(exec, rows, cols, dst, values, X, Y, out, scaled, nz_launch_);
     else
-      detail::sddmm_nzsplit_kernel<V, false, M>(exec, rows, cols, dst, values, X, Y, out, scaled, nz_launch_);
+      detail::sddmm_nzsplit_kernel<V, false, M, false>(exec, rows, cols, dst, values, X, Y, out, scaled, nz_launch_);
   };
   using two = std::integral_constant<int, 2>;
   if constexpr (detail::SddmmTraits<ExecutionSpace>::gpu) {

@@ -20,6 +20,7 @@
 /// shuffles exist on devices only; host spaces run the same layout with one
 /// position per work item (tests; the plan prefers rowsplit there).
 
+#include <kfactor/core/error.hpp>
 #include <kfactor/core/matrix.hpp>
 #include <kfactor/core/spaces.hpp>
 #include <kfactor/kernels/detail/sddmm_kernels.hpp>
@@ -27,6 +28,7 @@
 #include <Kokkos_Core.hpp>
 
 #include <cstdint>
+#include <string>
 
 namespace kfactor::detail {
 
@@ -49,17 +51,21 @@ struct SddmmNzLaunch {
   int min_teams = 2;          ///< resident teams per multiprocessor the registers must allow (2 or 3)
 };
 
-/// Lanes per group for K of `packs` 16-byte packs: 32 from 32 packs on (one
-/// or more packs per lane), else 8 (K = 32 floats is one 128-byte row per
-/// group; fewer packs leave lanes idle).
-constexpr int sddmm_nz_lanes(int packs) { return packs >= 32 ? 32 : 8; }
+/// Lanes per group for K of `packs` 16-byte packs: 8 up to 32 packs (K = 32
+/// floats is one 128-byte row per group; K = 128 floats is 4 packs per lane),
+/// 32 above. On the H100 (fp32) 8 lanes beat 32 by 12% on M1 at K = 128 and
+/// matched them on M2; at K = 512 32 lanes were 15% faster on M1.
+constexpr int sddmm_nz_lanes(int packs) { return packs > 32 ? 32 : 8; }
 
 /// out(dst(e)) = (scaled ? values(dst(e)) : 1) * <X_rows(e), Y_cols(e)> for
 /// every layout position e < rows.extent(0); dst(e) = e unless `Permuted`.
 /// Requires K % (16 / sizeof(TI)) == 0 and 16-byte aligned rows of X and Y.
 /// MinTeams: teams of 256 threads per multiprocessor that the register use
-/// must allow (LaunchBounds): 2 caps registers at 128, 3 at 80.
-template <int V, bool Permuted, int MinTeams, class ExecutionSpace, class T, class TI, class Mem>
+/// must allow (LaunchBounds): 2 caps registers at 128, 3 at 80. Guarded: K's
+/// packs do not fill every lane in every round (packs % V != 0); the lanes
+/// past K then skip their loads. Unguarded, the loads are unconditional and
+/// the compiler keeps them all in flight.
+template <int V, bool Permuted, int MinTeams, bool Guarded, class ExecutionSpace, class T, class TI, class Mem>
 void sddmm_nzsplit_kernel(const ExecutionSpace& exec, Kokkos::View<const ordinal_t*, Mem> rows,
                           Kokkos::View<const ordinal_t*, Mem> cols, Kokkos::View<const offset_t*, Mem> dst,
                           Kokkos::View<const T*, Mem> values, Kokkos::View<const TI**, Kokkos::LayoutRight, Mem> X,
@@ -71,6 +77,8 @@ void sddmm_nzsplit_kernel(const ExecutionSpace& exec, Kokkos::View<const ordinal
   if (npos == 0) return;
   const int K = static_cast<int>(X.extent(1));
   const int npacks = K / Pack::width;
+  if (!Guarded && npacks % V != 0)
+    throw UsageError("sddmm_nzsplit_kernel: K = " + std::to_string(K) + " leaves lanes idle; run it Guarded");
   const std::size_t ldx = X.stride(0), ldy = Y.stride(0);
   const TI* xdata = X.data();
   const TI* ydata = Y.data();
@@ -141,25 +149,40 @@ void sddmm_nzsplit_kernel(const ExecutionSpace& exec, Kokkos::View<const ordinal
                 for (int h = 1; h < V; h *= 2) same &= group_shfl(same, lane ^ h, V);
                 Acc p[V];
                 for (int s = 0; s < V; ++s) p[s] = Acc(0);
+                // Every lane runs the same pack iterations (a lane past K
+                // loads nothing), so the 32-lane form's shuffles in col_of
+                // and row_of are reached by the whole warp.
                 if (same) {
-                  const Pack* xr = reinterpret_cast<const Pack*>(xdata + static_cast<std::size_t>(r0) * ldx);
-                  for (int q = lane; q < npacks; q += V) {
-                    const Pack xp = xr[q];
-                    Acc xa[Pack::width];
-                    for (int w = 0; w < Pack::width; ++w) xa[w] = sddmm_to_acc<Acc>(xp.v[w]);
+                  for (int q0 = 0; q0 < npacks; q0 += V) {
+                    const int q = q0 + lane;
+                    const bool active = !Guarded || q < npacks;
+                    Acc xa[Pack::width] = {};
+                    if (active) {
+                      const Pack xp = reinterpret_cast<const Pack*>(xdata + static_cast<std::size_t>(r0) * ldx)[q];
+                      for (int w = 0; w < Pack::width; ++w) xa[w] = sddmm_to_acc<Acc>(xp.v[w]);
+                    }
                     for (int s = 0; s < V; ++s) {
-                      const Pack yp = reinterpret_cast<const Pack*>(ydata + static_cast<std::size_t>(col_of(s)) * ldy)[q];
-                      for (int w = 0; w < Pack::width; ++w) p[s] += xa[w] * sddmm_to_acc<Acc>(yp.v[w]);
+                      const ordinal_t cc = col_of(s);
+                      if (active) {
+                        const Pack yp = reinterpret_cast<const Pack*>(ydata + static_cast<std::size_t>(cc) * ldy)[q];
+                        for (int w = 0; w < Pack::width; ++w) p[s] += xa[w] * sddmm_to_acc<Acc>(yp.v[w]);
+                      }
                     }
                   }
                 } else {
-                  for (int q = lane; q < npacks; q += V)
+                  for (int q0 = 0; q0 < npacks; q0 += V) {
+                    const int q = q0 + lane;
+                    const bool active = !Guarded || q < npacks;
                     for (int s = 0; s < V; ++s) {
-                      const Pack xp = reinterpret_cast<const Pack*>(xdata + static_cast<std::size_t>(row_of(s)) * ldx)[q];
-                      const Pack yp = reinterpret_cast<const Pack*>(ydata + static_cast<std::size_t>(col_of(s)) * ldy)[q];
-                      for (int w = 0; w < Pack::width; ++w)
-                        p[s] += sddmm_to_acc<Acc>(xp.v[w]) * sddmm_to_acc<Acc>(yp.v[w]);
+                      const ordinal_t rr = row_of(s), cc = col_of(s);
+                      if (active) {
+                        const Pack xp = reinterpret_cast<const Pack*>(xdata + static_cast<std::size_t>(rr) * ldx)[q];
+                        const Pack yp = reinterpret_cast<const Pack*>(ydata + static_cast<std::size_t>(cc) * ldy)[q];
+                        for (int w = 0; w < Pack::width; ++w)
+                          p[s] += sddmm_to_acc<Acc>(xp.v[w]) * sddmm_to_acc<Acc>(yp.v[w]);
+                      }
                     }
+                  }
                 }
                 // Transposed butterfly: after the round of half-width h, entry
                 // i of lane l holds slot i + (l & h) summed over lanes l ^ h.
