@@ -54,6 +54,16 @@ struct HostReference {
   std::vector<double> value, bound;
 };
 
+/// random_sddmm_pattern's matrix as a CSR of T in exec's memory space.
+template <class T, class ExecutionSpace>
+CsrMatrix<T, typename ExecutionSpace::memory_space> random_sddmm_csr(const ExecutionSpace& exec, int m, int n, double avg,
+                                                                     std::uint64_t seed, bool empties = true) {
+  const auto c = random_sddmm_pattern(m, n, avg, seed, empties);
+  CooMatrix<T> ct{c.num_rows, c.num_cols, c.rows, c.cols, {}};
+  for (double v : c.values) ct.values.push_back(T(v));
+  return to_csr(exec, ct);
+}
+
 template <class T, class Mem, class AV, class BV>
 HostReference host_reference(const CsrMatrix<T, Mem>& S, const AV& A, const BV& B, bool scaled) {
   auto h = copy_to<Kokkos::HostSpace>(S);

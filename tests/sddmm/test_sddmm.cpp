@@ -11,6 +11,7 @@ namespace {
 using namespace kfactor;
 using kfactor::test::host_reference;
 using kfactor::test::random_dense;
+using kfactor::test::random_sddmm_csr;
 using kfactor::test::random_sddmm_pattern;
 using kfactor::test::scaled_error;
 
@@ -137,10 +138,7 @@ TYPED_TEST(SddmmTest, EveryKSliceGivesTheSameResult) {
   using Mem = typename Space::memory_space;
   const Space exec;
   const int K = 512;
-  auto c = random_sddmm_pattern(23, 19, 4, 5);
-  CooMatrix<T> ct{c.num_rows, c.num_cols, c.rows, c.cols, {}};
-  for (double v : c.values) ct.values.push_back(T(v));
-  auto S = to_csr(exec, ct);
+  auto S = random_sddmm_csr<T>(exec, 23, 19, 4, 5);
   auto A = random_dense<T>(exec, S.num_rows(), K, 1);
   auto B = random_dense<T>(exec, S.num_cols, K, 2);
   const auto ref = host_reference(S, A, B, true);
@@ -225,10 +223,7 @@ TYPED_TEST(SddmmTest, SmSmChosenAboveThresholdAndAgreesWithSmL2) {
   using T = typename TypeParam::scalar;
   using Mem = typename Space::memory_space;
   const Space exec;
-  auto c = random_sddmm_pattern(70, 60, 20, 3, false);  // about 20% dense
-  CooMatrix<T> ct{c.num_rows, c.num_cols, c.rows, c.cols, {}};
-  for (double v : c.values) ct.values.push_back(T(v));
-  auto S = to_csr(exec, ct);
+  auto S = random_sddmm_csr<T>(exec, 70, 60, 20, 3, false);  // about 20% dense
   const int K = 32;
   SddmmOptions o;
   o.scratch_bytes = 16 * 1024;
@@ -313,10 +308,7 @@ TYPED_TEST(SddmmTest, NzsplitLongAndShortRows) {
   const Space exec;
   const double eps = std::numeric_limits<T>::epsilon();
   for (double avg : {3.0, 150.0}) {
-    auto c = random_sddmm_pattern(120, 700, avg, 91);
-    CooMatrix<T> ct{c.num_rows, c.num_cols, c.rows, c.cols, {}};
-    for (double v : c.values) ct.values.push_back(T(v));
-    auto S = to_csr(exec, ct);
+    auto S = random_sddmm_csr<T>(exec, 120, 700, avg, 91);
     for (int K : {16, 32, 64, 160}) {  // 160 floats: 40 packs, so 8 of 32 lanes run a second pack
       auto A = random_dense<T>(exec, S.num_rows(), K, 5 + K);
       auto B = random_dense<T>(exec, S.num_cols, K, 6 + K);
@@ -344,10 +336,7 @@ TYPED_TEST(SddmmTest, PlanReuseAndNewValues) {
   using Mem = typename Space::memory_space;
   const Space exec;
   const double eps = std::numeric_limits<T>::epsilon();
-  auto c = random_sddmm_pattern(33, 29, 5, 21);
-  CooMatrix<T> ct{c.num_rows, c.num_cols, c.rows, c.cols, {}};
-  for (double v : c.values) ct.values.push_back(T(v));
-  auto S = to_csr(exec, ct);
+  auto S = random_sddmm_csr<T>(exec, 33, 29, 5, 21);
   const int K = 16;
   for (auto kernel : {SddmmKernel::rowsplit, SddmmKernel::nzsplit, SddmmKernel::sm_l2}) {
     SddmmOptions o;
@@ -454,10 +443,7 @@ template <class TI, class Space>
 void check_reduced_precision(int p_bits) {
   using Mem = typename Space::memory_space;
   const Space exec;
-  auto c = random_sddmm_pattern(45, 37, 6, 17);
-  CooMatrix<float> ct{c.num_rows, c.num_cols, c.rows, c.cols, {}};
-  for (double v : c.values) ct.values.push_back(float(v));
-  auto S = to_csr(exec, ct);
+  auto S = random_sddmm_csr<float>(exec, 45, 37, 6, 17);
   for (int K : {8, 33, 128}) {
     auto A = random_dense<TI>(exec, S.num_rows(), K, 70);
     auto B = random_dense<TI>(exec, S.num_cols, K, 71);
@@ -496,10 +482,7 @@ TYPED_TEST(SddmmTest, AutotuneIsCorrectAndCached) {
   using T = typename TypeParam::scalar;
   using Mem = typename Space::memory_space;
   const Space exec;
-  auto c = random_sddmm_pattern(64, 48, 6, 31);
-  CooMatrix<T> ct{c.num_rows, c.num_cols, c.rows, c.cols, {}};
-  for (double v : c.values) ct.values.push_back(T(v));
-  auto S = to_csr(exec, ct);
+  auto S = random_sddmm_csr<T>(exec, 64, 48, 6, 31);
   const int K = 32;
   SddmmOptions base;
   base.cache_bytes = 2048;  // the model tiles this small matrix
@@ -542,10 +525,7 @@ TYPED_TEST(SddmmBlockTest, UnionOfColumnBlocksEqualsSingleRun) {
   using T = typename TypeParam::scalar;
   using Mem = typename Space::memory_space;
   const Space exec;
-  auto c = kfactor::test::random_sddmm_pattern(50, 13, 4, 77);
-  CooMatrix<T> ct{c.num_rows, c.num_cols, c.rows, c.cols, {}};
-  for (double v : c.values) ct.values.push_back(T(v));
-  auto S = to_csr(exec, ct);
+  auto S = kfactor::test::random_sddmm_csr<T>(exec, 50, 13, 4, 77);
   const int K = 24;
   auto A = kfactor::test::random_dense<T>(exec, S.num_rows(), K, 1);
   auto B = kfactor::test::random_dense<T>(exec, S.num_cols, K, 2);
