@@ -252,8 +252,9 @@ void run_plan(const Context& ctx, const CsrMatrix<T, Mem>& S, const DenseMatrix<
   try {
     SddmmPlan<Space, T, TI> plan(exec, S, K, o);
     Kokkos::View<T*, Mem> out("out", S.nnz());
-    const double t = bench::median_seconds(exec, [&] { plan(exec, A, B, out); }, ctx.args.reps, 3);
-    const double td = bench::median_device_seconds(exec, [&] { plan(exec, A, B, out); }, ctx.args.reps, 3);
+    const auto call = [&] { plan(exec, A, B, out); };
+    const double t = bench::median_seconds(exec, call, ctx.args.reps, 3);
+    const double td = bench::median_device_seconds(exec, call, ctx.args.reps, 3);
     const auto& in = plan.info();
     nlohmann::json info = {{"kernel", to_string(in.kernel)}, {"staged", in.transposed ? "B" : "A"},
                            {"tile_cols", in.tile_cols},      {"tiles", in.tiles},
@@ -304,20 +305,12 @@ void run_cusparse(const Context& ctx, const CsrMatrix<float, Mem>& S, const Dens
                                        dA, dB, &beta, sC, CUDA_R_32F, CUSPARSE_SDDMM_ALG_DEFAULT, buf.data()));
   exec.fence();
   const double pre = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  const double t = bench::median_seconds(
-      exec,
-      [&] {
-        KF_CUSPARSE(cusparseSDDMM(h, CUSPARSE_OPERATION_NON_TRANSPOSE, CUSPARSE_OPERATION_NON_TRANSPOSE, &alpha, dA,
-                                  dB, &beta, sC, CUDA_R_32F, CUSPARSE_SDDMM_ALG_DEFAULT, buf.data()));
-      },
-      ctx.args.reps, 3);
-  const double td = bench::median_device_seconds(
-      exec,
-      [&] {
-        KF_CUSPARSE(cusparseSDDMM(h, CUSPARSE_OPERATION_NON_TRANSPOSE, CUSPARSE_OPERATION_NON_TRANSPOSE, &alpha, dA,
-                                  dB, &beta, sC, CUDA_R_32F, CUSPARSE_SDDMM_ALG_DEFAULT, buf.data()));
-      },
-      ctx.args.reps, 3);
+  const auto call = [&] {
+    KF_CUSPARSE(cusparseSDDMM(h, CUSPARSE_OPERATION_NON_TRANSPOSE, CUSPARSE_OPERATION_NON_TRANSPOSE, &alpha, dA, dB,
+                              &beta, sC, CUDA_R_32F, CUSPARSE_SDDMM_ALG_DEFAULT, buf.data()));
+  };
+  const double t = bench::median_seconds(exec, call, ctx.args.reps, 3);
+  const double td = bench::median_device_seconds(exec, call, ctx.args.reps, 3);
   // Agreement with kfactor's unscaled result.
   Kokkos::View<float*, Mem> mine("mine", nnz);
   sddmm_unscaled(exec, S, A, B, mine);

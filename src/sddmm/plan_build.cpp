@@ -84,6 +84,7 @@ SddmmHostLayout build_sddmm_layout(const offset_t* row_map, const ordinal_t* ent
     L.cols.resize(nnz);
     L.dst.resize(nnz);
   }
+  if (req.nzsplit) L.rows.resize(static_cast<std::size_t>(nnz));
   std::vector<std::vector<Segment>> segs(ntiles);
   for (ordinal_t r = 0; r < R; ++r) {
     offset_t e = optr[r];
@@ -102,10 +103,7 @@ SddmmHostLayout build_sddmm_layout(const offset_t* row_map, const ordinal_t* ent
         }
       }
       segs[t].push_back({r, begin, e2 - e});
-      if (req.nzsplit) {
-        if (L.rows.empty()) L.rows.resize(static_cast<std::size_t>(nnz));
-        std::fill_n(L.rows.begin() + static_cast<std::ptrdiff_t>(begin), e2 - e, r);
-      }
+      if (req.nzsplit) std::fill_n(L.rows.begin() + static_cast<std::ptrdiff_t>(begin), e2 - e, r);
       e = e2;
     }
   }

@@ -222,6 +222,7 @@ SddmmPlan<ExecutionSpace, T, TI>::SddmmPlan(const ExecutionSpace& exec, const cs
   info_.transposed = tiled_kernel && (options.staged == SddmmStaged::automatic ? eq4_b
                                                                                : options.staged == SddmmStaged::b);
   const ordinal_t C = info_.transposed ? m : n;
+  const double per_staged_row = double(nnz) / double(std::max<ordinal_t>(info_.transposed ? n : m, 1));
   const double l2_elems = double(info_.cache_bytes) / double(esize);
   info_.model_tile_cols = model_tile_cols_raw(l2_elems, info_.density, options.model_c);
   std::int64_t tj = std::max<ordinal_t>(C, 1);
@@ -246,8 +247,7 @@ SddmmPlan<ExecutionSpace, T, TI>::SddmmPlan(const ExecutionSpace& exec, const cs
         // at every K to the staged rows re-read per tile, while M1 at K = 512
         // (B 4x the L2, 230 per row) gained 38%.
         const auto streamed = double(C) * double(K) * double(esize);
-        const double per_row_tile = double(nnz) / double(std::max<ordinal_t>(info_.transposed ? n : m, 1)) /
-                                    double(tile_count(C, tj));
+        const double per_row_tile = per_staged_row / double(tile_count(C, tj));
         if (streamed <= double(info_.cache_bytes) || per_row_tile < 32.0) tj = C;
       }
     }
@@ -295,8 +295,7 @@ SddmmPlan<ExecutionSpace, T, TI>::SddmmPlan(const ExecutionSpace& exec, const cs
     // multiprocessor, at 80 registers. On the H100 that took M1 at K = 32
     // from 3331 to 3666 GFLOP/s, but cost M2 (5.6 nonzeros per row, whose
     // mixed-row batches need more registers) 9-21%.
-    const double per_row = double(nnz) / double(std::max<ordinal_t>(info_.transposed ? n : m, 1));
-    nz_launch_.min_teams = nz_lanes_ == 8 && per_row >= 64.0 ? 3 : 2;
+    nz_launch_.min_teams = nz_lanes_ == 8 && per_staged_row >= 64.0 ? 3 : 2;
     info_.vector_length = nz_lanes_;
     info_.team_size = nz_launch_.team_size;
     info_.items_per_team = nz_launch_.team_size * nz_launch_.batches_per_group;

@@ -115,22 +115,21 @@ void sddmm_nzsplit_kernel(const ExecutionSpace& exec, Kokkos::View<const ordinal
               // Neighbouring groups take neighbouring batches (shared staged
               // rows in L1). Each batch's indices are loaded one batch ahead,
               // so their memory latency overlaps the previous batch's work.
-              const auto position = [&](int it) {
-                const std::int64_t e = (first + std::int64_t(it) * groups + g) * V + lane;
-                return e < npos ? e : npos - 1;
-              };
-              ordinal_t r_next = rows(position(0)), c_next = cols(position(0));
+              // This lane's position in batch `it`; lanes past the layout's
+              // end read its last position and do not write.
+              const auto position = [&](int it) { return (first + std::int64_t(it) * groups + g) * V + lane; };
+              const auto clamped = [&](std::int64_t e) { return e < npos ? e : npos - 1; };
+              ordinal_t r_next = rows(clamped(position(0))), c_next = cols(clamped(position(0)));
               for (int it = 0; it < per_group; ++it) {
-                const std::int64_t e = (first + std::int64_t(it) * groups + g) * V + lane;
+                const std::int64_t e = position(it), ec = clamped(e);
                 const bool valid = e < npos;
                 const ordinal_t r = r_next, c = c_next;
                 // The output position and scale, loaded now to overlap the
                 // dot products.
-                const std::int64_t ec = position(it);
                 const offset_t d = Permuted ? dst(ec) : ec;
                 const T scale = scaled ? values(d) : T(1);
                 if (it + 1 < per_group) {
-                  const std::int64_t en = position(it + 1);
+                  const std::int64_t en = clamped(position(it + 1));
                   r_next = rows(en);
                   c_next = cols(en);
                 }
