@@ -3,6 +3,8 @@
 // bad input.
 #include "sddmm_test_util.hpp"
 
+#include <kfactor/sddmm/generate.hpp>
+
 #include <cstdio>
 #include <functional>
 #include <typeinfo>
@@ -556,6 +558,34 @@ TYPED_TEST(SddmmBlockTest, UnionOfColumnBlocksEqualsSingleRun) {
     for (std::size_t e = 0; e < S.nnz(); ++e) ASSERT_EQ(merged[e], hfull(e)) << "P=" << P << " e=" << e;
   }
   EXPECT_EQ(counts.size(), std::size_t(S.num_cols));
+}
+
+// The benchmarks' generator (kfactor/sddmm/generate.hpp, the peers' M1 and
+// M2): exactly `target` distinct pairs, sorted row-major and in range, with
+// power-law columns; and the instance is pinned, so that benchmark records
+// of different sessions and spaces time the same matrix (the checksum is the
+// one the host-serial generator of session 11 gave).
+TEST(SddmmGenerate, PowerLawPatternIsPinnedSortedAndDistinct) {
+  const PowerLawSpec spec{3000, 2000, 60000, 1.0, 200.0, 1.0, 60.0, 11};
+  const auto c = power_law_pattern<float>(spec);
+  ASSERT_EQ(c.rows.size(), std::size_t(spec.target));
+  ASSERT_EQ(c.cols.size(), c.rows.size());
+  std::vector<std::int64_t> per_col(spec.n, 0);
+  std::uint64_t h = 1469598103934665603ull;  // FNV-1a over (row, col)
+  for (std::size_t e = 0; e < c.rows.size(); ++e) {
+    ASSERT_TRUE(c.rows[e] >= 0 && c.rows[e] < spec.m && c.cols[e] >= 0 && c.cols[e] < spec.n) << e;
+    if (e > 0)
+      ASSERT_TRUE(c.rows[e - 1] < c.rows[e] || (c.rows[e - 1] == c.rows[e] && c.cols[e - 1] < c.cols[e])) << e;
+    ++per_col[c.cols[e]];
+    h = (h ^ std::uint64_t(c.rows[e])) * 1099511628211ull;
+    h = (h ^ std::uint64_t(c.cols[e])) * 1099511628211ull;
+  }
+  EXPECT_EQ(h, 7961391102065565324ull);
+  const double mean = double(spec.target) / double(spec.n);
+  EXPECT_GT(double(*std::max_element(per_col.begin(), per_col.end())), 5 * mean);  // power-law columns (max 9.8x)
+  auto other = spec;
+  other.seed = 12;
+  EXPECT_NE(power_law_pattern<float>(other).cols, c.cols);
 }
 
 }  // namespace
