@@ -12,6 +12,8 @@
 #include <cstdio>
 #include <exception>
 #include <new>
+#include <string_view>
+#include <vector>
 
 #if defined(KFACTOR_HAVE_MPI)
 #include <kfactor/distributed/collective.hpp>
@@ -34,7 +36,8 @@ std::string version_text() {
 int main(int argc, char** argv) {
   CLI::App app{
       "kfactor: matrix factorization on Kokkos (NMF/ALO-NMF, ALS/BALS, Boolean MF/CuBin, manifold NMF/CUMNMF, "
-      "tiled SDDMM).\nRun `kfactor COMMAND --help` for a command's options."};
+      "tiled SDDMM).\nRun `kfactor COMMAND --help` for a command's options. Options that start with --kokkos- go to "
+      "Kokkos (--kokkos-help lists them), e.g. --kokkos-map-device-id-by=mpi_rank under mpiexec."};
   app.set_version_flag("--version", version_text());
   app.require_subcommand(1);
   std::function<void()> action;
@@ -43,8 +46,15 @@ int main(int argc, char** argv) {
     auto* sub = app.add_subcommand(command.name, command.summary);
     actions.emplace_back(sub, command.setup(*sub));
   }
+  // --kokkos-* options (e.g. --kokkos-map-device-id-by=mpi_rank,
+  // --kokkos-num-threads=N) go to Kokkos, everything else to the commands.
+  std::vector<char*> kokkos_args{argv[0]}, command_args{argv[0]};
+  for (int i = 1; i < argc; ++i)
+    (std::string_view(argv[i]).rfind("--kokkos-", 0) == 0 ? kokkos_args : command_args).push_back(argv[i]);
+  static char disable_warnings[] = "--kokkos-disable-warnings";
+  kokkos_args.push_back(disable_warnings);
   try {
-    app.parse(argc, argv);
+    app.parse(static_cast<int>(command_args.size()), command_args.data());
   } catch (const CLI::ParseError& e) {
     const int code = app.exit(e);
     return code == 0 ? 0 : 2;
@@ -71,7 +81,8 @@ int main(int argc, char** argv) {
   // Kokkos throws when the device cannot be initialized (no GPU, out of
   // device memory, an address-space limit): a clear error, not an abort.
   try {
-    Kokkos::initialize(Kokkos::InitializationSettings().set_disable_warnings(true));
+    int kokkos_argc = static_cast<int>(kokkos_args.size());
+    Kokkos::initialize(kokkos_argc, kokkos_args.data());
   } catch (const std::exception& e) {
     std::fprintf(stderr, "kfactor: error: cannot initialize Kokkos: %s\n", e.what());
     std::fflush(stderr);

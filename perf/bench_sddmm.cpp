@@ -19,6 +19,7 @@
 // DIR/<m>.values.bin (float32) and DIR/<m>.json (M, N, nnz, source, the
 // measured copy bandwidth). perf/torch_sddmm_cpu.py reads them.
 #include "common/bench.hpp"
+#include "common/sddmm_matrices.hpp"
 
 #include <kfactor/core/convert.hpp>
 #include <kfactor/core/random.hpp>
@@ -102,58 +103,6 @@ Args parse(int argc, char** argv) {
       throw UsageError("unknown argument " + k);
   }
   return a;
-}
-
-bool read_bin(const std::string& path, std::vector<ordinal_t>& v) {
-  std::ifstream in(path, std::ios::binary | std::ios::ate);
-  if (!in) return false;
-  const auto bytes = static_cast<std::size_t>(in.tellg());
-  v.resize(bytes / sizeof(ordinal_t));
-  in.seekg(0);
-  in.read(reinterpret_cast<char*>(v.data()), static_cast<std::streamsize>(v.size() * sizeof(ordinal_t)));
-  return static_cast<bool>(in);
-}
-
-/// Values of S: uniform in [-1, 1) (the peers measured patterns; values do
-/// not change the work).
-void fill_values(CooMatrix<float>& c) {
-  const CounterRng rng(3, RngStream::user);
-  c.values.resize(c.rows.size());
-  for (std::size_t e = 0; e < c.values.size(); ++e) c.values[e] = rng.uniform<float>(e, -1.f, 1.f);
-}
-
-CooMatrix<float> load_matrix(const std::string& which, const Args& a, std::string& source) {
-  CooMatrix<float> c;
-  if (which == "m3") {
-    std::vector<std::string> candidates = {a.facebook, ".peers/facebook_combined.txt",
-                                           "../shared/data/snap/facebook_combined.txt"};
-    for (const auto& path : candidates) {
-      if (path.empty()) continue;
-      if (!std::ifstream(path)) continue;
-      c = io::read_edges<float>(path);  // square, duplicate edges merged
-      source = path;
-      fill_values(c);
-      return c;
-    }
-    throw InputError("bench_sddmm: facebook_combined.txt not found (use --facebook)");
-  }
-  const std::string name = which == "m1" ? "m1_nytimes_like" : "m2_webgoogle_like";
-  PowerLawSpec spec = peer_matrix_spec(name);
-  if (a.scale == 1.0 && read_bin(a.bin_dir + "/" + name + ".rows.bin", c.rows) &&
-      read_bin(a.bin_dir + "/" + name + ".cols.bin", c.cols) && c.rows.size() == c.cols.size()) {
-    c.num_rows = spec.m;
-    c.num_cols = spec.n;
-    source = a.bin_dir + "/" + name + ".{rows,cols}.bin (numpy instance)";
-    fill_values(c);
-    return c;
-  }
-  spec.m = std::max<std::int64_t>(1, std::int64_t(spec.m / a.scale));
-  spec.n = std::max<std::int64_t>(1, std::int64_t(spec.n / a.scale));
-  spec.target = std::max<std::int64_t>(1, std::int64_t(spec.target / a.scale));
-  c = power_law_pattern<float>(spec);
-  source = "generated " + name + (a.scale != 1.0 ? " / " + std::to_string(a.scale) : "") + " (C++ port)";
-  fill_values(c);
-  return c;
 }
 
 /// Copy bandwidth of the execution space (bytes read + written per second).
@@ -333,17 +282,8 @@ void run_cusparse(const Context& ctx, const CsrMatrix<float, Mem>& S, const Dens
 template <class TI>
 void run_precision(const Context& ctx, const CsrMatrix<float, Mem>& S, int K, const std::string& prec) {
   const Space exec;
-  DenseMatrix<float, Mem> A0("A0", S.num_rows(), K), B0("B0", S.num_cols, K);
-  fill_uniform(exec, A0, 1, RngStream::factor_w, -1.f, 1.f);
-  fill_uniform(exec, B0, 1, RngStream::factor_h, -1.f, 1.f);
-  DenseMatrix<TI, Mem> A("A", S.num_rows(), K), B("B", S.num_cols, K);
-  Kokkos::parallel_for(
-      Kokkos::MDRangePolicy<Space, Kokkos::Rank<2>>(exec, {0, 0}, {A.extent(0), A.extent(1)}),
-      KOKKOS_LAMBDA(std::size_t i, std::size_t k) { A(i, k) = static_cast<TI>(A0(i, k)); });
-  Kokkos::parallel_for(
-      Kokkos::MDRangePolicy<Space, Kokkos::Rank<2>>(exec, {0, 0}, {B.extent(0), B.extent(1)}),
-      KOKKOS_LAMBDA(std::size_t i, std::size_t k) { B(i, k) = static_cast<TI>(B0(i, k)); });
-  exec.fence();
+  const auto A = bench::random_sddmm_factor<TI>(exec, S.num_rows(), K, RngStream::factor_w);
+  const auto B = bench::random_sddmm_factor<TI>(exec, S.num_cols, K, RngStream::factor_h);
   const auto& a = ctx.args;
   run_plan<float, TI>(ctx, S, A, B, K, "kfactor", prec, SddmmOptions{});
   SddmmOptions untiled;
@@ -440,7 +380,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "copy bandwidth %.1f GB/s on %s\n", ctx.bandwidth * 1e-9, backend_name<Space>().c_str());
     for (const auto& which : ctx.args.matrices) {
       const auto t0 = std::chrono::steady_clock::now();
-      auto coo = load_matrix(which, ctx.args, ctx.source);
+      auto coo = bench::load_sddmm_matrix(which, {ctx.args.bin_dir, ctx.args.facebook, ctx.args.scale}, ctx.source);
       auto S = to_csr(Space{}, coo);
       ctx.matrix = which;
       std::fprintf(stderr, "%s: %lld x %d, %zu nnz from %s (%.1f s)\n", which.c_str(),

@@ -56,6 +56,7 @@ struct SddmmCliOptions {
   std::string tune_cache;
   std::string output;        ///< Matrix Market file of P at S's pattern (rank 0 writes it)
   bool distributed = false;  ///< under mpiexec: S's columns split over the ranks
+  std::string column_split = "balanced";  ///< with --distributed: balanced|timed|equal
 };
 
 /// Writes P (values in S's CSR order) at S's pattern as Matrix Market
@@ -248,7 +249,7 @@ std::optional<Report> run_sddmm_distributed(const SddmmCliOptions& o, const CooM
     Setup s;
     s.opt = plan_options(o);
     s.factors = make_factors<TI>(exec, S.num_rows(), S.num_cols, K, o.common.seed);
-    s.plan = std::make_unique<RankPlan>(exec, comm, S, K, s.opt);
+    s.plan = std::make_unique<RankPlan>(exec, comm, S, K, s.opt, parse_column_split(o.column_split));
     return s;
   });
   const auto& A = setup.factors.first;
@@ -311,6 +312,7 @@ std::optional<Report> run_sddmm_distributed(const SddmmCliOptions& o, const CooM
     r.info["rank_nnz"] = nnz_list;
     r.info["rank_columns"] = col_list;
     r.info["options"] = sddmm_options_string(opt);
+    r.info["column_split"] = o.column_split;
     if (o.check) {
       Kokkos::View<T*, Mem> ref("ref", S.nnz());
       sddmm_reference(exec, S, A, B, ref);
@@ -408,6 +410,11 @@ const Registrar sddmm_command{Command{
       cmd.add_option("-o,--output", o->output, "write P (S's pattern, the product's values) as Matrix Market");
       cmd.add_flag("--distributed", o->distributed,
                    "under mpiexec: split S's columns over the ranks (balanced by nonzeros); rank 0 reports");
+      cmd.add_option("--column-split", o->column_split,
+                     "with --distributed: balanced (equal nonzeros per rank), timed (equal measured time: two "
+                     "timed rounds re-weigh the nonzeros) or equal (equal columns, the naive split)")
+          ->check(CLI::IsMember({"balanced", "timed", "equal"}))
+          ->capture_default_str();
       return [o] {
         if (o->distributed) {
 #if defined(KFACTOR_HAVE_MPI)

@@ -125,4 +125,41 @@ std::vector<ordinal_t> equal_column_blocks(ordinal_t num_cols, int parts) {
   return b;
 }
 
+std::vector<ordinal_t> weighted_column_blocks(const std::vector<double>& column_weights, int parts) {
+  if (parts < 1) throw UsageError("weighted_column_blocks: need at least one part, got " + std::to_string(parts));
+  double total = 0;
+  for (double w : column_weights) {
+    if (!std::isfinite(w) || w < 0)
+      throw UsageError("weighted_column_blocks: column weights must be finite and non-negative, got " +
+                       std::to_string(w));
+    total += w;
+  }
+  const auto n = static_cast<ordinal_t>(column_weights.size());
+  std::vector<ordinal_t> b(static_cast<std::size_t>(parts) + 1, n);
+  b[0] = 0;
+  ordinal_t col = 0;
+  double prefix = 0;
+  for (int p = 1; p < parts; ++p) {  // prefix * P < p * total: exact for integer weights below 2^53 / P
+    while (col < n && prefix * parts < total * p) prefix += column_weights[col++];
+    b[p] = col;
+  }
+  return b;
+}
+
+const char* to_string(ColumnSplit s) {
+  switch (s) {
+    case ColumnSplit::balanced: return "balanced";
+    case ColumnSplit::equal_width: return "equal";
+    case ColumnSplit::timed: return "timed";
+  }
+  return "?";
+}
+
+ColumnSplit parse_column_split(const std::string& name) {
+  if (name == "balanced") return ColumnSplit::balanced;
+  if (name == "equal") return ColumnSplit::equal_width;
+  if (name == "timed") return ColumnSplit::timed;
+  throw UsageError("unknown column split '" + name + "' (balanced, equal, timed)");
+}
+
 }  // namespace kfactor

@@ -8,7 +8,8 @@
 // - Ranks given different inputs: every rank exits 3, "ranks disagree".
 // - A failure only rank 0 sees (its --output cannot be written) while the
 //   others wait for it: the job ends (nonzero exit, MPI_Abort), no hang.
-// - P = 1..4 (a subset for the variants): the gathered product equals the single-rank command's output
+// - P = 1..4 (a subset for the variants, and for the timed and equal column
+//   splits): the gathered product equals the single-rank command's output
 //   (bitwise with the reference kernel, to rounding with the tuned one), and
 //   the report's per-rank nonzeros add up to nnz.
 #include "common/cli.hpp"
@@ -221,21 +222,25 @@ TEST(CliMpiSddmm, DistributedEqualsSingleRank) {
     }
   }
   const std::string file_opts = "--precision double -k 24 --reps 2";
-  // (kernel, from a file, rank counts): P = 1..4 in full once; the other
-  // combinations on fewer rank counts to keep the test short.
+  // (kernel, from a file, rank counts, column split, extra options): P =
+  // 1..4 in full once; the other combinations on fewer rank counts to keep
+  // the test short. A Kokkos option passes through to Kokkos.
   struct Case {
     std::string kernel;
     bool from_file;
     std::vector<int> ranks;
+    std::string split = "balanced", extra = "";
   };
-  for (const auto& [kernel, from_file, ranks] : {Case{"reference", false, {1, 2, 3, 4}}, Case{"reference", true, {2, 3}},
-                                                 Case{"auto", false, {3, 4}}}) {
+  for (const auto& [kernel, from_file, ranks, split, extra] :
+       {Case{"reference", false, {1, 2, 3, 4}}, Case{"reference", true, {2, 3}}, Case{"auto", false, {3, 4}},
+        Case{"reference", false, {2}, "timed", "--kokkos-num-threads=1"}, Case{"reference", false, {3}, "equal"}}) {
     {
-      SCOPED_TRACE(kernel + (from_file ? " file" : " generated"));
+      SCOPED_TRACE(kernel + (from_file ? " file " : " generated ") + split + " " + extra);
       // Generated runs pass an empty --input (every rank generates S alike).
       const std::string input = from_file ? file : "";
-      const std::string opts = (from_file ? file_opts : gen) + " --kernel " + kernel + " --json";
-      const std::string tag = kernel + (from_file ? "_file" : "_gen");
+      const std::string opts =
+          (from_file ? file_opts : gen) + " --kernel " + kernel + " --json --column-split " + split + " " + extra;
+      const std::string tag = kernel + (from_file ? "_file" : "_gen") + "_" + split;
       const std::string one = dir.file("p1_" + tag + ".mtx");
       const auto s = single(dir, "--input " + quote(input) + " " + opts + " --output " + one);
       ASSERT_EQ(s.code, 0) << s.err;
@@ -248,6 +253,7 @@ TEST(CliMpiSddmm, DistributedEqualsSingleRank) {
         expect_all_ranks_exit(r, P, 0);
         auto j = nlohmann::json::parse(r.out);  // exactly one report: rank 0's
         EXPECT_EQ(j["info"]["ranks"], std::to_string(P));
+        EXPECT_EQ(j["info"]["column_split"], split);
         std::int64_t total = 0;
         std::istringstream parts(j["info"]["rank_nnz"].get<std::string>());
         for (std::string part; std::getline(parts, part, ',');) total += std::stoll(part);

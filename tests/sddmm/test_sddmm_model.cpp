@@ -141,6 +141,46 @@ TEST(SddmmPartition, EqualSplitOfSortedPowerLawIsSkewed) {
   EXPECT_NEAR(share(equal_column_blocks(n, 2)), 0.5, 0.05);
 }
 
+// The timed split's re-partition: blocks balanced by real weights, each
+// part within total / P + the heaviest column of the ideal share; integer
+// weights give the nonzero-balanced blocks; bad weights are refused.
+TEST(SddmmPartition, WeightedBlocksBalanceRealWeights) {
+  const CounterRng rng(21, RngStream::user);
+  for (int n : {1, 7, 500}) {
+    std::vector<double> w(n);
+    std::vector<offset_t> integer(n);
+    for (int j = 0; j < n; ++j) {
+      integer[j] = static_cast<offset_t>(1 + 1000 * rng.uniform(std::uint64_t(j)) / (j + 1));
+      w[j] = double(integer[j]);
+    }
+    const double total = std::accumulate(w.begin(), w.end(), 0.0);
+    const double heaviest = *std::max_element(w.begin(), w.end());
+    for (int P : {1, 2, 3, 8, 600}) {
+      const auto b = weighted_column_blocks(w, P);
+      ASSERT_EQ(b.size(), std::size_t(P) + 1);
+      EXPECT_EQ(b.front(), 0);
+      EXPECT_EQ(b.back(), n);
+      EXPECT_EQ(b, balanced_column_blocks(integer, P)) << "n=" << n << " P=" << P;
+      for (int p = 0; p < P; ++p) {
+        ASSERT_LE(b[p], b[p + 1]);
+        const double part = std::accumulate(w.begin() + b[p], w.begin() + b[p + 1], 0.0);
+        EXPECT_LE(part, total / P + heaviest + 1e-9) << "n=" << n << " P=" << P << " p=" << p;
+      }
+    }
+  }
+  // Doubling the weight of the first half moves the boundary left.
+  std::vector<double> w(100, 1.0);
+  EXPECT_EQ(weighted_column_blocks(w, 2), (std::vector<ordinal_t>{0, 50, 100}));
+  for (int j = 0; j < 50; ++j) w[j] = 2.0;
+  EXPECT_EQ(weighted_column_blocks(w, 2), (std::vector<ordinal_t>{0, 38, 100}));
+  EXPECT_THROW(weighted_column_blocks({1.0, -1.0}, 2), UsageError);
+  EXPECT_THROW(weighted_column_blocks({1.0, std::nan("")}, 2), UsageError);
+  EXPECT_THROW(weighted_column_blocks({1.0}, 0), UsageError);
+  EXPECT_EQ(parse_column_split("timed"), ColumnSplit::timed);
+  EXPECT_STREQ(to_string(parse_column_split("equal")), "equal");
+  EXPECT_THROW(parse_column_split("nnz"), UsageError);
+}
+
 // Checklist 15: Amdahl reproduces Table IV.
 TEST(SddmmModel, AmdahlReproducesTableIV) {
   EXPECT_NEAR(amdahl_speedup(0.5314, 4.15), 1.676, 0.001);

@@ -1,7 +1,7 @@
 // Distributed SDDMM under mpiexec (checklist 12): the union of the ranks'
 // outputs, gathered on rank 0, equals the single-rank output bitwise; each
 // rank holds all of A, only its rows of B and its nonzeros; ranks may own no
-// columns.
+// columns. Every column split (balanced by nonzeros, equal widths, timed).
 #include <kfactor/distributed/sddmm.hpp>
 
 #include "sddmm_test_util.hpp"
@@ -17,7 +17,10 @@ TEST(SddmmMpi, GatheredRanksEqualSingleRun) {
   int rank = 0, size = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
-  for (int n : {3, 40}) {  // n = 3 < P leaves ranks without columns
+  for (auto [n, split] : {std::pair{3, ColumnSplit::balanced}, std::pair{40, ColumnSplit::balanced},
+                          std::pair{3, ColumnSplit::equal_width}, std::pair{40, ColumnSplit::equal_width},
+                          std::pair{3, ColumnSplit::timed}, std::pair{40, ColumnSplit::timed}}) {
+    // n = 3 < P leaves ranks without columns
     auto c = kfactor::test::random_sddmm_pattern(60, n, 4, 5);
     CooMatrix<double> ct{c.num_rows, c.num_cols, c.rows, c.cols, c.values};
     auto S = to_csr(exec, ct);
@@ -28,8 +31,20 @@ TEST(SddmmMpi, GatheredRanksEqualSingleRun) {
     o.kernel = SddmmKernel::rowsplit;
     o.column_tiles = false;
     o.staged = SddmmStaged::a;
-    distributed::SddmmRankPlan<Space, double> plan(exec, MPI_COMM_WORLD, S, K, o);
+    distributed::SddmmRankPlan<Space, double> plan(exec, MPI_COMM_WORLD, S, K, o, split);
     EXPECT_EQ(plan.bounds().size(), std::size_t(size) + 1);
+    if (split != ColumnSplit::timed) {
+      const auto expected_bounds =
+          split == ColumnSplit::balanced ? balanced_column_blocks(S, size) : equal_column_blocks(S.num_cols, size);
+      EXPECT_EQ(plan.bounds(), expected_bounds) << to_string(split);
+    } else {  // measured times differ run to run: only a valid split, the same on every rank
+      EXPECT_EQ(plan.bounds().front(), 0);
+      EXPECT_EQ(plan.bounds().back(), S.num_cols);
+      EXPECT_TRUE(std::is_sorted(plan.bounds().begin(), plan.bounds().end()));
+      std::vector<ordinal_t> root_bounds = plan.bounds();
+      MPI_Bcast(root_bounds.data(), size + 1, MPI_INT, 0, MPI_COMM_WORLD);
+      EXPECT_EQ(plan.bounds(), root_bounds);
+    }
     auto B_local = Kokkos::subview(B, Kokkos::make_pair(plan.begin(), plan.end()), Kokkos::ALL);
     Kokkos::View<double*, Mem> out_local("out_local", plan.local_nnz());
     plan.apply(exec, A, B_local, out_local);
@@ -42,7 +57,7 @@ TEST(SddmmMpi, GatheredRanksEqualSingleRun) {
       SddmmPlan<Space, double>(exec, S, K, o).apply(exec, A, B, full);
       auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, full);
       ASSERT_EQ(gathered.size(), S.nnz());
-      for (std::size_t e = 0; e < S.nnz(); ++e) ASSERT_EQ(gathered[e], h(e)) << "P=" << size << " e=" << e;
+      for (std::size_t e = 0; e < S.nnz(); ++e) ASSERT_EQ(gathered[e], h(e)) << "P=" << size << " e=" << e << " " << to_string(split);
     }
   }
 }

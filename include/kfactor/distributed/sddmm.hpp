@@ -2,7 +2,8 @@
 /// \file
 /// Distributed SDDMM over MPI (the paper's §IV-C, header-only; needs a build
 /// with KFACTOR_HAVE_MPI): S's columns are split into P contiguous blocks
-/// balanced by nonzeros (kfactor::balanced_column_blocks); rank p holds all of
+/// balanced by nonzeros (kfactor::balanced_column_blocks; or by measured
+/// time, ColumnSplit::timed; or of equal widths); rank p holds all of
 /// A, the rows [b_p, b_{p+1}) of B and the nonzeros of its columns, and runs
 /// its own SddmmPlan on its device. The output stays distributed (each rank's
 /// values with their positions in S) or is gathered on one rank.
@@ -14,6 +15,8 @@
 #if defined(KFACTOR_HAVE_MPI)
 #include <mpi.h>
 
+#include <algorithm>
+#include <chrono>
 #include <numeric>
 #include <string>
 #include <vector>
@@ -28,12 +31,17 @@ class SddmmRankPlan {
 
   /// Collective over `comm`. Every rank passes the same global S (a shallow
   /// copy is fine; only the rank's block is kept on the device afterwards).
+  /// `split` chooses the blocks; equal_width is the naive split, kept to
+  /// measure what balancing buys (perf/bench_sddmm_mpi.cpp). `timed` costs
+  /// `timing_rounds` extra plan builds and applies on zero inputs (an M x K
+  /// A and a block of B, allocated for the while).
   SddmmRankPlan(const ExecutionSpace& exec, MPI_Comm comm, const CsrMatrix<T, memory_space>& S, int K,
-                const SddmmOptions& options = {})
+                const SddmmOptions& options = {}, ColumnSplit split = ColumnSplit::balanced, int timing_rounds = 2)
       : comm_(comm), nnz_(S.nnz()) {
     MPI_Comm_rank(comm, &rank_);
     MPI_Comm_size(comm, &size_);
-    bounds_ = balanced_column_blocks(S, size_);
+    bounds_ = split == ColumnSplit::equal_width ? equal_column_blocks(S.num_cols, size_) : balanced_column_blocks(S, size_);
+    if (split == ColumnSplit::timed && size_ > 1) balance_by_time(exec, S, K, options, timing_rounds);
     block_ = extract_column_block(S, bounds_[rank_], bounds_[rank_ + 1]);
     if (block_.local.nnz() > 0) plan_ = SddmmPlan<ExecutionSpace, T, TI>(exec, block_.local, K, options);
   }
@@ -85,6 +93,55 @@ class SddmmRankPlan {
   }
 
  private:
+  /// ColumnSplit::timed. Equal nonzeros need not take equal time: with S's
+  /// columns sorted by degree, the rank of the many light columns gathers
+  /// far more distinct rows of B (two H200s, M1 at K = 512: 12.6 ms against
+  /// 7.1 ms for the same nonzeros). Each round times every rank's apply
+  /// (median of 3), gives each column the weight nnz_c x (its owner's
+  /// seconds per nonzero) and re-splits the columns by weight.
+  void balance_by_time(const ExecutionSpace& exec, const CsrMatrix<T, memory_space>& S, int K,
+                       const SddmmOptions& options, int rounds) {
+    const auto counts = column_counts(S);
+    Kokkos::View<TI**, Kokkos::LayoutRight, memory_space> A("kfactor::sddmm_timing_A", S.num_rows(), K);
+    for (int round = 0; round < rounds; ++round) {
+      double mine[2] = {0.0, 0.0};  // seconds, nonzeros
+      {
+        const auto blk = extract_column_block(S, bounds_[rank_], bounds_[rank_ + 1]);
+        mine[1] = static_cast<double>(blk.local.nnz());
+        if (blk.local.nnz() > 0) {
+          const SddmmPlan<ExecutionSpace, T, TI> plan(exec, blk.local, K, options);
+          Kokkos::View<TI**, Kokkos::LayoutRight, memory_space> B("kfactor::sddmm_timing_B", blk.end - blk.begin, K);
+          Kokkos::View<T*, memory_space> out("kfactor::sddmm_timing_out", blk.local.nnz());
+          plan(exec, A, B, out);
+          exec.fence();
+          std::vector<double> t;
+          for (int rep = 0; rep < 3; ++rep) {
+            const auto t0 = std::chrono::steady_clock::now();
+            plan(exec, A, B, out);
+            exec.fence();
+            t.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+          }
+          std::sort(t.begin(), t.end());
+          mine[0] = t[1];
+        }
+      }
+      std::vector<double> all(2 * static_cast<std::size_t>(size_));
+      MPI_Allgather(mine, 2, MPI_DOUBLE, all.data(), 2, MPI_DOUBLE, comm_);
+      double seconds = 0, nonzeros = 0;
+      for (int p = 0; p < size_; ++p) {
+        seconds += all[2 * p];
+        nonzeros += all[2 * p + 1];
+      }
+      const double mean_rate = nonzeros > 0 ? seconds / nonzeros : 1.0;
+      std::vector<double> weights(counts.size());
+      for (int p = 0; p < size_; ++p) {
+        const double rate = all[2 * p + 1] > 0 && all[2 * p] > 0 ? all[2 * p] / all[2 * p + 1] : mean_rate;
+        for (ordinal_t c = bounds_[p]; c < bounds_[p + 1]; ++c) weights[c] = double(counts[c]) * rate;
+      }
+      bounds_ = weighted_column_blocks(weights, size_);
+    }
+  }
+
   MPI_Comm comm_;
   int rank_ = 0, size_ = 1;
   offset_t nnz_ = 0;

@@ -135,4 +135,21 @@ std::vector<ordinal_t> balanced_column_blocks(const std::vector<offset_t>& colum
 /// Equal-width split (the naive partition the paper compares against).
 std::vector<ordinal_t> equal_column_blocks(ordinal_t num_cols, int parts);
 
+/// Contiguous column blocks balanced by a real weight per column (the same
+/// rule as balanced_column_blocks: part p starts at the first column whose
+/// prefix weight reaches p / P of the total). Weights must be finite and
+/// non-negative (UsageError otherwise).
+std::vector<ordinal_t> weighted_column_blocks(const std::vector<double>& column_weights, int parts);
+
+/// How a distributed SDDMM splits S's columns over the ranks.
+enum class ColumnSplit {
+  balanced,     ///< balanced_column_blocks: equal nonzeros (the paper's non-symmetric partition)
+  equal_width,  ///< equal_column_blocks: equal column counts (the naive split, for comparison)
+  timed,        ///< equal measured time: starts balanced, then weighs each rank's nonzeros by its
+                ///< measured time per nonzero (distributed::SddmmRankPlan)
+};
+const char* to_string(ColumnSplit s);
+/// Parses "balanced", "equal" or "timed" (UsageError otherwise).
+ColumnSplit parse_column_split(const std::string& name);
+
 }  // namespace kfactor

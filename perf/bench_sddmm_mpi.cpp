@@ -1,0 +1,272 @@
+// bench_sddmm_mpi: the distributed SDDMM (kfactor/distributed/sddmm.hpp)
+// under mpiexec, one rank per GPU. For every rank count p = 1..P of the job
+// (sub-communicators of the first p ranks; the others wait without spinning),
+// every column order of S (as generated: random; "degree": columns renumbered
+// by decreasing nonzeros, so that the heavy ones sit together, as NYTimes's
+// did in the paper), every column split (balanced by nonzeros; timed: by
+// measured time, ColumnSplit::timed; equal widths, the naive split) and every
+// K, it times:
+//   apply   the median over --reps of the slowest rank's apply (barrier,
+//           apply, fence, max over ranks): what a caller waits for;
+//   ranks   each rank's own median apply, nonzeros and columns: a rank that
+//           waits for the slowest shows the split's imbalance;
+//   scaling the strong-scaling efficiency t(1) / (p t(p)) against p = 1 of
+//           the same order and K.
+// One JSON record per (order, split, K, p) on rank 0 through
+// perf/common/bench.hpp, a table on stderr.
+//
+//   mpiexec -n P bench_sddmm_mpi [--matrix m1|m2|m3] [--k 32,128,512]
+//       [--orders generated,degree] [--splits balanced,timed,equal] [--reps 20]
+//       [--precision float|bf16] [--bin-dir DIR] [--facebook FILE] [--scale F]
+//
+// With CUDA, map one GPU per rank: --kokkos-map-device-id-by=mpi_rank.
+#include "common/bench.hpp"
+#include "common/sddmm_matrices.hpp"
+
+#include <kfactor/config.hpp>
+
+#if defined(KFACTOR_HAVE_MPI)
+#include <kfactor/core/convert.hpp>
+#include <kfactor/core/random.hpp>
+#include <kfactor/distributed/sddmm.hpp>
+
+#include <mpi.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <map>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <tuple>
+#include <vector>
+
+// A named namespace (not an anonymous one): CUDA's extended lambdas need an
+// enclosing function with external linkage.
+namespace bench_sddmm_mpi_detail {
+using namespace kfactor;
+using Space = Kokkos::DefaultExecutionSpace;
+using Mem = Space::memory_space;
+
+struct Args {
+  std::string matrix = "m1";
+  std::vector<int> ks = {32, 128, 512};
+  std::vector<std::string> orders = {"generated", "degree"};
+  std::vector<std::string> splits = {"balanced", "timed", "equal"};
+  int reps = 20;
+  std::string precision = "float";
+  bench::SddmmMatrixSource source;
+};
+
+std::vector<std::string> split_list(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  std::string x;
+  while (std::getline(ss, x, ','))
+    if (!x.empty()) out.push_back(x);
+  return out;
+}
+
+Args parse(int argc, char** argv) {
+  Args a;
+  for (int i = 1; i < argc; ++i) {
+    const std::string k = argv[i];
+    if (k.rfind("--kokkos", 0) == 0) continue;
+    if (k == "--help") {
+      std::puts("mpiexec -n P bench_sddmm_mpi [--matrix m1|m2|m3] [--k 32,128,512] [--orders generated,degree]\n"
+                "    [--splits balanced,timed,equal] [--reps 20] [--precision float|bf16] [--bin-dir DIR]\n"
+                "    [--facebook FILE] [--scale F]");
+      std::exit(0);
+    }
+    if (i + 1 >= argc) throw UsageError("bench_sddmm_mpi: missing value after " + k);
+    const std::string v = argv[++i];
+    if (k == "--matrix") a.matrix = v;
+    else if (k == "--k") {
+      a.ks.clear();
+      for (const auto& x : split_list(v)) a.ks.push_back(std::stoi(x));
+    } else if (k == "--orders") a.orders = split_list(v);
+    else if (k == "--splits") a.splits = split_list(v);
+    else if (k == "--reps") a.reps = std::max(1, std::stoi(v));
+    else if (k == "--precision") a.precision = v;
+    else if (k == "--bin-dir") a.source.bin_dir = v;
+    else if (k == "--facebook") a.source.facebook = v;
+    else if (k == "--scale") a.source.scale = std::stod(v);
+    else throw UsageError("bench_sddmm_mpi: unknown option " + k);
+  }
+  for (const auto& o : a.orders)
+    if (o != "generated" && o != "degree") throw UsageError("--orders: unknown order '" + o + "' (generated, degree)");
+  for (const auto& s : a.splits) (void)parse_column_split(s);
+  if (a.precision != "float" && a.precision != "bf16")
+    throw UsageError("--precision: float or bf16, got '" + a.precision + "'");
+  return a;
+}
+
+/// Waits for every rank without spinning (idle ranks would steal a core).
+void quiet_barrier() {
+  MPI_Request req;
+  MPI_Ibarrier(MPI_COMM_WORLD, &req);
+  int done = 0;
+  while (!done) {
+    MPI_Test(&req, &done, MPI_STATUS_IGNORE);
+    if (!done) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+}
+
+struct Timing {
+  double slowest = 0;  ///< median over reps of the slowest rank's apply
+  double own = 0;      ///< this rank's median apply
+};
+
+/// Times `apply` on every rank of `comm`: 3 warm-ups, then per repetition a
+/// barrier, the call, a fence and the maximum over ranks.
+template <class Fn>
+Timing time_apply(MPI_Comm comm, const Space& exec, Fn&& apply, int reps) {
+  for (int w = 0; w < 3; ++w) apply();
+  exec.fence();
+  std::vector<double> slowest, own;
+  for (int r = 0; r < reps; ++r) {
+    MPI_Barrier(comm);
+    const auto t0 = std::chrono::steady_clock::now();
+    apply();
+    exec.fence();
+    double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), worst = 0;
+    MPI_Allreduce(&t, &worst, 1, MPI_DOUBLE, MPI_MAX, comm);
+    own.push_back(t);
+    slowest.push_back(worst);
+  }
+  std::sort(slowest.begin(), slowest.end());
+  std::sort(own.begin(), own.end());
+  return {slowest[slowest.size() / 2], own[own.size() / 2]};
+}
+
+template <class TI>
+void run_order(const Args& a, const CsrMatrix<float, Mem>& S, const std::string& order, const std::string& source,
+               std::map<std::tuple<std::string, int>, double>& t_one) {
+  const Space exec;
+  int world = 1, me = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &world);
+  MPI_Comm_rank(MPI_COMM_WORLD, &me);
+  for (int K : a.ks) {
+    const auto A = bench::random_sddmm_factor<TI>(exec, S.num_rows(), K, RngStream::factor_w);
+    const auto B = bench::random_sddmm_factor<TI>(exec, S.num_cols, K, RngStream::factor_h);
+    for (int p = 1; p <= world; ++p) {
+      MPI_Comm comm;
+      MPI_Comm_split(MPI_COMM_WORLD, me < p ? 0 : MPI_UNDEFINED, me, &comm);
+      if (comm != MPI_COMM_NULL) {
+        for (const auto& split_name : a.splits) {
+          if (p == 1 && split_name != a.splits.front()) continue;  // one rank: every split is the whole matrix
+          const auto split = parse_column_split(split_name);
+          SddmmOptions opt;
+          opt.check_inputs = false;
+          const auto tb = std::chrono::steady_clock::now();
+          distributed::SddmmRankPlan<Space, float, TI> plan(exec, comm, S, K, opt, split);
+          exec.fence();
+          const double build = std::chrono::duration<double>(std::chrono::steady_clock::now() - tb).count();
+          auto B_local = Kokkos::subview(B, Kokkos::make_pair(plan.begin(), plan.end()), Kokkos::ALL);
+          Kokkos::View<float*, Mem> out(Kokkos::view_alloc(Kokkos::WithoutInitializing, "out"), plan.local_nnz());
+          const auto t = time_apply(comm, exec, [&] { plan.apply(exec, A, B_local, out); }, a.reps);
+          double mine[3] = {t.own, double(plan.local_nnz()), double(plan.end() - plan.begin())};
+          std::vector<double> all(3 * static_cast<std::size_t>(p));
+          MPI_Gather(mine, 3, MPI_DOUBLE, all.data(), 3, MPI_DOUBLE, 0, comm);
+          double build_max = 0;
+          MPI_Reduce(&build, &build_max, 1, MPI_DOUBLE, MPI_MAX, 0, comm);
+          if (me == 0) {
+            if (p == 1) t_one[{order, K}] = t.slowest;
+            const double t1 = t_one.count({order, K}) ? t_one[{order, K}] : 0.0;
+            const double efficiency = t1 > 0 ? t1 / (p * t.slowest) : 0.0;
+            double most = 0;
+            nlohmann::json ranks = nlohmann::json::array();
+            std::string shares;
+            for (int q = 0; q < p; ++q) {
+              most = std::max(most, all[3 * q + 1]);
+              ranks.push_back({{"apply_seconds", all[3 * q]}, {"nnz", all[3 * q + 1]}, {"columns", all[3 * q + 2]}});
+              char buf[96];
+              std::snprintf(buf, sizeof buf, "%s%.0f%% nnz %.3f ms", q ? ", " : "",
+                            100.0 * all[3 * q + 1] / double(S.nnz()), 1e3 * all[3 * q]);
+              shares += buf;
+            }
+            const double gflops = 2.0 * double(S.nnz()) * K / t.slowest * 1e-9;
+            Report r;
+            r.command = "bench_sddmm_mpi";
+            r.backend = backend_name<Space>();
+            r.precision = a.precision;
+            r.rows = S.num_rows();
+            r.cols = S.num_cols;
+            r.nnz = static_cast<std::int64_t>(S.nnz());
+            r.rank = K;
+            r.iterations = a.reps;
+            r.seconds = t.slowest;
+            r.metrics.set("gflops", gflops);
+            r.metrics.set("apply_seconds", t.slowest);
+            r.metrics.set("strong_scaling_efficiency", efficiency);
+            r.metrics.set("nnz_imbalance", most / (double(S.nnz()) / p));
+            r.timings.set("plan_build_max", build_max);
+            r.info["matrix"] = a.matrix;
+            r.info["source"] = source;
+            r.info["column_order"] = order;
+            r.info["column_split"] = split_name;
+            r.info["ranks"] = std::to_string(p);
+            bench::emit(r, {{"ranks", ranks}, {"column_order", order}, {"column_split", split_name}, {"p", p}});
+            std::fprintf(stderr,
+                         "%s %-9s K=%-4d p=%d %-8s %9.1f GFLOP/s %8.3f ms  efficiency %.2f  (%s)  build %.2f s\n",
+                         a.matrix.c_str(), order.c_str(), K, p, split_name.c_str(), gflops, 1e3 * t.slowest,
+                         efficiency, shares.c_str(), build_max);
+          }
+        }
+        MPI_Comm_free(&comm);
+      }
+      quiet_barrier();
+    }
+  }
+}
+
+int run(int argc, char** argv) {
+  int me = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &me);
+  try {
+    const Args a = parse(argc, argv);
+    const Space exec;
+    std::map<std::tuple<std::string, int>, double> t_one;
+    for (const auto& order : a.orders) {
+      // Every rank builds the same S (the generator is counter-based).
+      const auto t0 = std::chrono::steady_clock::now();
+      std::string source;
+      auto coo = bench::load_sddmm_matrix(a.matrix, a.source, source);
+      if (order == "degree") bench::sort_columns_by_degree(coo);
+      const auto S = to_csr(exec, coo);
+      if (me == 0)
+        std::fprintf(stderr, "%s (%s columns): %lld x %d, %zu nnz from %s (%.1f s)\n", a.matrix.c_str(),
+                     order.c_str(), static_cast<long long>(S.num_rows()), S.num_cols, S.nnz(), source.c_str(),
+                     std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+      if (a.precision == "bf16")
+        run_order<Kokkos::Experimental::bhalf_t>(a, S, order, source, t_one);
+      else
+        run_order<float>(a, S, order, source, t_one);
+    }
+  } catch (const kfactor::Error& e) {
+    std::fprintf(stderr, "bench_sddmm_mpi (rank %d): %s\n", me, e.what());
+    return e.exit_code();
+  }
+  return 0;
+}
+
+}  // namespace bench_sddmm_mpi_detail
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  Kokkos::initialize(argc, argv);
+  const int rc = bench_sddmm_mpi_detail::run(argc, argv);
+  Kokkos::finalize();
+  if (rc != 0) MPI_Abort(MPI_COMM_WORLD, rc);
+  MPI_Finalize();
+  return rc;
+}
+
+#else
+#include <cstdio>
+int main() {
+  std::fprintf(stderr, "bench_sddmm_mpi: kfactor was built without MPI\n");
+  return 0;
+}
+#endif
