@@ -38,9 +38,23 @@ double median_seconds(const ExecutionSpace& exec, Fn&& fn, int reps = 20, int wa
   return t[t.size() / 2];
 }
 
+#if defined(KOKKOS_ENABLE_CUDA)
+namespace detail {
+/// Keeps the stream busy for about `ns` nanoseconds (one thread).
+__global__ inline void spin_kernel(long long ns) {
+  const long long t0 = clock64();
+  while (clock64() - t0 < ns * 2) {  // > 1 cycle per 0.5 ns up to 2 GHz: at least `ns`
+  }
+}
+}  // namespace detail
+#endif
+
 /// Median device time in seconds of `fn` (CUDA events around each run on
-/// exec's stream: the "kernel time" of the peers' tables, without the host's
-/// launch and fence latency); -1 on spaces without events.
+/// exec's stream: the "kernel time" of the peers' tables); -1 on spaces
+/// without events. A short spin kernel queued before the first event keeps
+/// the stream busy while the host prepares `fn`'s launches, so the host's
+/// launch latency stays outside the events (on an idle stream the first
+/// event completes at once, and the time until the kernel starts counts).
 template <class ExecutionSpace, class Fn>
 double median_device_seconds(const ExecutionSpace& exec, Fn&& fn, int reps = 20, int warmup = 3) {
 #if defined(KOKKOS_ENABLE_CUDA)
@@ -52,6 +66,7 @@ double median_device_seconds(const ExecutionSpace& exec, Fn&& fn, int reps = 20,
     cudaEventCreate(&end);
     std::vector<double> t;
     for (int i = 0; i < reps; ++i) {
+      detail::spin_kernel<<<1, 1, 0, exec.cuda_stream()>>>(100000);
       cudaEventRecord(begin, exec.cuda_stream());
       fn();
       cudaEventRecord(end, exec.cuda_stream());

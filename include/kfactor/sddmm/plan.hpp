@@ -294,8 +294,15 @@ SddmmPlan<ExecutionSpace, T, TI>::SddmmPlan(const ExecutionSpace& exec, const cs
     // 8 lanes on long rows (whole batches in one row): three teams per
     // multiprocessor, at 80 registers. On the H100 that took M1 at K = 32
     // from 3331 to 3666 GFLOP/s, but cost M2 (5.6 nonzeros per row, whose
-    // mixed-row batches need more registers) 9-21%.
-    nz_launch_.min_teams = nz_lanes_ == 8 && per_staged_row >= 64.0 ? 3 : 2;
+    // mixed-row batches need more registers) 9-21%. Also when the grid fits
+    // the device in one wave of three teams per multiprocessor but not of
+    // two (facebook: 345 teams of one batch per group on 132
+    // multiprocessors), where a second wave would double the time.
+    const std::int64_t teams = (batches + std::int64_t(nz_launch_.team_size) * nz_launch_.batches_per_group - 1) /
+                               (std::int64_t(nz_launch_.team_size) * nz_launch_.batches_per_group);
+    const std::int64_t multiprocessors = std::max<std::int64_t>(exec.concurrency() / 2048, 1);
+    const bool one_wave_at_three = teams > 2 * multiprocessors && teams <= 3 * multiprocessors;
+    nz_launch_.min_teams = nz_lanes_ == 8 && (per_staged_row >= 64.0 || one_wave_at_three) ? 3 : 2;
     info_.vector_length = nz_lanes_;
     info_.team_size = nz_launch_.team_size;
     info_.items_per_team = nz_launch_.team_size * nz_launch_.batches_per_group;
