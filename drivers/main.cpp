@@ -53,6 +53,7 @@ int main(int argc, char** argv) {
     (std::string_view(argv[i]).rfind("--kokkos-", 0) == 0 ? kokkos_args : command_args).push_back(argv[i]);
   static char disable_warnings[] = "--kokkos-disable-warnings";
   kokkos_args.push_back(disable_warnings);
+  kokkos_args.push_back(nullptr);  // argv[argc]: Kokkos moves the terminator along with the arguments it removes
   try {
     app.parse(static_cast<int>(command_args.size()), command_args.data());
   } catch (const CLI::ParseError& e) {
@@ -81,7 +82,7 @@ int main(int argc, char** argv) {
   // Kokkos throws when the device cannot be initialized (no GPU, out of
   // device memory, an address-space limit): a clear error, not an abort.
   try {
-    int kokkos_argc = static_cast<int>(kokkos_args.size());
+    int kokkos_argc = static_cast<int>(kokkos_args.size()) - 1;
     Kokkos::initialize(kokkos_argc, kokkos_args.data());
   } catch (const std::exception& e) {
     std::fprintf(stderr, "kfactor: error: cannot initialize Kokkos: %s\n", e.what());
