@@ -296,8 +296,9 @@ void run_precision(const Context& ctx, const CsrMatrix<float, Mem>& S, int K, co
     run_plan<float, TI>(ctx, S, A, B, K, "kfactor-rowsplit", prec, rs);
     rs.column_tiles = false;
     run_plan<float, TI>(ctx, S, A, B, K, "kfactor-rowsplit-untiled", prec, rs);
-    // nzsplit's lane count: the default takes 8 lanes up to 32 packs, 32 above.
-    for (int lanes : {8, 32}) {
+    // nzsplit's lane count: the default takes 4 lanes up to 4 packs, 8 up to
+    // 64 packs, 32 above.
+    for (int lanes : {4, 8, 32}) {
       SddmmOptions nz;
       nz.kernel = SddmmKernel::nzsplit;
       nz.vector_length = lanes;

@@ -315,7 +315,7 @@ TYPED_TEST(SddmmTest, NzsplitLongAndShortRows) {
       auto A = random_dense<T>(exec, S.num_rows(), K, 5 + K);
       auto B = random_dense<T>(exec, S.num_cols, K, 6 + K);
       const auto ref = host_reference(S, A, B, true);
-      for (int lanes : {0, 8, 32}) {  // 8 lanes at K = 64: two packs per lane; 32 at K = 16: idle lanes
+      for (int lanes : {0, 4, 8, 32}) {  // 8 lanes at K = 64: two packs per lane; 32 at K = 16: idle lanes
         SddmmOptions o;
         o.kernel = SddmmKernel::nzsplit;
         o.vector_length = lanes;

@@ -72,7 +72,8 @@ struct SddmmOptions {
   // --- row-split kernel (beyond the paper) ----------------------------------
   int chunk = 0;                 ///< max nonzeros per work item; 0 = 32 on GPUs, 128 on CPUs
   int vector_length = 0;         ///< lanes per work item; 0 = packs of K rounded to 2^p, <= 32 (GPU) / 1 (CPU);
-                                 ///< nzsplit: 8 or 32 (GPU), 0 = 8 up to 32 16-byte packs of K, else 32
+                                 ///< nzsplit: 4, 8 or 32 (GPU), 0 = 4 up to 4 16-byte packs of K, 8 up
+                                 ///< to 64, else 32
   int team_size = 0;             ///< work items in flight per team; 0 = 256 / lanes (GPU) / 1 (CPU)
   int sort_items = -1;           ///< order each tile's items longest first: 1 yes, 0 no, -1 GPUs only
                                  ///< (balance of lane groups in a warp; CPUs keep S's order for locality)

@@ -279,8 +279,9 @@ SddmmPlan<ExecutionSpace, T, TI>::SddmmPlan(const ExecutionSpace& exec, const cs
   if (nzsplit) {
     // nzsplit falls back to rowsplit (launch_, items_) when K is not whole
     // packs or apply() gets unaligned rows.
-    if (options.vector_length != 0 && options.vector_length != 8 && options.vector_length != 32)
-      throw UsageError("sddmm: nzsplit runs 8 or 32 lanes per group, got vector_length " +
+    if (options.vector_length != 0 && options.vector_length != 4 && options.vector_length != 8 &&
+        options.vector_length != 32)
+      throw UsageError("sddmm: nzsplit runs 4, 8 or 32 lanes per group, got vector_length " +
                        std::to_string(options.vector_length));
     nz_lanes_ = !Traits::gpu ? 1 : options.vector_length ? options.vector_length : detail::sddmm_nz_lanes(packs);
     nz_launch_.team_size = Traits::gpu ? 256 / nz_lanes_ : 1;
@@ -291,7 +292,7 @@ SddmmPlan<ExecutionSpace, T, TI>::SddmmPlan(const ExecutionSpace& exec, const cs
     const std::int64_t slots = std::max<std::int64_t>(exec.concurrency() / 256, 1) * 4;
     nz_launch_.batches_per_group =
         static_cast<int>(std::clamp<std::int64_t>(batches / (std::int64_t(nz_launch_.team_size) * slots), 1, 8));
-    // 8 lanes on long rows (whole batches in one row): three teams per
+    // 8 (or 4) lanes on long rows (whole batches in one row): three teams per
     // multiprocessor, at 80 registers. On the H100 that took M1 at K = 32
     // from 3331 to 3666 GFLOP/s, but cost M2 (5.6 nonzeros per row, whose
     // mixed-row batches need more registers) 9-21%. Also when the grid fits
@@ -302,7 +303,7 @@ SddmmPlan<ExecutionSpace, T, TI>::SddmmPlan(const ExecutionSpace& exec, const cs
                                (std::int64_t(nz_launch_.team_size) * nz_launch_.batches_per_group);
     const std::int64_t multiprocessors = std::max<std::int64_t>(exec.concurrency() / 2048, 1);
     const bool one_wave_at_three = teams > 2 * multiprocessors && teams <= 3 * multiprocessors;
-    nz_launch_.min_teams = nz_lanes_ == 8 && (per_staged_row >= 64.0 || one_wave_at_three) ? 3 : 2;
+    nz_launch_.min_teams = nz_lanes_ <= 8 && (per_staged_row >= 64.0 || one_wave_at_three) ? 3 : 2;
     info_.vector_length = nz_lanes_;
     info_.team_size = nz_launch_.team_size;
     info_.items_per_team = nz_launch_.team_size * nz_launch_.batches_per_group;
@@ -449,10 +450,15 @@ void SddmmPlan<ExecutionSpace, T, TI>::apply_nzsplit(const ExecutionSpace& exec,
   };
   using two = std::integral_constant<int, 2>;
   if constexpr (detail::SddmmTraits<ExecutionSpace>::gpu) {
+    using three = std::integral_constant<int, 3>;
     if (nz_lanes_ == 32)
       run(std::integral_constant<int, 32>{}, two{});
+    else if (nz_lanes_ == 4 && nz_launch_.min_teams == 3)
+      run(std::integral_constant<int, 4>{}, three{});
+    else if (nz_lanes_ == 4)
+      run(std::integral_constant<int, 4>{}, two{});
     else if (nz_launch_.min_teams == 3)
-      run(std::integral_constant<int, 8>{}, std::integral_constant<int, 3>{});
+      run(std::integral_constant<int, 8>{}, three{});
     else
       run(std::integral_constant<int, 8>{}, two{});
   } else {

@@ -51,11 +51,13 @@ struct SddmmNzLaunch {
   int min_teams = 2;          ///< resident teams per multiprocessor the registers must allow (2 or 3)
 };
 
-/// Lanes per group for K of `packs` 16-byte packs: 8 up to 32 packs (K = 32
-/// floats is one 128-byte row per group; K = 128 floats is 4 packs per lane),
-/// 32 above. On the H100 (fp32) 8 lanes beat 32 by 12% on M1 at K = 128 and
-/// matched them on M2; at K = 512 32 lanes were 15% faster on M1.
-constexpr int sddmm_nz_lanes(int packs) { return packs > 32 ? 32 : 8; }
+/// Lanes per group for K of `packs` 16-byte packs: 4 up to 4 packs (bf16 at
+/// K = 32: one pack per lane; 8 lanes left half idle and ran M1 at 3163
+/// GFLOP/s against 4897 on the H100), 8 up to 64 packs (K = 32 floats is one
+/// 128-byte row per group), 32 above. On the H100, 8 lanes beat 32 on M1 by
+/// 11% at fp32 K = 128 (32 packs) and by 19% at bf16 K = 512 (64 packs; M2:
+/// 8%); at fp32 K = 512 (128 packs) 32 lanes were 15% faster on M1.
+constexpr int sddmm_nz_lanes(int packs) { return packs <= 4 ? 4 : packs > 64 ? 32 : 8; }
 
 /// out(dst(e)) = (scaled ? values(dst(e)) : 1) * <X_rows(e), Y_cols(e)> for
 /// every layout position e < rows.extent(0); dst(e) = e unless `Permuted`.
@@ -63,8 +65,9 @@ constexpr int sddmm_nz_lanes(int packs) { return packs > 32 ? 32 : 8; }
 /// MinTeams: teams of 256 threads per multiprocessor that the register use
 /// must allow (LaunchBounds): 2 caps registers at 128, 3 at 80. Guarded: K's
 /// packs do not fill every lane in every round (packs % V != 0); the lanes
-/// past K then skip their loads. Unguarded, the loads are unconditional and
-/// the compiler keeps them all in flight.
+/// past K then leave the pack loop (4 or 8 lanes) or skip their loads (32
+/// lanes). Unguarded, the loads are unconditional and the compiler keeps them
+/// all in flight.
 template <int V, bool Permuted, int MinTeams, bool Guarded, class ExecutionSpace, class T, class TI, class Mem>
 void sddmm_nzsplit_kernel(const ExecutionSpace& exec, Kokkos::View<const ordinal_t*, Mem> rows,
                           Kokkos::View<const ordinal_t*, Mem> cols, Kokkos::View<const offset_t*, Mem> dst,
@@ -103,6 +106,7 @@ void sddmm_nzsplit_kernel(const ExecutionSpace& exec, Kokkos::View<const ordinal
     // every slot's indices before branching.
     constexpr bool warp_group = V == 32;
     constexpr int held = warp_group ? 1 : V;
+    constexpr bool leave_early = Guarded && !warp_group;
     const int groups = launch.team_size, per_group = launch.batches_per_group;
     const std::int64_t nbatches = (npos + V - 1) / V;
     const std::int64_t per_team = std::int64_t(groups) * per_group;
@@ -148,13 +152,17 @@ void sddmm_nzsplit_kernel(const ExecutionSpace& exec, Kokkos::View<const ordinal
                 for (int h = 1; h < V; h *= 2) same &= group_shfl(same, lane ^ h, V);
                 Acc p[V];
                 for (int s = 0; s < V; ++s) p[s] = Acc(0);
-                // Every lane runs the same pack iterations (a lane past K
-                // loads nothing), so the 32-lane form's shuffles in col_of
-                // and row_of are reached by the whole warp.
+                // In the 32-lane form every lane runs the same pack
+                // iterations (a lane past K loads nothing), so that the whole
+                // warp reaches the shuffles in col_of and row_of. A 4- or 8-lane
+                // group shuffles nothing in the pack loop, so its lanes past
+                // K leave it: against guarded loads that took bf16 at K = 32
+                // (4 packs for 8 lanes) on M1 from 2479 to 3176 GFLOP/s
+                // (H100, kernel time).
                 if (same) {
-                  for (int q0 = 0; q0 < npacks; q0 += V) {
+                  for (int q0 = 0; leave_early ? q0 + lane < npacks : q0 < npacks; q0 += V) {
                     const int q = q0 + lane;
-                    const bool active = !Guarded || q < npacks;
+                    const bool active = !Guarded || leave_early || q < npacks;
                     Acc xa[Pack::width] = {};
                     if (active) {
                       const Pack xp = reinterpret_cast<const Pack*>(xdata + static_cast<std::size_t>(r0) * ldx)[q];
@@ -169,9 +177,9 @@ void sddmm_nzsplit_kernel(const ExecutionSpace& exec, Kokkos::View<const ordinal
                     }
                   }
                 } else {
-                  for (int q0 = 0; q0 < npacks; q0 += V) {
+                  for (int q0 = 0; leave_early ? q0 + lane < npacks : q0 < npacks; q0 += V) {
                     const int q = q0 + lane;
-                    const bool active = !Guarded || q < npacks;
+                    const bool active = !Guarded || leave_early || q < npacks;
                     for (int s = 0; s < V; ++s) {
                       const ordinal_t rr = row_of(s), cc = col_of(s);
                       if (active) {
