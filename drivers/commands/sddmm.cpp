@@ -411,8 +411,8 @@ const Registrar sddmm_command{Command{
       cmd.add_flag("--distributed", o->distributed,
                    "under mpiexec: split S's columns over the ranks (balanced by nonzeros); rank 0 reports");
       cmd.add_option("--column-split", o->column_split,
-                     "with --distributed: balanced (equal nonzeros per rank), timed (equal measured time: two "
-                     "timed rounds re-weigh the nonzeros) or equal (equal columns, the naive split)")
+                     "with --distributed: balanced (equal nonzeros per rank), timed (equal measured time: up to "
+                     "four timed rounds re-weigh the nonzeros) or equal (equal columns, the naive split)")
           ->check(CLI::IsMember({"balanced", "timed", "equal"}))
           ->capture_default_str();
       return [o] {

@@ -17,6 +17,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <limits>
 #include <numeric>
 #include <string>
 #include <vector>
@@ -33,10 +34,11 @@ class SddmmRankPlan {
   /// copy is fine; only the rank's block is kept on the device afterwards).
   /// `split` chooses the blocks; equal_width is the naive split, kept to
   /// measure what balancing buys (perf/bench_sddmm_mpi.cpp). `timed` costs
-  /// `timing_rounds` extra plan builds and applies on zero inputs (an M x K
-  /// A and a block of B, allocated for the while).
+  /// up to `timing_rounds` extra plan builds and applies on zero inputs (an
+  /// M x K A and a block of B, allocated for the while); it stops once the
+  /// slowest rank is within 2% of the fastest.
   SddmmRankPlan(const ExecutionSpace& exec, MPI_Comm comm, const CsrMatrix<T, memory_space>& S, int K,
-                const SddmmOptions& options = {}, ColumnSplit split = ColumnSplit::balanced, int timing_rounds = 2)
+                const SddmmOptions& options = {}, ColumnSplit split = ColumnSplit::balanced, int timing_rounds = 4)
       : comm_(comm), nnz_(S.nnz()) {
     MPI_Comm_rank(comm, &rank_);
     MPI_Comm_size(comm, &size_);
@@ -97,8 +99,9 @@ class SddmmRankPlan {
   /// columns sorted by degree, the rank of the many light columns gathers
   /// far more distinct rows of B (two H200s, M1 at K = 512: 12.6 ms against
   /// 7.1 ms for the same nonzeros). Each round times every rank's apply
-  /// (median of 3), gives each column the weight nnz_c x (its owner's
-  /// seconds per nonzero) and re-splits the columns by weight.
+  /// (median of 3) and, unless the slowest is within 2% of the fastest,
+  /// gives each column the weight nnz_c x (its owner's seconds per nonzero)
+  /// and re-splits the columns by weight.
   void balance_by_time(const ExecutionSpace& exec, const CsrMatrix<T, memory_space>& S, int K,
                        const SddmmOptions& options, int rounds) {
     const auto counts = column_counts(S);
@@ -127,11 +130,15 @@ class SddmmRankPlan {
       }
       std::vector<double> all(2 * static_cast<std::size_t>(size_));
       MPI_Allgather(mine, 2, MPI_DOUBLE, all.data(), 2, MPI_DOUBLE, comm_);
-      double seconds = 0, nonzeros = 0;
+      // Ranks without nonzeros (P > N) do not count as the fastest.
+      double seconds = 0, nonzeros = 0, slowest = 0, fastest = std::numeric_limits<double>::infinity();
       for (int p = 0; p < size_; ++p) {
         seconds += all[2 * p];
         nonzeros += all[2 * p + 1];
+        slowest = std::max(slowest, all[2 * p]);
+        if (all[2 * p + 1] > 0) fastest = std::min(fastest, all[2 * p]);
       }
+      if (slowest <= 1.02 * fastest) break;
       const double mean_rate = nonzeros > 0 ? seconds / nonzeros : 1.0;
       std::vector<double> weights(counts.size());
       for (int p = 0; p < size_; ++p) {
