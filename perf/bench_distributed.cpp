@@ -44,6 +44,8 @@
 
 #include <mpi.h>
 
+#include "common/mpi.hpp"
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -75,18 +77,9 @@ struct Args {
   double max_batch_mb = 0;                            ///< ALS normal equations per batch (0: the solver's default)
 };
 
-std::vector<std::string> split(const std::string& s, char sep) {
-  std::vector<std::string> out;
-  std::stringstream ss(s);
-  std::string item;
-  while (std::getline(ss, item, sep))
-    if (!item.empty()) out.push_back(item);
-  return out;
-}
-
 std::vector<std::int64_t> dims(const std::string& s) {
   std::vector<std::int64_t> d;
-  for (const auto& x : split(s, 'x')) d.push_back(std::stoll(x));
+  for (const auto& x : bench::split(s, 'x')) d.push_back(std::stoll(x));
   if (d.size() != 3) {
     std::fprintf(stderr, "bench_distributed: expected AxBxNNZ, got %s\n", s.c_str());
     std::exit(2);
@@ -101,7 +94,7 @@ Args parse(int argc, char** argv) {
     if (k.rfind("--kokkos", 0) == 0) { --i; continue; }
     if (k == "--nmf") a.nmf = v;
     else if (k == "--k") a.k = std::stoi(v);
-    else if (k == "--algs") a.algs = split(v, ',');
+    else if (k == "--algs") a.algs = bench::split(v, ',');
     else if (k == "--als") a.als = v;
     else if (k == "--f") a.f = std::stoi(v);
     else if (k == "--iters") a.iters = std::stoi(v);
@@ -109,7 +102,7 @@ Args parse(int argc, char** argv) {
     else if (k == "--weak") a.weak = v != "0";
     else if (k == "--strong") a.strong = v != "0";
     else if (k == "--seed") a.seed = std::stoull(v);
-    else if (k == "--factor-layout") a.layouts = v == "both" ? std::vector<std::string>{"replicated", "blocked"} : split(v, ',');
+    else if (k == "--factor-layout") a.layouts = v == "both" ? std::vector<std::string>{"replicated", "blocked"} : bench::split(v, ',');
     else if (k == "--max-batch-mb") a.max_batch_mb = std::stod(v);
     else {
       std::fprintf(stderr, "bench_distributed: unknown option %s\n", k.c_str());
@@ -560,17 +553,6 @@ void run_all(MPI_Comm c, const Exec& exec, const Args& a) {
   }
 }
 
-/// Waits for every rank without spinning (idle ranks would steal a core).
-void quiet_barrier() {
-  MPI_Request req;
-  MPI_Ibarrier(MPI_COMM_WORLD, &req);
-  int done = 0;
-  while (!done) {
-    MPI_Test(&req, &done, MPI_STATUS_IGNORE);
-    if (!done) std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  }
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -592,7 +574,7 @@ int main(int argc, char** argv) {
           run_all<double>(c, exec, a);
         MPI_Comm_free(&c);
       }
-      quiet_barrier();
+      bench::quiet_barrier();
     }
   }
   Kokkos::finalize();

@@ -38,25 +38,17 @@ struct Args {
   int reps = 10;
 };
 
-std::vector<std::string> split(const std::string& s, char sep) {
-  std::vector<std::string> out;
-  std::stringstream ss(s);
-  for (std::string x; std::getline(ss, x, sep);)
-    if (!x.empty()) out.push_back(x);
-  return out;
-}
-
 Args parse(int argc, char** argv) {
   Args a;
   for (int i = 1; i < argc; ++i) {
     const std::string k = argv[i];
     if (i + 1 >= argc) break;
     const std::string v = argv[++i];
-    if (k == "--gemm") a.gemm = split(v, ',');
-    else if (k == "--spmm") a.spmm = split(v, ',');
+    if (k == "--gemm") a.gemm = bench::split(v, ',');
+    else if (k == "--spmm") a.spmm = bench::split(v, ',');
     else if (k == "--ks") {
       a.ks.clear();
-      for (const auto& x : split(v, ',')) a.ks.push_back(std::stoi(x));
+      for (const auto& x : bench::split(v, ',')) a.ks.push_back(std::stoi(x));
     } else if (k == "--precision") a.precision = v;
     else if (k == "--reps") a.reps = std::stoi(v);
   }
@@ -88,7 +80,7 @@ template <class Space, class T>
 void gemm_cases(const Space& exec, const Args& a) {
   using Mem = typename Space::memory_space;
   for (const auto& shape : a.gemm) {
-    const auto d = split(shape, 'x');
+    const auto d = bench::split(shape, 'x');
     const int M = std::stoi(d.at(0)), N = std::stoi(d.at(1));
     DenseMatrix<T, Mem> A("A", M, N);
     fill_uniform(exec, A, 1, RngStream::user, T(0), T(1));
@@ -111,7 +103,7 @@ template <class Space, class T>
 void spmm_cases(const Space& exec, const Args& a) {
   using Mem = typename Space::memory_space;
   for (const auto& shape : a.spmm) {
-    const auto d = split(shape, 'x');
+    const auto d = bench::split(shape, 'x');
     const auto coo = bench::power_law<T>(std::stoll(d.at(0)), std::stoll(d.at(1)), std::stoll(d.at(2)), 1);
     const auto A = to_csr(exec, coo);
     const auto At = transpose(exec, A);

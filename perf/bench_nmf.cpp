@@ -46,17 +46,9 @@ struct Args {
   std::string format = "auto";
 };
 
-std::vector<std::string> split(const std::string& s, char sep) {
-  std::vector<std::string> out;
-  std::stringstream ss(s);
-  std::string item;
-  while (std::getline(ss, item, sep))
-    if (!item.empty()) out.push_back(item);
-  return out;
-}
 std::vector<int> split_ints(const std::string& s, char sep) {
   std::vector<int> out;
-  for (const auto& x : split(s, sep)) out.push_back(std::stoi(x));
+  for (const auto& x : bench::split(s, sep)) out.push_back(std::stoi(x));
   return out;
 }
 
@@ -67,7 +59,7 @@ Args parse(int argc, char** argv) {
     if (k == "--dense") a.dense = v;
     else if (k == "--sparse") a.sparse = v;
     else if (k == "--ks") a.ks = split_ints(v, ',');
-    else if (k == "--algs") a.algs = split(v, ',');
+    else if (k == "--algs") a.algs = bench::split(v, ',');
     else if (k == "--precision") a.precision = v;
     else if (k == "--iters") a.iters = std::stoi(v);
     else if (k == "--tiles") a.tiles = split_ints(v, ',');
@@ -176,14 +168,14 @@ void run_case(const Exec& exec, const Args& args, const Matrix& A, const std::st
 template <class T>
 void run(const Exec& exec, const Args& args) {
   if (args.dense != "none") {
-    const auto d = split(args.dense, 'x');
+    const auto d = bench::split(args.dense, 'x');
     const std::int64_t V = std::stoll(d.at(0)), D = std::stoll(d.at(1));
     DenseMatrix<T, Mem> A(Kokkos::view_alloc(Kokkos::WithoutInitializing, "A"), V, D);
     fill_uniform(exec, A, args.seed, RngStream::user, T(0), T(1));
     run_case<T>(exec, args, A, "dense", V, D, V * D);
   }
   if (args.sparse != "none") {
-    const auto d = split(args.sparse, 'x');
+    const auto d = bench::split(args.sparse, 'x');
     const auto coo = bench::power_law<T>(std::stoll(d.at(0)), std::stoll(d.at(1)), std::stoll(d.at(2)), args.seed);
     auto A = to_csr(exec, coo);
     run_case<T>(exec, args, A, "sparse", coo.num_rows, coo.num_cols, static_cast<std::int64_t>(coo.nnz()));

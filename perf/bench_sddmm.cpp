@@ -57,14 +57,6 @@ struct Args {
   int mech_k = 128;  ///< K of the mechanism on/off runs and the T_j sweep
 };
 
-std::vector<std::string> split(const std::string& s) {
-  std::vector<std::string> out;
-  std::stringstream ss(s);
-  std::string x;
-  while (std::getline(ss, x, ',')) out.push_back(x);
-  return out;
-}
-
 Args parse(int argc, char** argv) {
   Args a;
   for (int i = 1; i < argc; ++i) {
@@ -74,7 +66,7 @@ Args parse(int argc, char** argv) {
       return argv[++i];
     };
     if (k == "--matrices") {
-      a.matrices = split(val());
+      a.matrices = bench::split(val());
       for (auto& m : a.matrices) {  // m1, m2, m3 in any case; anything else is an error, not M2
         for (auto& ch : m) ch = char(std::tolower(static_cast<unsigned char>(ch)));
         if (m != "m1" && m != "m2" && m != "m3") throw UsageError("--matrices: unknown matrix '" + m + "' (m1, m2, m3)");
@@ -82,8 +74,8 @@ Args parse(int argc, char** argv) {
     }
     else if (k == "--k") {
       a.ks.clear();
-      for (auto& x : split(val())) a.ks.push_back(std::stoi(x));
-    } else if (k == "--precisions") a.precisions = split(val());
+      for (auto& x : bench::split(val())) a.ks.push_back(std::stoi(x));
+    } else if (k == "--precisions") a.precisions = bench::split(val());
     else if (k == "--reps") a.reps = std::stoi(val());
     else if (k == "--scale") a.scale = std::stod(val());
     else if (k == "--bin-dir") a.bin_dir = val();

@@ -32,6 +32,8 @@
 
 #include <mpi.h>
 
+#include "common/mpi.hpp"
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -59,15 +61,6 @@ struct Args {
   bench::SddmmMatrixSource source;
 };
 
-std::vector<std::string> split_list(const std::string& s) {
-  std::vector<std::string> out;
-  std::stringstream ss(s);
-  std::string x;
-  while (std::getline(ss, x, ','))
-    if (!x.empty()) out.push_back(x);
-  return out;
-}
-
 Args parse(int argc, char** argv) {
   Args a;
   for (int i = 1; i < argc; ++i) {
@@ -84,9 +77,9 @@ Args parse(int argc, char** argv) {
     if (k == "--matrix") a.matrix = v;
     else if (k == "--k") {
       a.ks.clear();
-      for (const auto& x : split_list(v)) a.ks.push_back(std::stoi(x));
-    } else if (k == "--orders") a.orders = split_list(v);
-    else if (k == "--splits") a.splits = split_list(v);
+      for (const auto& x : bench::split(v)) a.ks.push_back(std::stoi(x));
+    } else if (k == "--orders") a.orders = bench::split(v);
+    else if (k == "--splits") a.splits = bench::split(v);
     else if (k == "--reps") a.reps = std::max(1, std::stoi(v));
     else if (k == "--precision") a.precision = v;
     else if (k == "--bin-dir") a.source.bin_dir = v;
@@ -100,17 +93,6 @@ Args parse(int argc, char** argv) {
   if (a.precision != "float" && a.precision != "bf16")
     throw UsageError("--precision: float or bf16, got '" + a.precision + "'");
   return a;
-}
-
-/// Waits for every rank without spinning (idle ranks would steal a core).
-void quiet_barrier() {
-  MPI_Request req;
-  MPI_Ibarrier(MPI_COMM_WORLD, &req);
-  int done = 0;
-  while (!done) {
-    MPI_Test(&req, &done, MPI_STATUS_IGNORE);
-    if (!done) std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  }
 }
 
 struct Timing {
@@ -216,7 +198,7 @@ void run_order(const Args& a, const CsrMatrix<float, Mem>& S, const std::string&
         }
         MPI_Comm_free(&comm);
       }
-      quiet_barrier();
+      bench::quiet_barrier();
     }
   }
 }

@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <type_traits>
@@ -20,6 +21,16 @@
 #include <vector>
 
 namespace kfactor::bench {
+
+/// The non-empty items of `s` between separators ("32,128" -> {"32", "128"};
+/// "4000x3000x150000" with 'x'): the benchmarks' list options.
+inline std::vector<std::string> split(const std::string& s, char sep = ',') {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  for (std::string item; std::getline(ss, item, sep);)
+    if (!item.empty()) out.push_back(item);
+  return out;
+}
 
 /// Median wall time in seconds of `fn` over `reps` runs after `warmup` runs;
 /// `exec` is fenced around every run.
