@@ -16,7 +16,6 @@
 #include <mpi.h>
 
 #include <algorithm>
-#include <chrono>
 #include <limits>
 #include <numeric>
 #include <string>
@@ -99,7 +98,7 @@ class SddmmRankPlan {
   /// columns sorted by degree, the rank of the many light columns gathers
   /// far more distinct rows of B (two H200s, M1 at K = 512: 12.6 ms against
   /// 7.1 ms for the same nonzeros). Each round times every rank's apply
-  /// (median of 3) and, unless the slowest is within 2% of the fastest,
+  /// (a warm-up, then the median of 3) and, unless the slowest is within 2% of the fastest,
   /// gives each column the weight nnz_c x (its owner's seconds per nonzero)
   /// and re-splits the columns by weight.
   void balance_by_time(const ExecutionSpace& exec, const CsrMatrix<T, memory_space>& S, int K,
@@ -115,17 +114,7 @@ class SddmmRankPlan {
           const SddmmPlan<ExecutionSpace, T, TI> plan(exec, blk.local, K, options);
           Kokkos::View<TI**, Kokkos::LayoutRight, memory_space> B("kfactor::sddmm_timing_B", blk.end - blk.begin, K);
           Kokkos::View<T*, memory_space> out("kfactor::sddmm_timing_out", blk.local.nnz());
-          plan(exec, A, B, out);
-          exec.fence();
-          std::vector<double> t;
-          for (int rep = 0; rep < 3; ++rep) {
-            const auto t0 = std::chrono::steady_clock::now();
-            plan(exec, A, B, out);
-            exec.fence();
-            t.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-          }
-          std::sort(t.begin(), t.end());
-          mine[0] = t[1];
+          mine[0] = kfactor::detail::tune_time(exec, [&] { plan(exec, A, B, out); }, 3);  // autotune's timer
         }
       }
       std::vector<double> all(2 * static_cast<std::size_t>(size_));

@@ -157,12 +157,17 @@ SddmmTuneResult sddmm_autotune(const ExecutionSpace& exec, const CsrMatrix<T, ty
     trial("nzsplit", o);
     o.column_tiles = false;
     trial("nzsplit no tiles", o);
-    if (res.best.kernel == SddmmKernel::nzsplit)
+    if (res.best.kernel == SddmmKernel::nzsplit) {
+      // The lane count already timed (the plan's choice when vector_length is 0) is not timed again.
+      const int timed = res.best.vector_length ? res.best.vector_length
+                                               : detail::sddmm_nz_lanes(K / detail::SddmmPack<TI>::width);
       for (int lanes : {4, 8, 32}) {
+        if (lanes == timed) continue;
         SddmmOptions l = res.best;
         l.vector_length = lanes;
         trial("nzsplit " + std::to_string(lanes) + " lanes", l);
       }
+    }
   }
   // 6. The paper's SM-L2 over T_k in multiples of 32.
   for (int tk = 32; tk <= std::max(32, std::min(K, 256)); tk *= 2) {
