@@ -55,6 +55,15 @@ struct Args {
   std::string dump_dir = "";  ///< --dump-matrices: write each CSR here
   bool mechanisms = true, sweep = true, reference = true, cusparse = true;
   int mech_k = 128;  ///< K of the mechanism on/off runs and the T_j sweep
+  std::vector<double> hints;  ///< --hints: nzsplit L2-hint fractions to run (SddmmOptions::hot_cache_fraction)
+  std::vector<std::string> variants;  ///< --variants: run only these (NAME exactly, PREFIX* by prefix)
+  bool wanted(const std::string& variant) const {
+    if (variants.empty()) return true;
+    for (const auto& v : variants)
+      if (v == variant || (!v.empty() && v.back() == '*' && variant.rfind(v.substr(0, v.size() - 1), 0) == 0))
+        return true;
+    return false;
+  }
 };
 
 Args parse(int argc, char** argv) {
@@ -82,6 +91,9 @@ Args parse(int argc, char** argv) {
     else if (k == "--facebook") a.facebook = val();
     else if (k == "--dump-matrices") a.dump_dir = val();
     else if (k == "--mech-k") a.mech_k = std::stoi(val());
+    else if (k == "--variants") a.variants = bench::split(val());
+    else if (k == "--hints")
+      for (auto& x : bench::split(val())) a.hints.push_back(std::stod(x));
     else if (k == "--no-mechanisms") a.mechanisms = false;
     else if (k == "--no-sweep") a.sweep = false;
     else if (k == "--no-reference") a.reference = false;
@@ -89,6 +101,8 @@ Args parse(int argc, char** argv) {
     else if (k == "--help") {
       std::puts("bench_sddmm [--matrices m1,m2,m3] [--k 32,128,512] [--precisions float,bf16] [--reps 20]\n"
                 "            [--scale F] [--bin-dir DIR] [--facebook FILE] [--mech-k 128] [--dump-matrices DIR]\n"
+                "            [--variants kfactor,nzsplit-lanes*,...] (only these; * = prefix)\n"
+                "            [--hints 0.25,0.5] (nzsplit with L2 hints, fractions of the cache kept)\n"
                 "            [--no-mechanisms] [--no-sweep] [--no-reference] [--no-cusparse]");
       std::exit(0);
     } else
@@ -188,6 +202,7 @@ template <class T, class TI>
 void run_plan(const Context& ctx, const CsrMatrix<T, Mem>& S, const DenseMatrix<TI, Mem>& A,
               const DenseMatrix<TI, Mem>& B, int K, const std::string& variant, const std::string& prec,
               SddmmOptions o) {
+  if (!ctx.args.wanted(variant)) return;
   const Space exec;
   o.check_inputs = false;
   try {
@@ -202,7 +217,7 @@ void run_plan(const Context& ctx, const CsrMatrix<T, Mem>& S, const DenseMatrix<
                            {"model_tile_cols", in.model_tile_cols}, {"tk", in.tk},
                            {"ti", in.ti},                    {"chunk", in.chunk},
                            {"lanes", in.vector_length},      {"items", in.items},
-                           {"staged_rows", in.staged_rows}};
+                           {"staged_rows", in.staged_rows},  {"hot_rows", in.hot_rows}};
     emit<T, TI>(ctx, S, K, variant, prec, t, in.build_seconds, info, td);
   } catch (const Error& e) {
     std::fprintf(stderr, "%s K=%d %s: skipped (%s)\n", ctx.matrix.c_str(), K, variant.c_str(), e.what());
@@ -296,6 +311,16 @@ void run_precision(const Context& ctx, const CsrMatrix<float, Mem>& S, int K, co
       nz.vector_length = lanes;
       run_plan<float, TI>(ctx, S, A, B, K, "nzsplit-lanes" + std::to_string(lanes), prec, nz);
     }
+    for (double f : a.hints)
+      for (int lanes : {0, 4}) {
+        SddmmOptions nz;
+        nz.kernel = SddmmKernel::nzsplit;
+        nz.vector_length = lanes;
+        nz.hot_cache_fraction = f;
+        char name[64];
+        std::snprintf(name, sizeof name, "nzsplit%s-hints%.2f", lanes ? "-lanes4" : "", f);
+        run_plan<float, TI>(ctx, S, A, B, K, name, prec, nz);
+      }
   }
   if (a.reference && prec == "float") {
     SddmmOptions o;
@@ -304,7 +329,7 @@ void run_precision(const Context& ctx, const CsrMatrix<float, Mem>& S, int K, co
   }
 #if defined(KOKKOS_ENABLE_CUDA) && defined(KFACTOR_BENCH_CUSPARSE)
   if constexpr (std::is_same_v<TI, float>)
-    if (a.cusparse) run_cusparse(ctx, S, A, B, K);
+    if (a.cusparse && a.wanted("cusparseSDDMM")) run_cusparse(ctx, S, A, B, K);
 #endif
   if (a.mechanisms && K == a.mech_k && prec == "float") {
     SddmmOptions o;

@@ -51,6 +51,7 @@ struct SddmmCliOptions {
   std::string kernel = "auto";
   bool no_tiles = false;
   int tile_cols = 0, tk = 0, chunk = 0, lanes = 0;
+  double l2_hints = -1;  ///< SddmmOptions::hot_cache_fraction
   std::string generate = "powerlaw";
   std::int64_t rows = 20000, cols = 10000, nnz = 1000000;
   std::string tune_cache;
@@ -126,6 +127,7 @@ SddmmOptions plan_options(const SddmmCliOptions& o) {
   opt.tk = o.tk;
   opt.chunk = o.chunk;
   opt.vector_length = o.lanes;
+  opt.hot_cache_fraction = o.l2_hints;
   opt.check_inputs = false;  // inputs are generated; keep the timing to the kernel
   opt.validate();
   return opt;
@@ -199,6 +201,7 @@ Report run_sddmm(const SddmmCliOptions& o, const CooMatrix<double>& coo) {
   r.info["model_tile_cols"] = std::to_string(in.model_tile_cols);
   r.info["density"] = std::to_string(in.density);
   r.info["vector_length"] = std::to_string(in.vector_length);
+  r.info["l2_hot_rows"] = std::to_string(in.hot_rows);
   r.info["chunk"] = std::to_string(in.chunk);
   r.info["tk"] = std::to_string(in.tk);
   r.info["options"] = sddmm_options_string(opt);
@@ -401,6 +404,10 @@ const Registrar sddmm_command{Command{
       cmd.add_option("--tk", o->tk, "SM-L2 K-slice (multiple of 32; 0: auto)");
       cmd.add_option("--chunk", o->chunk, "row-split items' max nonzeros (0: auto)");
       cmd.add_option("--lanes", o->lanes, "vector lanes per item (0: auto)");
+      cmd.add_option("--l2-hints", o->l2_hints,
+                     "nzsplit, 32 lanes, CUDA: fraction of L2 kept for the most used streamed rows "
+                     "(0: plain loads; -1: 0.5 when one tile exceeds the cache)")
+          ->capture_default_str();
       cmd.add_option("--generate", o->generate, "without --input: powerlaw|m1_nytimes_like|m2_webgoogle_like")
           ->capture_default_str();
       cmd.add_option("--rows", o->rows, "generated rows")->capture_default_str();

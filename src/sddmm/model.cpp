@@ -45,6 +45,8 @@ void SddmmOptions::validate() const {
   if (vector_length < 0 || (vector_length & (vector_length - 1)) != 0)
     throw UsageError("sddmm: vector_length must be 0 or a power of two, got " + std::to_string(vector_length));
   if (team_size < 0) throw UsageError("sddmm: team_size must be >= 0");
+  if (!(hot_cache_fraction == -1 || (hot_cache_fraction >= 0 && hot_cache_fraction <= 1)))
+    throw UsageError("sddmm: hot_cache_fraction must be -1 (automatic) or in [0, 1]");
 }
 
 std::int64_t model_tile_cols_raw(double l2_elements, double density, double c) {

@@ -1,9 +1,12 @@
 #include <kfactor/core/error.hpp>
+#include <kfactor/kernels/detail/sddmm_nzsplit.hpp>
 #include <kfactor/sddmm/detail/plan_build.hpp>
 #include <kfactor/sddmm/options.hpp>
 
 #include <algorithm>
+#include <numeric>
 #include <string>
+#include <utility>
 
 namespace kfactor::detail {
 
@@ -25,6 +28,25 @@ void validate_sddmm_pattern(const offset_t* row_map, const ordinal_t* entries, o
                          " has unsorted or duplicate column indices (sort and merge them first)");
     }
   }
+}
+
+SddmmHintedCols mark_cold_indices(std::vector<ordinal_t> cols, ordinal_t num_streamed, std::size_t budget) {
+  std::vector<offset_t> uses(static_cast<std::size_t>(num_streamed), 0);
+  for (const ordinal_t c : cols) ++uses[static_cast<std::size_t>(c)];
+  std::vector<ordinal_t> order(uses.size());
+  std::iota(order.begin(), order.end(), ordinal_t(0));
+  std::stable_sort(order.begin(), order.end(), [&](ordinal_t a, ordinal_t b) { return uses[a] > uses[b]; });
+  std::vector<char> hot(uses.size(), 0);
+  SddmmHintedCols h;
+  for (const ordinal_t c : order) {
+    if (h.hot >= budget || uses[c] < 2) break;
+    hot[c] = 1;
+    ++h.hot;
+  }
+  for (ordinal_t& c : cols)
+    if (!hot[static_cast<std::size_t>(c)]) c |= sddmm_cold_bit;
+  h.cols = std::move(cols);
+  return h;
 }
 
 namespace {

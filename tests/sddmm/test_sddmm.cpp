@@ -3,6 +3,8 @@
 // bad input.
 #include "sddmm_test_util.hpp"
 
+#include <kfactor/kernels/detail/sddmm_nzsplit.hpp>
+#include <kfactor/sddmm/detail/plan_build.hpp>
 #include <kfactor/sddmm/generate.hpp>
 
 #include <cstdio>
@@ -67,6 +69,23 @@ std::vector<std::pair<std::string, SddmmOptions>> configurations() {
     o.staged = SddmmStaged::b;
     o.tile_cols = 11;
   });
+  add("nzsplit-l2-hints", [](SddmmOptions& o) {  // GPUs: a few hot streamed rows, the rest cold
+    o.kernel = SddmmKernel::nzsplit;
+    o.vector_length = 32;
+    o.hot_cache_fraction = 0.5;
+    o.cache_bytes = 8192;
+  });
+  add("nzsplit-l2-hints-auto", [](SddmmOptions& o) {  // one tile larger than the cache: hints, and
+    o.kernel = SddmmKernel::nzsplit;                   // 32 lanes from 32 packs on
+    o.column_tiles = false;
+    o.cache_bytes = 4096;  // keeps 2 (fp64) or 4 (fp32) streamed rows at K = 128
+  });
+  add("nzsplit-l2-hints-tiles7", [](SddmmOptions& o) {
+    o.kernel = SddmmKernel::nzsplit;
+    o.vector_length = 32;
+    o.hot_cache_fraction = 1;
+    o.tile_cols = 7;
+  });
   add("sm_l2-tk32-tiles", [](SddmmOptions& o) {
     o.kernel = SddmmKernel::sm_l2;
     o.tk = 32;
@@ -113,6 +132,18 @@ TYPED_TEST(SddmmTest, EveryKernelMatchesFloat64Reference) {
       if (opt.kernel == SddmmKernel::sm_sm && K > 64) continue;  // does not fit the scratch
       Kokkos::View<T*, typename Space::memory_space> out("out", S.nnz());
       SddmmPlan<Space, T> plan(exec, S, K, opt);
+      // The hinted kernel runs, with hot and cold indices, where the option
+      // asks for it in the 32-lane form (automatically: from 32 packs on).
+      const int packs = K % detail::SddmmPack<T>::width == 0 ? K / detail::SddmmPack<T>::width : 0;
+      const bool hinted = name.find("l2-hints") != std::string::npos && detail::SddmmTraits<Space>::gpu &&
+                          plan.info().kernel == SddmmKernel::nzsplit && packs > 0 &&
+                          (opt.vector_length == 32 || packs >= 32);
+      if (hinted) {
+        EXPECT_GT(plan.info().hot_rows, 0) << name << " K=" << K;
+        EXPECT_EQ(plan.info().vector_length, 32) << name << " K=" << K;
+      } else {
+        EXPECT_EQ(plan.info().hot_rows, -1) << name << " K=" << K;
+      }
       plan.apply(exec, A, B, out);
       EXPECT_LE(scaled_error(out, ref, K, eps), 1.0) << name << " K=" << K;
       Kokkos::deep_copy(out, T(12345));
@@ -558,6 +589,20 @@ TYPED_TEST(SddmmBlockTest, UnionOfColumnBlocksEqualsSingleRun) {
     for (std::size_t e = 0; e < S.nnz(); ++e) ASSERT_EQ(merged[e], hfull(e)) << "P=" << P << " e=" << e;
   }
   EXPECT_EQ(counts.size(), std::size_t(S.num_cols));
+}
+
+// L2 hints: the `budget` most used streamed indices (used at least twice)
+// stay unmarked, every other nonzero's index carries the cold bit.
+TEST(SddmmLayout, MarkColdIndicesKeepsTheMostUsed) {
+  const std::vector<ordinal_t> cols = {3, 1, 3, 0, 3, 1, 2, 4, 1, 0, 3};  // uses: 0:2 1:3 2:1 3:4 4:1
+  const ordinal_t cold = detail::sddmm_cold_bit;
+  auto h = detail::mark_cold_indices(cols, 6, 2);
+  EXPECT_EQ(h.hot, 2u);
+  EXPECT_EQ(h.cols, (std::vector<ordinal_t>{3, 1, 3, 0 | cold, 3, 1, 2 | cold, 4 | cold, 1, 0 | cold, 3}));
+  h = detail::mark_cold_indices(cols, 6, 100);  // indices used once are never kept
+  EXPECT_EQ(h.hot, 3u);
+  EXPECT_EQ(h.cols, (std::vector<ordinal_t>{3, 1, 3, 0, 3, 1, 2 | cold, 4 | cold, 1, 0, 3}));
+  EXPECT_EQ(detail::mark_cold_indices(cols, 6, 0).hot, 0u);
 }
 
 // The benchmarks' generator (kfactor/sddmm/generate.hpp, the peers' M1 and

@@ -196,6 +196,13 @@ TEST(SddmmModel, OptionsValidate) {
   o = {};
   o.tk = 40;
   EXPECT_THROW(o.validate(), UsageError);
+  for (double f : {-0.5, 1.5, std::numeric_limits<double>::quiet_NaN()}) {
+    o = {};
+    o.hot_cache_fraction = f;
+    EXPECT_THROW(o.validate(), UsageError) << f;
+  }
+  o.hot_cache_fraction = 0.25;
+  EXPECT_NO_THROW(o.validate());
   EXPECT_EQ(parse_sddmm_kernel("sm_l2"), SddmmKernel::sm_l2);
   EXPECT_EQ(parse_sddmm_kernel("nzsplit"), SddmmKernel::nzsplit);
   EXPECT_THROW(parse_sddmm_kernel("fast"), UsageError);

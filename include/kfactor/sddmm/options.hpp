@@ -73,10 +73,16 @@ struct SddmmOptions {
   int chunk = 0;                 ///< max nonzeros per work item; 0 = 32 on GPUs, 128 on CPUs
   int vector_length = 0;         ///< lanes per work item; 0 = packs of K rounded to 2^p, <= 32 (GPU) / 1 (CPU);
                                  ///< nzsplit: 4, 8 or 32 (GPU), 0 = 4 up to 4 16-byte packs of K, 8 up
-                                 ///< to 64, else 32
+                                 ///< to 64, else 32 (and 32 from 32 packs with L2 hints, below)
   int team_size = 0;             ///< work items in flight per team; 0 = 256 / lanes (GPU) / 1 (CPU)
   int sort_items = -1;           ///< order each tile's items longest first: 1 yes, 0 no, -1 GPUs only
                                  ///< (balance of lane groups in a warp; CPUs keep S's order for locality)
+  double hot_cache_fraction = -1; ///< nzsplit's 32-lane form on CUDA: the streamed rows of the most used
+                                  ///< streamed indices, up to this fraction of the cache, are loaded to
+                                  ///< stay in L2, the others and the staged rows to leave it first;
+                                  ///< 0 = plain loads; -1 = 0.5 when one tile of the streamed matrix
+                                  ///< exceeds the cache (automatic plans then run 32 lanes from 32
+                                  ///< packs of K for 4- and 8-byte inputs), else 0
 
   // --- checks ----------------------------------------------------------------
   bool check_inputs = true;      ///< apply() rejects NaN/Inf in A and B (one pass over each)

@@ -11,7 +11,9 @@
 ///     of 16-byte packs): the layout in batches of consecutive nonzeros,
 ///     one per group of lanes, with one butterfly reduction per batch
 ///     (kernels/detail/sddmm_nzsplit.hpp); the layout keeps the staged row
-///     of every nonzero (4 bytes each).
+///     of every nonzero (4 bytes each). With L2 hints (options.
+///     hot_cache_fraction, 32-lane form on CUDA) it also keeps a copy of the
+///     streamed indices with the cold ones marked (4 bytes each).
 ///   - rowsplit (the default elsewhere): work items of at most `chunk`
 ///     nonzeros of one staged row within one column tile, ordered tile by
 ///     tile; one group of vector lanes per item, lanes across K with 16-byte
@@ -60,6 +62,7 @@ struct SddmmPlanInfo {
   int tk = 0, ti = 0;            ///< SM-L2 K-slice and rows per block
   int smsm_tile = 0;             ///< SM-SM T_i = T_j
   int chunk = 0, vector_length = 1, team_size = 1, items_per_team = 1;
+  std::int64_t hot_rows = -1;    ///< nzsplit with L2 hints: streamed indices kept in L2 (-1: no hints)
   std::int64_t items = 0, blocks = 0;
   std::int64_t staged_rows = 0;  ///< SM-L2: sum over tiles of the active rows staged
   bool identity_layout = true;
@@ -119,6 +122,7 @@ class SddmmPlan {
   Kokkos::View<detail::SddmmItem*, memory_space> items_;
   Kokkos::View<ordinal_t*, memory_space> rows_;  ///< nzsplit: staged row per layout position
   Kokkos::View<ordinal_t*, memory_space> cols_;
+  Kokkos::View<ordinal_t*, memory_space> hinted_cols_;  ///< nzsplit with L2 hints: cols with the cold bit
   Kokkos::View<offset_t*, memory_space> dst_;
   Kokkos::View<detail::SddmmBlock*, memory_space> blocks_;
   Kokkos::View<ordinal_t*, memory_space> active_rows_;
@@ -256,6 +260,21 @@ SddmmPlan<ExecutionSpace, T, TI>::SddmmPlan(const ExecutionSpace& exec, const cs
   info_.tile_cols = static_cast<ordinal_t>(tj);
   info_.tiles = tile_count(C, tj);
 
+  // L2 hints (nzsplit's 32-lane form on CUDA). On the H100 (2026-11-24) they
+  // took M2 (1.9 GB of streamed rows at fp32 K = 512, 37x the L2, one tile)
+  // from 1682 to 1964 GFLOP/s at K = 512, and at K = 128 from 1855 to 2130
+  // (against 1841 for 8 lanes without hints), so automatic plans with hints
+  // take 32 lanes from 32 packs on for 4- and 8-byte inputs (bf16 at K = 512,
+  // 64 packs, kept 8 lanes: 3743 against 3583). Hints cost M1 at K = 512
+  // (tiles that fit the L2) 5%; in the 4- and 8-lane forms they cost 4-38%.
+  const std::size_t row_bytes = std::size_t(K) * esize;
+  const double tile_bytes = double(info_.tile_cols) * double(row_bytes);
+  const double hot = !Traits::gpu                         ? 0.0
+                     : options.hot_cache_fraction >= 0     ? options.hot_cache_fraction
+                     : info_.tiles == 1 && tile_bytes > double(info_.cache_bytes) ? 0.5
+                                                                                  : 0.0;
+  const auto hot_budget = static_cast<std::size_t>(hot * double(info_.cache_bytes)) / row_bytes;  // rows kept
+
   // Launch shape: lanes across K in 16-byte packs.
   const int packs = (K % W == 0) ? K / W : K;
   int V = options.vector_length;
@@ -283,7 +302,10 @@ SddmmPlan<ExecutionSpace, T, TI>::SddmmPlan(const ExecutionSpace& exec, const cs
         options.vector_length != 32)
       throw UsageError("sddmm: nzsplit runs 4, 8 or 32 lanes per group, got vector_length " +
                        std::to_string(options.vector_length));
-    nz_lanes_ = !Traits::gpu ? 1 : options.vector_length ? options.vector_length : detail::sddmm_nz_lanes(packs);
+    nz_lanes_ = !Traits::gpu             ? 1
+                : options.vector_length  ? options.vector_length
+                : hot_budget > 0 && packs >= 32 && K % W == 0 && esize >= 4 ? 32
+                                                                            : detail::sddmm_nz_lanes(packs);
     nz_launch_.team_size = Traits::gpu ? 256 / nz_lanes_ : 1;
     // Up to 8 batches per group, fewer when that leaves under 4 teams per
     // resident team slot (small S, e.g. facebook: 86 teams for 132
@@ -338,6 +360,13 @@ SddmmPlan<ExecutionSpace, T, TI>::SddmmPlan(const ExecutionSpace& exec, const cs
     }
     if (req.rowsplit) items_ = detail::upload<memory_space>(L.items, "kfactor::sddmm_items");
     if (req.nzsplit) rows_ = detail::upload<memory_space>(L.rows, "kfactor::sddmm_rows");
+    if (req.nzsplit && Traits::gpu && K % W == 0 && nz_lanes_ == 32 && hot_budget > 0) {
+      auto marked = detail::mark_cold_indices(L.identity ? std::vector<ordinal_t>(h_ent.data(), h_ent.data() + nnz)
+                                                         : L.cols,
+                                              C, hot_budget);
+      info_.hot_rows = static_cast<std::int64_t>(marked.hot);
+      hinted_cols_ = detail::upload<memory_space>(marked.cols, "kfactor::sddmm_hinted_cols");
+    }
     if (req.sm_l2) {
       blocks_ = detail::upload<memory_space>(L.blocks, "kfactor::sddmm_blocks");
       active_rows_ = detail::upload<memory_space>(L.active_rows, "kfactor::sddmm_active_rows");
@@ -434,19 +463,32 @@ void SddmmPlan<ExecutionSpace, T, TI>::apply_nzsplit(const ExecutionSpace& exec,
   Kokkos::View<const ordinal_t*, memory_space> rows = rows_;
   Kokkos::View<const T*, memory_space> values = S_.values;
   const bool permuted = !info_.identity_layout;
-  Kokkos::View<const ordinal_t*, memory_space> cols = permuted ? cols_ : S_.entries;
+  const bool hinted = hinted_cols_.extent(0) > 0;
+  Kokkos::View<const ordinal_t*, memory_space> cols = hinted ? hinted_cols_ : permuted ? cols_ : S_.entries;
   Kokkos::View<const offset_t*, memory_space> dst = dst_;
   const bool guarded = (k_ / detail::SddmmPack<TI>::width) % nz_lanes_ != 0;
+  auto launch = [&](auto lanes, auto min_teams, auto is_permuted, auto is_guarded, auto is_hinted) {
+    detail::sddmm_nzsplit_kernel<decltype(lanes)::value, decltype(is_permuted)::value, decltype(min_teams)::value,
+                                 decltype(is_guarded)::value, decltype(is_hinted)::value>(
+        exec, rows, cols, dst, values, X, Y, out, scaled, nz_launch_);
+  };
+  using yes = std::true_type;
+  using no = std::false_type;
   auto run = [&](auto lanes, auto min_teams) {
-    constexpr int V = decltype(lanes)::value, M = decltype(min_teams)::value;
-    if (permuted && guarded)
-      detail::sddmm_nzsplit_kernel<V, true, M, true>(exec, rows, cols, dst, values, X, Y, out, scaled, nz_launch_);
-    else if (permuted)
-      detail::sddmm_nzsplit_kernel<V, true, M, false>(exec, rows, cols, dst, values, X, Y, out, scaled, nz_launch_);
-    else if (guarded)
-      detail::sddmm_nzsplit_kernel<V, false, M, true>(exec, rows, cols, dst, values, X, Y, out, scaled, nz_launch_);
-    else
-      detail::sddmm_nzsplit_kernel<V, false, M, false>(exec, rows, cols, dst, values, X, Y, out, scaled, nz_launch_);
+    // Hints only in the 32-lane form on devices (the plan marks no indices
+    // elsewhere).
+    constexpr bool can_hint = detail::SddmmTraits<ExecutionSpace>::gpu && decltype(lanes)::value == 32;
+    if (can_hint && hinted) {
+      if constexpr (can_hint) {
+        if (permuted && guarded) launch(lanes, min_teams, yes{}, yes{}, yes{});
+        else if (permuted) launch(lanes, min_teams, yes{}, no{}, yes{});
+        else if (guarded) launch(lanes, min_teams, no{}, yes{}, yes{});
+        else launch(lanes, min_teams, no{}, no{}, yes{});
+      }
+    } else if (permuted && guarded) launch(lanes, min_teams, yes{}, yes{}, no{});
+    else if (permuted) launch(lanes, min_teams, yes{}, no{}, no{});
+    else if (guarded) launch(lanes, min_teams, no{}, yes{}, no{});
+    else launch(lanes, min_teams, no{}, no{}, no{});
   };
   using two = std::integral_constant<int, 2>;
   if constexpr (detail::SddmmTraits<ExecutionSpace>::gpu) {

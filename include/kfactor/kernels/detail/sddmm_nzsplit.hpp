@@ -15,6 +15,9 @@
 /// it only where the row changes (a predicated load) serialised the slots'
 /// loads and cost up to 35% on M2 (H100, 2026-11-24).
 ///
+/// With hints (Hinted, CUDA), each load carries an L2 eviction policy: the
+/// streamed rows of the plan's hot indices stay, the rest leave first.
+///
 /// Every group runs the same number of batches and every shuffle sits
 /// outside the data-dependent branches, so whole warps shuffle together. The
 /// shuffles exist on devices only; host spaces run the same layout with one
@@ -28,6 +31,7 @@
 #include <Kokkos_Core.hpp>
 
 #include <cstdint>
+#include <limits>
 #include <string>
 
 namespace kfactor::detail {
@@ -42,6 +46,43 @@ KOKKOS_FORCEINLINE_FUNCTION V group_shfl(const V& v, int src, int width) {
   (void)src;
   (void)width;
   return v;
+}
+
+/// L2 eviction priorities of the nonzero-split kernel's loads: streamed rows
+/// of hot indices are loaded to stay in L2 (evict_last), the other streamed
+/// rows and the staged rows to leave it first (evict_first). CUDA sm_80 and
+/// later; elsewhere the loads are plain and the policies unused.
+struct SddmmL2Policy {
+  std::uint64_t keep = 0, evict = 0;
+  KOKKOS_FORCEINLINE_FUNCTION static SddmmL2Policy make() {
+    SddmmL2Policy p;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(p.keep));
+    asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(p.evict));
+#endif
+    return p;
+  }
+};
+
+/// Streamed indices of the hinted layout carry this bit when their rows are
+/// not to be kept in L2.
+inline constexpr ordinal_t sddmm_cold_bit = std::numeric_limits<ordinal_t>::min();
+
+/// *p, read-only, with the L2 eviction policy `policy` (SddmmL2Policy).
+template <class Pack>
+KOKKOS_FORCEINLINE_FUNCTION Pack sddmm_load_hinted(const Pack* p, std::uint64_t policy) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  static_assert(sizeof(Pack) == 16);
+  Pack out;
+  unsigned* u = reinterpret_cast<unsigned*>(&out);
+  asm("ld.global.nc.L2::cache_hint.v4.u32 {%0,%1,%2,%3}, [%4], %5;"
+      : "=r"(u[0]), "=r"(u[1]), "=r"(u[2]), "=r"(u[3])
+      : "l"(p), "l"(policy));
+  return out;
+#else
+  (void)policy;
+  return *p;
+#endif
 }
 
 /// Launch shape of the nonzero-split kernel.
@@ -67,8 +108,10 @@ constexpr int sddmm_nz_lanes(int packs) { return packs <= 4 ? 4 : packs > 64 ? 3
 /// packs do not fill every lane in every round (packs % V != 0); the lanes
 /// past K then leave the pack loop (4 or 8 lanes) or skip their loads (32
 /// lanes). Unguarded, the loads are unconditional and the compiler keeps them
-/// all in flight.
-template <int V, bool Permuted, int MinTeams, bool Guarded, class ExecutionSpace, class T, class TI, class Mem>
+/// all in flight. Hinted: cols carry sddmm_cold_bit on the indices whose
+/// streamed rows are not to be kept in L2 (SddmmL2Policy).
+template <int V, bool Permuted, int MinTeams, bool Guarded, bool Hinted, class ExecutionSpace, class T, class TI,
+          class Mem>
 void sddmm_nzsplit_kernel(const ExecutionSpace& exec, Kokkos::View<const ordinal_t*, Mem> rows,
                           Kokkos::View<const ordinal_t*, Mem> cols, Kokkos::View<const offset_t*, Mem> dst,
                           Kokkos::View<const T*, Mem> values, Kokkos::View<const TI**, Kokkos::LayoutRight, Mem> X,
@@ -89,7 +132,7 @@ void sddmm_nzsplit_kernel(const ExecutionSpace& exec, Kokkos::View<const ordinal
   if constexpr (is_host_space_v<ExecutionSpace>) {
     Kokkos::parallel_for(
         "kfactor::sddmm_nzsplit_host", Kokkos::RangePolicy<ExecutionSpace>(exec, 0, npos), KOKKOS_LAMBDA(std::int64_t e) {
-          const TI* const y[1] = {ydata + static_cast<std::size_t>(cols(e)) * ldy};
+          const TI* const y[1] = {ydata + static_cast<std::size_t>(Hinted ? cols(e) & ~sddmm_cold_bit : cols(e)) * ldy};
           Acc s[1];
           sddmm_host_dots<Acc, 1, 32>(xdata + static_cast<std::size_t>(rows(e)) * ldx, y, K, s);
           const offset_t d = Permuted ? dst(e) : e;
@@ -114,6 +157,18 @@ void sddmm_nzsplit_kernel(const ExecutionSpace& exec, Kokkos::View<const ordinal
     Kokkos::parallel_for(
         "kfactor::sddmm_nzsplit", Policy(exec, league, groups, V), KOKKOS_LAMBDA(const Member& team) {
           const std::int64_t first = team.league_rank() * per_team;
+          const SddmmL2Policy l2 = Hinted ? SddmmL2Policy::make() : SddmmL2Policy{};
+          // Packs of staged row r and of streamed index c (its cold bit
+          // cleared and turned into the load's policy when Hinted).
+          const auto x_pack = [&](ordinal_t r, int q) {
+            const Pack* p = reinterpret_cast<const Pack*>(xdata + static_cast<std::size_t>(r) * ldx) + q;
+            return Hinted ? sddmm_load_hinted(p, l2.evict) : *p;
+          };
+          const auto y_pack = [&](ordinal_t c, int q) {
+            const ordinal_t j = Hinted ? c & ~sddmm_cold_bit : c;
+            const Pack* p = reinterpret_cast<const Pack*>(ydata + static_cast<std::size_t>(j) * ldy) + q;
+            return Hinted ? sddmm_load_hinted(p, (c & sddmm_cold_bit) ? l2.evict : l2.keep) : *p;
+          };
           Kokkos::parallel_for(Kokkos::TeamThreadRange(team, groups), [&](int g) {
             Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, V), [&](int lane) {
               // Neighbouring groups take neighbouring batches (shared staged
@@ -165,29 +220,43 @@ void sddmm_nzsplit_kernel(const ExecutionSpace& exec, Kokkos::View<const ordinal
                     const bool active = !Guarded || leave_early || q < npacks;
                     Acc xa[Pack::width] = {};
                     if (active) {
-                      const Pack xp = reinterpret_cast<const Pack*>(xdata + static_cast<std::size_t>(r0) * ldx)[q];
+                      const Pack xp = x_pack(r0, q);
                       for (int w = 0; w < Pack::width; ++w) xa[w] = sddmm_to_acc<Acc>(xp.v[w]);
                     }
-                    for (int s = 0; s < V; ++s) {
-                      const ordinal_t cc = col_of(s);
-                      if (active) {
-                        const Pack yp = reinterpret_cast<const Pack*>(ydata + static_cast<std::size_t>(cc) * ldy)[q];
-                        for (int w = 0; w < Pack::width; ++w) p[s] += xa[w] * sddmm_to_acc<Acc>(yp.v[w]);
+                    // Loads of `step` slots are issued before their
+                    // products, so that they are in flight together also
+                    // when they are inline assembly (Hinted), which the
+                    // compiler does not reorder.
+                    constexpr int step = warp_group || MinTeams > 2 ? 1 : V;
+                    for (int s0 = 0; s0 < V; s0 += step) {
+                      Pack yp[step];
+                      for (int s = 0; s < step; ++s) {
+                        const ordinal_t cc = col_of(s0 + s);
+                        if (active) yp[s] = y_pack(cc, q);
                       }
+                      if (active)
+                        for (int s = 0; s < step; ++s)
+                          for (int w = 0; w < Pack::width; ++w) p[s0 + s] += xa[w] * sddmm_to_acc<Acc>(yp[s].v[w]);
                     }
                   }
                 } else {
                   for (int q0 = 0; leave_early ? q0 + lane < npacks : q0 < npacks; q0 += V) {
                     const int q = q0 + lane;
                     const bool active = !Guarded || leave_early || q < npacks;
-                    for (int s = 0; s < V; ++s) {
-                      const ordinal_t rr = row_of(s), cc = col_of(s);
-                      if (active) {
-                        const Pack xp = reinterpret_cast<const Pack*>(xdata + static_cast<std::size_t>(rr) * ldx)[q];
-                        const Pack yp = reinterpret_cast<const Pack*>(ydata + static_cast<std::size_t>(cc) * ldy)[q];
-                        for (int w = 0; w < Pack::width; ++w)
-                          p[s] += sddmm_to_acc<Acc>(xp.v[w]) * sddmm_to_acc<Acc>(yp.v[w]);
+                    constexpr int step = warp_group || MinTeams > 2 ? 1 : V / 2 > 4 ? 4 : V / 2;
+                    for (int s0 = 0; s0 < V; s0 += step) {
+                      Pack xp[step], yp[step];
+                      for (int s = 0; s < step; ++s) {
+                        const ordinal_t rr = row_of(s0 + s), cc = col_of(s0 + s);
+                        if (active) {
+                          xp[s] = x_pack(rr, q);
+                          yp[s] = y_pack(cc, q);
+                        }
                       }
+                      if (active)
+                        for (int s = 0; s < step; ++s)
+                          for (int w = 0; w < Pack::width; ++w)
+                            p[s0 + s] += sddmm_to_acc<Acc>(xp[s].v[w]) * sddmm_to_acc<Acc>(yp[s].v[w]);
                     }
                   }
                 }

@@ -51,6 +51,15 @@ struct SddmmHostLayout {
 void validate_sddmm_pattern(const offset_t* row_map, const ordinal_t* entries, ordinal_t m, ordinal_t n,
                             offset_t nnz);
 
+/// A layout's streamed indices for the hinted nzsplit kernel: every index
+/// outside the `budget` most used ones (those of at least two nonzeros,
+/// ties to the lower index) carries sddmm_cold_bit.
+struct SddmmHintedCols {
+  std::vector<ordinal_t> cols;
+  std::size_t hot = 0;  ///< indices kept (<= budget)
+};
+SddmmHintedCols mark_cold_indices(std::vector<ordinal_t> cols, ordinal_t num_streamed, std::size_t budget);
+
 SddmmHostLayout build_sddmm_layout(const offset_t* row_map, const ordinal_t* entries, ordinal_t m, ordinal_t n,
                                    offset_t nnz, const SddmmLayoutRequest& req);
 
