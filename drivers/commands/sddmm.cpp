@@ -406,7 +406,7 @@ const Registrar sddmm_command{Command{
       cmd.add_option("--lanes", o->lanes, "vector lanes per item (0: auto)");
       cmd.add_option("--l2-hints", o->l2_hints,
                      "nzsplit, 32 lanes, CUDA: fraction of L2 kept for the most used streamed rows "
-                     "(0: plain loads; -1: 0.5 when one tile exceeds the cache)")
+                     "(0: plain loads; -1: 0.5 when one tile exceeds twice the cache)")
           ->capture_default_str();
       cmd.add_option("--generate", o->generate, "without --input: powerlaw|m1_nytimes_like|m2_webgoogle_like")
           ->capture_default_str();

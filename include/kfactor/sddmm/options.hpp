@@ -81,7 +81,7 @@ struct SddmmOptions {
                                   ///< streamed indices, up to this fraction of the cache, are loaded to
                                   ///< stay in L2, the others and the staged rows to leave it first;
                                   ///< 0 = plain loads; -1 = 0.5 when one tile of the streamed matrix
-                                  ///< exceeds the cache (automatic plans then run 32 lanes from 32
+                                  ///< exceeds twice the cache (automatic plans then run 32 lanes from 32
                                   ///< packs of K for 4- and 8-byte inputs), else 0
 
   // --- checks ----------------------------------------------------------------

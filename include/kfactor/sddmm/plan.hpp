@@ -266,13 +266,15 @@ SddmmPlan<ExecutionSpace, T, TI>::SddmmPlan(const ExecutionSpace& exec, const cs
   // (against 1841 for 8 lanes without hints), so automatic plans with hints
   // take 32 lanes from 32 packs on for 4- and 8-byte inputs (bf16 at K = 512,
   // 64 packs, kept 8 lanes: 3743 against 3583). Hints cost M1 at K = 512
-  // (tiles that fit the L2) 5%; in the 4- and 8-lane forms they cost 4-38%.
+  // (tiles that fit the L2) 5%, and untiled M1 at K = 128 (B 1.05x the L2)
+  // 7% (3766 against 4054 with 8 lanes), so automatic hints need a tile of
+  // more than twice the cache; in the 4- and 8-lane forms they cost 4-38%.
   const std::size_t row_bytes = std::size_t(K) * esize;
   const double tile_bytes = double(info_.tile_cols) * double(row_bytes);
   const double hot = !Traits::gpu                         ? 0.0
                      : options.hot_cache_fraction >= 0     ? options.hot_cache_fraction
-                     : info_.tiles == 1 && tile_bytes > double(info_.cache_bytes) ? 0.5
-                                                                                  : 0.0;
+                     : info_.tiles == 1 && tile_bytes > 2.0 * double(info_.cache_bytes) ? 0.5
+                                                                                        : 0.0;
   const auto hot_budget = static_cast<std::size_t>(hot * double(info_.cache_bytes)) / row_bytes;  // rows kept
 
   // Launch shape: lanes across K in 16-byte packs.
