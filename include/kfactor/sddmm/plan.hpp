@@ -476,21 +476,18 @@ void SddmmPlan<ExecutionSpace, T, TI>::apply_nzsplit(const ExecutionSpace& exec,
   };
   using yes = std::true_type;
   using no = std::false_type;
+  auto by_layout = [&](auto lanes, auto min_teams, auto is_hinted) {
+    if (permuted && guarded) launch(lanes, min_teams, yes{}, yes{}, is_hinted);
+    else if (permuted) launch(lanes, min_teams, yes{}, no{}, is_hinted);
+    else if (guarded) launch(lanes, min_teams, no{}, yes{}, is_hinted);
+    else launch(lanes, min_teams, no{}, no{}, is_hinted);
+  };
   auto run = [&](auto lanes, auto min_teams) {
     // Hints only in the 32-lane form on devices (the plan marks no indices
-    // elsewhere).
-    constexpr bool can_hint = detail::SddmmTraits<ExecutionSpace>::gpu && decltype(lanes)::value == 32;
-    if (can_hint && hinted) {
-      if constexpr (can_hint) {
-        if (permuted && guarded) launch(lanes, min_teams, yes{}, yes{}, yes{});
-        else if (permuted) launch(lanes, min_teams, yes{}, no{}, yes{});
-        else if (guarded) launch(lanes, min_teams, no{}, yes{}, yes{});
-        else launch(lanes, min_teams, no{}, no{}, yes{});
-      }
-    } else if (permuted && guarded) launch(lanes, min_teams, yes{}, yes{}, no{});
-    else if (permuted) launch(lanes, min_teams, yes{}, no{}, no{});
-    else if (guarded) launch(lanes, min_teams, no{}, yes{}, no{});
-    else launch(lanes, min_teams, no{}, no{}, no{});
+    // elsewhere), so only that form is compiled with them.
+    if constexpr (detail::SddmmTraits<ExecutionSpace>::gpu && decltype(lanes)::value == 32)
+      if (hinted) return by_layout(lanes, min_teams, yes{});
+    by_layout(lanes, min_teams, no{});
   };
   using two = std::integral_constant<int, 2>;
   if constexpr (detail::SddmmTraits<ExecutionSpace>::gpu) {
