@@ -261,14 +261,15 @@ SddmmPlan<ExecutionSpace, T, TI>::SddmmPlan(const ExecutionSpace& exec, const cs
   info_.tiles = tile_count(C, tj);
 
   // L2 hints (nzsplit's 32-lane form on CUDA). On the H100 (2026-11-24) they
-  // took M2 (1.9 GB of streamed rows at fp32 K = 512, 37x the L2, one tile)
+  // took M2 (1.9 GB of streamed rows at fp32 K = 512, 36x the L2, one tile)
   // from 1682 to 1964 GFLOP/s at K = 512, and at K = 128 from 1855 to 2130
   // (against 1841 for 8 lanes without hints), so automatic plans with hints
   // take 32 lanes from 32 packs on for 4- and 8-byte inputs (bf16 at K = 512,
-  // 64 packs, kept 8 lanes: 3743 against 3583). Hints cost M1 at K = 512
-  // (tiles that fit the L2) 5%, and untiled M1 at K = 128 (B 1.05x the L2)
+  // 64 packs, keeps 8 lanes: 3743 and 3560 in two calls, against 3583 and
+  // 3575 with 32 and hints). Hints cost M1 at K = 512 (tiles that fit the
+  // L2) 5%, and untiled M1 at K = 128 (B 52.6 MB, just above the L2's 52.4)
   // 7% (3766 against 4054 with 8 lanes), so automatic hints need a tile of
-  // more than twice the cache; in the 4- and 8-lane forms they cost 4-38%.
+  // more than twice the cache; in the 4- and 8-lane forms they cost 1-38%.
   const std::size_t row_bytes = std::size_t(K) * esize;
   const double tile_bytes = double(info_.tile_cols) * double(row_bytes);
   const double hot = !Traits::gpu                         ? 0.0
