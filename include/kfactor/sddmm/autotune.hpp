@@ -97,6 +97,7 @@ SddmmTuneResult sddmm_autotune(const ExecutionSpace& exec, const CsrMatrix<T, ty
   SddmmOptions fixed = base;
   fixed.check_inputs = false;
 
+  int best_lanes = 0;  // the lanes the best plan runs (its choice when vector_length is 0)
   auto trial = [&](const std::string& what, SddmmOptions o) -> double {
     try {
       Plan plan(exec, S, K, o);
@@ -105,6 +106,7 @@ SddmmTuneResult sddmm_autotune(const ExecutionSpace& exec, const CsrMatrix<T, ty
       if (res.trials.size() == 1 || t < res.best_seconds) {
         res.best_seconds = t;
         res.best = o;
+        best_lanes = plan.info().vector_length;
       }
       return t;
     } catch (const UsageError&) {
@@ -158,11 +160,8 @@ SddmmTuneResult sddmm_autotune(const ExecutionSpace& exec, const CsrMatrix<T, ty
     o.column_tiles = false;
     trial("nzsplit no tiles", o);
     if (res.best.kernel == SddmmKernel::nzsplit) {
-      // The lane count already timed (the plan's choice when vector_length is 0) is not timed again.
-      const int timed = res.best.vector_length ? res.best.vector_length
-                                               : detail::sddmm_nz_lanes(K / detail::SddmmPack<TI>::width);
       for (int lanes : {4, 8, 32}) {
-        if (lanes == timed) continue;
+        if (lanes == best_lanes) continue;  // already timed
         SddmmOptions l = res.best;
         l.vector_length = lanes;
         trial("nzsplit " + std::to_string(lanes) + " lanes", l);

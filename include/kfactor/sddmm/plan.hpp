@@ -363,7 +363,7 @@ SddmmPlan<ExecutionSpace, T, TI>::SddmmPlan(const ExecutionSpace& exec, const cs
     }
     if (req.rowsplit) items_ = detail::upload<memory_space>(L.items, "kfactor::sddmm_items");
     if (req.nzsplit) rows_ = detail::upload<memory_space>(L.rows, "kfactor::sddmm_rows");
-    if (req.nzsplit && Traits::gpu && K % W == 0 && nz_lanes_ == 32 && hot_budget > 0) {
+    if (req.nzsplit && K % W == 0 && nz_lanes_ == 32 && hot_budget > 0) {  // hot_budget is 0 on hosts
       auto marked = detail::mark_cold_indices(L.identity ? std::vector<ordinal_t>(h_ent.data(), h_ent.data() + nnz)
                                                          : L.cols,
                                               C, hot_budget);

