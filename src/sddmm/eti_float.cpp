@@ -1,0 +1,9 @@
+// Explicit instantiations of the SDDMM plan, one element type per file so
+// that the (long) device compilations run in parallel: (float, float).
+#include <kfactor/sddmm/plan.hpp>
+
+namespace kfactor {
+#define KFACTOR_SDDMM_PLAN_ETI(Space, T) template class SddmmPlan<Space, T, T>;
+KFACTOR_ETI_FOR_EACH_SPACE(KFACTOR_SDDMM_PLAN_ETI, float)
+#undef KFACTOR_SDDMM_PLAN_ETI
+}  // namespace kfactor
