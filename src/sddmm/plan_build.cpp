@@ -49,6 +49,15 @@ SddmmHintedCols mark_cold_indices(std::vector<ordinal_t> cols, ordinal_t num_str
   return h;
 }
 
+void mark_one_row_batches(std::vector<ordinal_t>& rows, int batch) {
+  const auto b = static_cast<std::size_t>(std::max(batch, 1));
+  for (std::size_t first = 0; first < rows.size(); first += b) {
+    const std::size_t last = std::min(rows.size(), first + b);
+    if (std::all_of(rows.begin() + first, rows.begin() + last, [&](ordinal_t r) { return r == rows[first]; }))
+      for (std::size_t e = first; e < last; ++e) rows[e] |= sddmm_one_row_bit;
+  }
+}
+
 namespace {
 struct Segment {
   ordinal_t row;

@@ -605,6 +605,20 @@ TEST(SddmmLayout, MarkColdIndicesKeepsTheMostUsed) {
   EXPECT_EQ(detail::mark_cold_indices(cols, 6, 0).hot, 0u);
 }
 
+// nzsplit's one-row batches: every position of a batch (aligned, the last
+// one shorter) carries the bit exactly when all its rows are equal,
+// including equal rows on both sides of a tile boundary.
+TEST(SddmmLayout, MarkOneRowBatchesFlagsExactlyTheOneRowBatches) {
+  const ordinal_t one = detail::sddmm_one_row_bit;
+  std::vector<ordinal_t> rows = {0, 0, 0, 0, 0, 0, 1, 1, 5, 9, 2, 5, 7, 7, 7, 7, 3, 3};
+  detail::mark_one_row_batches(rows, 4);
+  EXPECT_EQ(rows, (std::vector<ordinal_t>{0 | one, 0 | one, 0 | one, 0 | one, 0, 0, 1, 1, 5, 9, 2, 5, 7 | one,
+                                          7 | one, 7 | one, 7 | one, 3 | one, 3 | one}));
+  std::vector<ordinal_t> single = {4, 2};
+  detail::mark_one_row_batches(single, 1);
+  EXPECT_EQ(single, (std::vector<ordinal_t>{4 | one, 2 | one}));
+}
+
 // The benchmarks' generator (kfactor/sddmm/generate.hpp, the peers' M1 and
 // M2): exactly `target` distinct pairs, sorted row-major and in range, with
 // power-law columns; and the instance is pinned, so that benchmark records

@@ -362,7 +362,10 @@ SddmmPlan<ExecutionSpace, T, TI>::SddmmPlan(const ExecutionSpace& exec, const cs
       dst_ = detail::upload<memory_space>(L.dst, "kfactor::sddmm_dst");
     }
     if (req.rowsplit) items_ = detail::upload<memory_space>(L.items, "kfactor::sddmm_items");
-    if (req.nzsplit) rows_ = detail::upload<memory_space>(L.rows, "kfactor::sddmm_rows");
+    if (req.nzsplit) {
+      detail::mark_one_row_batches(L.rows, nz_lanes_);
+      rows_ = detail::upload<memory_space>(L.rows, "kfactor::sddmm_rows");
+    }
     if (req.nzsplit && K % W == 0 && nz_lanes_ == 32 && hot_budget > 0) {  // hot_budget is 0 on hosts
       auto marked = detail::mark_cold_indices(L.identity ? std::vector<ordinal_t>(h_ent.data(), h_ent.data() + nnz)
                                                          : L.cols,
@@ -508,7 +511,7 @@ void SddmmPlan<ExecutionSpace, T, TI>::apply_nzsplit(const ExecutionSpace& exec,
   }
 }
 
-// Explicit instantiations live in src/sddmm/eti.cpp.
+// Explicit instantiations live in src/sddmm/eti_*.cpp.
 #define KFACTOR_SDDMM_PLAN_EXTERN(Space, T) extern template class SddmmPlan<Space, T, T>;
 KFACTOR_ETI_FOR_EACH(KFACTOR_SDDMM_PLAN_EXTERN)
 #undef KFACTOR_SDDMM_PLAN_EXTERN

@@ -11,7 +11,8 @@
 /// shuffles, V - 1 in all for V dot products, where reducing each product
 /// apart costs V log2(V). Lane l writes output l, so the writes are
 /// coalesced. The staged row X_r is loaded once per batch when the batch lies
-/// in one row (the common case on long rows), per slot otherwise: reloading
+/// in one row (the common case on long rows; the plan marks those batches,
+/// sddmm_one_row_bit), per slot otherwise: reloading
 /// it only where the row changes (a predicated load) serialised the slots'
 /// loads and cost up to 35% on M2 (H100, 2026-11-24).
 ///
@@ -68,6 +69,11 @@ struct SddmmL2Policy {
 /// not to be kept in L2.
 inline constexpr ordinal_t sddmm_cold_bit = std::numeric_limits<ordinal_t>::min();
 
+/// Staged rows of the layout carry this bit in every position of a batch
+/// whose positions all lie in one row.
+inline constexpr ordinal_t sddmm_one_row_bit = std::numeric_limits<ordinal_t>::min();
+
+
 /// *p, read-only, with the L2 eviction policy `policy` (SddmmL2Policy).
 template <class Pack>
 KOKKOS_FORCEINLINE_FUNCTION Pack sddmm_load_hinted(const Pack* p, std::uint64_t policy) {
@@ -82,6 +88,18 @@ KOKKOS_FORCEINLINE_FUNCTION Pack sddmm_load_hinted(const Pack* p, std::uint64_t 
 #else
   (void)policy;
   return *p;
+#endif
+}
+
+/// Whether `p` holds in any lane of the caller's warp (devices; every lane
+/// of the warp must call it); `p` itself on a host.
+KOKKOS_FORCEINLINE_FUNCTION bool warp_any(bool p) {
+#if defined(__CUDA_ARCH__)
+  return __any_sync(0xffffffffu, p);
+#elif defined(__HIP_DEVICE_COMPILE__)
+  return __any(p);
+#else
+  return p;
 #endif
 }
 
@@ -102,6 +120,8 @@ constexpr int sddmm_nz_lanes(int packs) { return packs <= 4 ? 4 : packs > 64 ? 3
 
 /// out(dst(e)) = (scaled ? values(dst(e)) : 1) * <X_rows(e), Y_cols(e)> for
 /// every layout position e < rows.extent(0); dst(e) = e unless `Permuted`.
+/// rows carries sddmm_one_row_bit in the positions of every batch of V
+/// positions that lie in one row (mark_one_row_batches), and only there.
 /// Requires K % (16 / sizeof(TI)) == 0 and 16-byte aligned rows of X and Y.
 /// MinTeams: teams of 256 threads per multiprocessor that the register use
 /// must allow (LaunchBounds): 2 caps registers at 128, 3 at 80. Guarded: K's
@@ -134,7 +154,8 @@ void sddmm_nzsplit_kernel(const ExecutionSpace& exec, Kokkos::View<const ordinal
         "kfactor::sddmm_nzsplit_host", Kokkos::RangePolicy<ExecutionSpace>(exec, 0, npos), KOKKOS_LAMBDA(std::int64_t e) {
           const TI* const y[1] = {ydata + static_cast<std::size_t>(Hinted ? cols(e) & ~sddmm_cold_bit : cols(e)) * ldy};
           Acc s[1];
-          sddmm_host_dots<Acc, 1, 32>(xdata + static_cast<std::size_t>(rows(e)) * ldx, y, K, s);
+          sddmm_host_dots<Acc, 1, 32>(xdata + static_cast<std::size_t>(rows(e) & ~sddmm_one_row_bit) * ldx, y, K,
+                                      s);
           const offset_t d = Permuted ? dst(e) : e;
           out(d) = scaled ? static_cast<T>(values(d) * static_cast<T>(s[0])) : static_cast<T>(s[0]);
         });
@@ -182,7 +203,10 @@ void sddmm_nzsplit_kernel(const ExecutionSpace& exec, Kokkos::View<const ordinal
               for (int it = 0; it < per_group; ++it) {
                 const std::int64_t e = position(it), ec = clamped(e);
                 const bool valid = e < npos;
-                const ordinal_t r = r_next, c = c_next;
+                // One staged row for the whole batch? The plan marks it in
+                // every position (lanes past the end read the last batch's).
+                const bool same = r_next < 0;
+                const ordinal_t r = r_next & ~sddmm_one_row_bit, c = c_next;
                 // The output position and scale, loaded now to overlap the
                 // dot products.
                 const offset_t d = Permuted ? dst(ec) : ec;
@@ -192,19 +216,27 @@ void sddmm_nzsplit_kernel(const ExecutionSpace& exec, Kokkos::View<const ordinal
                   r_next = rows(en);
                   c_next = cols(en);
                 }
-                ordinal_t rs[held], cs[held];
-                if (!warp_group)
-                  for (int s = 0; s < held; ++s) {
-                    rs[s] = group_shfl(r, s, V);
-                    cs[s] = group_shfl(c, s, V);
-                  }
-                const auto row_of = [&](int s) { return warp_group ? group_shfl(r, s, V) : rs[s]; };
+                // Narrow groups shuffle the rows of a batch of several rows
+                // only when some group of their warp has one. In the
+                // 80-register form with 8-element packs (bf16, fp16) they
+                // read them again instead (L1 hits): held rows spilled 48
+                // bytes there against 20, and took M1 bf16 at K = 128 from
+                // 7398 to 6408 GFLOP/s, while holding them took fp32 at
+                // K = 32 from 3808 to 3878 (H100, 2026-11-24).
+                constexpr bool reread_rows = !warp_group && MinTeams > 2 && Pack::width > 4;
+                ordinal_t rs[reread_rows ? 1 : held] = {}, cs[held];
+                if (!warp_group) {
+                  for (int s = 0; s < held; ++s) cs[s] = group_shfl(c, s, V);
+                  if (!reread_rows && warp_any(!same))
+                    for (int s = 0; s < held; ++s) rs[reread_rows ? 0 : s] = group_shfl(r, s, V);
+                }
+                const std::int64_t batch_first = e - lane;
+                const auto row_of = [&](int s) {
+                  if (warp_group) return group_shfl(r, s, V);
+                  if (reread_rows) return rows(clamped(batch_first + s)) & ~sddmm_one_row_bit;
+                  return rs[reread_rows ? 0 : s];
+                };
                 const auto col_of = [&](int s) { return warp_group ? group_shfl(c, s, V) : cs[s]; };
-                // One staged row for the whole batch? (Rows restart at tile
-                // boundaries, so every slot is compared.)
-                const ordinal_t r0 = group_shfl(r, 0, V);
-                int same = r == r0;
-                for (int h = 1; h < V; h *= 2) same &= group_shfl(same, lane ^ h, V);
                 Acc p[V];
                 for (int s = 0; s < V; ++s) p[s] = Acc(0);
                 // In the 32-lane form every lane runs the same pack
@@ -220,7 +252,7 @@ void sddmm_nzsplit_kernel(const ExecutionSpace& exec, Kokkos::View<const ordinal
                     const bool active = !Guarded || leave_early || q < npacks;
                     Acc xa[Pack::width] = {};
                     if (active) {
-                      const Pack xp = x_pack(r0, q);
+                      const Pack xp = x_pack(r, q);
                       for (int w = 0; w < Pack::width; ++w) xa[w] = sddmm_to_acc<Acc>(xp.v[w]);
                     }
                     // At 128 registers, 4- and 8-lane groups issue the

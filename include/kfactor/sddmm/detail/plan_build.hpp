@@ -60,6 +60,11 @@ struct SddmmHintedCols {
 };
 SddmmHintedCols mark_cold_indices(std::vector<ordinal_t> cols, ordinal_t num_streamed, std::size_t budget);
 
+/// Sets sddmm_one_row_bit on every position of each batch of `batch`
+/// consecutive layout positions (the last batch may be shorter) whose staged
+/// rows are all equal, so the nzsplit kernel needs no shuffles to find out.
+void mark_one_row_batches(std::vector<ordinal_t>& rows, int batch);
+
 SddmmHostLayout build_sddmm_layout(const offset_t* row_map, const ordinal_t* entries, ordinal_t m, ordinal_t n,
                                    offset_t nnz, const SddmmLayoutRequest& req);
 
