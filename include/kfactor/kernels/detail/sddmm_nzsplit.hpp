@@ -107,7 +107,7 @@ KOKKOS_FORCEINLINE_FUNCTION bool warp_any(bool p) {
 struct SddmmNzLaunch {
   int team_size = 8;          ///< lane groups per team
   int batches_per_group = 4;  ///< batches each group runs (the same for all)
-  int min_teams = 2;          ///< resident teams per multiprocessor the registers must allow (2 or 3)
+  int min_teams = 2;          ///< resident teams per multiprocessor the registers must allow (1, 2 or 3)
 };
 
 /// Lanes per group for K of `packs` 16-byte packs: 4 up to 4 packs (bf16 at
@@ -124,7 +124,8 @@ constexpr int sddmm_nz_lanes(int packs) { return packs <= 4 ? 4 : packs > 64 ? 3
 /// positions that lie in one row (mark_one_row_batches), and only there.
 /// Requires K % (16 / sizeof(TI)) == 0 and 16-byte aligned rows of X and Y.
 /// MinTeams: teams of 256 threads per multiprocessor that the register use
-/// must allow (LaunchBounds): 2 caps registers at 128, 3 at 80. Guarded: K's
+/// must allow (LaunchBounds): 1 leaves up to 255 registers, 2 caps them at
+/// 128, 3 at 80. Guarded: K's
 /// packs do not fill every lane in every round (packs % V != 0); the lanes
 /// past K then leave the pack loop (4 or 8 lanes) or skip their loads (32
 /// lanes). Unguarded, the loads are unconditional and the compiler keeps them
@@ -160,8 +161,8 @@ void sddmm_nzsplit_kernel(const ExecutionSpace& exec, Kokkos::View<const ordinal
           out(d) = scaled ? static_cast<T>(values(d) * static_cast<T>(s[0])) : static_cast<T>(s[0]);
         });
   } else {
-    // Unbounded, the 32-lane form took 255 registers to keep all 32 slots'
-    // loads in flight, and one team of 8 warps per multiprocessor.
+    // Unbounded (MinTeams 1), the 32-lane form takes 254 registers to keep
+    // its slots' loads in flight, and one team of 8 warps per multiprocessor.
     using Policy = Kokkos::TeamPolicy<ExecutionSpace, Kokkos::LaunchBounds<256, MinTeams>>;
     using Member = typename Policy::member_type;
     // A 32-lane group is a whole warp and takes the one-row branch as one, so
