@@ -310,13 +310,18 @@ SddmmPlan<ExecutionSpace, T, TI>::SddmmPlan(const ExecutionSpace& exec, const cs
                 : hot_budget > 0 && packs >= 32 && K % W == 0 && esize >= 4 ? 32
                                                                             : detail::sddmm_nz_lanes(packs);
     nz_launch_.team_size = Traits::gpu ? 256 / nz_lanes_ : 1;
-    // Up to 8 batches per group, fewer when that leaves under 4 teams per
-    // resident team slot (small S, e.g. facebook: 86 teams for 132
-    // multiprocessors at 4).
+    // Up to 32 batches per group (16 with 32 lanes), fewer when that leaves
+    // under 4 teams per resident team slot (small S, e.g. facebook: 86 teams
+    // for 132 multiprocessors at 4). On the H100, M1 (the only one of the
+    // peers' matrices large enough to reach the cap) ran at fp32 K = 32 at
+    // 3863 / 4049 / 4191 GFLOP/s with a cap of 8 / 16 / 32, and at bf16
+    // K = 128 at 7392 / 7773 / 7968; its 32-lane form (fp32 K = 512) at
+    // 4054 / 4038 / 3990.
     const std::int64_t batches = (std::int64_t(nnz) + nz_lanes_ - 1) / nz_lanes_;
     const std::int64_t slots = std::max<std::int64_t>(exec.concurrency() / 256, 1) * 4;
     nz_launch_.batches_per_group =
-        static_cast<int>(std::clamp<std::int64_t>(batches / (std::int64_t(nz_launch_.team_size) * slots), 1, 8));
+        static_cast<int>(std::clamp<std::int64_t>(batches / (std::int64_t(nz_launch_.team_size) * slots), 1,
+                                                  nz_lanes_ == 32 ? 16 : 32));
     // 8 (or 4) lanes on long rows (whole batches in one row): three teams per
     // multiprocessor, at 80 registers. On the H100 that took M1 at K = 32
     // from 3331 to 3666 GFLOP/s, but cost M2 (5.6 nonzeros per row, whose
