@@ -73,7 +73,6 @@ inline constexpr ordinal_t sddmm_cold_bit = std::numeric_limits<ordinal_t>::min(
 /// whose positions all lie in one row.
 inline constexpr ordinal_t sddmm_one_row_bit = std::numeric_limits<ordinal_t>::min();
 
-
 /// *p, read-only, with the L2 eviction policy `policy` (SddmmL2Policy).
 template <class Pack>
 KOKKOS_FORCEINLINE_FUNCTION Pack sddmm_load_hinted(const Pack* p, std::uint64_t policy) {
@@ -225,17 +224,17 @@ void sddmm_nzsplit_kernel(const ExecutionSpace& exec, Kokkos::View<const ordinal
                 // 7398 to 6408 GFLOP/s, while holding them took fp32 at
                 // K = 32 from 3808 to 3878 (H100, 2026-11-24).
                 constexpr bool reread_rows = !warp_group && MinTeams > 2 && Pack::width > 4;
-                ordinal_t rs[reread_rows ? 1 : held] = {}, cs[held];
+                ordinal_t rs[held] = {}, cs[held];
                 if (!warp_group) {
                   for (int s = 0; s < held; ++s) cs[s] = group_shfl(c, s, V);
                   if (!reread_rows && warp_any(!same))
-                    for (int s = 0; s < held; ++s) rs[reread_rows ? 0 : s] = group_shfl(r, s, V);
+                    for (int s = 0; s < held; ++s) rs[s] = group_shfl(r, s, V);
                 }
                 const std::int64_t batch_first = e - lane;
                 const auto row_of = [&](int s) {
                   if (warp_group) return group_shfl(r, s, V);
                   if (reread_rows) return rows(clamped(batch_first + s)) & ~sddmm_one_row_bit;
-                  return rs[reread_rows ? 0 : s];
+                  return rs[s];
                 };
                 const auto col_of = [&](int s) { return warp_group ? group_shfl(c, s, V) : cs[s]; };
                 Acc p[V];
