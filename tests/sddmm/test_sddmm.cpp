@@ -606,8 +606,9 @@ TEST(SddmmLayout, MarkColdIndicesKeepsTheMostUsed) {
 }
 
 // nzsplit's one-row batches: every position of a batch (aligned, the last
-// one shorter) carries the bit exactly when all its rows are equal,
-// including equal rows on both sides of a tile boundary.
+// one shorter) carries the bit exactly when all its rows are equal; a batch
+// whose first and last rows agree but whose middle ones differ (rows restart
+// at tile boundaries) carries none.
 TEST(SddmmLayout, MarkOneRowBatchesFlagsExactlyTheOneRowBatches) {
   const ordinal_t one = detail::sddmm_one_row_bit;
   std::vector<ordinal_t> rows = {0, 0, 0, 0, 0, 0, 1, 1, 5, 9, 2, 5, 7, 7, 7, 7, 3, 3};

@@ -334,10 +334,6 @@ SddmmPlan<ExecutionSpace, T, TI>::SddmmPlan(const ExecutionSpace& exec, const cs
     const std::int64_t multiprocessors = std::max<std::int64_t>(exec.concurrency() / 2048, 1);
     const bool one_wave_at_three = teams > 2 * multiprocessors && teams <= 3 * multiprocessors;
     nz_launch_.min_teams = nz_lanes_ <= 8 && (per_staged_row >= 64.0 || one_wave_at_three) ? 3 : 2;
-    // The hinted 32-lane form (set below) runs one team per multiprocessor
-    // at up to 255 registers: on the H100 that took M2 fp32 from 2160 to 2233
-    // GFLOP/s at K = 128 and from 1950 to 2063 at K = 512 (at 128 registers
-    // it spills 92 bytes), while the plain form lost 2% on M1 at K = 512.
     info_.vector_length = nz_lanes_;
     info_.team_size = nz_launch_.team_size;
     info_.items_per_team = nz_launch_.team_size * nz_launch_.batches_per_group;
@@ -380,7 +376,6 @@ SddmmPlan<ExecutionSpace, T, TI>::SddmmPlan(const ExecutionSpace& exec, const cs
                                                          : L.cols,
                                               C, hot_budget);
       info_.hot_rows = static_cast<std::int64_t>(marked.hot);
-      nz_launch_.min_teams = 1;
       hinted_cols_ = detail::upload<memory_space>(marked.cols, "kfactor::sddmm_hinted_cols");
     }
     if (req.sm_l2) {
@@ -498,8 +493,11 @@ void SddmmPlan<ExecutionSpace, T, TI>::apply_nzsplit(const ExecutionSpace& exec,
   };
   auto run = [&](auto lanes, auto min_teams) {
     // Hints only in the 32-lane form on devices (the plan marks no indices
-    // elsewhere), at one team per multiprocessor, so only that form is
-    // compiled with them.
+    // elsewhere), so only that form is compiled with them. It runs one team
+    // per multiprocessor at up to 255 registers: on the H100 that took M2
+    // fp32 from 2160 to 2233 GFLOP/s at K = 128 and from 1950 to 2063 at
+    // K = 512 (at 128 registers it spills 92 bytes), while the plain form
+    // lost 2% on M1 at K = 512, so that one keeps min_teams.
     if constexpr (detail::SddmmTraits<ExecutionSpace>::gpu && decltype(lanes)::value == 32)
       if (hinted) return by_layout(lanes, std::integral_constant<int, 1>{}, yes{});
     by_layout(lanes, min_teams, no{});
