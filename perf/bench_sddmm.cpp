@@ -55,6 +55,11 @@ struct Args {
   std::string dump_dir = "";  ///< --dump-matrices: write each CSR here
   bool mechanisms = true, sweep = true, reference = true, cusparse = true;
   int mech_k = 128;  ///< K of the mechanism on/off runs and the T_j sweep
+  std::vector<int> panels;    ///< --panels: staged rows per panel of the panels kernels to run (0 = its default)
+  std::size_t panel_bytes = 0;  ///< --panel-bytes: SddmmOptions::panel_bytes of those runs
+  offset_t panel_nnz = 0;       ///< --panel-nnz: SddmmOptions::panel_nnz of those runs
+  int panel_lanes = 0;          ///< --panel-lanes: SddmmOptions::vector_length of those runs
+  bool panel_wide = false;      ///< --panel-wide: SddmmOptions::compact_index = false in those runs
   std::vector<double> hints;  ///< --hints: nzsplit L2-hint fractions to run (SddmmOptions::hot_cache_fraction)
   std::vector<std::string> variants;  ///< --variants: run only these (NAME exactly, PREFIX* by prefix)
   bool wanted(const std::string& variant) const {
@@ -92,6 +97,12 @@ Args parse(int argc, char** argv) {
     else if (k == "--dump-matrices") a.dump_dir = val();
     else if (k == "--mech-k") a.mech_k = std::stoi(val());
     else if (k == "--variants") a.variants = bench::split(val());
+    else if (k == "--panels")
+      for (auto& x : bench::split(val())) a.panels.push_back(std::stoi(x));
+    else if (k == "--panel-bytes") a.panel_bytes = std::stoull(val());
+    else if (k == "--panel-nnz") a.panel_nnz = std::stoll(val());
+    else if (k == "--panel-lanes") a.panel_lanes = std::stoi(val());
+    else if (k == "--panel-wide") a.panel_wide = true;
     else if (k == "--hints")
       for (auto& x : bench::split(val())) a.hints.push_back(std::stod(x));
     else if (k == "--no-mechanisms") a.mechanisms = false;
@@ -103,6 +114,9 @@ Args parse(int argc, char** argv) {
                 "            [--scale F] [--bin-dir DIR] [--facebook FILE] [--mech-k 128] [--dump-matrices DIR]\n"
                 "            [--variants kfactor,nzsplit-lanes*,...] (only these; * = prefix)\n"
                 "            [--hints 0.25,0.5] (nzsplit with L2 hints, fractions of the cache kept)\n"
+                "            [--panels 0,64,128] [--panel-bytes B] [--panel-nnz N] [--panel-lanes V]\n"
+                "            [--panel-wide] (panels kernel: rows per panel, scratch, nonzeros per item, lanes,\n"
+                "            wide indices)\n"
                 "            [--no-mechanisms] [--no-sweep] [--no-reference] [--no-cusparse]");
       std::exit(0);
     } else
@@ -217,7 +231,8 @@ void run_plan(const Context& ctx, const CsrMatrix<T, Mem>& S, const DenseMatrix<
                            {"model_tile_cols", in.model_tile_cols}, {"tk", in.tk},
                            {"ti", in.ti},                    {"chunk", in.chunk},
                            {"lanes", in.vector_length},      {"items", in.items},
-                           {"staged_rows", in.staged_rows},  {"hot_rows", in.hot_rows}};
+                           {"staged_rows", in.staged_rows},  {"hot_rows", in.hot_rows},
+                           {"panel_rows", in.panel_rows},    {"blocks", in.blocks}};
     emit<T, TI>(ctx, S, K, variant, prec, t, in.build_seconds, info, td);
   } catch (const Error& e) {
     std::fprintf(stderr, "%s K=%d %s: skipped (%s)\n", ctx.matrix.c_str(), K, variant.c_str(), e.what());
@@ -310,6 +325,16 @@ void run_precision(const Context& ctx, const CsrMatrix<float, Mem>& S, int K, co
       nz.kernel = SddmmKernel::nzsplit;
       nz.vector_length = lanes;
       run_plan<float, TI>(ctx, S, A, B, K, "nzsplit-lanes" + std::to_string(lanes), prec, nz);
+    }
+    for (int rows : a.panels) {
+      SddmmOptions o;
+      o.kernel = SddmmKernel::panels;
+      o.panel_rows = rows;
+      o.panel_bytes = a.panel_bytes;
+      o.panel_nnz = a.panel_nnz;
+      o.vector_length = a.panel_lanes;
+      o.compact_index = !a.panel_wide;
+      run_plan<float, TI>(ctx, S, A, B, K, "panels" + (rows ? std::to_string(rows) : std::string()), prec, o);
     }
     for (double f : a.hints)
       for (int lanes : {0, 4}) {

@@ -50,7 +50,7 @@ struct SddmmCliOptions {
   bool check = false;
   std::string kernel = "auto";
   bool no_tiles = false;
-  int tile_cols = 0, tk = 0, chunk = 0, lanes = 0;
+  int tile_cols = 0, tk = 0, chunk = 0, lanes = 0, panel_rows = 0;
   double l2_hints = -1;  ///< SddmmOptions::hot_cache_fraction
   std::string generate = "powerlaw";
   std::int64_t rows = 20000, cols = 10000, nnz = 1000000;
@@ -127,6 +127,7 @@ SddmmOptions plan_options(const SddmmCliOptions& o) {
   opt.tk = o.tk;
   opt.chunk = o.chunk;
   opt.vector_length = o.lanes;
+  opt.panel_rows = o.panel_rows;
   opt.hot_cache_fraction = o.l2_hints;
   opt.check_inputs = false;  // inputs are generated; keep the timing to the kernel
   opt.validate();
@@ -398,12 +399,13 @@ const Registrar sddmm_command{Command{
       cmd.add_flag("--autotune", o->autotune, "search around the model's configuration first");
       cmd.add_option("--tune-cache", o->tune_cache, "autotune cache file (appended)");
       cmd.add_flag("--check", o->check, "compare with the reference kernel");
-      cmd.add_option("--kernel", o->kernel, "auto|reference|rowsplit|nzsplit|sm_l2|sm_sm")->capture_default_str();
+      cmd.add_option("--kernel", o->kernel, "auto|reference|rowsplit|nzsplit|sm_l2|sm_sm|panels")->capture_default_str();
       cmd.add_flag("--no-tiles", o->no_tiles, "no column tiles");
       cmd.add_option("--tile-cols", o->tile_cols, "column-tile width T_j (0: model)");
       cmd.add_option("--tk", o->tk, "SM-L2 K-slice (multiple of 32; 0: auto)");
       cmd.add_option("--chunk", o->chunk, "row-split items' max nonzeros (0: auto)");
       cmd.add_option("--lanes", o->lanes, "vector lanes per item (0: auto)");
+      cmd.add_option("--panel-rows", o->panel_rows, "panels: staged rows per panel (0: as many as 32 KB hold, <= 256)");
       cmd.add_option("--l2-hints", o->l2_hints,
                      "nzsplit, 32 lanes, CUDA: fraction of L2 kept for the most used streamed rows "
                      "(0: plain loads; -1: 0.5 when one tile exceeds twice the cache)")

@@ -14,6 +14,7 @@ const char* to_string(SddmmKernel k) {
     case SddmmKernel::nzsplit: return "nzsplit";
     case SddmmKernel::sm_l2: return "sm_l2";
     case SddmmKernel::sm_sm: return "sm_sm";
+    case SddmmKernel::panels: return "panels";
   }
   return "unknown";
 }
@@ -29,9 +30,9 @@ const char* to_string(SddmmStaged s) {
 
 SddmmKernel parse_sddmm_kernel(const std::string& name) {
   for (auto k : {SddmmKernel::automatic, SddmmKernel::reference, SddmmKernel::rowsplit, SddmmKernel::nzsplit,
-                 SddmmKernel::sm_l2, SddmmKernel::sm_sm})
+                 SddmmKernel::sm_l2, SddmmKernel::sm_sm, SddmmKernel::panels})
     if (name == to_string(k)) return k;
-  throw UsageError("sddmm: unknown kernel '" + name + "' (auto|reference|rowsplit|nzsplit|sm_l2|sm_sm)");
+  throw UsageError("sddmm: unknown kernel '" + name + "' (auto|reference|rowsplit|nzsplit|sm_l2|sm_sm|panels)");
 }
 
 void SddmmOptions::validate() const {
@@ -45,6 +46,8 @@ void SddmmOptions::validate() const {
   if (vector_length < 0 || (vector_length & (vector_length - 1)) != 0)
     throw UsageError("sddmm: vector_length must be 0 or a power of two, got " + std::to_string(vector_length));
   if (team_size < 0) throw UsageError("sddmm: team_size must be >= 0");
+  if (panel_rows < 0 || panel_rows > 256) throw UsageError("sddmm: panel_rows must be in [0, 256]");
+  if (panel_nnz < 0) throw UsageError("sddmm: panel_nnz must be >= 0");
   if (!(hot_cache_fraction == -1 || (hot_cache_fraction >= 0 && hot_cache_fraction <= 1)))
     throw UsageError("sddmm: hot_cache_fraction must be -1 (automatic) or in [0, 1]");
 }

@@ -3,7 +3,10 @@
 #include <kfactor/sddmm/detail/plan_build.hpp>
 #include <kfactor/sddmm/options.hpp>
 
+#include <Kokkos_Core.hpp>
+
 #include <algorithm>
+#include <cstdint>
 #include <numeric>
 #include <string>
 #include <utility>
@@ -64,6 +67,71 @@ struct Segment {
   offset_t begin;
   offset_t len;
 };
+
+/// The panel layout (see plan_build.hpp) of tiles whose nonzeros are laid
+/// out row by row in `segs` (L.cols and L.dst filled in that order).
+void build_panels(SddmmHostLayout& L, std::vector<std::vector<Segment>>& segs, ordinal_t panel_rows,
+                  offset_t panel_nnz) {
+  struct Panel {
+    std::size_t tile, first, count;  // segments [first, first + count) of segs[tile]
+    ordinal_t active_begin;
+    offset_t begin, end;
+  };
+  const auto ntiles = segs.size();
+  const auto P = static_cast<std::size_t>(panel_rows);
+  std::vector<Panel> panels;
+  L.tile_active_offsets.assign(ntiles + 1, 0);
+  for (std::size_t t = 0; t < ntiles; ++t) {
+    auto& tile = segs[t];
+    std::stable_sort(tile.begin(), tile.end(), [](const Segment& a, const Segment& b) { return a.len > b.len; });
+    offset_t pos = L.tile_offsets[t];
+    for (std::size_t a = 0; a < tile.size(); a += P) {
+      Panel p{t, a, std::min(P, tile.size() - a), static_cast<ordinal_t>(L.active_rows.size()), pos, pos};
+      for (std::size_t q = a; q < a + p.count; ++q) {
+        L.active_rows.push_back(tile[q].row);
+        p.end += tile[q].len;
+      }
+      pos = p.end;
+      panels.push_back(p);
+    }
+    L.tile_active_offsets[t + 1] = static_cast<offset_t>(L.active_rows.size());
+  }
+  const std::size_t nnz = L.cols.size();
+  std::vector<ordinal_t> cols(nnz), lrow(nnz);
+  std::vector<offset_t> dst(nnz);
+  using Host = Kokkos::DefaultHostExecutionSpace;
+  Kokkos::parallel_for(
+      "kfactor::sddmm_panel_layout", Kokkos::RangePolicy<Host, Kokkos::Schedule<Kokkos::Dynamic>>(0, panels.size()),
+      [&](std::size_t i) {
+        const Panel& p = panels[i];
+        // (streamed index, position in the panel's row-by-row order): rows
+        // ascend within one index because the panel's segments are in order.
+        std::vector<std::pair<std::uint64_t, std::size_t>> keys;
+        keys.reserve(static_cast<std::size_t>(p.end - p.begin));
+        for (std::size_t q = 0; q < p.count; ++q) {
+          const Segment& sg = segs[p.tile][p.first + q];
+          for (offset_t e = sg.begin; e < sg.begin + sg.len; ++e)
+            keys.emplace_back((std::uint64_t(static_cast<std::uint32_t>(L.cols[e])) << 32) | keys.size(),
+                              (static_cast<std::size_t>(e) << 8) | q);
+        }
+        std::sort(keys.begin(), keys.end());
+        for (std::size_t k = 0; k < keys.size(); ++k) {
+          const auto e = static_cast<std::size_t>(keys[k].second >> 8);
+          const auto to = static_cast<std::size_t>(p.begin) + k;
+          cols[to] = L.cols[e];
+          dst[to] = L.dst[e];
+          lrow[to] = p.active_begin + static_cast<ordinal_t>(keys[k].second & 0xff);
+        }
+      });
+  Host().fence();
+  L.cols = std::move(cols);
+  L.dst = std::move(dst);
+  L.lrow = std::move(lrow);
+  const offset_t chunk = std::max<offset_t>(panel_nnz, 1);
+  for (const Panel& p : panels)
+    for (offset_t b = p.begin; b < p.end; b += chunk)
+      L.blocks.push_back(SddmmBlock{b, std::min(b + chunk, p.end), p.active_begin, static_cast<ordinal_t>(p.count)});
+}
 }  // namespace
 
 SddmmHostLayout build_sddmm_layout(const offset_t* row_map, const ordinal_t* entries, ordinal_t m, ordinal_t n,
@@ -105,7 +173,8 @@ SddmmHostLayout build_sddmm_layout(const offset_t* row_map, const ordinal_t* ent
   // or not (a row's nonzeros within one tile are contiguous in S, since its
   // columns are sorted): no copy, no indirection. nzsplit walks the layout
   // position by position, so it is S's CSR only when there is one tile.
-  L.identity = !tr && !req.sm_l2 && !(req.nzsplit && L.ntiles > 1);
+  const bool panels = req.panel_rows > 0;
+  L.identity = !tr && !req.sm_l2 && !panels && !(req.nzsplit && L.ntiles > 1);
   L.tile_offsets.assign(ntiles + 1, 0);
   for (offset_t e = 0; e < nnz; ++e) ++L.tile_offsets[static_cast<std::size_t>(oidx[e] / tj) + 1];
   for (std::size_t t = 0; t < ntiles; ++t) L.tile_offsets[t + 1] += L.tile_offsets[t];
@@ -137,6 +206,11 @@ SddmmHostLayout build_sddmm_layout(const offset_t* row_map, const ordinal_t* ent
       if (req.nzsplit) std::fill_n(L.rows.begin() + static_cast<std::ptrdiff_t>(begin), e2 - e, r);
       e = e2;
     }
+  }
+
+  if (panels) {
+    if (req.panel_rows > 256) throw UsageError("sddmm: panels hold at most 256 staged rows");
+    build_panels(L, segs, req.panel_rows, req.panel_nnz);
   }
 
   if (req.rowsplit) {

@@ -7,8 +7,12 @@
 #include <kfactor/sddmm/detail/plan_build.hpp>
 #include <kfactor/sddmm/generate.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <functional>
+#include <map>
+#include <numeric>
+#include <tuple>
 #include <typeinfo>
 
 namespace {
@@ -97,6 +101,23 @@ std::vector<std::pair<std::string, SddmmOptions>> configurations() {
     o.active_rows = false;
     o.staged = SddmmStaged::b;
     o.tile_cols = 13;
+  });
+  add("panels", [](SddmmOptions& o) { o.kernel = SddmmKernel::panels; });
+  add("panels3-tiles7-nnz5", [](SddmmOptions& o) {  // small panels, cut into blocks of 5 nonzeros
+    o.kernel = SddmmKernel::panels;
+    o.panel_rows = 3;
+    o.tile_cols = 7;
+    o.panel_nnz = 5;
+  });
+  add("panels-stageB-lanes32", [](SddmmOptions& o) {
+    o.kernel = SddmmKernel::panels;
+    o.staged = SddmmStaged::b;
+    o.tile_cols = 11;
+    o.vector_length = 32;
+  });
+  add("panels-wide-index", [](SddmmOptions& o) {  // devices: the form for > 2^24 streamed rows
+    o.kernel = SddmmKernel::panels;
+    o.compact_index = false;
   });
   add("sm_sm-t5", [](SddmmOptions& o) {
     o.kernel = SddmmKernel::sm_sm;
@@ -609,6 +630,98 @@ TEST(SddmmLayout, MarkColdIndicesKeepsTheMostUsed) {
 // one shorter) carries the bit exactly when all its rows are equal; a batch
 // whose first and last rows agree but whose middle ones differ (rows restart
 // at tile boundaries) carries none.
+// The panel layout: each tile's active rows by nonzero count (most first,
+// ties by row), panels of P of them, each panel's nonzeros by streamed index
+// and then row, blocks of at most panel_nnz within one panel; the layout is a
+// permutation of S's nonzeros (rows, cols and dst agree with S at dst).
+TEST(SddmmLayout, PanelLayoutOrdersRowsByCountAndPanelsByStreamedIndex) {
+  const auto coo = random_sddmm_pattern(90, 70, 9.0, 17);  // row-major
+  const ordinal_t m = 90, n = 70, P = 4;
+  const auto nnz = static_cast<offset_t>(coo.rows.size());
+  std::vector<offset_t> row_map(m + 1, 0);
+  for (auto i : coo.rows) ++row_map[i + 1];
+  std::partial_sum(row_map.begin(), row_map.end(), row_map.begin());
+  std::vector<ordinal_t> entries(coo.cols.begin(), coo.cols.end());
+  for (bool transposed : {false, true})
+    for (ordinal_t tile_cols : {ordinal_t(25), ordinal_t(1000)}) {
+      detail::SddmmLayoutRequest req;
+      req.transposed = transposed;
+      req.tile_cols = tile_cols;
+      req.rowsplit = false;
+      req.panel_rows = P;
+      req.panel_nnz = 7;
+      const auto L = detail::build_sddmm_layout(row_map.data(), entries.data(), m, n, nnz, req);
+      ASSERT_FALSE(L.identity);
+      ASSERT_EQ(L.lrow.size(), std::size_t(nnz));
+      std::vector<int> seen(static_cast<std::size_t>(nnz), 0);
+      for (std::int64_t t = 0; t < L.ntiles; ++t) {
+        const auto a0 = static_cast<std::size_t>(L.tile_active_offsets[t]);
+        const auto a1 = static_cast<std::size_t>(L.tile_active_offsets[t + 1]);
+        std::map<ordinal_t, offset_t> count;  // nonzeros of each staged row in the tile
+        for (offset_t e = L.tile_offsets[t]; e < L.tile_offsets[t + 1]; ++e) ++count[L.active_rows[L.lrow[e]]];
+        ASSERT_EQ(count.size(), a1 - a0) << "active rows = rows with nonzeros in the tile";
+        for (std::size_t a = a0 + 1; a < a1; ++a) {
+          const ordinal_t r0 = L.active_rows[a - 1], r1 = L.active_rows[a];
+          EXPECT_TRUE(count[r0] > count[r1] || (count[r0] == count[r1] && r0 < r1)) << a;
+        }
+        for (offset_t e = L.tile_offsets[t]; e < L.tile_offsets[t + 1]; ++e) {
+          const offset_t d = L.dst[e];
+          ASSERT_TRUE(d >= 0 && d < nnz);
+          ++seen[d];
+          const auto a = static_cast<std::size_t>(L.lrow[e]);
+          ASSERT_TRUE(a >= a0 && a < a1) << e;
+          const ordinal_t i = static_cast<ordinal_t>(std::upper_bound(row_map.begin(), row_map.end(), d) -
+                                                     row_map.begin() - 1);
+          EXPECT_EQ(transposed ? L.cols[e] : L.active_rows[a], i) << e;
+          EXPECT_EQ(transposed ? L.active_rows[a] : L.cols[e], entries[d]) << e;
+          EXPECT_EQ(L.cols[e] / tile_cols, t) << e;
+          if (e > L.tile_offsets[t]) {  // (panel, streamed index, row) ascends
+            const auto b = static_cast<std::size_t>(L.lrow[e - 1]);
+            EXPECT_LT(std::make_tuple((b - a0) / P, L.cols[e - 1], b), std::make_tuple((a - a0) / P, L.cols[e], a))
+                << e;
+          }
+        }
+      }
+      EXPECT_EQ(std::count(seen.begin(), seen.end(), 1), nnz);
+      // Blocks: consecutive, cover the layout, at most 7 nonzeros, within one panel.
+      offset_t next = 0;
+      for (const auto& blk : L.blocks) {
+        EXPECT_EQ(blk.begin, next);
+        EXPECT_GT(blk.end, blk.begin);
+        EXPECT_LE(blk.end - blk.begin, 7);
+        EXPECT_LE(blk.nrows, P);
+        for (offset_t e = blk.begin; e < blk.end; ++e)
+          EXPECT_TRUE(L.lrow[e] >= blk.active_begin && L.lrow[e] < blk.active_begin + blk.nrows) << e;
+        next = blk.end;
+      }
+      EXPECT_EQ(next, nnz);
+    }
+}
+
+// Automatic plans take panels on long rows with 32 to 64 packs of K (GPUs),
+// nzsplit on short rows; CPUs take rowsplit.
+TEST(SddmmLayout, AutomaticPlanTakesPanelsOnLongRows) {
+  using Space = Kokkos::DefaultExecutionSpace;
+  const Space exec;
+  for (const double avg : {100.0, 8.0}) {  // M = N (A staged)
+    const auto S = random_sddmm_csr<float>(exec, 5000, 5000, avg, 5);
+    const double per_row = double(S.nnz()) / 5000;
+    ASSERT_TRUE(avg > 50 ? per_row > 64 : per_row < 64) << per_row;
+    ASSERT_LT(per_row / 5000, 0.05) << "denser than SM-SM's threshold";
+    for (const int K : {32, 128}) {
+      SddmmPlan<Space, float> plan(exec, S, K);
+      const auto k = plan.info().kernel;
+      EXPECT_FALSE(plan.info().transposed);
+      if (!detail::SddmmTraits<Space>::gpu)
+        EXPECT_EQ(k, SddmmKernel::rowsplit);
+      else if (per_row > 64 && K == 128)
+        EXPECT_EQ(k, SddmmKernel::panels) << per_row;
+      else
+        EXPECT_EQ(k, SddmmKernel::nzsplit) << per_row << " K=" << K;
+    }
+  }
+}
+
 TEST(SddmmLayout, MarkOneRowBatchesFlagsExactlyTheOneRowBatches) {
   const ordinal_t one = detail::sddmm_one_row_bit;
   std::vector<ordinal_t> rows = {0, 0, 0, 0, 0, 0, 1, 1, 5, 9, 2, 5, 7, 7, 7, 7, 3, 3};

@@ -205,6 +205,12 @@ TEST(SddmmModel, OptionsValidate) {
   EXPECT_NO_THROW(o.validate());
   EXPECT_EQ(parse_sddmm_kernel("sm_l2"), SddmmKernel::sm_l2);
   EXPECT_EQ(parse_sddmm_kernel("nzsplit"), SddmmKernel::nzsplit);
+  EXPECT_EQ(parse_sddmm_kernel("panels"), SddmmKernel::panels);
+  for (int rows : {-1, 257}) {
+    o = {};
+    o.panel_rows = rows;
+    EXPECT_THROW(o.validate(), UsageError) << rows;
+  }
   EXPECT_THROW(parse_sddmm_kernel("fast"), UsageError);
 }
 

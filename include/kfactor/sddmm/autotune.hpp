@@ -167,6 +167,11 @@ SddmmTuneResult sddmm_autotune(const ExecutionSpace& exec, const CsrMatrix<T, ty
         trial("nzsplit " + std::to_string(lanes) + " lanes", l);
       }
     }
+    o = fixed;
+    o.kernel = SddmmKernel::panels;
+    trial("panels", o);
+    o.column_tiles = false;
+    trial("panels no tiles", o);
   }
   // 6. The paper's SM-L2 over T_k in multiples of 32.
   for (int tk = 32; tk <= std::max(32, std::min(K, 256)); tk *= 2) {

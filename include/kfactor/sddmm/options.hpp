@@ -22,13 +22,16 @@ namespace kfactor {
 
 /// Which kernel a plan runs.
 enum class SddmmKernel {
-  automatic,  ///< sm_sm above the density threshold when it fits, else nzsplit (GPU, K in 16-byte
-              ///< packs) or rowsplit
+  automatic,  ///< sm_sm above the density threshold when it fits, else on GPUs with K in 16-byte
+              ///< packs panels (long rows, 32 to 64 packs of K) or nzsplit, else rowsplit
   reference,  ///< one thread per nonzero (tests, baselines)
   rowsplit,   ///< load-balanced row segments, lanes across K, registers reused (beyond the paper)
   nzsplit,    ///< batches of consecutive nonzeros, one butterfly reduction per batch (beyond the paper)
   sm_l2,      ///< the paper's SM-L2: active rows of the staged matrix in team scratch, K-slices of T_k
   sm_sm,      ///< the paper's SM-SM: both dense tiles in team scratch (dense-ish S)
+  panels,     ///< SM-L2 staging done in batches: panels of active rows (heaviest first) in team
+              ///< scratch, each panel's nonzeros ordered by streamed index, so that a streamed row
+              ///< is read once per panel (beyond the paper; GPU, K in 16-byte packs)
 };
 
 /// Which dense matrix is staged on chip (the other streams through L2).
@@ -40,7 +43,7 @@ enum class SddmmStaged {
 
 const char* to_string(SddmmKernel k);
 const char* to_string(SddmmStaged s);
-/// Parses "auto", "reference", "rowsplit", "nzsplit", "sm_l2", "sm_sm" (UsageError otherwise).
+/// Parses "auto", "reference", "rowsplit", "nzsplit", "sm_l2", "sm_sm", "panels" (UsageError otherwise).
 SddmmKernel parse_sddmm_kernel(const std::string& name);
 
 /// Every mechanism of the paper can be switched, so that its effect can be
@@ -83,6 +86,13 @@ struct SddmmOptions {
                                   ///< 0 = plain loads; -1 = 0.5 when one tile of the streamed matrix
                                   ///< exceeds twice the cache (automatic plans then run 32 lanes from 32
                                   ///< packs of K for 4- and 8-byte inputs), else 0
+
+  // --- panels ------------------------------------------------------------------
+  int panel_rows = 0;            ///< staged rows per panel; 0 = as many as panel_bytes holds, <= 256
+  std::size_t panel_bytes = 0;   ///< team scratch for a panel's staged rows; 0 = 32 KB (at most the device's)
+  offset_t panel_nnz = 0;        ///< max nonzeros per work item (longer panels are cut); 0 = 32768
+  bool compact_index = true;     ///< devices: 4 bytes of indices per nonzero instead of 16 where the
+                                 ///< streamed indices fit 24 bits and nnz 32 (false: tests of the wide form)
 
   // --- checks ----------------------------------------------------------------
   bool check_inputs = true;      ///< apply() rejects NaN/Inf in A and B (one pass over each)

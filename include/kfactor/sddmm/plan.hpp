@@ -21,6 +21,13 @@
 ///     orientation the items index S's CSR itself (no copy, no indirection);
 ///     the transposed one (stage B) uses a permuted copy of the pattern.
 ///   - sm_l2: the paper's Alg. 4/5 (active rows in team scratch, K-slices).
+///   - panels: the panel layout (plan_build.hpp) run by sddmm_panels_kernel
+///     (kernels/detail/sddmm_panels.hpp): panels of active rows in team
+///     scratch, their nonzeros in nzsplit's batches by streamed index. The
+///     layout keeps 8 bytes per nonzero on devices (streamed index and row
+///     within the panel packed in 4, S's position in 4) where they fit, 16
+///     otherwise. With K not in 16-byte packs or unaligned A or B it runs
+///     the reference kernel.
 ///   - sm_sm: the paper's §IV-B for dense-ish S.
 ///   - reference: one thread per nonzero.
 ///
@@ -38,6 +45,7 @@
 #include <kfactor/core/matrix.hpp>
 #include <kfactor/core/spaces.hpp>
 #include <kfactor/kernels/detail/sddmm_nzsplit.hpp>
+#include <kfactor/kernels/detail/sddmm_panels.hpp>
 #include <kfactor/kernels/sddmm.hpp>
 #include <kfactor/sddmm/detail/plan_build.hpp>
 #include <kfactor/sddmm/options.hpp>
@@ -60,6 +68,8 @@ struct SddmmPlanInfo {
   ordinal_t tile_cols = 0;       ///< T_j used (== streamed rows: no tiling)
   std::int64_t tiles = 1;
   int tk = 0, ti = 0;            ///< SM-L2 K-slice and rows per block
+  int panel_rows = 0;            ///< panels: staged rows per panel
+  bool compact_index = false;    ///< panels: 32-bit packed indices (SddmmPanelIndex)
   int smsm_tile = 0;             ///< SM-SM T_i = T_j
   int chunk = 0, vector_length = 1, team_size = 1, items_per_team = 1;
   std::int64_t hot_rows = -1;    ///< nzsplit with L2 hints: streamed indices kept in L2 (-1: no hints)
@@ -111,6 +121,15 @@ class SddmmPlan {
  private:
   void apply_nzsplit(const ExecutionSpace& exec, const input_view& X, const input_view& Y, const output_view& out,
                      bool scaled) const;
+  void apply_panels(const ExecutionSpace& exec, const input_view& X, const input_view& Y, const output_view& out,
+                    bool scaled) const;
+  /// K in 16-byte packs and X, Y with 16-byte aligned rows (the vector kernels' requirement).
+  bool packed_and_aligned(const input_view& X, const input_view& Y) const {
+    auto aligned = [](const input_view& V) {
+      return reinterpret_cast<std::uintptr_t>(V.data()) % 16 == 0 && (V.stride(0) * sizeof(TI)) % 16 == 0;
+    };
+    return k_ % detail::SddmmPack<TI>::width == 0 && aligned(X) && aligned(Y);
+  }
 
   csr_type S_;
   int k_ = 0;
@@ -128,6 +147,8 @@ class SddmmPlan {
   Kokkos::View<ordinal_t*, memory_space> active_rows_;
   Kokkos::View<ordinal_t*, memory_space> lrow_;
   std::vector<offset_t> tile_active_offsets_;
+  Kokkos::View<std::uint32_t*, memory_space> panel_packed_;  ///< panels, compact: streamed index << 8 | panel row
+  Kokkos::View<std::uint32_t*, memory_space> panel_dst32_;   ///< panels, compact: S position
 };
 
 namespace detail {
@@ -213,11 +234,10 @@ SddmmPlan<ExecutionSpace, T, TI>::SddmmPlan(const ExecutionSpace& exec, const cs
   if (kernel == SddmmKernel::sm_sm && !smsm_fits)
     throw UsageError("sddmm: SM-SM needs (T_i + T_j) K sizeof <= scratch: K = " + std::to_string(K) +
                      ", scratch " + std::to_string(info_.scratch_bytes) + " bytes");
-  info_.kernel = kernel;
 
   // Staged matrix (eq. 4) and column tiles (eq. 6).
-  const bool nzsplit = kernel == SddmmKernel::nzsplit;
-  const bool tiled_kernel = kernel == SddmmKernel::rowsplit || nzsplit || kernel == SddmmKernel::sm_l2;
+  const bool tiled_kernel = kernel == SddmmKernel::rowsplit || kernel == SddmmKernel::nzsplit ||
+                            kernel == SddmmKernel::panels || kernel == SddmmKernel::sm_l2;
   // Eq. 4 saves K (N - M) words by staging B when N > M; the transposed
   // layout costs about 2 words per nonzero (its output/value positions), so
   // automatic staging takes B only when the saving exceeds that.
@@ -227,6 +247,21 @@ SddmmPlan<ExecutionSpace, T, TI>::SddmmPlan(const ExecutionSpace& exec, const cs
                                                                                : options.staged == SddmmStaged::b);
   const ordinal_t C = info_.transposed ? m : n;
   const double per_staged_row = double(nnz) / double(std::max<ordinal_t>(info_.transposed ? n : m, 1));
+  // Automatic plans take panels over nzsplit on long rows (64 or more per
+  // staged row) when each of nzsplit's 8 lanes holds 4 to 8 packs of K (fp32
+  // K = 128 to 256, bf16 256 to 512). On the H100 (2026-11-24, kernel time)
+  // M1 (230 per row) ran at fp32 K = 128 at 5046 GFLOP/s against 4348, and
+  // bf16 K = 512 at 8258 against 6855. With fewer packs per lane the panel
+  // order's per-nonzero work outweighs the L2 traffic it saves (fp32 K = 32:
+  // 1951 against 4202; bf16 K = 128: 6492 against 7963); 32 lanes (fp32
+  // K = 512) lost too (3423 against 4023), and M2's short rows (5.6 per
+  // row) leave panels little to share (1494 against 2234 at fp32 K = 128).
+  if (options.kernel == SddmmKernel::automatic && kernel == SddmmKernel::nzsplit && per_staged_row >= 64.0 &&
+      K / W >= 32 && K / W <= 64 && options.vector_length == 0)
+    kernel = SddmmKernel::panels;
+  info_.kernel = kernel;
+  const bool nzsplit = kernel == SddmmKernel::nzsplit;
+  const bool panels = kernel == SddmmKernel::panels;
   const double l2_elems = double(info_.cache_bytes) / double(esize);
   info_.model_tile_cols = model_tile_cols_raw(l2_elems, info_.density, options.model_c);
   std::int64_t tj = std::max<ordinal_t>(C, 1);
@@ -243,7 +278,7 @@ SddmmPlan<ExecutionSpace, T, TI>::SddmmPlan(const ExecutionSpace& exec, const cs
           tj = std::max<std::int64_t>(down > 0 ? down : cap, 1);
         }
       }
-      if (nzsplit) {
+      if (nzsplit || panels) {
         // nzsplit tiles only to keep the streamed matrix within the cache,
         // and only when a staged row keeps at least a batch (32) of nonzeros
         // per tile: on the H100 the density model's tiles cost 22% at M1,
@@ -253,6 +288,12 @@ SddmmPlan<ExecutionSpace, T, TI>::SddmmPlan(const ExecutionSpace& exec, const cs
         const auto streamed = double(C) * double(K) * double(esize);
         const double per_row_tile = per_staged_row / double(tile_count(C, tj));
         if (streamed <= double(info_.cache_bytes) || per_row_tile < 32.0) tj = C;
+        // A panel reads a streamed row once for all its staged rows, so
+        // panels keep less of the streamed matrix in L2 and lose more to the
+        // panels re-staged per tile: untiled, M1 (B 1.0x and 2.0x the L2) ran
+        // fp32 K = 128 at 4882 GFLOP/s against 4678 with 3 tiles, bf16 K = 512
+        // at 8129 against 7908 with 3 (H100). They tile from 4x the cache on.
+        if (panels && streamed <= 4.0 * double(info_.cache_bytes)) tj = C;
       }
     }
     tj = std::clamp<std::int64_t>(tj, 1, std::max<ordinal_t>(C, 1));
@@ -298,6 +339,27 @@ SddmmPlan<ExecutionSpace, T, TI>::SddmmPlan(const ExecutionSpace& exec, const cs
   info_.vector_length = V;
   info_.team_size = launch_.team_size;
   info_.items_per_team = launch_.items_per_team;
+  if (panels) {
+    if (options.vector_length != 0 && options.vector_length != 4 && options.vector_length != 8 &&
+        options.vector_length != 32)
+      throw UsageError("sddmm: panels run 4, 8 or 32 lanes per group, got vector_length " +
+                       std::to_string(options.vector_length));
+    nz_lanes_ = !Traits::gpu ? 1 : options.vector_length ? options.vector_length : detail::sddmm_nz_lanes(packs);
+    // Teams of 256 threads: teams of 128 (four per multiprocessor) ran M1
+    // fp32 at K = 128 at 4635 GFLOP/s against 4879 (H100).
+    nz_launch_.team_size = Traits::gpu ? 256 / nz_lanes_ : 1;
+    const auto max0 = static_cast<std::size_t>(Kokkos::TeamPolicy<ExecutionSpace>::scratch_size_max(0));
+    const std::size_t budget =
+        std::min(options.panel_bytes ? options.panel_bytes : std::size_t(32) << 10, max0 > 512 ? max0 - 256 : max0);
+    const auto fit = static_cast<int>(std::min<std::size_t>(256, budget / std::max<std::size_t>(row_bytes, 1)));
+    info_.panel_rows = options.panel_rows ? options.panel_rows : std::max(fit, 1);
+    if (Traits::gpu && std::size_t(info_.panel_rows) * row_bytes + 256 > max0)
+      throw UsageError("sddmm: a panel of " + std::to_string(info_.panel_rows) + " staged rows of K = " +
+                       std::to_string(K) + " needs " + std::to_string(std::size_t(info_.panel_rows) * row_bytes) +
+                       " bytes of team scratch; the device has " + std::to_string(max0));
+    info_.vector_length = nz_lanes_;
+    info_.team_size = nz_launch_.team_size;
+  }
   if (nzsplit) {
     // nzsplit falls back to rowsplit (launch_, items_) when K is not whole
     // packs or apply() gets unaligned rows.
@@ -348,6 +410,8 @@ SddmmPlan<ExecutionSpace, T, TI>::SddmmPlan(const ExecutionSpace& exec, const cs
   req.sort_items = options.sort_items < 0 ? Traits::gpu : options.sort_items > 0;
   req.sm_l2 = kernel == SddmmKernel::sm_l2;
   req.active_rows = options.active_rows;
+  req.panel_rows = info_.panel_rows;
+  req.panel_nnz = options.panel_nnz ? options.panel_nnz : 32768;
   info_.chunk = req.rowsplit ? req.chunk : 0;
   if (kernel == SddmmKernel::sm_l2) {
     info_.tk = options.tk ? std::min(options.tk, K) : std::min(K, 128);
@@ -362,9 +426,23 @@ SddmmPlan<ExecutionSpace, T, TI>::SddmmPlan(const ExecutionSpace& exec, const cs
   if (tiled_kernel) {
     auto L = detail::build_sddmm_layout(h_rm.data(), h_ent.data(), m, n, nnz, req);
     info_.identity_layout = L.identity;
-    if (!L.identity) {
+    // Panels on a device keep half the index bytes where they fit 32 bits.
+    const bool compact = panels && Traits::gpu && options.compact_index && C <= (ordinal_t(1) << 24) &&
+                         std::uint64_t(nnz) <= 0xffffffffu;
+    info_.compact_index = compact;
+    if (!L.identity && !compact) {
       cols_ = detail::upload<memory_space>(L.cols, "kfactor::sddmm_cols");
       dst_ = detail::upload<memory_space>(L.dst, "kfactor::sddmm_dst");
+    }
+    if (compact) {
+      std::vector<std::uint32_t> packed(L.cols.size()), dst32(L.dst.size());
+      for (const auto& blk : L.blocks)
+        for (offset_t e = blk.begin; e < blk.end; ++e) {
+          packed[e] = std::uint32_t(L.cols[e]) << 8 | std::uint32_t(L.lrow[e] - blk.active_begin);
+          dst32[e] = static_cast<std::uint32_t>(L.dst[e]);
+        }
+      panel_packed_ = detail::upload<memory_space>(packed, "kfactor::sddmm_panel_packed");
+      panel_dst32_ = detail::upload<memory_space>(dst32, "kfactor::sddmm_panel_dst32");
     }
     if (req.rowsplit) items_ = detail::upload<memory_space>(L.items, "kfactor::sddmm_items");
     if (req.nzsplit) {
@@ -378,10 +456,10 @@ SddmmPlan<ExecutionSpace, T, TI>::SddmmPlan(const ExecutionSpace& exec, const cs
       info_.hot_rows = static_cast<std::int64_t>(marked.hot);
       hinted_cols_ = detail::upload<memory_space>(marked.cols, "kfactor::sddmm_hinted_cols");
     }
-    if (req.sm_l2) {
+    if (req.sm_l2 || panels) {
       blocks_ = detail::upload<memory_space>(L.blocks, "kfactor::sddmm_blocks");
       active_rows_ = detail::upload<memory_space>(L.active_rows, "kfactor::sddmm_active_rows");
-      lrow_ = detail::upload<memory_space>(L.lrow, "kfactor::sddmm_lrow");
+      if (!compact) lrow_ = detail::upload<memory_space>(L.lrow, "kfactor::sddmm_lrow");
       tile_active_offsets_ = L.tile_active_offsets;
       info_.staged_rows = static_cast<std::int64_t>(L.active_rows.size());
     }
@@ -433,15 +511,22 @@ void SddmmPlan<ExecutionSpace, T, TI>::apply(const ExecutionSpace& exec, const i
                                                                       launch_);
       return;
     }
+    case SddmmKernel::panels: {
+      const auto& X = info_.transposed ? B : A;
+      const auto& Y = info_.transposed ? A : B;
+      if (!packed_and_aligned(X, Y)) {
+        detail::sddmm_reference_kernel<ExecutionSpace, T, TI, memory_space>(exec, row_map, entries, values, A, B, out,
+                                                                            scaled);
+        return;
+      }
+      apply_panels(exec, X, Y, out, scaled);
+      return;
+    }
     case SddmmKernel::rowsplit:
     case SddmmKernel::nzsplit: {
       const auto& X = info_.transposed ? B : A;
       const auto& Y = info_.transposed ? A : B;
-      constexpr int W = detail::SddmmPack<TI>::width;
-      auto aligned = [](const input_view& V) {
-        return reinterpret_cast<std::uintptr_t>(V.data()) % 16 == 0 && (V.stride(0) * sizeof(TI)) % 16 == 0;
-      };
-      const bool vec = k_ % W == 0 && aligned(X) && aligned(Y);
+      const bool vec = packed_and_aligned(X, Y);
       if (info_.kernel == SddmmKernel::nzsplit && vec) {
         apply_nzsplit(exec, X, Y, out, scaled);
         return;
@@ -517,6 +602,43 @@ void SddmmPlan<ExecutionSpace, T, TI>::apply_nzsplit(const ExecutionSpace& exec,
       run(std::integral_constant<int, 8>{}, two{});
   } else {
     run(std::integral_constant<int, 1>{}, two{});
+  }
+}
+
+template <class ExecutionSpace, class T, class TI>
+void SddmmPlan<ExecutionSpace, T, TI>::apply_panels(const ExecutionSpace& exec, const input_view& X,
+                                                    const input_view& Y, const output_view& out, bool scaled) const {
+  Kokkos::View<const detail::SddmmBlock*, memory_space> blocks = blocks_;
+  Kokkos::View<const ordinal_t*, memory_space> active = active_rows_;
+  const detail::SddmmPanelIndex<memory_space> index{lrow_, cols_, dst_, panel_packed_, panel_dst32_};
+  const bool compact = info_.compact_index;
+  Kokkos::View<const T*, memory_space> values = S_.values;
+  const bool guarded = (k_ / detail::SddmmPack<TI>::width) % nz_lanes_ != 0;
+  auto launch = [&](auto lanes, auto is_guarded) {
+    // Two teams per multiprocessor, up to 128 registers: three (80) spilled
+    // 56 bytes and ran M1 fp32 at K = 128 at 4259 GFLOP/s against 4681
+    // (H100). The 32-lane form runs one, up to 255 (it spilled 236 bytes at
+    // 128).
+    constexpr int lanes_v = decltype(lanes)::value;
+    constexpr int min_teams = lanes_v == 32 ? 1 : 2;
+    constexpr bool guarded_v = decltype(is_guarded)::value;
+    if constexpr (detail::SddmmTraits<ExecutionSpace>::gpu)
+      if (compact)
+        return detail::sddmm_panels_kernel<lanes_v, min_teams, guarded_v, true>(
+            exec, blocks, active, index, values, X, Y, out, scaled, info_.panel_rows, nz_launch_.team_size);
+    detail::sddmm_panels_kernel<lanes_v, min_teams, guarded_v, false>(
+        exec, blocks, active, index, values, X, Y, out, scaled, info_.panel_rows, nz_launch_.team_size);
+  };
+  auto by_guard = [&](auto lanes) {
+    if (guarded) launch(lanes, std::true_type{});
+    else launch(lanes, std::false_type{});
+  };
+  if constexpr (detail::SddmmTraits<ExecutionSpace>::gpu) {
+    if (nz_lanes_ == 32) by_guard(std::integral_constant<int, 32>{});
+    else if (nz_lanes_ == 4) by_guard(std::integral_constant<int, 4>{});
+    else by_guard(std::integral_constant<int, 8>{});
+  } else {
+    launch(std::integral_constant<int, 1>{}, std::false_type{});
   }
 }
 

@@ -49,6 +49,22 @@ KOKKOS_FORCEINLINE_FUNCTION V group_shfl(const V& v, int src, int width) {
   return v;
 }
 
+/// The transposed butterfly: lane `lane` of a group of V holds partial sums
+/// p[0..V) of V slots; afterwards its p[0] holds slot `lane` summed over the
+/// group (after the round of half-width h, entry i of lane l holds slot
+/// i + (l & h) summed over lanes l ^ h). V - 1 shuffles per lane in all.
+template <int V, class Acc>
+KOKKOS_FORCEINLINE_FUNCTION void group_transposed_sum(Acc (&p)[V], int lane) {
+  for (int h = V / 2; h >= 1; h /= 2) {
+    const bool upper = (lane & h) != 0;
+    for (int i = 0; i < h; ++i) {
+      const Acc send = upper ? p[i] : p[i + h];
+      const Acc keep = upper ? p[i + h] : p[i];
+      p[i] = keep + group_shfl(send, lane ^ h, V);
+    }
+  }
+}
+
 /// L2 eviction priorities of the nonzero-split kernel's loads: streamed rows
 /// of hot indices are loaded to stay in L2 (evict_last), the other streamed
 /// rows and the staged rows to leave it first (evict_first). CUDA sm_80 and
@@ -292,16 +308,7 @@ void sddmm_nzsplit_kernel(const ExecutionSpace& exec, Kokkos::View<const ordinal
                     }
                   }
                 }
-                // Transposed butterfly: after the round of half-width h, entry
-                // i of lane l holds slot i + (l & h) summed over lanes l ^ h.
-                for (int h = V / 2; h >= 1; h /= 2) {
-                  const bool upper = (lane & h) != 0;
-                  for (int i = 0; i < h; ++i) {
-                    const Acc send = upper ? p[i] : p[i + h];
-                    const Acc keep = upper ? p[i + h] : p[i];
-                    p[i] = keep + group_shfl(send, lane ^ h, V);
-                  }
-                }
+                group_transposed_sum<V>(p, lane);
                 if (valid) out(d) = scaled ? static_cast<T>(scale * static_cast<T>(p[0])) : static_cast<T>(p[0]);
               }
             });

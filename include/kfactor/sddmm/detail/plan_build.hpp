@@ -8,6 +8,13 @@
 /// nonzeros tile by tile (tiles = contiguous ranges of T_j streamed indices),
 /// rows ascending within a tile, indices ascending within a row; `dst(e)` is
 /// the nonzero's position in S's CSR, where its output and value live.
+///
+/// The *panel layout* (panel_rows > 0) orders each tile's active rows by
+/// their nonzero count in the tile (most first, ties by row), cuts them into
+/// panels of panel_rows rows, and orders each panel's nonzeros by streamed
+/// index, then row. active_rows lists each panel's rows, lrow holds each
+/// nonzero's index into active_rows, and every panel's nonzeros are cut into
+/// blocks of at most panel_nnz (blocks never straddle panels).
 
 #include <kfactor/core/matrix.hpp>
 #include <kfactor/kernels/detail/sddmm_kernels.hpp>
@@ -27,6 +34,8 @@ struct SddmmLayoutRequest {
   bool sm_l2 = false;        ///< build active-row lists, blocks, lrow
   bool active_rows = true;   ///< false: every staged row is "active" in every tile
   int ti = 1;                ///< SM-L2 rows per block
+  ordinal_t panel_rows = 0;  ///< > 0: the panel layout (SddmmKernel::panels) with this many staged rows per panel
+  offset_t panel_nnz = 32768; ///< panels: max nonzeros per block (work item)
 };
 
 struct SddmmHostLayout {
