@@ -498,14 +498,15 @@ void check_reduced_precision(int p_bits) {
   using Mem = typename Space::memory_space;
   const Space exec;
   auto S = random_sddmm_csr<float>(exec, 45, 37, 6, 17);
-  for (int K : {8, 33, 128}) {
+  for (int K : {8, 33, 128, 512}) {  // 512: 8 packs per lane, the panels default's bf16 case
     auto A = random_dense<TI>(exec, S.num_rows(), K, 70);
     auto B = random_dense<TI>(exec, S.num_cols, K, 71);
     auto Af = random_dense<float>(exec, S.num_rows(), K, 70);
     auto Bf = random_dense<float>(exec, S.num_cols, K, 71);
     const auto exact = host_reference(S, A, B, true);
     const auto full = host_reference(S, Af, Bf, true);
-    for (auto kernel : {SddmmKernel::rowsplit, SddmmKernel::nzsplit, SddmmKernel::sm_l2, SddmmKernel::reference}) {
+    for (auto kernel : {SddmmKernel::rowsplit, SddmmKernel::nzsplit, SddmmKernel::sm_l2, SddmmKernel::panels,
+                        SddmmKernel::reference}) {
       SddmmOptions o;
       o.kernel = kernel;
       o.tile_cols = 12;
