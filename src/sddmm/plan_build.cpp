@@ -6,7 +6,6 @@
 #include <Kokkos_Core.hpp>
 
 #include <algorithm>
-#include <cstdint>
 #include <numeric>
 #include <string>
 #include <utility>
@@ -104,23 +103,26 @@ void build_panels(SddmmHostLayout& L, std::vector<std::vector<Segment>>& segs, o
       "kfactor::sddmm_panel_layout", Kokkos::RangePolicy<Host, Kokkos::Schedule<Kokkos::Dynamic>>(0, panels.size()),
       [&](std::size_t i) {
         const Panel& p = panels[i];
-        // (streamed index, position in the panel's row-by-row order): rows
-        // ascend within one index because the panel's segments are in order.
-        std::vector<std::pair<std::uint64_t, std::size_t>> keys;
-        keys.reserve(static_cast<std::size_t>(p.end - p.begin));
+        // The panel's nonzeros row by row (segments in panel order), then
+        // stably by streamed index: rows ascend within one index.
+        struct Entry {
+          ordinal_t col;
+          ordinal_t q;  // row within the panel
+          offset_t e;   // position in the row-by-row layout
+        };
+        std::vector<Entry> entries;
+        entries.reserve(static_cast<std::size_t>(p.end - p.begin));
         for (std::size_t q = 0; q < p.count; ++q) {
           const Segment& sg = segs[p.tile][p.first + q];
           for (offset_t e = sg.begin; e < sg.begin + sg.len; ++e)
-            keys.emplace_back((std::uint64_t(static_cast<std::uint32_t>(L.cols[e])) << 32) | keys.size(),
-                              (static_cast<std::size_t>(e) << 8) | q);
+            entries.push_back({L.cols[e], static_cast<ordinal_t>(q), e});
         }
-        std::sort(keys.begin(), keys.end());
-        for (std::size_t k = 0; k < keys.size(); ++k) {
-          const auto e = static_cast<std::size_t>(keys[k].second >> 8);
+        std::stable_sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) { return a.col < b.col; });
+        for (std::size_t k = 0; k < entries.size(); ++k) {
           const auto to = static_cast<std::size_t>(p.begin) + k;
-          cols[to] = L.cols[e];
-          dst[to] = L.dst[e];
-          lrow[to] = p.active_begin + static_cast<ordinal_t>(keys[k].second & 0xff);
+          cols[to] = entries[k].col;
+          dst[to] = L.dst[entries[k].e];
+          lrow[to] = p.active_begin + entries[k].q;
         }
       });
   Host().fence();

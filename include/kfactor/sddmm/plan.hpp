@@ -340,15 +340,24 @@ SddmmPlan<ExecutionSpace, T, TI>::SddmmPlan(const ExecutionSpace& exec, const cs
   info_.vector_length = V;
   info_.team_size = launch_.team_size;
   info_.items_per_team = launch_.items_per_team;
-  if (panels) {
+  if (nzsplit || panels) {
+    // Lane groups of 4, 8 or 32 in teams of 256 threads (panels: teams of
+    // 128, four per multiprocessor, ran M1 fp32 at K = 128 at 4635 GFLOP/s
+    // against 4879 on the H100). Only nzsplit has the hinted 32-lane form.
     if (options.vector_length != 0 && options.vector_length != 4 && options.vector_length != 8 &&
         options.vector_length != 32)
-      throw UsageError("sddmm: panels run 4, 8 or 32 lanes per group, got vector_length " +
+      throw UsageError(std::string("sddmm: ") + to_string(kernel) + " runs 4, 8 or 32 lanes per group, got vector_length " +
                        std::to_string(options.vector_length));
-    nz_lanes_ = !Traits::gpu ? 1 : options.vector_length ? options.vector_length : detail::sddmm_nz_lanes(packs);
-    // Teams of 256 threads: teams of 128 (four per multiprocessor) ran M1
-    // fp32 at K = 128 at 4635 GFLOP/s against 4879 (H100).
+    const bool hinted_lanes = nzsplit && hot_budget > 0 && packs >= 32 && K % W == 0 && esize >= 4;
+    nz_lanes_ = !Traits::gpu             ? 1
+                : options.vector_length  ? options.vector_length
+                : hinted_lanes           ? 32
+                                         : detail::sddmm_nz_lanes(packs);
     nz_launch_.team_size = Traits::gpu ? 256 / nz_lanes_ : 1;
+    info_.vector_length = nz_lanes_;
+    info_.team_size = nz_launch_.team_size;
+  }
+  if (panels) {
     const auto max0 = static_cast<std::size_t>(Kokkos::TeamPolicy<ExecutionSpace>::scratch_size_max(0));
     const std::size_t budget =
         std::min(options.panel_bytes ? options.panel_bytes : std::size_t(32) << 10, max0 > 512 ? max0 - 256 : max0);
@@ -358,21 +367,10 @@ SddmmPlan<ExecutionSpace, T, TI>::SddmmPlan(const ExecutionSpace& exec, const cs
       throw UsageError("sddmm: a panel of " + std::to_string(info_.panel_rows) + " staged rows of K = " +
                        std::to_string(K) + " needs " + std::to_string(std::size_t(info_.panel_rows) * row_bytes) +
                        " bytes of team scratch; the device has " + std::to_string(max0));
-    info_.vector_length = nz_lanes_;
-    info_.team_size = nz_launch_.team_size;
   }
   if (nzsplit) {
     // nzsplit falls back to rowsplit (launch_, items_) when K is not whole
     // packs or apply() gets unaligned rows.
-    if (options.vector_length != 0 && options.vector_length != 4 && options.vector_length != 8 &&
-        options.vector_length != 32)
-      throw UsageError("sddmm: nzsplit runs 4, 8 or 32 lanes per group, got vector_length " +
-                       std::to_string(options.vector_length));
-    nz_lanes_ = !Traits::gpu             ? 1
-                : options.vector_length  ? options.vector_length
-                : hot_budget > 0 && packs >= 32 && K % W == 0 && esize >= 4 ? 32
-                                                                            : detail::sddmm_nz_lanes(packs);
-    nz_launch_.team_size = Traits::gpu ? 256 / nz_lanes_ : 1;
     // Up to 32 batches per group (16 with 32 lanes), fewer when that leaves
     // under 4 teams per resident team slot (small S, e.g. facebook: 86 teams
     // for 132 multiprocessors at 4). On the H100, M1 (the only one of the
@@ -397,8 +395,6 @@ SddmmPlan<ExecutionSpace, T, TI>::SddmmPlan(const ExecutionSpace& exec, const cs
     const std::int64_t multiprocessors = std::max<std::int64_t>(exec.concurrency() / 2048, 1);
     const bool one_wave_at_three = teams > 2 * multiprocessors && teams <= 3 * multiprocessors;
     nz_launch_.min_teams = nz_lanes_ <= 8 && (per_staged_row >= 64.0 || one_wave_at_three) ? 3 : 2;
-    info_.vector_length = nz_lanes_;
-    info_.team_size = nz_launch_.team_size;
     info_.items_per_team = nz_launch_.team_size * nz_launch_.batches_per_group;
   }
 
