@@ -57,7 +57,7 @@ struct Args {
   int mech_k = 128;  ///< K of the mechanism on/off runs and the T_j sweep
   std::vector<int> panels;    ///< --panels: staged rows per panel of the panels kernels to run (0 = its default)
   std::size_t panel_bytes = 0;  ///< --panel-bytes: SddmmOptions::panel_bytes of those runs
-  offset_t panel_nnz = 0;       ///< --panel-nnz: SddmmOptions::panel_nnz of those runs
+  std::int64_t panel_nnz = 0;   ///< --panel-nnz: SddmmOptions::panel_nnz of those runs
   int panel_lanes = 0;          ///< --panel-lanes: SddmmOptions::vector_length of those runs
   bool panel_wide = false;      ///< --panel-wide: SddmmOptions::compact_index = false in those runs
   std::vector<double> hints;  ///< --hints: nzsplit L2-hint fractions to run (SddmmOptions::hot_cache_fraction)

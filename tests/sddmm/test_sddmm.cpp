@@ -699,6 +699,21 @@ TEST(SddmmLayout, PanelLayoutOrdersRowsByCountAndPanelsByStreamedIndex) {
     }
 }
 
+// A panel that does not fit a team's scratch is refused with a clear error
+// on devices (hosts have no such limit and run it).
+TEST(SddmmLayout, PanelsBeyondTheScratchAreRefused) {
+  using Space = Kokkos::DefaultExecutionSpace;
+  const Space exec;
+  const auto S = random_sddmm_csr<float>(exec, 40, 30, 5, 3);
+  SddmmOptions o;
+  o.kernel = SddmmKernel::panels;
+  o.panel_rows = 256;  // 256 rows of K = 4096 floats: 4 MB
+  if (detail::SddmmTraits<Space>::gpu)
+    EXPECT_THROW((SddmmPlan<Space, float>(exec, S, 4096, o)), UsageError);
+  else
+    EXPECT_NO_THROW((SddmmPlan<Space, float>(exec, S, 4096, o)));
+}
+
 // Automatic plans take panels on long rows with 32 to 64 packs of K (GPUs),
 // nzsplit on short rows; CPUs take rowsplit.
 TEST(SddmmLayout, AutomaticPlanTakesPanelsOnLongRows) {

@@ -211,6 +211,9 @@ TEST(SddmmModel, OptionsValidate) {
     o.panel_rows = rows;
     EXPECT_THROW(o.validate(), UsageError) << rows;
   }
+  o = {};
+  o.panel_nnz = -1;
+  EXPECT_THROW(o.validate(), UsageError);
   EXPECT_THROW(parse_sddmm_kernel("fast"), UsageError);
 }
 

@@ -90,7 +90,7 @@ struct SddmmOptions {
   // --- panels ------------------------------------------------------------------
   int panel_rows = 0;            ///< staged rows per panel; 0 = as many as panel_bytes holds, <= 256
   std::size_t panel_bytes = 0;   ///< team scratch for a panel's staged rows; 0 = 32 KB (at most the device's)
-  offset_t panel_nnz = 0;        ///< max nonzeros per work item (longer panels are cut); 0 = 32768
+  std::int64_t panel_nnz = 0;    ///< max nonzeros per work item (longer panels are cut); 0 = 32768
   bool compact_index = true;     ///< devices: 4 bytes of indices per nonzero instead of 16 where the
                                  ///< streamed indices fit 24 bits and nnz 32 (false: tests of the wide form)
 

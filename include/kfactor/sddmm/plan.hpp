@@ -408,7 +408,7 @@ SddmmPlan<ExecutionSpace, T, TI>::SddmmPlan(const ExecutionSpace& exec, const cs
   req.sm_l2 = kernel == SddmmKernel::sm_l2;
   req.active_rows = options.active_rows;
   req.panel_rows = info_.panel_rows;
-  req.panel_nnz = options.panel_nnz ? options.panel_nnz : 32768;
+  req.panel_nnz = options.panel_nnz > 0 ? static_cast<offset_t>(options.panel_nnz) : 32768;
   info_.chunk = req.rowsplit ? req.chunk : 0;
   if (kernel == SddmmKernel::sm_l2) {
     info_.tk = options.tk ? std::min(options.tk, K) : std::min(K, 128);
