@@ -245,10 +245,12 @@ void sddmm_nzsplit_kernel(const ExecutionSpace& exec, Kokkos::View<const ordinal
               // end read its last position and do not write.
               const auto position = [&](int it) { return (first + std::int64_t(it) * groups + g) * V + lane; };
               const auto clamped = [&](std::int64_t e) { return e < npos ? e : npos - 1; };
-              // With hints, the index, value and output streams are marked
-              // to leave the caches first (read or written once).
+              // The index streams are marked to leave the caches first (read
+              // once); so are the values and the output where they run in
+              // layout order (a permuted layout writes partial sectors, which
+              // should stay until the rest of them is written).
               const auto index_at = [&](const Kokkos::View<const ordinal_t*, Mem>& v, std::int64_t e) {
-                return sddmm_load_once<Hinted>(v.data() + e);
+                return sddmm_load_once<true>(v.data() + e);
               };
               ordinal_t r_next = index_at(rows, clamped(position(0))), c_next = index_at(cols, clamped(position(0)));
               for (int it = 0; it < per_group; ++it) {
@@ -260,8 +262,8 @@ void sddmm_nzsplit_kernel(const ExecutionSpace& exec, Kokkos::View<const ordinal
                 const ordinal_t r = r_next & ~sddmm_one_row_bit, c = c_next;
                 // The output position and scale, loaded now to overlap the
                 // dot products.
-                const offset_t d = Permuted ? sddmm_load_once<Hinted>(dst.data() + ec) : ec;
-                const T scale = scaled ? sddmm_load_once<Hinted>(values.data() + d) : T(1);
+                const offset_t d = Permuted ? sddmm_load_once<true>(dst.data() + ec) : ec;
+                const T scale = scaled ? sddmm_load_once<!Permuted>(values.data() + d) : T(1);
                 if (it + 1 < per_group) {
                   const std::int64_t en = clamped(position(it + 1));
                   r_next = index_at(rows, en);
@@ -344,7 +346,7 @@ void sddmm_nzsplit_kernel(const ExecutionSpace& exec, Kokkos::View<const ordinal
                 }
                 group_transposed_sum<V>(p, lane);
                 if (valid)
-                  sddmm_store_once<Hinted>(out.data() + d,
+                  sddmm_store_once<!Permuted>(out.data() + d,
                                            scaled ? static_cast<T>(scale * static_cast<T>(p[0])) : static_cast<T>(p[0]));
               }
             });

@@ -115,15 +115,18 @@ void sddmm_panels_kernel(const ExecutionSpace& exec, Kokkos::View<const SddmmBlo
             Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, V), [&](int lane) {
               const auto position = [&](int it) { return blk.begin + (std::int64_t(it) * groups + g) * V + lane; };
               const auto clamped = [&](std::int64_t e) { return e < blk.end ? e : blk.end - 1; };
-              // Row within the panel and streamed index of position e.
+              // Row within the panel and streamed index of position e. The
+              // index streams are read once and marked to leave the caches
+              // first (the values and the output, scattered over the panel's
+              // rows, keep the normal policy).
               const auto indices = [&](std::int64_t e, int& r, ordinal_t& c) {
                 if (Compact) {  // (not constexpr: extended lambdas capture nothing first there)
-                  const std::uint32_t u = packed(e);
+                  const std::uint32_t u = sddmm_load_once<true>(packed.data() + e);
                   r = static_cast<int>(u & 0xffu);
                   c = static_cast<ordinal_t>(u >> 8);
                 } else {
-                  r = lrow(e) - blk.active_begin;
-                  c = cols(e);
+                  r = sddmm_load_once<true>(lrow.data() + e) - blk.active_begin;
+                  c = sddmm_load_once<true>(cols.data() + e);
                 }
               };
               int r_next;
@@ -133,7 +136,8 @@ void sddmm_panels_kernel(const ExecutionSpace& exec, Kokkos::View<const SddmmBlo
                 const std::int64_t e = position(it), ec = clamped(e);
                 const int r = r_next;
                 const ordinal_t c = c_next;
-                const offset_t d = Compact ? offset_t(dst32(ec)) : dst(ec);
+                const offset_t d = Compact ? offset_t(sddmm_load_once<true>(dst32.data() + ec))
+                                           : sddmm_load_once<true>(dst.data() + ec);
                 const T scale = scaled ? values(d) : T(1);
                 if (it + 1 < rounds) indices(clamped(position(it + 1)), r_next, c_next);
                 int rs[held];
