@@ -22,7 +22,10 @@
 /// once); marking those took M2 fp32 from 2233 to 2278 GFLOP/s at K = 128
 /// and from 2062 to 2080 at K = 512 on the H100 (2026-11-24), while giving
 /// the cold streamed rows or the staged rows normal priority instead of
-/// evict-first lost 7-17%.
+/// evict-first lost 7-17%. Every form on CUDA loads the staged rows to leave
+/// L2 first (each staged row is read for consecutive positions only): on one
+/// H100 that took M2 fp32 at K = 32 from 1694 to 1739 GFLOP/s and bf16 at
+/// K = 128 from 3587 to 3688, and left M1 within 1%.
 ///
 /// Every group runs the same number of batches and every shuffle sits
 /// outside the data-dependent branches, so whole warps shuffle together. The
@@ -224,12 +227,12 @@ void sddmm_nzsplit_kernel(const ExecutionSpace& exec, Kokkos::View<const ordinal
     Kokkos::parallel_for(
         "kfactor::sddmm_nzsplit", Policy(exec, league, groups, V), KOKKOS_LAMBDA(const Member& team) {
           const std::int64_t first = team.league_rank() * per_team;
-          const SddmmL2Policy l2 = Hinted ? SddmmL2Policy::make() : SddmmL2Policy{};
+          const SddmmL2Policy l2 = SddmmL2Policy::make();
           // Packs of staged row r and of streamed index c (its cold bit
           // cleared and turned into the load's policy when Hinted).
           const auto x_pack = [&](ordinal_t r, int q) {
             const Pack* p = reinterpret_cast<const Pack*>(xdata + static_cast<std::size_t>(r) * ldx) + q;
-            return Hinted ? sddmm_load_hinted(p, l2.evict) : *p;
+            return sddmm_load_hinted(p, l2.evict);
           };
           const auto y_pack = [&](ordinal_t c, int q) {
             const ordinal_t j = Hinted ? c & ~sddmm_cold_bit : c;

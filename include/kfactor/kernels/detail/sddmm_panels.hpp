@@ -99,11 +99,15 @@ void sddmm_panels_kernel(const ExecutionSpace& exec, Kokkos::View<const SddmmBlo
         KOKKOS_LAMBDA(const Member& team) {
           const SddmmBlock blk = blocks(team.league_rank());
           Scratch sx(team.team_scratch(0), staged);
+          // Staged rows are read once per panel: they leave L2 first, so
+          // that the streamed rows stay.
+          const std::uint64_t evict_first = SddmmL2Policy::make().evict;
           Kokkos::parallel_for(Kokkos::TeamThreadRange(team, blk.nrows), [&](int i) {
             const Pack* src = reinterpret_cast<const Pack*>(
                 xdata + static_cast<std::size_t>(active_rows(blk.active_begin + i)) * ldx);
-            Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, npacks),
-                                 [&](int q) { sx(static_cast<std::size_t>(i) * npacks + q) = src[q]; });
+            Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, npacks), [&](int q) {
+              sx(static_cast<std::size_t>(i) * npacks + q) = sddmm_load_hinted(src + q, evict_first);
+            });
           });
           team.team_barrier();
           // Every group runs the same number of batches (shuffles of whole
