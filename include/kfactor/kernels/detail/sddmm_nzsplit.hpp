@@ -22,10 +22,10 @@
 /// once); marking those took M2 fp32 from 2233 to 2278 GFLOP/s at K = 128
 /// and from 2062 to 2080 at K = 512 on the H100 (2026-11-24), while giving
 /// the cold streamed rows or the staged rows normal priority instead of
-/// evict-first lost 7-17%. Every form on CUDA loads the staged rows to leave
+/// evict-first lost 7-14%. Every form on CUDA loads the staged rows to leave
 /// L2 first (each staged row is read for consecutive positions only): on one
 /// H100 that took M2 fp32 at K = 32 from 1694 to 1739 GFLOP/s and bf16 at
-/// K = 128 from 3587 to 3688, and left M1 within 1%.
+/// K = 128 from 3587 to 3688, and left M1 within about 1%.
 ///
 /// Every group runs the same number of batches and every shuffle sits
 /// outside the data-dependent branches, so whole warps shuffle together. The
