@@ -16,16 +16,16 @@
 /// it only where the row changes (a predicated load) serialised the slots'
 /// loads and cost up to 35% on M2 (H100, 2026-11-24).
 ///
-/// With hints (Hinted, CUDA), each load carries an L2 eviction policy: the
-/// streamed rows of the plan's hot indices stay, the rest leave first, and
-/// so do the layout's index, value and output streams (read or written
-/// once); marking those took M2 fp32 from 2233 to 2278 GFLOP/s at K = 128
-/// and from 2062 to 2080 at K = 512 on the H100 (2026-11-24), while giving
-/// the cold streamed rows or the staged rows normal priority instead of
-/// evict-first lost 7-14%. Every form on CUDA loads the staged rows to leave
-/// L2 first (each staged row is read for consecutive positions only): on one
-/// H100 that took M2 fp32 at K = 32 from 1694 to 1739 GFLOP/s and bf16 at
-/// K = 128 from 3587 to 3688, and left M1 within about 1%.
+/// Cache policies on CUDA (H100, 2026-11-24). Every form reads the layout's
+/// index streams, and the values and output where they run in layout order,
+/// to leave the caches first (read or written once): that took M2 fp32 from
+/// 2233 to 2278 GFLOP/s at K = 128 and from 2062 to 2080 at K = 512. Every
+/// form loads the staged rows to leave L2 first (each is read for consecutive
+/// positions only): on one H100 M2 fp32 at K = 32 went from 1694 to 1739 and
+/// bf16 at K = 128 from 3587 to 3688, M1 within about 1%. With hints
+/// (Hinted) the streamed rows of the plan's hot indices are loaded to stay in
+/// L2 and the others to leave first; normal priority instead of evict-first
+/// for those cold rows or for the staged rows lost 7-14%.
 ///
 /// Every group runs the same number of batches and every shuffle sits
 /// outside the data-dependent branches, so whole warps shuffle together. The
@@ -73,10 +73,10 @@ KOKKOS_FORCEINLINE_FUNCTION void group_transposed_sum(Acc (&p)[V], int lane) {
   }
 }
 
-/// L2 eviction priorities of the nonzero-split kernel's loads: streamed rows
-/// of hot indices are loaded to stay in L2 (evict_last), the other streamed
-/// rows and the staged rows to leave it first (evict_first). CUDA sm_80 and
-/// later; elsewhere the loads are plain and the policies unused.
+/// L2 eviction priorities of the nzsplit and panels kernels' loads: streamed
+/// rows of hot indices are loaded to stay in L2 (evict_last), the other
+/// streamed rows and the staged rows to leave it first (evict_first). CUDA
+/// sm_80 and later; elsewhere the loads are plain and the policies unused.
 struct SddmmL2Policy {
   std::uint64_t keep = 0, evict = 0;
   KOKKOS_FORCEINLINE_FUNCTION static SddmmL2Policy make() {
