@@ -52,9 +52,11 @@
 
 #include <Kokkos_Core.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -340,6 +342,7 @@ SddmmPlan<ExecutionSpace, T, TI>::SddmmPlan(const ExecutionSpace& exec, const cs
   info_.vector_length = V;
   info_.team_size = launch_.team_size;
   info_.items_per_team = launch_.items_per_team;
+  bool hinted_form = false;  // nzsplit's 32-lane form with L2 hints (hot_budget is 0 on hosts)
   if (nzsplit || panels) {
     // Lane groups of 4, 8 or 32 in teams of 256 threads (panels: teams of
     // 128, four per multiprocessor, ran M1 fp32 at K = 128 at 4635 GFLOP/s
@@ -354,6 +357,7 @@ SddmmPlan<ExecutionSpace, T, TI>::SddmmPlan(const ExecutionSpace& exec, const cs
                 : hinted_lanes           ? 32
                                          : detail::sddmm_nz_lanes(packs);
     nz_launch_.team_size = Traits::gpu ? 256 / nz_lanes_ : 1;
+    hinted_form = nzsplit && nz_lanes_ == 32 && hot_budget > 0 && K % W == 0;
     info_.vector_length = nz_lanes_;
     info_.team_size = nz_launch_.team_size;
   }
@@ -380,9 +384,10 @@ SddmmPlan<ExecutionSpace, T, TI>::SddmmPlan(const ExecutionSpace& exec, const cs
     // 4054 / 4038 / 3990.
     const std::int64_t batches = (std::int64_t(nnz) + nz_lanes_ - 1) / nz_lanes_;
     const std::int64_t slots = std::max<std::int64_t>(exec.concurrency() / 256, 1) * 4;
-    nz_launch_.batches_per_group =
-        static_cast<int>(std::clamp<std::int64_t>(batches / (std::int64_t(nz_launch_.team_size) * slots), 1,
-                                                  nz_lanes_ == 32 ? 16 : 32));
+    const std::int64_t multiprocessors = std::max<std::int64_t>(exec.concurrency() / 2048, 1);
+    const std::int64_t groups = nz_launch_.team_size;  // lane groups per team
+    nz_launch_.batches_per_group = static_cast<int>(
+        std::clamp<std::int64_t>(batches / (groups * slots), 1, nz_lanes_ == 32 ? 16 : 32));
     // 8 (or 4) lanes on long rows (whole batches in one row): three teams per
     // multiprocessor, at 80 registers. On the H100 that took M1 at K = 32
     // from 3331 to 3666 GFLOP/s, but cost M2 (5.6 nonzeros per row, whose
@@ -390,11 +395,22 @@ SddmmPlan<ExecutionSpace, T, TI>::SddmmPlan(const ExecutionSpace& exec, const cs
     // the device in one wave of three teams per multiprocessor but not of
     // two (facebook: 345 teams of one batch per group on 132
     // multiprocessors), where a second wave would double the time.
-    const std::int64_t teams = (batches + std::int64_t(nz_launch_.team_size) * nz_launch_.batches_per_group - 1) /
-                               (std::int64_t(nz_launch_.team_size) * nz_launch_.batches_per_group);
-    const std::int64_t multiprocessors = std::max<std::int64_t>(exec.concurrency() / 2048, 1);
+    const std::int64_t teams = (batches + groups * nz_launch_.batches_per_group - 1) /
+                               (groups * nz_launch_.batches_per_group);
     const bool one_wave_at_three = teams > 2 * multiprocessors && teams <= 3 * multiprocessors;
     nz_launch_.min_teams = nz_lanes_ <= 8 && (per_staged_row >= 64.0 || one_wave_at_three) ? 3 : 2;
+    // Short rows on a device, where S fills more than 4 waves of resident
+    // teams, and the hinted form (one team per multiprocessor): one wave, as
+    // many batches per group as spread S over the resident teams, so that no
+    // group waits at its team's end for the rest of the team before the next
+    // team can start. On the H100 (kernel time, GFLOP/s) M2 fp32 went from
+    // 2278 to 2377 at K = 128 (hinted; two waves: 2370) and from 1726 to
+    // 1926 at K = 32, bf16 from 3656 to 3901 at K = 128 and from 3602 to
+    // 3645 at K = 512; M1 (long rows) lost 6% at K = 32 (4378 -> 4128).
+    const std::int64_t resident = multiprocessors * (hinted_form ? 1 : nz_launch_.min_teams);
+    if (Traits::gpu && (hinted_form || (per_staged_row < 64.0 && teams > 4 * resident)))
+      nz_launch_.batches_per_group = static_cast<int>(std::min<std::int64_t>(
+          (batches + resident * groups - 1) / (resident * groups), std::numeric_limits<int>::max()));
     info_.items_per_team = nz_launch_.team_size * nz_launch_.batches_per_group;
   }
 
@@ -446,7 +462,7 @@ SddmmPlan<ExecutionSpace, T, TI>::SddmmPlan(const ExecutionSpace& exec, const cs
       detail::mark_one_row_batches(L.rows, nz_lanes_);
       rows_ = detail::upload<memory_space>(L.rows, "kfactor::sddmm_rows");
     }
-    if (req.nzsplit && K % W == 0 && nz_lanes_ == 32 && hot_budget > 0) {  // hot_budget is 0 on hosts
+    if (req.nzsplit && hinted_form) {
       auto marked = detail::mark_cold_indices(L.identity ? std::vector<ordinal_t>(h_ent.data(), h_ent.data() + nnz)
                                                          : L.cols,
                                               C, hot_budget);
