@@ -738,6 +738,43 @@ TEST(SddmmLayout, AutomaticPlanTakesPanelsOnLongRows) {
   }
 }
 
+// On devices nzsplit runs one wave of resident teams on short rows that fill
+// more than 4 waves (8 lanes: two teams per multiprocessor), and in its hinted
+// 32-lane form (one team), with many batches per group; those plans still
+// match the float64 reference.
+TEST(SddmmLayout, ShortRowsRunInOneWaveOnDevices) {
+  using Space = Kokkos::DefaultExecutionSpace;
+  using Mem = Space::memory_space;
+  if (!detail::SddmmTraits<Space>::gpu) GTEST_SKIP() << "host spaces run nzsplit one position per work item";
+  const Space exec;
+  const std::int64_t multiprocessors = std::max<std::int64_t>(exec.concurrency() / 2048, 1);
+  struct Case {
+    int m, n, K;
+    double hints;      // hot_cache_fraction: -1 automatic (none here), 0.5 the hinted form
+    int lanes, per_mp;  // expected lanes, resident teams per multiprocessor
+  };
+  for (const Case c : {Case{200000, 200000, 32, -1.0, 8, 2}, Case{40000, 20000, 128, 0.5, 32, 1}}) {
+    const auto S = random_sddmm_csr<float>(exec, c.m, c.n, 5.0, 17);
+    SddmmOptions o;
+    o.kernel = SddmmKernel::nzsplit;
+    o.hot_cache_fraction = c.hints;
+    SddmmPlan<Space, float> plan(exec, S, c.K, o);
+    const auto& info = plan.info();
+    ASSERT_EQ(info.vector_length, c.lanes) << "K=" << c.K;
+    const std::int64_t per_team = std::int64_t(info.vector_length) * info.items_per_team;
+    const std::int64_t teams = (std::int64_t(S.nnz()) + per_team - 1) / per_team;
+    const std::int64_t resident = c.per_mp * multiprocessors;
+    EXPECT_LE(teams, resident) << "K=" << c.K << ": " << info.items_per_team << " batches per team";
+    EXPECT_GT(teams, resident / 2) << "K=" << c.K << ": one wave should fill the resident slots";
+    auto A = random_dense<float>(exec, S.num_rows(), c.K, 71);
+    auto B = random_dense<float>(exec, S.num_cols, c.K, 72);
+    Kokkos::View<float*, Mem> out("out", S.nnz());
+    plan.apply(exec, A, B, out);
+    EXPECT_LE(scaled_error(out, host_reference(S, A, B, true), c.K, std::numeric_limits<float>::epsilon()), 1.0)
+        << "K=" << c.K;
+  }
+}
+
 TEST(SddmmLayout, MarkOneRowBatchesFlagsExactlyTheOneRowBatches) {
   const ordinal_t one = detail::sddmm_one_row_bit;
   std::vector<ordinal_t> rows = {0, 0, 0, 0, 0, 0, 1, 1, 5, 9, 2, 5, 7, 7, 7, 7, 3, 3};
