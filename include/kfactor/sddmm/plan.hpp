@@ -398,7 +398,7 @@ SddmmPlan<ExecutionSpace, T, TI>::SddmmPlan(const ExecutionSpace& exec, const cs
     const std::int64_t teams = (batches + groups * nz_launch_.batches_per_group - 1) /
                                (groups * nz_launch_.batches_per_group);
     const bool one_wave_at_three = teams > 2 * multiprocessors && teams <= 3 * multiprocessors;
-    nz_launch_.min_teams = nz_lanes_ <= 8 && (per_staged_row >= 64.0 || one_wave_at_three) ? 3 : 2;
+    nz_launch_.min_teams = hinted_form ? 1 : nz_lanes_ <= 8 && (per_staged_row >= 64.0 || one_wave_at_three) ? 3 : 2;
     // Short rows on a device, where S fills more than 4 waves of resident
     // teams, and the hinted form (one team per multiprocessor): one wave, as
     // many batches per group as spread S over the resident teams, so that no
@@ -407,7 +407,7 @@ SddmmPlan<ExecutionSpace, T, TI>::SddmmPlan(const ExecutionSpace& exec, const cs
     // 2278 to 2377 at K = 128 (hinted; two waves: 2370) and from 1726 to
     // 1926 at K = 32, bf16 from 3656 to 3901 at K = 128 and from 3602 to
     // 3645 at K = 512; M1 (long rows) lost 6% at K = 32 (4378 -> 4128).
-    const std::int64_t resident = multiprocessors * (hinted_form ? 1 : nz_launch_.min_teams);
+    const std::int64_t resident = multiprocessors * nz_launch_.min_teams;
     if (Traits::gpu && (hinted_form || (per_staged_row < 64.0 && teams > 4 * resident)))
       nz_launch_.batches_per_group = static_cast<int>(std::min<std::int64_t>(
           (batches + resident * groups - 1) / (resident * groups), std::numeric_limits<int>::max()));

@@ -154,8 +154,8 @@ KOKKOS_FORCEINLINE_FUNCTION bool warp_any(bool p) {
 struct SddmmNzLaunch {
   int team_size = 8;          ///< lane groups per team
   int batches_per_group = 4;  ///< batches each group runs (the same for all)
-  int min_teams = 2;          ///< resident teams per multiprocessor the registers must allow (2 or 3;
-                              ///< the plan runs its hinted 32-lane form at 1)
+  int min_teams = 2;          ///< resident teams per multiprocessor the registers must allow (1 for the
+                              ///< plan's hinted 32-lane form, else 2 or 3)
 };
 
 /// Lanes per group for K of `packs` 16-byte packs: 4 up to 4 packs (bf16 at
