@@ -40,6 +40,16 @@
 /// before the streamed loads 30%, and even the first position's staged pack
 /// loaded before them 16%.
 ///
+/// L1 priorities in the hinted form (H100, 2026-11-25). Its streamed rows
+/// are loaded not to allocate in L1 (.L1::no_allocate: few are read twice by
+/// one multiprocessor before L1 would drop them), and its staged rows to
+/// stay (.L1::evict_last: a row serves consecutive positions). The streamed
+/// rows' priority took M2 fp32 from 2423-2425 to 2449-2450 GFLOP/s at
+/// K = 128 and from 2092-2096 to 2118-2120 at K = 512 on one machine; the
+/// staged rows' added 3-4 at K = 128 on another. Choosing the priority per
+/// row by its cold bit spilled: 34% slower as a branch, 71% as a predicated
+/// pair of loads.
+///
 /// Every group runs the same number of batches and every shuffle sits
 /// outside the data-dependent branches, so whole warps shuffle together. The
 /// shuffles exist on devices only; host spaces run the same layout with one
@@ -111,23 +121,40 @@ inline constexpr ordinal_t sddmm_cold_bit = std::numeric_limits<ordinal_t>::min(
 /// whose positions all lie in one row.
 inline constexpr ordinal_t sddmm_one_row_bit = std::numeric_limits<ordinal_t>::min();
 
-/// *p, read-only, with the L2 eviction policy `policy` (SddmmL2Policy).
-/// InOrder: issued in program order relative to the caller's other InOrder
-/// loads (asm volatile), whatever the compiler's schedule would prefer.
-template <bool InOrder = false, class Pack>
+/// L1 priority of a hinted load (CUDA's .L1:: eviction qualifiers).
+enum class SddmmL1 {
+  normal,       ///< the default
+  keep,         ///< evict_last: rows read again soon by the same multiprocessor
+  no_allocate,  ///< rows that would leave L1 before their next use
+};
+
+/// *p, read-only, with the L2 eviction policy `policy` (SddmmL2Policy) and
+/// the L1 priority L1. InOrder: issued in program order relative to the
+/// caller's other InOrder loads (asm volatile), whatever the compiler's
+/// schedule would prefer.
+template <bool InOrder = false, SddmmL1 L1 = SddmmL1::normal, class Pack>
 KOKKOS_FORCEINLINE_FUNCTION Pack sddmm_load_hinted(const Pack* p, std::uint64_t policy) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   static_assert(sizeof(Pack) == 16);
   Pack out;
   unsigned* u = reinterpret_cast<unsigned*>(&out);
-  if (InOrder)
-    asm volatile("ld.global.nc.L2::cache_hint.v4.u32 {%0,%1,%2,%3}, [%4], %5;"
-                 : "=r"(u[0]), "=r"(u[1]), "=r"(u[2]), "=r"(u[3])
-                 : "l"(p), "l"(policy));
-  else
-    asm("ld.global.nc.L2::cache_hint.v4.u32 {%0,%1,%2,%3}, [%4], %5;"
-        : "=r"(u[0]), "=r"(u[1]), "=r"(u[2]), "=r"(u[3])
+#define KFACTOR_SDDMM_LOAD(QUALIFIER)                                                                 \
+  if (InOrder)                                                                                        \
+    asm volatile("ld.global.nc" QUALIFIER ".L2::cache_hint.v4.u32 {%0,%1,%2,%3}, [%4], %5;"           \
+                 : "=r"(u[0]), "=r"(u[1]), "=r"(u[2]), "=r"(u[3])                                     \
+                 : "l"(p), "l"(policy));                                                              \
+  else                                                                                                \
+    asm("ld.global.nc" QUALIFIER ".L2::cache_hint.v4.u32 {%0,%1,%2,%3}, [%4], %5;"                    \
+        : "=r"(u[0]), "=r"(u[1]), "=r"(u[2]), "=r"(u[3])                                              \
         : "l"(p), "l"(policy));
+  if constexpr (L1 == SddmmL1::keep) {
+    KFACTOR_SDDMM_LOAD(".L1::evict_last")
+  } else if constexpr (L1 == SddmmL1::no_allocate) {
+    KFACTOR_SDDMM_LOAD(".L1::no_allocate")
+  } else {
+    KFACTOR_SDDMM_LOAD("")
+  }
+#undef KFACTOR_SDDMM_LOAD
   return out;
 #else
   (void)policy;
@@ -254,14 +281,17 @@ void sddmm_nzsplit_kernel(const ExecutionSpace& exec, Kokkos::View<const ordinal
           // Packs of staged row r and of streamed index c (its cold bit
           // cleared and turned into the load's policy when Hinted), loaded in
           // program order when `in_order` (std::true_type; Hinted only).
+          // With hints, the staged rows are marked to stay in L1 and the
+          // streamed rows not to enter it (see the file's comment).
           const auto x_pack = [&](ordinal_t r, int q, auto in_order) {
             const Pack* p = reinterpret_cast<const Pack*>(xdata + static_cast<std::size_t>(r) * ldx) + q;
-            return sddmm_load_hinted<decltype(in_order)::value>(p, l2.evict);
+            return sddmm_load_hinted<decltype(in_order)::value, Hinted ? SddmmL1::keep : SddmmL1::normal>(p, l2.evict);
           };
           const auto y_pack = [&](ordinal_t c, int q, auto in_order) {
             const ordinal_t j = Hinted ? c & ~sddmm_cold_bit : c;
             const Pack* p = reinterpret_cast<const Pack*>(ydata + static_cast<std::size_t>(j) * ldy) + q;
-            return Hinted ? sddmm_load_hinted<decltype(in_order)::value>(p, (c & sddmm_cold_bit) ? l2.evict : l2.keep)
+            return Hinted ? sddmm_load_hinted<decltype(in_order)::value, SddmmL1::no_allocate>(
+                                p, (c & sddmm_cold_bit) ? l2.evict : l2.keep)
                           : *p;
           };
           const std::false_type any_order{};
