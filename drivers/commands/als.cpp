@@ -174,20 +174,6 @@ nlohmann::json checkpoint_options(const AlsCli& a, const als::Options& o) {
   return opts;
 }
 
-/// The library checks solver, precision, rank and input; the options that
-/// decide the iterates are compared here (nothing is written on a refusal).
-void check_saved_options(const AlsCli& a, const CheckpointMeta& saved, const nlohmann::json& opts) {
-  nlohmann::json saved_opts;
-  try {
-    saved_opts = nlohmann::json::parse(saved.options);
-  } catch (const nlohmann::json::exception&) {
-    throw InputError(a.restart + ": checkpoint options are not JSON: " + saved.options);
-  }
-  if (saved_opts != opts)
-    throw InputError(a.restart + ": checkpoint was written with options " + saved_opts.dump() + "; this run has " +
-                     opts.dump());
-}
-
 /// Training ratings (with ids) and the problem with its splits.
 template <class T>
 struct AlsInput {
@@ -223,7 +209,7 @@ void run_als(const AlsCli& a) {
   if (checkpointing) meta = checkpoint_meta<T, Space>("als", opts.dump(), fingerprint(exec, problem.train), o.rank);
 
   auto state = als::init(exec, problem, o);
-  if (!a.restart.empty()) check_saved_options(a, load_checkpoint(a.restart, state, meta), opts);
+  if (!a.restart.empty()) load_checkpoint(a.restart, state, meta);
   Observer observer = progress_printer(a.common);
   if (!a.checkpoint.empty())
     observer = chain(observer, checkpoint_observer(a.checkpoint, a.checkpoint_every, state, meta));
@@ -268,7 +254,7 @@ void run_als_distributed(const AlsCli& a, MPI_Comm comm) {
   const CheckpointMeta meta = checkpoint_meta<T, Space>("als", opts.dump(), fp, o.rank);
   const auto lp = distributed::agree(comm, [&] { return da::distribute(exec, comm, in.problem); });
   auto state = distributed::agree(comm, [&] { return da::init(exec, comm, lp, o); });
-  if (!a.restart.empty()) check_saved_options(a, load_checkpoint(comm, a.restart, state, meta, state.row_blocks()), opts);
+  if (!a.restart.empty()) load_checkpoint(comm, a.restart, state, meta, state.row_blocks());
   Observer observer = rank == 0 ? progress_printer(a.common) : Observer{};
   if (!a.checkpoint.empty())
     observer = chain(observer, distributed::checkpoint_observer(comm, a.checkpoint, a.checkpoint_every, state, meta));

@@ -30,8 +30,7 @@ nlohmann::json info_json(const CheckpointInfo& info, bool verified) {
   j["backend"] = m.backend;
   j["iteration"] = m.iteration;
   j["mpi_ranks"] = m.mpi_ranks;
-  j["options"] = nlohmann::json::parse(m.options, nullptr, false);
-  if (j["options"].is_discarded()) j["options"] = m.options;
+  j["options"] = m.options;
   char hex[32];
   std::snprintf(hex, sizeof hex, "0x%016llx", static_cast<unsigned long long>(m.input.checksum));
   j["input"] = {{"rows", m.input.rows}, {"cols", m.input.cols}, {"nnz", m.input.nnz}, {"checksum", hex}};
@@ -67,7 +66,7 @@ const Registrar checkpoint_info_command{Command{
                     static_cast<long long>(m.rank), m.backend.c_str(), m.mpi_ranks);
         std::printf("  iteration  %lld\n", static_cast<long long>(m.iteration));
         std::printf("  input      %s\n", to_string(m.input).c_str());
-        std::printf("  options    %s\n", m.options.c_str());
+        std::printf("  options    %s\n", nlohmann::json(m.options).dump().c_str());
         std::printf("  fields\n");
         for (const auto& f : info.fields) {
           std::string shape = f.rank == 0 ? "scalar" : std::to_string(f.rows);

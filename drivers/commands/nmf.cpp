@@ -160,12 +160,7 @@ Report run_nmf(const NmfCliOptions& o, const NmfInput& input) {
     const std::string opts = options_json(opt).dump();
     const auto meta = checkpoint_meta<T, Exec>("nmf", opts, fingerprint(exec, A), opt.rank);
     auto state = nmf::init(exec, A, opt);
-    if (!o.restart.empty()) {
-      const CheckpointMeta stored = load_checkpoint(o.restart, state, meta);
-      if (stored.options != opts)
-        throw InputError(o.restart + ": checkpoint was written with nmf options " + stored.options +
-                         "; this run has " + opts);
-    }
+    if (!o.restart.empty()) load_checkpoint(o.restart, state, meta);
     Observer observer = progress_printer(o.common, o.every);
     if (!o.checkpoint.empty())
       observer = chain(std::move(observer), checkpoint_observer(o.checkpoint, o.checkpoint_every, state, meta));
@@ -204,12 +199,7 @@ Report run_nmf_distributed(const NmfCliOptions& o, const NmfInput& input, MPI_Co
     const auto meta = checkpoint_meta<T, Exec>("nmf", opts, fp, opt.rank);
     const auto blocks = distributed::agree(comm, [&] { return dn::distribute(exec, comm, A); });
     auto state = distributed::agree(comm, [&] { return dn::init(exec, comm, blocks, opt); });
-    if (!o.restart.empty()) {
-      const CheckpointMeta stored = load_checkpoint(comm, o.restart, state, meta, state.row_blocks());
-      if (stored.options != opts)
-        throw InputError(o.restart + ": checkpoint was written with nmf options " + stored.options +
-                         "; this run has " + opts);
-    }
+    if (!o.restart.empty()) load_checkpoint(comm, o.restart, state, meta, state.row_blocks());
     Observer observer = rank == 0 ? progress_printer(o.common, o.every) : Observer{};
     if (!o.checkpoint.empty())
       observer = chain(std::move(observer),

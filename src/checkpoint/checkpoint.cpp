@@ -5,6 +5,8 @@
 #include <kfactor/config.hpp>
 #include <kfactor/io/checkpoint.hpp>
 
+#include <nlohmann/json.hpp>
+
 #if defined(KFACTOR_HAVE_HDF5)
 #include <kfactor/io/detail/hdf5.hpp>
 #endif
@@ -43,15 +45,12 @@ RowBlock balanced_row_block(std::int64_t global_rows, int nranks, int rank) {
   return b;
 }
 
-Observer chain(Observer a, Observer b) {
-  if (!a) return b;
-  if (!b) return a;
-  return [a = std::move(a), b = std::move(b)](const IterationEvent& e) {
-    const auto ra = a(e);
-    const auto rb = b(e);
-    return ra == ObserverAction::stop || rb == ObserverAction::stop ? ObserverAction::stop
-                                                                    : ObserverAction::proceed;
-  };
+std::map<std::string, std::string> options_from_json_text(const std::string& json_text) {
+  std::map<std::string, std::string> out;
+  const auto j = nlohmann::json::parse(json_text, nullptr, false);
+  if (j.is_object())
+    for (const auto& [key, value] : j.items()) out[key] = value.is_string() ? value.get<std::string>() : value.dump();
+  return out;
 }
 
 namespace detail {
@@ -439,7 +438,7 @@ struct CheckpointWriter::Impl {
     write_attribute(file, "backend", meta.backend);
     write_attribute(file, "iteration", meta.iteration);
     write_attribute(file, "mpi_ranks", static_cast<std::int64_t>(mpi_size));
-    write_attribute(file, "options", meta.options);
+    write_attribute(file, "options", nlohmann::json(meta.options).dump());
     write_attribute(file, "kfactor_version", std::string(KFACTOR_VERSION_STRING));
     h5::Group input(H5Gcreate2(file, "input", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), h5::Mode::write,
                     "checkpoint: creating /input");
@@ -845,7 +844,13 @@ CheckpointReader::CheckpointReader(const std::string& path) : impl_(new Impl) {
   m.meta.backend = h5::read_string_attribute(m.file, "backend", where);
   m.meta.iteration = h5::read_int_attribute(m.file, "iteration", where);
   m.meta.mpi_ranks = static_cast<int>(h5::read_int_attribute(m.file, "mpi_ranks", where));
-  m.meta.options = h5::read_string_attribute(m.file, "options", where);
+  {
+    const auto text = h5::read_string_attribute(m.file, "options", where);
+    const auto j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+    if (!j.is_object()) m.bad("attribute 'options' is not a JSON object (corrupt checkpoint)");
+    for (const auto& [key, value] : j.items())
+      m.meta.options[key] = value.is_string() ? value.get<std::string>() : value.dump();
+  }
   if (!h5::exists(m.file, "input")) m.bad("group /input is missing (corrupt checkpoint)");
   h5::Group input(H5Gopen2(m.file, "input", H5P_DEFAULT), h5::Mode::read, path + ": opening /input");
   m.meta.input.rows = h5::read_int_attribute(input, "rows", path + ": /input");
@@ -878,6 +883,15 @@ void CheckpointReader::expect(const CheckpointMeta& e) const {
   if (!e.input.empty() && !(e.input == s.input))
     throw InputError(p + ": checkpoint was written for another input matrix (" + to_string(s.input) +
                      "); this input is " + to_string(e.input));
+  for (const auto& [name, value] : e.options) {
+    const auto it = s.options.find(name);
+    if (it == s.options.end())
+      throw UsageError(p + ": checkpoint does not record option '" + name +
+                       "'; it was written by another version of this solver (start a new run)");
+    if (it->second != value)
+      throw UsageError(p + ": checkpoint was written with " + name + " = " + it->second + "; this run has " + name +
+                       " = " + value + " (restart with the same value, or start a new run without the checkpoint)");
+  }
 }
 
 std::vector<std::string> CheckpointReader::field_names() const {

@@ -2,22 +2,32 @@
 /// \file
 /// The solver-loop contract shared by nmf, als, bmf and mnmf.
 ///
-/// Every solver family `X` provides, in namespace kfactor::X:
+/// Every solver family `X` provides, in namespace kfactor::X (checked at
+/// compile time by the concept kfactor::Solver in core/contract.hpp):
 /// ```
-///   struct Options;                 // plain data; validate() throws UsageError
-///   template <class T, class Mem> struct State;
-///                                   // everything that decides the next iterate:
-///                                   // factors, iteration, RNG key/counter,
-///                                   // MetricHistory; plus visit(f) listing its
-///                                   // fields for checkpoints
-///   init(exec, problem, options)            -> State
-///   step(exec, problem, options, state)     one iteration; no I/O, no printing
-///   evaluate(exec, problem, state)          -> Metrics
-///   solve(exec, problem, options, observer) the loop below
+///   struct Options;       // plain data: `StopRule stop` plus the family's own
+///                         // fields; validate() throws UsageError naming the
+///                         // field; visit(f) const lists every field that
+///                         // decides the iterates (checkpoints compare them)
+///   struct Problem<...>;  // the data of one run, built by make_problem(exec, ...)
+///   struct State<...>;    // everything that decides the next iterate: factors,
+///                         // `int iteration`, RNG seed, `MetricHistory history`;
+///                         // visit(f) lists its checkpointed fields and has no
+///                         // side effects; buffers derived from the fields live
+///                         // in a workspace that reset_workspace() drops after
+///                         // the fields were replaced (checkpoint restore)
+///   init(exec, problem, options)                     -> State
+///   step(exec, problem, options, state&)             one iteration; no I/O, no printing
+///   evaluate(exec, problem, options, state&)         -> Metrics
+///   solve(exec, problem, options, observer = {})     -> Result<State> {state, report}
+///   resume(exec, problem, options, state&, observer = {}) -> Report
 /// ```
-/// solve() runs step, evaluate, observer and the stop rules through
-/// run_solver_loop(), so progress output, checkpoints and an application's own
-/// early stop all plug in through the Observer. The library never prints.
+/// solve() is init() then resume(); resume() runs step, evaluate, observer and
+/// the stop rules through run_solver_loop(), so progress output, checkpoints
+/// and an application's own early stop all plug in through the Observer. The
+/// library never prints.
+
+#include <kfactor/core/error.hpp>
 
 #include <chrono>
 #include <cmath>
@@ -102,18 +112,43 @@ inline const char* to_string(StopReason r) {
   return "unknown";
 }
 
-/// Generic stop rules every solver honours.
+/// The stop rules every solver honours (Options::stop of every family).
 struct StopRule {
   int max_iterations = 100;
   /// Stop when |m_t - m_{t-1}| <= tolerance * |m_{t-1}| for the solver's
   /// primary metric (0 disables).
   double tolerance = 0.0;
+  /// Stop when the primary metric is <= target (NaN disables; a solver whose
+  /// metric cannot go below 0 treats 0 as "never").
+  double target = std::nan("");
+
+  /// Throws UsageError naming the field: max_iterations >= 0, tolerance
+  /// finite and >= 0, target finite or NaN.
+  void validate() const {
+    if (max_iterations < 0)
+      throw UsageError("stop.max_iterations must be >= 0, got " + std::to_string(max_iterations));
+    if (!(tolerance >= 0.0) || !std::isfinite(tolerance))
+      throw UsageError("stop.tolerance must be finite and >= 0 (0 disables the rule)");
+    if (std::isinf(target)) throw UsageError("stop.target must be finite (or NaN to disable it)");
+  }
 };
+
+/// Combines two observers: both see every event; stop if either asks.
+inline Observer chain(Observer a, Observer b) {
+  if (!a) return b;
+  if (!b) return a;
+  return [a = std::move(a), b = std::move(b)](const IterationEvent& e) {
+    const auto ra = a(e);
+    const auto rb = b(e);
+    return ra == ObserverAction::stop || rb == ObserverAction::stop ? ObserverAction::stop
+                                                                    : ObserverAction::proceed;
+  };
+}
 
 /// The loop: while the state's iteration < max_iterations, `step()`, then
 /// `evaluate()` (returns Metrics), record it, call the observer, and stop on
-/// convergence of `primary`, on `extra_stop(metrics)` (returns true to stop,
-/// e.g. a target error reached) or on the observer's request.
+/// convergence of `primary`, on `primary <= rule.target`, on a family's own
+/// `extra_stop(metrics)` (returns true to stop) or on the observer's request.
 /// `iteration` is a reference to the state's own counter so a restarted state
 /// continues where it left off; `history` is the state's history.
 template <class StepFn, class EvaluateFn, class ExtraStopFn>
@@ -135,11 +170,11 @@ StopReason run_solver_loop(int& iteration, MetricHistory& history, const StopRul
       reason = StopReason::observer;
       break;
     }
-    if (extra_stop(m)) {
+    const double current = m.get(primary);
+    if ((!std::isnan(rule.target) && current <= rule.target) || extra_stop(m)) {
       reason = StopReason::target_reached;
       break;
     }
-    const double current = m.get(primary);
     if (rule.tolerance > 0 && std::isfinite(previous) && std::isfinite(current) &&
         std::abs(current - previous) <= rule.tolerance * std::abs(previous)) {
       reason = StopReason::converged;

@@ -15,7 +15,7 @@
 /// `iteration` member has it recorded in the file's metadata.
 ///
 /// ```
-///   auto meta = kfactor::checkpoint_meta<double, Exec>("nmf", opts_json.dump(),
+///   auto meta = kfactor::checkpoint_meta<double, Exec>("nmf", kfactor::option_values(options),
 ///                                                      kfactor::fingerprint(exec, A), K);
 ///   kfactor::save_checkpoint("run.h5", state, meta);          // atomic
 ///   auto state2 = init(exec, problem, options);                // same shapes
@@ -86,7 +86,10 @@ std::string to_string(const InputFingerprint& f);
 struct CheckpointMeta {
   std::string solver;                 ///< "nmf", "als", "bmf", "mnmf", ...
   int format_version = checkpoint_format_version;
-  std::string options = "{}";         ///< the solver's options as JSON text
+  /// The options that decide the iterates (kfactor::option_values()). On
+  /// restart, every key the expected meta lists must be in the file with the
+  /// same text: a difference is a UsageError naming the option.
+  std::map<std::string, std::string> options;
   InputFingerprint input;             ///< fingerprint of the input matrix
   std::string precision;              ///< "float" | "double"
   std::int64_t rank = 0;              ///< factorization rank K
@@ -106,16 +109,30 @@ std::string precision_name() {
 /// Metadata for a solver running in ExecutionSpace on T factors: fills
 /// precision and backend from the types.
 template <class T, class ExecutionSpace>
-CheckpointMeta checkpoint_meta(std::string solver, std::string options_json, const InputFingerprint& input,
-                               std::int64_t rank) {
+CheckpointMeta checkpoint_meta(std::string solver, std::map<std::string, std::string> options,
+                               const InputFingerprint& input, std::int64_t rank) {
   CheckpointMeta m;
   m.solver = std::move(solver);
-  m.options = std::move(options_json);
+  m.options = std::move(options);
   m.input = input;
   m.precision = precision_name<T>();
   m.rank = rank;
   m.backend = backend_name<ExecutionSpace>();
   return m;
+}
+
+/// TRANSITIONAL (removed once every caller passes option_values()): options
+/// given as a flat JSON object text.
+std::map<std::string, std::string> options_from_json_text(const std::string& json_text);
+template <class T, class ExecutionSpace>
+CheckpointMeta checkpoint_meta(std::string solver, const std::string& options_json, const InputFingerprint& input,
+                               std::int64_t rank) {
+  return checkpoint_meta<T, ExecutionSpace>(std::move(solver), options_from_json_text(options_json), input, rank);
+}
+template <class T, class ExecutionSpace>
+CheckpointMeta checkpoint_meta(std::string solver, const char* options_json, const InputFingerprint& input,
+                               std::int64_t rank) {
+  return checkpoint_meta<T, ExecutionSpace>(std::move(solver), options_from_json_text(options_json), input, rank);
 }
 
 // ---- fingerprints -----------------------------------------------------------
@@ -434,9 +451,6 @@ struct CheckpointInfo {
 CheckpointInfo inspect_checkpoint(const std::string& path, bool verify = true);
 
 // ---- observers ----------------------------------------------------------------
-
-/// Calls `a` then `b` (either may be empty); stops when either asks to.
-Observer chain(Observer a, Observer b);
 
 /// Observer that saves `state` to `path` every `every` iterations (every
 /// event whose iteration is a multiple of `every`). The State must outlive
