@@ -63,8 +63,15 @@ struct Metrics {
   }
 };
 
-/// Metric history as a table: one row per evaluated iteration.
+/// Metric history as a table: one row per evaluated iteration, bounded.
+///
+/// A run of millions of iterations must not grow memory (and checkpoints)
+/// without bound, so once the table holds 2 * max_rows rows every other row
+/// but the newest is dropped: the table keeps the first iteration, the newest
+/// one and an evenly thinned record between them (at most 2 * max_rows rows).
 struct MetricHistory {
+  static constexpr std::size_t max_rows = 2048;
+
   std::vector<std::string> names;
   std::vector<int> iterations;
   std::vector<std::vector<double>> rows;  ///< rows[r][c] is names[c] at iterations[r]
@@ -76,6 +83,7 @@ struct MetricHistory {
     for (std::size_t c = 0; c < names.size(); ++c) row[c] = m.get(names[c]);
     iterations.push_back(iteration);
     rows.push_back(std::move(row));
+    if (rows.size() >= 2 * max_rows) thin();
   }
   [[nodiscard]] std::size_t size() const { return rows.size(); }
   /// Metrics of the last row (empty when none).
@@ -84,6 +92,19 @@ struct MetricHistory {
     if (!rows.empty())
       for (std::size_t c = 0; c < names.size(); ++c) m.set(names[c], rows.back()[c]);
     return m;
+  }
+
+ private:
+  void thin() {
+    std::size_t kept = 0;
+    for (std::size_t r = 0; r < rows.size(); ++r)
+      if (r % 2 == 0 || r + 1 == rows.size()) {
+        iterations[kept] = iterations[r];
+        rows[kept] = std::move(rows[r]);
+        ++kept;
+      }
+    iterations.resize(kept);
+    rows.resize(kept);
   }
 };
 
@@ -163,6 +184,14 @@ StopReason run_solver_loop(int& iteration, MetricHistory& history, const StopRul
     step();
     ++iteration;
     const Metrics m = evaluate();
+    // Overflowed factors give NaN or Inf metrics: stop before anything (a
+    // checkpoint, the caller's outputs) takes such a state for a result.
+    for (const auto& [name, value] : m.items)
+      if (std::isinf(value) || (name == primary && std::isnan(value)))
+        throw RuntimeFailure("iteration " + std::to_string(iteration) + ": " + name + " is " +
+                             (std::isnan(value) ? "NaN" : "infinite") +
+                             ": the factors overflowed; scale the input so that its values are well inside the "
+                             "floating-point range (e.g. divide by its largest value)");
     history.append(iteration, m);
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (seconds_out) *seconds_out = seconds;
