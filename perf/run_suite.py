@@ -166,6 +166,8 @@ def main():
     ap.add_argument("--peers-dir", default=shared("peers"))
     ap.add_argument("--skip-peers", action="store_true")
     ap.add_argument("--merge", nargs="*", default=[], help="earlier results files to merge (other backends)")
+    ap.add_argument("--machine", default=None,
+                    help="machine kind recorded in the results (perf/results names files MACHINE-BENCH.json)")
     a = ap.parse_args()
     only = set(filter(None, a.only.split(",")))
     out = a.out or os.path.join(a.build, f"perf-{a.profile}.json")
@@ -207,7 +209,8 @@ def main():
     add_efficiency(records, peaks)
     pp = portability(records)
     with open(out, "w") as f:
-        json.dump({"profile": a.profile, "records": records, "portability": pp}, f, indent=1)
+        json.dump({"profile": a.profile, "machine": a.machine or a.profile, "command": shlex.join(sys.argv),
+                   "records": records, "portability": pp}, f, indent=1)
     with open(os.path.splitext(out)[0] + ".csv", "w", newline="") as f:
         cols = ["bench", "kernel", "case", "backend", "precision", "rows", "cols", "nnz", "rank", "seconds",
                 "gflops", "gbps", "efficiency", "peer", "line"]
