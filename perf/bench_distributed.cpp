@@ -452,13 +452,13 @@ void run_nmf(MPI_Comm c, const Exec& exec, const Args& a, const std::string& sca
              std::int64_t nnz, const Calibration& cal) {
   namespace dn = distributed::nmf;
   const auto A = to_csr(exec, synthetic<T>(V, D, nnz, a.seed));
-  const auto blocks = dn::distribute(exec, c, A);
+  const auto blocks = dn::make_problem(exec, c, A);
   for (const auto& alg : a.algs) {
     nmf::Options o;
     o.algorithm = nmf::parse_algorithm(alg);
     o.rank = a.k;
     o.seed = a.seed;
-    auto s = dn::init(exec, c, blocks, o);
+    auto s = dn::init(exec, blocks, o);
     s.comm->coll->measure_wait = true;
     // The two all-gathers of an epoch alone (no compute in between), for
     // comparison with their share of the in-loop transfer time.

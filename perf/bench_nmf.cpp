@@ -80,10 +80,9 @@ struct Timing {
   double per_iter = 0, products = 0, h = 0, w = 0, error = 0;
 };
 
-template <class Matrix>
-Timing time_epochs(const Exec& exec, const Matrix& A, nmf::Options o, int iters) {
+template <class Problem>
+Timing time_epochs(const Exec& exec, const Problem& A, nmf::Options o, int iters) {
   Timing t;
-  o.max_iterations = 1 << 30;
   auto state = nmf::init(exec, A, o);
   nmf::step(exec, A, o, state);  // warm-up
   ++state.iteration;
@@ -109,8 +108,9 @@ Timing time_epochs(const Exec& exec, const Matrix& A, nmf::Options o, int iters)
 }
 
 template <class T, class Matrix>
-void run_case(const Exec& exec, const Args& args, const Matrix& A, const std::string& kind, std::int64_t V,
+void run_case(const Exec& exec, const Args& args, const Matrix& input, const std::string& kind, std::int64_t V,
               std::int64_t D, std::int64_t nnz) {
+  const auto A = nmf::make_problem(exec, input);
   const char* prec = sizeof(T) == 4 ? "float" : "double";
   auto record = [&](const std::string& alg, int K, int tile, const Timing& t, const std::string& what) {
     Report r;

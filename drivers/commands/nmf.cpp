@@ -7,7 +7,10 @@
 // (users x K, original user ids) and PREFIX_Ht.csv (items x K = H^T,
 // original item ids). --checkpoint/--restart save and continue the solver
 // state through kfactor/io/checkpoint.hpp; a restarted run to --iters gives
-// the same factors, bit for bit, as an uninterrupted one.
+// the same factors, bit for bit, as an uninterrupted one. The checkpoint
+// records kfactor::option_values(options) and load_checkpoint refuses a
+// restart whose options differ, naming the option: this driver only parses,
+// calls the library (nmf::make_problem, init, resume) and prints.
 //
 // --distributed (under `mpiexec -n P kfactor nmf --distributed ...`): every
 // rank reads the input (errors agreed on every rank), keeps its blocks
@@ -26,7 +29,6 @@
 #include <kfactor/nmf/nmf.hpp>
 
 #include <Kokkos_Core.hpp>
-#include <nlohmann/json.hpp>
 
 #include <kfactor/config.hpp>
 #if defined(KFACTOR_HAVE_MPI)
@@ -37,6 +39,7 @@
 #include <mpi.h>
 #endif
 
+#include <cmath>
 #include <cstdio>
 #include <functional>
 #include <memory>
@@ -79,6 +82,7 @@ struct NmfCliOptions {
   CommonOptions common;
   std::string algorithm = "alo";
   double tol = 0.0;
+  double target = std::nan("");
   int tile = 0;
   double eps = 0.0;
   int every = 1;
@@ -88,30 +92,23 @@ struct NmfCliOptions {
   bool distributed = false;
 };
 
-/// The options that decide the iterates (not --iters or --tol: a restart may
-/// run further or stop differently).
-nlohmann::json options_json(const nmf::Options& o) {
-  nlohmann::json j;
-  j["algorithm"] = nmf::to_string(o.algorithm);
-  j["rank"] = o.rank;
-  j["tile"] = o.algorithm == nmf::Algorithm::alo ? nmf::resolve_tile(o.rank, o.tile) : 0;
-  j["epsilon"] = o.epsilon;
-  j["seed"] = o.seed;
-  return j;
-}
-
+/// nmf::Options from the command line; UsageError (exit 2) naming the
+/// option and its range for a value outside it (nmf::Options::validate, and
+/// the driver's own --every and --checkpoint-every).
 nmf::Options make_options(const NmfCliOptions& o) {
   nmf::Options opt;
   opt.algorithm = nmf::parse_algorithm(o.algorithm);
   opt.rank = o.common.rank;
-  opt.max_iterations = o.common.iters;
-  opt.tolerance = o.tol;
+  opt.stop.max_iterations = o.common.iters;
+  opt.stop.tolerance = o.tol;
+  opt.stop.target = o.target;
   opt.tile = o.tile;
   opt.epsilon = o.eps;
   opt.seed = o.common.seed;
   opt.validate();
-  if (!o.checkpoint.empty() && o.checkpoint_every <= 0)
-    throw UsageError("nmf: --checkpoint-every must be positive, got " + std::to_string(o.checkpoint_every));
+  if (o.every < 1) throw UsageError("nmf: --every must be >= 1, got " + std::to_string(o.every));
+  if (o.checkpoint_every < 1)
+    throw UsageError("nmf: --checkpoint-every must be >= 1, got " + std::to_string(o.checkpoint_every));
   return opt;
 }
 
@@ -157,14 +154,17 @@ Report run_nmf(const NmfCliOptions& o, const NmfInput& input) {
   const auto csr = input_csr<T>(exec, input);
 
   auto run = [&](const auto& A) {
-    const std::string opts = options_json(opt).dump();
-    const auto meta = checkpoint_meta<T, Exec>("nmf", opts, fingerprint(exec, A), opt.rank);
-    auto state = nmf::init(exec, A, opt);
-    if (!o.restart.empty()) load_checkpoint(o.restart, state, meta);
+    const auto meta = checkpoint_meta<T, Exec>("nmf", option_values(opt), fingerprint(exec, A), opt.rank);
+    const auto problem = nmf::make_problem(exec, A);
+    auto state = nmf::init(exec, problem, opt);
+    if (!o.restart.empty()) {
+      load_checkpoint(o.restart, state, meta);
+      state.reset_workspace();
+    }
     Observer observer = progress_printer(o.common, o.every);
     if (!o.checkpoint.empty())
       observer = chain(std::move(observer), checkpoint_observer(o.checkpoint, o.checkpoint_every, state, meta));
-    Report report = nmf::resume(exec, A, opt, state, observer);
+    Report report = nmf::resume(exec, problem, opt, state, observer);
     if (!o.checkpoint.empty()) {
       save_checkpoint(o.checkpoint, state, meta);
       report.info["checkpoint"] = o.checkpoint;
@@ -191,20 +191,20 @@ Report run_nmf_distributed(const NmfCliOptions& o, const NmfInput& input, MPI_Co
   const auto csr = input_csr<T>(exec, input);
 
   auto run = [&](const auto& A) {
-    const std::string opts = options_json(opt).dump();
     const auto fp = fingerprint(exec, A);
     distributed::require_same(comm, fp.checksum, "the checksum of " + o.common.input);
-    distributed::require_same(comm, std::hash<std::string>{}(opts) ^ std::uint64_t(opt.max_iterations),
-                              "the nmf options");
-    const auto meta = checkpoint_meta<T, Exec>("nmf", opts, fp, opt.rank);
-    const auto blocks = distributed::agree(comm, [&] { return dn::distribute(exec, comm, A); });
-    auto state = distributed::agree(comm, [&] { return dn::init(exec, comm, blocks, opt); });
-    if (!o.restart.empty()) load_checkpoint(comm, o.restart, state, meta, state.row_blocks());
+    const auto meta = checkpoint_meta<T, Exec>("nmf", option_values(opt), fp, opt.rank);
+    const auto problem = distributed::agree(comm, [&] { return dn::make_problem(exec, comm, A); });
+    auto state = distributed::agree(comm, [&] { return dn::init(exec, problem, opt); });
+    if (!o.restart.empty()) {
+      load_checkpoint(comm, o.restart, state, meta, state.row_blocks());
+      state.reset_workspace();
+    }
     Observer observer = rank == 0 ? progress_printer(o.common, o.every) : Observer{};
     if (!o.checkpoint.empty())
       observer = chain(std::move(observer),
                        distributed::checkpoint_observer(comm, o.checkpoint, o.checkpoint_every, state, meta));
-    Report report = dn::resume(exec, blocks, opt, state, observer);
+    Report report = dn::resume(exec, problem, opt, state, observer);
     if (!o.checkpoint.empty()) {
       save_checkpoint(comm, o.checkpoint, state, meta, state.row_blocks());
       report.info["checkpoint"] = o.checkpoint;
@@ -248,25 +248,44 @@ const Registrar nmf_command{Command{
     [](CLI::App& cmd) -> std::function<void()> {
       auto o = std::make_shared<NmfCliOptions>();
       add_common_options(cmd, o->common);
-      cmd.add_option("-a,--algorithm", o->algorithm, "hals|alo|mu")
+      cmd.add_option("-a,--algorithm", o->algorithm,
+                     "hals|alo|mu. Default alo: the same iterates as hals (to rounding) at GEMM speed; hals is the "
+                     "column-by-column reference, mu (Lee-Seung) is slower to converge")
           ->capture_default_str()
           ->check(CLI::IsMember({"hals", "alo", "mu"}));
-      cmd.add_option("--tol", o->tol, "stop when the relative error changes by <= tol * previous (0: never)")
+      cmd.add_option("--tol", o->tol,
+                     "stop when the relative error changes by <= tol * previous, tol in [0, 1). Default 0 (never): "
+                     "--iters alone decides, so runs are comparable epoch for epoch")
           ->capture_default_str();
-      cmd.add_option("--tile", o->tile, "ALO tile size T (0: 8/16/16/32/64 for K=64..1024, else the section-5 model)")
+      cmd.add_option("--target", o->target,
+                     "stop once the relative error is <= target, in [0, 1]. Default none: --iters alone decides");
+      cmd.add_option("--tile", o->tile,
+                     "ALO tile size T in [0, rank]. Default 0: the paper's 8/16/16/32/64 for K = 64..1024, else "
+                     "the power of two nearest its section-5 model (GEMM depth vs. cache reuse)")
           ->capture_default_str();
-      cmd.add_option("--eps", o->eps, "floor of W and H / MU denominator guard (0: machine epsilon)")
+      cmd.add_option("--eps", o->eps,
+                     "floor of W and H (hals, alo) and MU denominator guard, in [0, 1e-3]. Default 0: machine "
+                     "epsilon of --precision, the smallest floor that keeps every entry positive")
           ->capture_default_str();
-      cmd.add_option("--every", o->every, "print a progress line every N iterations")->capture_default_str();
+      cmd.add_option("--every", o->every,
+                     "print a progress line every N iterations, N >= 1. Default 1: every epoch (use more for long "
+                     "runs)")
+          ->capture_default_str();
       cmd.add_option("--checkpoint", o->checkpoint,
-                     "save the solver state to FILE (HDF5) every --checkpoint-every iterations and at the end");
-      cmd.add_option("--checkpoint-every", o->checkpoint_every, "iterations between checkpoints")
+                     "save the solver state to FILE (HDF5) every --checkpoint-every iterations and at the end. "
+                     "Default none");
+      cmd.add_option("--checkpoint-every", o->checkpoint_every,
+                     "iterations between checkpoints, >= 1. Default 10: a lost run repeats at most 10 epochs, while "
+                     "writing the factors stays a small share of the time")
           ->capture_default_str();
       cmd.add_option("--restart", o->restart,
-                     "continue from checkpoint FILE (same input, --rank, --precision and options) up to --iters");
+                     "continue from checkpoint FILE up to --iters (same input, --rank, --precision; a different "
+                     "--algorithm, --tile, --eps or --seed is refused, naming it; --iters, --tol and --target may "
+                     "change). Default none");
       cmd.add_flag("--distributed", o->distributed,
                    "run over the ranks of MPI_COMM_WORLD (mpiexec -n P kfactor nmf --distributed ...): 1D "
-                   "nnz-balanced blocks, same iterates as one rank up to reduction-order rounding");
+                   "nnz-balanced blocks, same iterates as one rank (bit for bit on one rank, to reduction-order "
+                   "rounding on several). Default off");
       return [o] { run_command(*o); };
     }}};
 
@@ -294,13 +313,10 @@ const Registrar nmf_demo{Demo{"nmf", [](std::uint64_t seed) {
                                 nmf::Options o;
                                 o.algorithm = nmf::Algorithm::alo;
                                 o.rank = K;
-                                o.max_iterations = 1000;
+                                o.stop.max_iterations = 1000;
+                                o.stop.target = 1e-4;
                                 o.seed = seed;
-                                auto r = nmf::solve(exec, A, o, [](const IterationEvent& e) {
-                                  return e.metrics->get("relative_error") < 1e-4 ? ObserverAction::stop
-                                                                                : ObserverAction::proceed;
-                                });
-                                return r.report;
+                                return nmf::solve(exec, nmf::make_problem(exec, A), o).report;
                               }}};
 
 }  // namespace

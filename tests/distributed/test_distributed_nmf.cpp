@@ -1,11 +1,13 @@
 // Distributed NMF under mpiexec (1..4 ranks): the iterates equal the
-// single-rank solver's (bit for bit on one rank, within the documented
-// reduction-order tolerance otherwise) for dense and CSR input and every
+// single-rank solver's (bit for bit on one rank, on every backend: one rank
+// runs the single-process kernels; within the documented reduction-order
+// tolerance otherwise) for dense and CSR input and every
 // algorithm; the partition is non-empty and nnz-balanced; bad input is
 // refused on every rank; a checkpoint written on 2 ranks restarts on 3 (and
 // on one process) and ends where the uninterrupted run ends.
 #include "mpi_test_util.hpp"
 #include <kfactor/config.hpp>
+#include <kfactor/core/contract.hpp>
 #include <kfactor/core/convert.hpp>
 #include <kfactor/core/random.hpp>
 #include <kfactor/distributed/checkpoint.hpp>
@@ -22,7 +24,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <limits>
 #include <string>
 #include <vector>
 
@@ -36,6 +37,10 @@ using namespace kfactor;
 namespace dn = kfactor::distributed::nmf;
 using Exec = Kokkos::DefaultExecutionSpace;
 using Mem = Exec::memory_space;
+
+// The distributed solver keeps the single-rank contract (core/solver.hpp).
+static_assert(Solver<Exec, dn::Problem<CsrMatrix<double, Mem>>, nmf::Options, dn::State<double, Mem>>);
+static_assert(Solver<Exec, dn::Problem<DenseMatrix<float, Mem>>, nmf::Options, dn::State<float, Mem>>);
 
 /// Planted non-negative V x D matrix of rank 5 plus noise (dense), or a
 /// sparse one with skewed row and column counts (CSR): rows i < V/8 are 6x
@@ -92,11 +97,11 @@ void expect_same_iterates(const Matrix& A, nmf::Algorithm alg, double tol) {
   o.algorithm = alg;
   o.rank = 6;
   o.tile = 4;  // two ALO tiles (one partial)
-  o.max_iterations = 12;
+  o.stop.max_iterations = 12;
   o.seed = 11;
-  const auto ref = nmf::solve(exec, A, o);
-  const auto blocks = dn::distribute(exec, MPI_COMM_WORLD, A);
-  auto res = dn::solve(exec, MPI_COMM_WORLD, blocks, o);
+  const auto ref = nmf::solve(exec, nmf::make_problem(exec, A), o);
+  const auto problem = dn::make_problem(exec, MPI_COMM_WORLD, A);
+  auto res = dn::solve(exec, problem, o);
   const auto W = dn::gather_W(exec, res.state);
   const auto Ht = dn::gather_Ht(exec, res.state);
   const double dw = rel_diff(W, ref.state.W), dh = rel_diff(Ht, ref.state.Ht);
@@ -104,14 +109,10 @@ void expect_same_iterates(const Matrix& A, nmf::Algorithm alg, double tol) {
     std::printf("P=%d %s: dW %.3g dHt %.3g\n", world_size(), nmf::to_string(alg), dw, dh);
   SCOPED_TRACE(std::string("P = ") + std::to_string(world_size()) + ", " + nmf::to_string(alg));
   if (world_size() == 1) {
-    // One rank: no MPI call, the same operations: bit for bit. Except alo on a
-    // host: there the single-process solver sweeps a W tile in one launch
-    // (tile_sweep_host) while the distributed one needs a launch per column
-    // for its per-column sum, so the norm reductions round differently.
-    const bool host_alo = alg == nmf::Algorithm::alo && kfactor::is_host_space_v<Exec>;
-    const double same = host_alo ? 64 * std::numeric_limits<T>::epsilon() : 0.0;
-    EXPECT_LE(dw, same);
-    EXPECT_LE(dh, same);
+    // One rank: no MPI call in the epoch and the single-process kernels
+    // (ALO's one-launch tile sweeps included): bit for bit, on every backend.
+    EXPECT_EQ(dw, 0.0);
+    EXPECT_EQ(dh, 0.0);
   }
   EXPECT_LE(dw, tol);
   EXPECT_LE(dh, tol);
@@ -155,7 +156,7 @@ TEST(DistributedNmf, FloatWithinItsTolerance) {
 TEST(DistributedNmf, PartitionIsNonEmptyAndBalanced) {
   const Exec exec;
   const auto A = to_csr(exec, planted<double>(64, 50, true, 2));
-  const auto b = dn::distribute(exec, MPI_COMM_WORLD, A);
+  const auto b = dn::make_problem(exec, MPI_COMM_WORLD, A);
   const int P = world_size();
   ASSERT_EQ(b.row_bounds.size(), std::size_t(P) + 1);
   ASSERT_EQ(b.col_bounds.size(), std::size_t(P) + 1);
@@ -199,23 +200,23 @@ TEST(DistributedNmf, BadInputRefusedOnEveryRank) {
   auto coo = planted<double>(30, 20, true, 4);
   coo.values[coo.values.size() - 1] = -1.0;  // in the last rank's rows
   const auto A = to_csr(exec, coo);
-  const auto b = dn::distribute(exec, MPI_COMM_WORLD, A);
-  nmf::Options o;
-  o.rank = 3;
   std::string what;
   try {
-    dn::init(exec, MPI_COMM_WORLD, b, o);
+    dn::make_problem(exec, MPI_COMM_WORLD, A);
   } catch (const InputError& e) {
     what = e.what();
   }
   EXPECT_NE(what.find("1 negative"), std::string::npos) << what;
+  coo.values.assign(coo.values.size(), 0.0);
+  EXPECT_THROW(dn::make_problem(exec, MPI_COMM_WORLD, to_csr(exec, coo)), InputError);
+  nmf::Options o;
   o.rank = 25;  // > min(30, 20)
-  EXPECT_THROW(dn::init(exec, MPI_COMM_WORLD, dn::distribute(exec, MPI_COMM_WORLD, to_csr(exec, planted<double>(30, 20, true, 4))), o),
+  EXPECT_THROW(dn::init(exec, dn::make_problem(exec, MPI_COMM_WORLD, to_csr(exec, planted<double>(30, 20, true, 4))), o),
                UsageError);
   // More ranks than rows: refused on every rank.
   if (world_size() > 1) {
     const auto tiny = to_csr(exec, planted<double>(world_size() - 1, 8, false, 5));
-    EXPECT_THROW(dn::distribute(exec, MPI_COMM_WORLD, tiny), UsageError);
+    EXPECT_THROW(dn::make_problem(exec, MPI_COMM_WORLD, tiny), UsageError);
   }
 }
 
@@ -229,20 +230,20 @@ TEST(DistributedNmf, CheckpointOnTwoRanksRestartsOnThreeAndOnOne) {
   o.algorithm = nmf::Algorithm::hals;
   o.rank = 5;
   o.seed = 3;
-  const auto meta = checkpoint_meta<double, Exec>("nmf", "{\"test\":1}", fingerprint(exec, A), o.rank);
+  const auto meta = checkpoint_meta<double, Exec>("nmf", option_values(o), fingerprint(exec, A), o.rank);
   const int W = world_size();
   const int writers = std::min(2, W), readers = std::min(3, W);
 
   // Uninterrupted run (12 epochs) and a run stopped after 5 with a checkpoint, on `writers` ranks.
   DenseMatrix<double, Mem> W_full, Ht_full;
   if (MPI_Comm c = first_ranks(writers); c != MPI_COMM_NULL) {
-    const auto b = dn::distribute(exec, c, A);
-    o.max_iterations = 12;
-    auto full = dn::solve(exec, c, b, o);
+    const auto b = dn::make_problem(exec, c, A);
+    o.stop.max_iterations = 12;
+    auto full = dn::solve(exec, b, o);
     W_full = dn::gather_W(exec, full.state);
     Ht_full = dn::gather_Ht(exec, full.state);
-    o.max_iterations = 5;
-    auto part = dn::init(exec, c, b, o);
+    o.stop.max_iterations = 5;
+    auto part = dn::init(exec, b, o);
     dn::resume(exec, b, o, part, distributed::checkpoint_observer(c, path, 5, part, meta));
     EXPECT_EQ(part.iteration, 5);
     // The serial fallback: gathered to rank 0, written there.
@@ -252,16 +253,17 @@ TEST(DistributedNmf, CheckpointOnTwoRanksRestartsOnThreeAndOnOne) {
   MPI_Barrier(MPI_COMM_WORLD);
   // Restart on `readers` ranks, to 12 epochs.
   if (MPI_Comm c = first_ranks(readers); c != MPI_COMM_NULL) {
-    const auto b = dn::distribute(exec, c, A);
-    o.max_iterations = 12;
-    auto s = dn::init(exec, c, b, o);
+    const auto b = dn::make_problem(exec, c, A);
+    o.stop.max_iterations = 12;
+    auto s = dn::init(exec, b, o);
     const auto stored = load_checkpoint(c, path, s, meta, s.row_blocks());
+    s.reset_workspace();
     EXPECT_EQ(stored.iteration, 5);
     EXPECT_EQ(stored.mpi_ranks, writers);
     EXPECT_EQ(s.iteration, 5);
     EXPECT_EQ(s.history.size(), 5u);
     // The gathered file holds the same state.
-    auto g = dn::init(exec, c, b, o);
+    auto g = dn::init(exec, b, o);
     load_checkpoint(c, gathered, g, meta, g.row_blocks());
     EXPECT_EQ(rel_diff(g.W, s.W), 0.0);
     EXPECT_EQ(rel_diff(g.Ht, s.Ht), 0.0);
@@ -281,11 +283,13 @@ TEST(DistributedNmf, CheckpointOnTwoRanksRestartsOnThreeAndOnOne) {
   }
   // A single-rank nmf run restarts from the distributed file.
   if (world_rank() == 0) {
-    o.max_iterations = 12;
-    auto s = nmf::init(exec, A, o);
+    o.stop.max_iterations = 12;
+    const auto problem = nmf::make_problem(exec, A);
+    auto s = nmf::init(exec, problem, o);
     load_checkpoint(path, s, meta);
+    s.reset_workspace();
     EXPECT_EQ(s.iteration, 5);
-    nmf::resume(exec, A, o, s);
+    nmf::resume(exec, problem, o, s);
     EXPECT_LE(rel_diff(s.W, W_full), 1e-9);
     EXPECT_LE(rel_diff(s.Ht, Ht_full), 1e-9);
   }

@@ -1,5 +1,6 @@
 // NMF solver tests: the ALO-NMF digest's checklist (items 1, 3-12), planted
 // recovery, input errors, float runs and exact continuation through visit().
+#include <kfactor/core/contract.hpp>
 #include <kfactor/core/convert.hpp>
 #include <kfactor/core/metrics.hpp>
 #include <kfactor/core/random.hpp>
@@ -8,11 +9,29 @@
 #include "common/test_spaces.hpp"
 
 #include <cmath>
+#include <functional>
+#include <limits>
+#include <map>
 #include <numeric>
+#include <string>
+#include <utility>
 #include <vector>
 
 namespace {
 using namespace kfactor;
+
+// The solver contract of core/solver.hpp, for the host space, float and
+// double, dense and CSR input.
+template <class T>
+using HostProblemDense = nmf::Problem<DenseMatrix<T, Kokkos::DefaultHostExecutionSpace::memory_space>>;
+template <class T>
+using HostProblemCsr = nmf::Problem<CsrMatrix<T, Kokkos::DefaultHostExecutionSpace::memory_space>>;
+template <class T>
+using HostState = nmf::State<T, Kokkos::DefaultHostExecutionSpace::memory_space>;
+static_assert(Solver<Kokkos::DefaultHostExecutionSpace, HostProblemDense<float>, nmf::Options, HostState<float>>);
+static_assert(Solver<Kokkos::DefaultHostExecutionSpace, HostProblemDense<double>, nmf::Options, HostState<double>>);
+static_assert(Solver<Kokkos::DefaultHostExecutionSpace, HostProblemCsr<float>, nmf::Options, HostState<float>>);
+static_assert(Solver<Kokkos::DefaultHostExecutionSpace, HostProblemCsr<double>, nmf::Options, HostState<double>>);
 
 template <class T>
 using HostMatrix = Kokkos::View<T**, Kokkos::LayoutRight, Kokkos::HostSpace>;
@@ -161,7 +180,7 @@ TYPED_TEST(NmfTest, HalsEpochMatchesHostAlgorithm1) {
   using Space = TypeParam;
   const Space exec;
   const auto coo = random_sparse<double>(40, 30, 0.3, 1);
-  auto A = to_csr(exec, coo);
+  const auto A = nmf::make_problem(exec, to_csr(exec, coo));
   const auto o = options(nmf::Algorithm::hals, 6);
   auto s = nmf::init(exec, A, o);
   auto hA = coo_to_host_dense(coo);
@@ -237,8 +256,8 @@ TYPED_TEST(NmfTest, AloEpochEqualsHalsEpoch) {
   const Space exec;
   const int K = 12;
   const auto coo = random_sparse<double>(70, 50, 0.25, 2);
-  auto Acsr = to_csr(exec, coo);
-  auto Adense = to_space<Space>(coo_to_host_dense(coo));
+  const auto Acsr = nmf::make_problem(exec, to_csr(exec, coo));
+  const auto Adense = nmf::make_problem(exec, to_space<Space>(coo_to_host_dense(coo)));
   auto run = [&](const auto& A) {
     auto ref = nmf::init(exec, A, options(nmf::Algorithm::hals, K));
     nmf::step(exec, A, options(nmf::Algorithm::hals, K), ref);
@@ -260,7 +279,7 @@ TYPED_TEST(NmfTest, AloAndHalsTracesAgreeAndInvariantsHold) {
   using Space = TypeParam;
   const Space exec;
   const int K = 8, V = 60, D = 45;
-  auto A = to_space<Space>(planted<double>(V, D, 10, 3));
+  const auto A = nmf::make_problem(exec, to_space<Space>(planted<double>(V, D, 10, 3)));
   auto oh = options(nmf::Algorithm::hals, K), oa = options(nmf::Algorithm::alo, K, 3);
   auto sh = nmf::init(exec, A, oh), sa = nmf::init(exec, A, oa);
   const double eps = std::numeric_limits<double>::epsilon();
@@ -300,10 +319,10 @@ TYPED_TEST(NmfTest, ErrorNonIncreasingFromNormalisedStart) {
   using Space = TypeParam;
   const Space exec;
   const auto coo = random_sparse<double>(50, 40, 0.3, 4);
-  auto A = to_csr(exec, coo);
+  const auto A = nmf::make_problem(exec, to_csr(exec, coo));
   for (auto alg : {nmf::Algorithm::hals, nmf::Algorithm::alo, nmf::Algorithm::mu}) {
     auto o = options(alg, 6, 4);
-    o.max_iterations = 300;
+    o.stop.max_iterations = 300;
     auto r = nmf::solve(exec, A, o);
     ASSERT_EQ(r.report.history.size(), 300u);
     for (std::size_t i = 1; i < r.report.history.size(); ++i)
@@ -314,7 +333,7 @@ TYPED_TEST(NmfTest, ErrorNonIncreasingFromNormalisedStart) {
   // W0's columns of norm 4 (H0 / 4) instead of 1: epoch 1 raises the error.
   // (The start is a few normalised epochs in, at error ~0.2 as in the digest.)
   const int K = 5;
-  auto P = to_space<Space>(planted<double>(40, 30, K, 9));
+  const auto P = nmf::make_problem(exec, to_space<Space>(planted<double>(40, 30, K, 9)));
   auto o = options(nmf::Algorithm::hals, K);
   auto s0 = nmf::init(exec, P, o);
   for (int e = 0; e < 3; ++e) {
@@ -346,8 +365,8 @@ TYPED_TEST(NmfTest, CheapErrorEqualsExplicitError) {
   using Space = TypeParam;
   const Space exec;
   const auto coo = random_sparse<double>(45, 38, 0.3, 5);
-  auto Acsr = to_csr(exec, coo);
-  auto Adense = to_space<Space>(coo_to_host_dense(coo));
+  const auto Acsr = nmf::make_problem(exec, to_csr(exec, coo));
+  const auto Adense = nmf::make_problem(exec, to_space<Space>(coo_to_host_dense(coo)));
   for (auto alg : {nmf::Algorithm::hals, nmf::Algorithm::alo, nmf::Algorithm::mu}) {
     auto o = options(alg, 7, 3);
     auto s = nmf::init(exec, Acsr, o);
@@ -358,10 +377,10 @@ TYPED_TEST(NmfTest, CheapErrorEqualsExplicitError) {
       nmf::step(exec, Adense, o, sd);
       ++sd.iteration;
       const double cheap = nmf::evaluate(exec, Acsr, o, s).get("relative_error");
-      EXPECT_NEAR(cheap, relative_error(exec, Adense, s.W, s.Ht), 1e-10);
-      EXPECT_NEAR(cheap, relative_error(exec, Acsr, s.W, s.Ht), 1e-10);
-      EXPECT_NEAR(nmf::evaluate(exec, Adense, o, sd).get("relative_error"), relative_error(exec, Adense, sd.W, sd.Ht),
-                  1e-10);
+      EXPECT_NEAR(cheap, relative_error(exec, Adense.A, s.W, s.Ht), 1e-10);
+      EXPECT_NEAR(cheap, relative_error(exec, Acsr.A, s.W, s.Ht), 1e-10);
+      EXPECT_NEAR(nmf::evaluate(exec, Adense, o, sd).get("relative_error"),
+                  relative_error(exec, Adense.A, sd.W, sd.Ht), 1e-10);
     }
   }
 }
@@ -375,9 +394,9 @@ TYPED_TEST(NmfTest, ScalingInvariance) {
   const double c = 4.0;
   for (int i = 0; i < 40; ++i)
     for (int j = 0; j < 35; ++j) hB(i, j) = c * hA(i, j);
-  auto A = to_space<Space>(hA), B = to_space<Space>(hB);
+  const auto A = nmf::make_problem(exec, to_space<Space>(hA)), B = nmf::make_problem(exec, to_space<Space>(hB));
   auto o = options(nmf::Algorithm::alo, 5, 2);
-  o.max_iterations = 10;
+  o.stop.max_iterations = 10;
   auto ra = nmf::solve(exec, A, o), rb = nmf::solve(exec, B, o);
   EXPECT_LT(rel_diff(rb.state.W, ra.state.W), 1e-10);
   auto Ha = host(ra.state.Ht);
@@ -402,7 +421,7 @@ TYPED_TEST(NmfTest, PermutationEquivariance) {
   HostMatrix<double> hB("B", V, D);
   for (int i = 0; i < V; ++i)
     for (int j = 0; j < D; ++j) hB(i, j) = hA(pr[i], pc[j]);
-  auto A = to_space<Space>(hA), B = to_space<Space>(hB);
+  const auto A = nmf::make_problem(exec, to_space<Space>(hA)), B = nmf::make_problem(exec, to_space<Space>(hB));
   auto o = options(nmf::Algorithm::alo, K, 2);
   auto sa = nmf::init(exec, A, o);
   auto W0 = host(sa.W);
@@ -435,11 +454,11 @@ TYPED_TEST(NmfTest, DenseAndCsrGiveTheSameIterates) {
   using Space = TypeParam;
   const Space exec;
   const auto coo = random_sparse<double>(55, 44, 0.2, 8);
-  auto Acsr = to_csr(exec, coo);
-  auto Adense = to_space<Space>(coo_to_host_dense(coo));
+  const auto Acsr = nmf::make_problem(exec, to_csr(exec, coo));
+  const auto Adense = nmf::make_problem(exec, to_space<Space>(coo_to_host_dense(coo)));
   for (auto alg : {nmf::Algorithm::hals, nmf::Algorithm::alo, nmf::Algorithm::mu}) {
     auto o = options(alg, 6, 4);
-    o.max_iterations = 3;
+    o.stop.max_iterations = 3;
     auto rs = nmf::solve(exec, Acsr, o), rd = nmf::solve(exec, Adense, o);
     EXPECT_LT(rel_diff(rs.state.W, rd.state.W), 1e-12) << nmf::to_string(alg);
     EXPECT_LT(rel_diff(rs.state.Ht, rd.state.Ht), 1e-12) << nmf::to_string(alg);
@@ -453,15 +472,15 @@ TYPED_TEST(NmfTest, PlantedLowRankRecovered) {
   const Space exec;
   const int K = 4;
   for (std::uint64_t seed = 0; seed < 10; ++seed) {
-    auto A = to_space<Space>(planted<double>(50, 40, K, 100 + seed));
+    const auto A = nmf::make_problem(exec, to_space<Space>(planted<double>(50, 40, K, 100 + seed)));
     auto o = options(nmf::Algorithm::alo, K, 2);
     o.seed = seed;
-    o.max_iterations = 600;
+    o.stop.max_iterations = 600;
     auto r = nmf::solve(exec, A, o, [](const IterationEvent& e) {
       return e.metrics->get("relative_error") < 1e-3 ? ObserverAction::stop : ObserverAction::proceed;
     });
     EXPECT_LT(r.report.metrics.get("relative_error"), 1e-3) << "seed " << seed;
-    EXPECT_LT(relative_error(exec, A, r.state.W, r.state.Ht), 1e-3) << "seed " << seed;
+    EXPECT_LT(relative_error(exec, A.A, r.state.W, r.state.Ht), 1e-3) << "seed " << seed;
   }
 }
 
@@ -471,20 +490,21 @@ TYPED_TEST(NmfScalarTest, AllAlgorithmsConverge) {
   using T = typename TypeParam::scalar;
   const Space exec;
   const auto coo = random_sparse<T>(60, 50, 0.25, 10);
-  auto A = to_csr(exec, coo);
+  const auto A = nmf::make_problem(exec, to_csr(exec, coo));
   for (auto alg : {nmf::Algorithm::hals, nmf::Algorithm::alo, nmf::Algorithm::mu}) {
     auto o = options(alg, 8, 3);
-    o.max_iterations = 50;
+    o.stop.max_iterations = 50;
     auto r = nmf::solve(exec, A, o);
     const double first = r.report.history.rows.front()[0], last = r.report.metrics.get("relative_error");
     EXPECT_TRUE(std::isfinite(last));
     EXPECT_LT(last, first) << nmf::to_string(alg);
     // The cheap error is exact to ~1e-3 absolute in float, ~1e-10 in double.
-    EXPECT_NEAR(last, relative_error(exec, A, r.state.W, r.state.Ht), sizeof(T) == 4 ? 2e-3 : 1e-10);
+    EXPECT_NEAR(last, relative_error(exec, A.A, r.state.W, r.state.Ht), sizeof(T) == 4 ? 2e-3 : 1e-10);
   }
 }
 
-// Input errors are clear.
+// Input errors are clear: bad data is an InputError from make_problem, a
+// rank above min(V, D) a UsageError from init.
 TYPED_TEST(NmfTest, BadInputsAreRejected) {
   using Space = TypeParam;
   const Space exec;
@@ -497,44 +517,111 @@ TYPED_TEST(NmfTest, BadInputsAreRejected) {
       EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
     }
   };
-  auto o = options(nmf::Algorithm::alo, 3);
-  {
-    auto h = hA;
+  for (double bad : {-1.0, std::nan(""), std::numeric_limits<double>::infinity()}) {
     HostMatrix<double> c("c", 10, 8);
-    Kokkos::deep_copy(c, h);
-    c(3, 4) = -1.0;
-    auto A = to_space<Space>(c);
-    EXPECT_THROW(nmf::init(exec, A, o), InputError);
-    expect_message([&] { nmf::init(exec, A, o); }, "negative");
-    c(3, 4) = std::nan("");
-    auto B = to_space<Space>(c);
-    EXPECT_THROW(nmf::solve(exec, B, o), InputError);
+    Kokkos::deep_copy(c, hA);
+    c(3, 4) = bad;
+    const auto A = to_space<Space>(c);
+    EXPECT_THROW(nmf::make_problem(exec, A), InputError) << bad;
+    expect_message([&] { nmf::make_problem(exec, A); }, "1 negative, NaN or infinite");
   }
   {
     HostMatrix<double> z("z", 10, 8);
-    auto A = to_space<Space>(z);
-    EXPECT_THROW(nmf::init(exec, A, o), InputError);
-    expect_message([&] { nmf::init(exec, A, o); }, "all zero");
+    const auto A = to_space<Space>(z);
+    EXPECT_THROW(nmf::make_problem(exec, A), InputError);
+    expect_message([&] { nmf::make_problem(exec, A); }, "all zero");
+    EXPECT_THROW(nmf::make_problem(exec, DenseMatrix<double, typename Space::memory_space>("e", 0, 8)), InputError);
   }
   {
-    auto A = to_space<Space>(hA);
+    const auto A = nmf::make_problem(exec, to_space<Space>(hA));
     auto big = options(nmf::Algorithm::hals, 9);
     EXPECT_THROW(nmf::init(exec, A, big), UsageError);
     expect_message([&] { nmf::init(exec, A, big); }, "exceeds min(rows, cols)");
-    auto bad = o;
+    EXPECT_NO_THROW(nmf::init(exec, A, options(nmf::Algorithm::hals, 8)));  // K = min(V, D) fits
+    auto bad = options(nmf::Algorithm::alo, 3);
     bad.rank = 0;
     EXPECT_THROW(nmf::init(exec, A, bad), UsageError);
-    bad = o;
+    bad = options(nmf::Algorithm::alo, 3);
     bad.epsilon = -1;
-    EXPECT_THROW(nmf::init(exec, A, bad), UsageError);
+    EXPECT_THROW(nmf::solve(exec, A, bad), UsageError);
   }
   {
     auto coo = random_sparse<double>(12, 10, 0.3, 12);
     coo.values[2] = -0.5;
-    auto A = to_csr(exec, coo);
-    EXPECT_THROW(nmf::init(exec, A, o), InputError);
+    const auto A = to_csr(exec, coo);
+    EXPECT_THROW(nmf::make_problem(exec, A), InputError);
+    coo.values.assign(coo.values.size(), 0.0);
+    EXPECT_THROW(nmf::make_problem(exec, to_csr(exec, coo)), InputError);
   }
   EXPECT_THROW(nmf::parse_algorithm("bpp"), UsageError);
+}
+
+// Every numeric option has a declared range: 0, -1, NaN, Inf and an absurdly
+// large value are refused where they make no sense, with the field named;
+// the edges of each range pass.
+TEST(NmfOptions, EveryNumericOptionHasARange) {
+  const double nan = std::nan(""), inf = std::numeric_limits<double>::infinity();
+  auto refused = [](const nmf::Options& o, const char* field) {
+    try {
+      o.validate();
+      ADD_FAILURE() << field << " accepted";
+    } catch (const UsageError& e) {
+      EXPECT_NE(std::string(e.what()).find(field), std::string::npos) << e.what();
+    }
+  };
+  auto with = [](auto&& set) {
+    nmf::Options o;
+    o.rank = 16;
+    set(o);
+    return o;
+  };
+  EXPECT_NO_THROW(nmf::Options{}.validate());
+  // rank in [1, max_rank]
+  for (int v : {0, -1, nmf::max_rank + 1, std::numeric_limits<int>::max()})
+    refused(with([&](nmf::Options& o) { o.rank = v; }), "rank");
+  for (int v : {1, nmf::max_rank}) EXPECT_NO_THROW(with([&](nmf::Options& o) { o.rank = v; }).validate()) << v;
+  // tile in [0, rank]
+  for (int v : {-1, 17, std::numeric_limits<int>::max()}) refused(with([&](nmf::Options& o) { o.tile = v; }), "tile");
+  for (int v : {0, 1, 16}) EXPECT_NO_THROW(with([&](nmf::Options& o) { o.tile = v; }).validate()) << v;
+  // epsilon in [0, max_epsilon]
+  for (double v : {-1.0, nan, inf, -inf, 1.0, 1e300})
+    refused(with([&](nmf::Options& o) { o.epsilon = v; }), "epsilon");
+  for (double v : {0.0, 1e-300, nmf::max_epsilon})
+    EXPECT_NO_THROW(with([&](nmf::Options& o) { o.epsilon = v; }).validate()) << v;
+  // stop.max_iterations >= 0 (any int above: tolerance, target or an observer end the run)
+  refused(with([](nmf::Options& o) { o.stop.max_iterations = -1; }), "max_iterations");
+  for (int v : {0, 1, std::numeric_limits<int>::max()})
+    EXPECT_NO_THROW(with([&](nmf::Options& o) { o.stop.max_iterations = v; }).validate()) << v;
+  // stop.tolerance in [0, 1)
+  for (double v : {-1.0, nan, inf, 1.0, 1e300})
+    refused(with([&](nmf::Options& o) { o.stop.tolerance = v; }), "tolerance");
+  for (double v : {0.0, 1e-12, 0.5}) EXPECT_NO_THROW(with([&](nmf::Options& o) { o.stop.tolerance = v; }).validate()) << v;
+  // stop.target in [0, 1] or NaN
+  for (double v : {-1.0, inf, -inf, 1.5, 1e300}) refused(with([&](nmf::Options& o) { o.stop.target = v; }), "target");
+  for (double v : {nan, 0.0, 1e-6, 1.0}) EXPECT_NO_THROW(with([&](nmf::Options& o) { o.stop.target = v; }).validate()) << v;
+  // every seed
+  for (std::uint64_t v : {std::uint64_t(0), ~std::uint64_t(0)})
+    EXPECT_NO_THROW(with([&](nmf::Options& o) { o.seed = v; }).validate());
+}
+
+// Options::visit lists what decides the iterates: the tile only for alo and
+// resolved (0 and the default tile are the same run), not the stop rule.
+TEST(NmfOptions, VisitListsWhatDecidesTheIterates) {
+  nmf::Options o;
+  o.rank = 128;
+  o.stop.max_iterations = 7;
+  auto v = option_values(o);
+  EXPECT_EQ(v.at("algorithm"), "alo");
+  EXPECT_EQ(v.at("rank"), "128");
+  EXPECT_EQ(v.at("tile"), "16");
+  EXPECT_EQ(v.at("seed"), "42");
+  EXPECT_EQ(v.count("max_iterations") + v.count("stop.max_iterations"), 0u);
+  o.tile = 16;
+  o.stop.max_iterations = 99;
+  EXPECT_EQ(option_values(o), v);
+  o.algorithm = nmf::Algorithm::hals;
+  EXPECT_EQ(option_values(o).count("tile"), 0u);
+  EXPECT_EQ(option_values(o).at("algorithm"), "hals");
 }
 
 // The State contract: copying the visited fields into a fresh state and
@@ -543,16 +630,17 @@ TYPED_TEST(NmfTest, VisitedFieldsContinueBitForBit) {
   using Space = TypeParam;
   const Space exec;
   const auto coo = random_sparse<double>(40, 33, 0.3, 13);
-  auto A = to_csr(exec, coo);
+  const auto A = nmf::make_problem(exec, to_csr(exec, coo));
   auto o = options(nmf::Algorithm::alo, 5, 2);
-  o.max_iterations = 4;
+  o.stop.max_iterations = 4;
   auto r = nmf::solve(exec, A, o);
   auto fresh = nmf::init(exec, A, options(nmf::Algorithm::alo, 5, 2));  // different seed-independent start
   std::vector<std::function<void()>> copies;
-  // Collect the source fields by name, then assign into the fresh state.
+  // Collect the source fields by name (through the const visit), then
+  // assign into the fresh state.
   std::map<std::string, std::function<void(DenseMatrix<double, typename Space::memory_space>&)>> views;
   std::map<std::string, double> scalars;
-  r.state.visit([&](const char* name, auto& x) {
+  std::as_const(r.state).visit([&](const char* name, const auto& x) {
     if constexpr (requires { x.extent(0); }) {
       auto src = x;
       views[name] = [src](auto& dst) { Kokkos::deep_copy(dst, src); };
@@ -566,8 +654,9 @@ TYPED_TEST(NmfTest, VisitedFieldsContinueBitForBit) {
     else
       x = static_cast<std::remove_reference_t<decltype(x)>>(scalars.at(name));
   });
+  fresh.reset_workspace();
   EXPECT_EQ(fresh.iteration, 4);
-  o.max_iterations = 7;
+  o.stop.max_iterations = 7;
   nmf::resume(exec, A, o, r.state);
   nmf::resume(exec, A, o, fresh);
   EXPECT_EQ(rel_diff(fresh.W, r.state.W), 0.0);
@@ -596,17 +685,23 @@ TEST(NmfModel, TileModelAndDataMovement) {
 TYPED_TEST(NmfTest, ReportNamesTileAndMetrics) {
   using Space = TypeParam;
   const Space exec;
-  auto A = to_space<Space>(planted<double>(30, 25, 3, 14));
+  const auto A = nmf::make_problem(exec, to_space<Space>(planted<double>(30, 25, 3, 14)));
   auto o = options(nmf::Algorithm::alo, 6, 5);
-  o.max_iterations = 3;
+  o.stop.max_iterations = 3;
   auto r = nmf::solve(exec, A, o);
   EXPECT_EQ(r.report.info.at("tile"), "5");
   EXPECT_EQ(r.report.metrics.items.at(0).first, "relative_error");
   EXPECT_EQ(r.report.iterations, 3);
-  o.tolerance = 0.5;
-  o.max_iterations = 100;
+  o.stop.tolerance = 0.5;
+  o.stop.max_iterations = 100;
   auto r2 = nmf::solve(exec, A, o);
   EXPECT_EQ(r2.report.stop_reason, "converged");
+  o.stop.tolerance = 0.0;
+  o.stop.target = 0.5;
+  auto r3 = nmf::solve(exec, A, o);
+  EXPECT_EQ(r3.report.stop_reason, "target_reached");
+  EXPECT_LE(r3.report.metrics.get("relative_error"), 0.5);
+  EXPECT_LT(r3.report.iterations, 100);
 }
 
 }  // namespace

@@ -1,8 +1,9 @@
 // `kfactor nmf` as a user runs it, on the real SNAP graphs through kfactor::io:
 // --json report fields; a checkpointed run restarted to the same --iters
 // writes byte-identical factor files to an uninterrupted one; a restart
-// against another matrix or another --rank exits 3 naming the checkpoint and
-// leaves it unchanged. The child environment (ctest ENVIRONMENT) pins one
+// against another matrix or another --rank exits 3, and one with another
+// option that decides the iterates exits 2 naming it, both naming the
+// checkpoint and leaving it unchanged. The child environment (ctest ENVIRONMENT) pins one
 // OpenMP thread and keeps Open MPI off UCX.
 #include "common/cli.hpp"
 #include "common/test_spaces.hpp"
@@ -16,6 +17,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <utility>
 
 #include <sys/wait.h>
 #include <unistd.h>
@@ -99,8 +101,6 @@ TEST(NmfCli, MismatchedRestartExits3AndKeepsCheckpoint) {
       "nmf --input " + quote(facebook) + " --rank 4 --iters 4 --quiet",
       // another rank
       "nmf --input " + quote(gnutella) + " --rank 6 --iters 4 --quiet",
-      // another algorithm (options differ)
-      "nmf --input " + quote(gnutella) + " --rank 4 --iters 4 --quiet --algorithm mu",
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c);
@@ -110,6 +110,23 @@ TEST(NmfCli, MismatchedRestartExits3AndKeepsCheckpoint) {
     EXPECT_NE(r.err.find(ckpt), std::string::npos) << r.err;
     EXPECT_TRUE(slurp(ckpt) == before) << "checkpoint changed by a failing restart";
   }
+  // Another option that decides the iterates is a usage error naming it.
+  // (Rank 4's default tile is 2.)
+  for (const auto& [flag, name] : {std::pair<std::string, std::string>{"--algorithm mu", "algorithm"},
+                                   {"--seed 9", "seed"}, {"--tile 1", "tile"}}) {
+    SCOPED_TRACE(flag);
+    r = run_kfactor("nmf --input " + quote(gnutella) + " --rank 4 --iters 4 --quiet " + flag + " --restart " +
+                        quote(ckpt) + " --checkpoint " + quote(ckpt),
+                    dir);
+    EXPECT_EQ(r.code, 2) << r.err;
+    EXPECT_NE(r.err.find(ckpt), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find(name + " = "), std::string::npos) << r.err;
+    EXPECT_TRUE(slurp(ckpt) == before) << "checkpoint changed by a failing restart";
+  }
+  // The stop rule may change on a restart.
+  r = run_kfactor("nmf --input " + quote(gnutella) + " --rank 4 --iters 4 --tol 1e-9 --quiet --restart " + quote(ckpt),
+                  dir);
+  EXPECT_EQ(r.code, 0) << r.err;
   // A missing checkpoint is an input error too.
   r = run_kfactor("nmf --input " + quote(gnutella) + " --rank 4 --iters 4 --quiet --restart " +
                       quote(dir.file("missing.h5")),

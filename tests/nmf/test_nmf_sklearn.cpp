@@ -52,14 +52,14 @@ TEST(NmfSklearn, FinalErrorWithinHalfPercentOfScikitLearn) {
     const std::string path = kfactor::test::data_path(name);
     const auto ref = sklearn_errors(path, K, iters);
     if (ref.size() != 3) GTEST_SKIP() << "python3 with scikit-learn is not available";
-    auto A = to_csr(exec, io::read_edges<double>(path));
+    const auto A = nmf::make_problem(exec, to_csr(exec, io::read_edges<double>(path)));
     for (auto alg : {nmf::Algorithm::alo, nmf::Algorithm::hals}) {
       std::vector<double> ours;
       for (std::uint64_t seed = 0; seed < 3; ++seed) {
         nmf::Options o;
         o.algorithm = alg;
         o.rank = K;
-        o.max_iterations = iters;
+        o.stop.max_iterations = iters;
         o.seed = seed;
         ours.push_back(nmf::solve(exec, A, o).report.metrics.get("relative_error"));
       }

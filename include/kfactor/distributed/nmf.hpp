@@ -3,17 +3,21 @@
 /// Distributed NMF over MPI (header-only; needs a build with
 /// KFACTOR_HAVE_MPI): the FAST-HALS / ALO-NMF / MU epochs of
 /// kfactor/nmf/nmf.hpp run on each rank's blocks of A with an MPI
-/// communication policy. The update math is not repeated here: step() is
-/// kfactor::nmf::detail::epoch(), the single-rank epoch, called with
-/// detail::MpiPolicy instead of nmf::detail::SingleProcess.
+/// communication policy. The update math is not repeated here: step(),
+/// evaluate() and resume() are kfactor::nmf::detail's step_on, evaluate_on
+/// and resume_on, the single-rank ones, called with detail::MpiPolicy
+/// instead of nmf::detail::SingleProcess. The solver contract is the same
+/// (core/solver.hpp): make_problem(exec, comm, A) -> Problem (which carries
+/// the communicator), init, step, evaluate, resume -> Report and
+/// solve -> kfactor::Result<State>, all collective.
 ///
 /// **Layout (MPI-FAUN's 1D scheme, Kannan, Ballard & Park, PPoPP'16).**
 /// Rows and columns of A (V x D) are split into P contiguous blocks balanced
 /// by nonzeros (kfactor::balanced_column_blocks on the row counts and on the
 /// column counts; dense A: equal blocks), adjusted so that no block is empty
 /// (P <= min(V, D) is required). Rank p owns
-///   - rows [r_p, r_{p+1}) of A (Blocks::rows, V_p x D) and the same rows of W;
-///   - columns [c_p, c_{p+1}) of A (Blocks::cols: dense V x D_p; sparse, the
+///   - rows [r_p, r_{p+1}) of A (Problem::rows, V_p x D) and the same rows of W;
+///   - columns [c_p, c_{p+1}) of A (Problem::cols: dense V x D_p; sparse, the
 ///     rows of A^T, D_p x V, CSR) and the same rows of Ht = H^T.
 /// A is thus stored twice (as MPI-FAUN's naive 1D algorithm does), each copy
 /// partitioned once. The rank also holds one full V x K and one full D x K
@@ -54,8 +58,13 @@
 /// same rows; only sums over rows are split: the Grams S and Q, the column
 /// norms of W, <W, P> and ||A||^2 are sums of per-rank partial sums instead
 /// of one sum. Everything else (R, P, the sweeps) computes each output entry
-/// from the same operands in the same order. On one rank (P = 1) no MPI call
-/// is made and the iterates equal kfactor::nmf's bit for bit. For P > 1 the
+/// from the same operands in the same order, except ALO's W sweep, which
+/// across processes needs a launch per column (the column's norm is summed
+/// over ranks before the next column reads it) where one process sweeps a
+/// tile in one launch. On one rank (P = 1) the policy says so
+/// (MpiPolicy::one_process), the epoch takes the single-process kernels, no
+/// MPI call is made in it, and the iterates equal kfactor::nmf's bit for bit
+/// on every backend. For P > 1 the
 /// difference is reduction-order rounding that the iteration carries along:
 /// tests/distributed checks, for P = 1..4 after 12 epochs in double on
 /// planted problems (dense and CSR, hals/alo/mu),
@@ -71,7 +80,8 @@
 /// State::row_blocks(), kfactor::save_checkpoint(comm, ...) writes ONE file
 /// holding the full factors (collective parallel HDF5, or gathered to rank
 /// 0), which a single-rank nmf run, or a run on any number of ranks,
-/// restarts from (load_checkpoint(comm, ..., state.row_blocks())).
+/// restarts from (load_checkpoint(comm, ..., state.row_blocks()), then
+/// state.reset_workspace(), as for a single-rank State).
 ///
 /// **Memory per rank:** nnz(A rows) + nnz(A cols) values (x2 for CSR
 /// indices) + (V + D) K (gathered factors) + 2 (V_p + D_p) K (alo/mu
@@ -102,15 +112,20 @@ using kfactor::nmf::Algorithm;
 using kfactor::nmf::MatrixTraits;
 using kfactor::nmf::Options;
 
-/// One rank's share of A (see the file comment). Matrix: DenseMatrix<T, Mem>
-/// or CsrMatrix<T, Mem>.
+/// The data of one distributed run: this rank's share of A (see the file
+/// comment) and the communicator. Matrix: DenseMatrix<T, Mem> or
+/// CsrMatrix<T, Mem>.
 template <class Matrix>
-struct Blocks {
+struct Problem {
   Matrix rows;  ///< A(r_p:r_{p+1}, :), V_p x D
   Matrix cols;  ///< dense: A(:, c_p:c_{p+1}), V x D_p; CSR: its transpose, D_p x V
   std::vector<ordinal_t> row_bounds, col_bounds;  ///< P + 1 boundaries each
   std::int64_t global_rows = 0, global_cols = 0, global_nnz = 0;
+  double norm2 = 0.0;  ///< ||A||_F^2 (sum of the row blocks' sums)
   int rank = 0, size = 1;
+  /// The communicator's collectives (and their statistics), shared with
+  /// every State made from this problem.
+  std::shared_ptr<distributed::detail::Collectives> coll;
   [[nodiscard]] std::int64_t row_begin() const { return row_bounds[rank]; }
   [[nodiscard]] std::int64_t col_begin() const { return col_bounds[rank]; }
   [[nodiscard]] std::int64_t local_rows() const { return row_bounds[rank + 1] - row_bounds[rank]; }
@@ -118,14 +133,16 @@ struct Blocks {
 };
 
 /// Collective. Every rank passes the same full A (InputError on every rank
-/// when shapes or nnz differ) and keeps only its blocks. UsageError when
-/// P > min(V, D).
+/// when shapes or nnz differ) and keeps only its blocks; A is validated as
+/// by kfactor::nmf::make_problem, on every rank (bad entries are counted by
+/// an all-reduction). UsageError when P > min(V, D).
 template <class ExecutionSpace, class Matrix>
-Blocks<Matrix> distribute(const ExecutionSpace& exec, MPI_Comm comm, const Matrix& A) {
+Problem<Matrix> make_problem(const ExecutionSpace& exec, MPI_Comm comm, const Matrix& A) {
   namespace nd = kfactor::nmf::detail;
-  Blocks<Matrix> b;
-  MPI_Comm_rank(comm, &b.rank);
-  MPI_Comm_size(comm, &b.size);
+  Problem<Matrix> b;
+  b.coll = std::make_shared<distributed::detail::Collectives>(comm);
+  b.rank = b.coll->rank();
+  b.size = b.coll->size();
   b.global_rows = nd::rows_of(A);
   b.global_cols = nd::cols_of(A);
   b.global_nnz = nd::nnz_of(A);
@@ -148,6 +165,16 @@ Blocks<Matrix> distribute(const ExecutionSpace& exec, MPI_Comm comm, const Matri
     b.rows = detail::dense_block(exec, A, b.row_bounds[p], b.row_bounds[p + 1], 0, b.global_cols);
     b.cols = detail::dense_block(exec, A, 0, b.global_rows, b.col_bounds[p], b.col_bounds[p + 1]);
   }
+  // The row blocks partition A: ||A||^2 and the bad-entry count are sums.
+  double sums[2] = {0.0, 0.0};
+  if (b.global_rows > 0 && b.global_cols > 0) {
+    const auto [norm2, bad] = nd::check_values(exec, b.rows);
+    sums[0] = norm2;
+    sums[1] = double(bad);
+  }
+  b.coll->allreduce_sum_host(sums, 2);
+  b.norm2 = sums[0];
+  nd::check_input(b.global_rows, b.global_cols, static_cast<std::int64_t>(sums[1]), b.norm2);
   return b;
 }
 
@@ -161,6 +188,11 @@ struct MpiPolicy {
   DenseMatrix<T, Mem> W_all, Ht_all;  ///< gathered factors (P > 1)
   std::vector<ordinal_t> row_bounds, col_bounds;
 
+  [[nodiscard]] bool one_process() const { return coll->size() == 1; }
+  template <class F>
+  void agree(F&& f) const {
+    distributed::agree(coll->comm(), std::forward<F>(f));
+  }
   template <class ExecutionSpace, class V>
   void sum(const ExecutionSpace& exec, const V& v) const {
     coll->allreduce_sum(exec, v);
@@ -198,12 +230,6 @@ struct State : kfactor::nmf::State<T, Mem> {
 template <class Matrix>
 using StateFor = State<typename MatrixTraits<Matrix>::value_type, typename MatrixTraits<Matrix>::memory_space>;
 
-template <class T, class Mem>
-struct Result {
-  State<T, Mem> state;
-  Report report;
-};
-
 /// The modelled communication of one epoch per rank (file comment).
 struct EpochVolume {
   double gather_words = 0;     ///< words of T received through the two all-gathers
@@ -229,37 +255,19 @@ inline EpochVolume epoch_volume(std::int64_t V, std::int64_t D, int K, int P, Al
   return v;
 }
 
-/// Collective: validates A (the single-rank errors, on every rank: bad values
-/// are counted by an all-reduction, allocation failures agreed), builds the
-/// workspace and the initial factors of kfactor::nmf::init (same W0, H0 up
-/// to reduction-order rounding of the column norms and the scale alpha).
+/// Collective: the initial factors of kfactor::nmf::init on this rank's
+/// rows (the same W0, H0 up to reduction-order rounding of the column norms
+/// and the scale alpha; bit for bit on one rank). UsageError on every rank
+/// for invalid options or K > min(V, D); allocation failures are agreed.
 template <class ExecutionSpace, class Matrix>
-StateFor<Matrix> init(const ExecutionSpace& exec, MPI_Comm comm, const Blocks<Matrix>& A, const Options& options) {
+StateFor<Matrix> init(const ExecutionSpace& exec, const Problem<Matrix>& A, const Options& options) {
   using T = typename MatrixTraits<Matrix>::value_type;
   using Mem = typename MatrixTraits<Matrix>::memory_space;
   namespace nd = kfactor::nmf::detail;
   options.validate();
   const std::int64_t V = A.global_rows, D = A.global_cols;
+  nd::check_rank(options, V, D);
   const int K = options.rank;
-  if (V == 0 || D == 0) throw InputError("nmf: the input matrix is empty (" + std::to_string(V) + " x " + std::to_string(D) + ")");
-  if (K > std::min(V, D))
-    throw UsageError("nmf: rank " + std::to_string(K) + " exceeds min(rows, cols) = " + std::to_string(std::min(V, D)) +
-                     " of the " + std::to_string(V) + " x " + std::to_string(D) + " input");
-  auto coll = std::make_shared<distributed::detail::Collectives>(comm);
-  if (coll->size() != A.size) throw UsageError("distributed nmf: blocks were made for another communicator size");
-  // The row blocks partition A: ||A||^2 and the bad-entry count are sums.
-  double sums[2];
-  {
-    const auto [norm2, bad] = nd::check_values(exec, A.rows);
-    sums[0] = norm2;
-    sums[1] = double(bad);
-  }
-  coll->allreduce_sum_host(sums, 2);
-  if (sums[1] > 0)
-    throw InputError("nmf: the input has " + std::to_string(static_cast<std::int64_t>(sums[1])) +
-                     " negative, NaN or infinite entries; NMF needs finite non-negative values");
-  if (!(sums[0] > 0.0)) throw InputError("nmf: the input matrix is all zero; there is nothing to factorize");
-
   State<T, Mem> s;
   s.global_rows = V;
   s.global_cols = D;
@@ -267,79 +275,61 @@ StateFor<Matrix> init(const ExecutionSpace& exec, MPI_Comm comm, const Blocks<Ma
   s.col_begin = A.col_begin();
   s.seed = options.seed;
   s.comm = std::make_shared<detail::MpiPolicy<T, Mem>>();
-  s.comm->coll = coll;
+  s.comm->coll = A.coll;
   s.comm->row_bounds = A.row_bounds;
   s.comm->col_bounds = A.col_bounds;
-  // Allocations may fail on one rank only: agreed before the next collective.
-  distributed::agree(comm, [&] {
+  s.comm->agree([&] {
     s.ws = nd::allocate_workspace<T, Mem>(A.local_rows(), A.local_cols(), options);
-    s.ws->normA2 = sums[0];
-    if constexpr (MatrixTraits<Matrix>::sparse) {
-      s.ws->At = A.cols;
-      s.ws->have_At = true;
-    }
     s.W = nd::alloc<T, Mem>("W", A.local_rows(), K);
     s.Ht = nd::alloc<T, Mem>("Ht", A.local_cols(), K);
-    if (coll->size() > 1) {
+    if (A.size > 1) {
       s.comm->W_all = nd::alloc<T, Mem>("W_all", V, K);
       s.comm->Ht_all = nd::alloc<T, Mem>("Ht_all", D, K);
     }
   });
-  nd::initial_factors(exec, A.cols, options, s.W, s.Ht, s.row_begin, s.col_begin, D, *s.ws, *s.comm);
+  nd::initial_factors(exec, A.cols, options, s.W, s.Ht, s.row_begin, s.col_begin, D, A.norm2, *s.ws, *s.comm);
   exec.fence();
   return s;
 }
 
-/// One epoch: kfactor::nmf::detail::epoch on this rank's blocks. Collective.
+/// One epoch: kfactor::nmf's step on this rank's blocks. Collective.
 template <class ExecutionSpace, class Matrix, class T, class Mem>
-void step(const ExecutionSpace& exec, const Blocks<Matrix>& A, const Options& options, State<T, Mem>& state) {
-  if (static_cast<int>(state.W.extent(1)) != options.rank) throw UsageError("nmf: state rank differs from options.rank");
-  kfactor::nmf::detail::epoch(exec, A.rows, A.cols, options, state.W, state.Ht, *state.ws, state.iteration, *state.comm);
+void step(const ExecutionSpace& exec, const Problem<Matrix>& A, const Options& options, State<T, Mem>& state) {
+  kfactor::nmf::detail::step_on(exec, A.rows, A.cols, options, state, *state.comm);
 }
 
 /// The single-rank metrics (relative_error, min_column_norm), identical on
 /// every rank. Collective.
 template <class ExecutionSpace, class Matrix, class T, class Mem>
-Metrics evaluate(const ExecutionSpace& exec, const Blocks<Matrix>& A, const Options& options, State<T, Mem>& state) {
-  kfactor::nmf::detail::error_products(exec, A.rows, state.W, state.Ht, *state.ws, state.iteration, *state.comm);
-  return kfactor::nmf::detail::metrics_of(options, *state.ws);
+Metrics evaluate(const ExecutionSpace& exec, const Problem<Matrix>& A, const Options& options, State<T, Mem>& state) {
+  return kfactor::nmf::detail::evaluate_on(exec, A.rows, A.norm2, options, state, *state.comm);
 }
 
-/// Continues `state` to options.max_iterations (collective; the observer
-/// runs on every rank with the same metrics, so a checkpoint observer may
-/// save collectively; print on one rank only). Report as kfactor::nmf's,
-/// plus timings communication / compute / per_iteration and info mpi_ranks,
-/// model_bytes_per_iteration, comm_bytes_per_iteration.
+/// Continues `state` to options.stop.max_iterations through kfactor::nmf's
+/// loop (collective; the observer runs on every rank with the same metrics,
+/// so a checkpoint observer may save collectively; print on one rank only).
+/// Report as kfactor::nmf's, plus timings communication / compute /
+/// per_iteration and info mpi_ranks, distribution,
+/// model_bytes_per_iteration, gathered_bytes_per_iteration.
 template <class ExecutionSpace, class Matrix, class T, class Mem>
-Report resume(const ExecutionSpace& exec, const Blocks<Matrix>& A, const Options& options, State<T, Mem>& state,
+Report resume(const ExecutionSpace& exec, const Problem<Matrix>& A, const Options& options, State<T, Mem>& state,
               const Observer& observer = {}) {
-  options.validate();
-  Report r = kfactor::nmf::detail::report_header<ExecutionSpace, T>(options, A.global_rows, A.global_cols,
-                                                                  A.global_nnz, MatrixTraits<Matrix>::sparse);
-  r.info["mpi_ranks"] = std::to_string(A.size);
-  r.info["distribution"] = "1D: rows of A and W, columns of A and H per rank, nnz-balanced";
+  Report header = kfactor::nmf::detail::report_header<ExecutionSpace, Matrix>(options, A.global_rows, A.global_cols,
+                                                                             A.global_nnz);
+  header.info["mpi_ranks"] = std::to_string(A.size);
+  header.info["distribution"] = "1D: rows of A and W, columns of A and H per rank, nnz-balanced";
   const auto before = state.comm->coll->stats;
   const int first = state.iteration;
-  StopRule rule;
-  rule.max_iterations = options.max_iterations;
-  rule.tolerance = options.tolerance;
-  double seconds = 0.0;
-  const StopReason reason = run_solver_loop(
-      state.iteration, state.history, rule, "relative_error", observer, [&] { step(exec, A, options, state); },
-      [&] { return evaluate(exec, A, options, state); }, [](const Metrics&) { return false; }, &seconds);
-  exec.fence();
+  Report r = kfactor::nmf::detail::resume_on(
+      exec, options, state, observer, std::move(header), [&] { step(exec, A, options, state); },
+      [&] { return evaluate(exec, A, options, state); });
   const auto after = state.comm->coll->stats;
-  r.seconds = seconds;
-  r.iterations = state.iteration;
-  r.stop_reason = to_string(reason);
-  r.metrics = state.history.size() > 0 ? state.history.last() : evaluate(exec, A, options, state);
-  r.history = state.history;
   const double comm_s = after.seconds - before.seconds;
   r.timings.set("communication", comm_s);
-  r.timings.set("compute", seconds - comm_s);
+  r.timings.set("compute", r.seconds - comm_s);
   const int its = state.iteration - first;
   if (its > 0) {
-    r.timings.set("per_iteration", seconds / its);
+    r.timings.set("per_iteration", r.seconds / its);
     const auto model = epoch_volume(A.global_rows, A.global_cols, options.rank, A.size, options.algorithm, sizeof(T));
     r.info["model_bytes_per_iteration"] = std::to_string(static_cast<std::int64_t>(model.bytes));
     r.info["gathered_bytes_per_iteration"] = std::to_string((after.bytes_in - before.bytes_in) / its);
@@ -347,18 +337,13 @@ Report resume(const ExecutionSpace& exec, const Blocks<Matrix>& A, const Options
   return r;
 }
 
-/// distribute-d blocks -> init -> resume. Collective.
+/// init then resume. Collective.
 template <class ExecutionSpace, class Matrix>
-Result<typename MatrixTraits<Matrix>::value_type, typename MatrixTraits<Matrix>::memory_space> solve(
-    const ExecutionSpace& exec, MPI_Comm comm, const Blocks<Matrix>& A, const Options& options,
-    const Observer& observer = {}) {
-  Result<typename MatrixTraits<Matrix>::value_type, typename MatrixTraits<Matrix>::memory_space> out;
-  const auto t0 = std::chrono::steady_clock::now();
-  out.state = init(exec, comm, A, options);
-  const double t_init = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  out.report = resume(exec, A, options, out.state, observer);
-  out.report.timings.set("init", t_init);
-  return out;
+Result<StateFor<Matrix>> solve(const ExecutionSpace& exec, const Problem<Matrix>& A, const Options& options,
+                               const Observer& observer = {}) {
+  return kfactor::nmf::detail::init_then_resume<StateFor<Matrix>>(
+      [&] { return init(exec, A, options); },
+      [&](StateFor<Matrix>& state) { return resume(exec, A, options, state, observer); });
 }
 
 /// The full W (V x K) on every rank. Collective.
@@ -378,16 +363,15 @@ DenseMatrix<T, Mem> gather_Ht(const ExecutionSpace& exec, State<T, Mem>& state) 
 // CSR input).
 #include <kfactor/core/detail/eti.hpp>
 #define KFACTOR_DISTRIBUTED_NMF_ETI_MATRIX(EXTERN, S, T, M)                                                         \
-  EXTERN template Blocks<M> distribute<S, M>(const S&, MPI_Comm, const M&);                                        \
-  EXTERN template StateFor<M> init<S, M>(const S&, MPI_Comm, const Blocks<M>&, const Options&);                    \
-  EXTERN template void step<S, M, T, S::memory_space>(const S&, const Blocks<M>&, const Options&,                 \
+  EXTERN template Problem<M> make_problem<S, M>(const S&, MPI_Comm, const M&);                                     \
+  EXTERN template StateFor<M> init<S, M>(const S&, const Problem<M>&, const Options&);                             \
+  EXTERN template void step<S, M, T, S::memory_space>(const S&, const Problem<M>&, const Options&,                \
                                                       State<T, S::memory_space>&);                                 \
-  EXTERN template Metrics evaluate<S, M, T, S::memory_space>(const S&, const Blocks<M>&, const Options&,          \
+  EXTERN template Metrics evaluate<S, M, T, S::memory_space>(const S&, const Problem<M>&, const Options&,         \
                                                              State<T, S::memory_space>&);                          \
-  EXTERN template Report resume<S, M, T, S::memory_space>(const S&, const Blocks<M>&, const Options&,             \
+  EXTERN template Report resume<S, M, T, S::memory_space>(const S&, const Problem<M>&, const Options&,            \
                                                           State<T, S::memory_space>&, const Observer&);            \
-  EXTERN template Result<T, S::memory_space> solve<S, M>(const S&, MPI_Comm, const Blocks<M>&, const Options&,    \
-                                                         const Observer&);
+  EXTERN template Result<StateFor<M>> solve<S, M>(const S&, const Problem<M>&, const Options&, const Observer&);
 #define KFACTOR_DISTRIBUTED_NMF_ETI(EXTERN, S, T)                                                                   \
   KFACTOR_DISTRIBUTED_NMF_ETI_MATRIX(EXTERN, S, T, KFACTOR_NMF_DENSE(T, S::memory_space))                         \
   KFACTOR_DISTRIBUTED_NMF_ETI_MATRIX(EXTERN, S, T, KFACTOR_NMF_CSR(T, S::memory_space))                           \

@@ -73,13 +73,22 @@
 /// one GEMM per tile; no host
 /// synchronisation inside an epoch except what the vendor GEMM needs.
 ///
+/// **The solver contract** (core/solver.hpp, checked by kfactor::Solver):
+/// make_problem(exec, A) validates A once and keeps what every epoch reads
+/// (A, the stored A^T of a CSR input, ||A||^2); init(exec, problem, options)
+/// draws the start; step/evaluate run one epoch and its metrics; resume runs
+/// the loop of core/solver.hpp on a state and returns the Report; solve is
+/// init then resume and returns kfactor::Result<State>.
+///
 /// **Distributed runs** (kfactor/distributed/nmf.hpp) use the same code:
-/// init/step/evaluate are detail::initial_factors / epoch / error_products
-/// on one process's blocks with a communication policy; here it is
-/// detail::SingleProcess (sums are identities, gathers return the local =
-/// full factor), there an MPI one (Gram, norm and error sums all-reduced,
-/// W and Ht all-gathered per half step). No MPI in this header.
+/// init/step/evaluate/resume are detail::initial_factors / step_on /
+/// evaluate_on / resume_on on one process's blocks with a communication
+/// policy; here it is detail::SingleProcess (sums are identities, gathers
+/// return the local = full factor), there an MPI one (Gram, norm and error
+/// sums all-reduced, W and Ht all-gathered per half step). No MPI in this
+/// header.
 
+#include <kfactor/core/contract.hpp>
 #include <kfactor/core/error.hpp>
 #include <kfactor/core/matrix.hpp>
 #include <kfactor/core/report.hpp>
@@ -100,20 +109,6 @@ enum class Algorithm { hals, alo, mu };
 Algorithm parse_algorithm(const std::string& name);
 const char* to_string(Algorithm a);
 
-struct Options {
-  Algorithm algorithm = Algorithm::alo;
-  int rank = 10;               ///< K
-  int max_iterations = 100;    ///< epochs
-  double tolerance = 0.0;      ///< stop when the relative error changes by <= tolerance * previous (0: never)
-  int tile = 0;                ///< ALO tile size T; 0 = default_tile(K); clamped to K
-  double epsilon = 0.0;        ///< floor of H and W (hals/alo), denominator guard (mu); 0 = machine epsilon of T
-  std::uint64_t seed = 42;
-  bool timing_breakdown = false;  ///< fence between phases and accumulate products/H/W times (benchmarks)
-
-  /// Throws UsageError on rank < 1, negative iterations/tolerance/tile/epsilon.
-  void validate() const;
-};
-
 /// Section-5 model, eq. 11: T = sqrt(K sqrt(C) / (sqrt(C) - 2)); UsageError for C <= 4.
 double alo_tile_model(int K, double cache_elements = 33.0);
 /// Default tile: 8/16/16/32/64 for K = 64/128/256/512/1024, else the power of
@@ -125,6 +120,54 @@ int resolve_tile(int K, int tile);
 double hals_w_data_movement(double V, double K);
 /// Eq. 9: V (1/T + 2/sqrt(C)) (K^2 - KT) + KVT elements.
 double alo_w_data_movement(double V, double K, double T, double C = 33.0);
+
+/// Largest Options::rank. The K x K Grams and ALO's K x K tile matrix are
+/// dense: at K = 2^20 each would take 8 TiB in double, beyond any machine, so
+/// a larger K is a typo rather than a run. Below it, a K that does not fit
+/// the memory is an allocation failure naming the sizes (RuntimeFailure),
+/// and K > min(V, D) a UsageError from init.
+inline constexpr int max_rank = 1 << 20;
+/// Largest Options::epsilon. It is a floor (hals, alo) and a denominator
+/// guard (mu), not a regulariser: W's columns have unit norm, so a floor
+/// near 1/sqrt(V) would pin most entries of W (1e-3 is that point for
+/// V = 10^6).
+inline constexpr double max_epsilon = 1e-3;
+
+/// The options of a run. Ranges (validate() throws UsageError naming the
+/// field and its range): rank in [1, max_rank]; tile in [0, rank] (0: the
+/// default tile); epsilon finite in [0, max_epsilon] (0: machine epsilon of
+/// the value type); stop.max_iterations >= 0 (0: init only);
+/// stop.tolerance finite in [0, 1) (the relative error never rises by more
+/// than 100%, so 1 or more would stop after the second epoch); stop.target
+/// in [0, 1] or NaN (the relative error of the start is below 1). Every
+/// seed is valid.
+struct Options {
+  Algorithm algorithm = Algorithm::alo;
+  int rank = 10;               ///< K
+  int tile = 0;                ///< ALO tile size T; 0 = default_tile(K)
+  double epsilon = 0.0;        ///< floor of H and W (hals/alo), denominator guard (mu); 0 = machine epsilon of T
+  std::uint64_t seed = 42;
+  /// Epochs (max_iterations), relative change of the relative error
+  /// (tolerance, 0: never) and a relative error to reach (target, NaN: none).
+  StopRule stop;
+  bool timing_breakdown = false;  ///< fence between phases and accumulate products/H/W times (benchmarks)
+
+  void validate() const;
+
+  /// The options that decide the iterates (checkpoints compare them on
+  /// restart): algorithm, rank, the resolved ALO tile (alo only: hals and mu
+  /// ignore it, and tile 0 and its default are the same run), epsilon and
+  /// seed. Not the stop rule (a restart may run further) nor
+  /// timing_breakdown (fences only).
+  template <class F>
+  void visit(F&& f) const {
+    f("algorithm", algorithm);
+    f("rank", rank);
+    if (algorithm == Algorithm::alo) f("tile", resolve_tile(rank, tile));
+    f("epsilon", epsilon);
+    f("seed", seed);
+  }
+};
 
 namespace detail {
 template <class T, class MemorySpace>
@@ -147,49 +190,72 @@ struct MatrixTraits<Kokkos::View<T**, P...>> {
   static constexpr bool sparse = false;
 };
 
+/// The data of one run, built and validated by make_problem(). Matrix is
+/// DenseMatrix<T, Mem> or CsrMatrix<T, Mem>, Mem the solver space's memory.
+template <class Matrix>
+struct Problem {
+  using value_type = typename MatrixTraits<Matrix>::value_type;
+  using memory_space = typename MatrixTraits<Matrix>::memory_space;
+  static constexpr bool sparse = MatrixTraits<Matrix>::sparse;
+
+  Matrix A;  ///< V x D, finite, non-negative, not all zero
+  /// CSR input: A^T (D x V), stored once so that R = A^T W is a row-parallel
+  /// gather like P = A Ht (see the file comment); dense input: empty.
+  Matrix At;
+  double norm2 = 0.0;  ///< ||A||_F^2, accumulated in double
+  std::int64_t rows = 0, cols = 0, nnz = 0;
+};
+
+/// Validates A (InputError for an empty A, negative, NaN or infinite entries
+/// and an all-zero A) and builds the Problem; RuntimeFailure when A^T of a
+/// CSR input cannot be stored.
+template <class ExecutionSpace, class Matrix>
+Problem<Matrix> make_problem(const ExecutionSpace& exec, const Matrix& A);
+
 /// Everything that decides the next iterate. `ws` holds buffers and products
-/// derived from the fields (not checkpointed; visit() invalidates its cache).
+/// derived from the fields (not checkpointed): after the fields were replaced
+/// (a checkpoint restore), reset_workspace() drops it and the next
+/// step/evaluate rebuild it.
 template <class T, class MemorySpace>
 struct State {
-  DenseMatrix<T, MemorySpace> W;   ///< V x K
+  DenseMatrix<T, MemorySpace> W;   ///< V x K, columns of unit l2 norm after every epoch
   DenseMatrix<T, MemorySpace> Ht;  ///< D x K, H transposed
   int iteration = 0;
   std::uint64_t seed = 0;
   MetricHistory history;
   std::shared_ptr<detail::Workspace<T, MemorySpace>> ws;
 
+  /// The checkpointed fields; no side effects.
   template <class F>
   void visit(F&& f) {
     f("W", W);
     f("Ht", Ht);
     f("iteration", iteration);
     f("seed", seed);
-    invalidate_cache();
   }
-  void invalidate_cache();
+  template <class F>
+  void visit(F&& f) const {
+    f("W", W);
+    f("Ht", Ht);
+    f("iteration", iteration);
+    f("seed", seed);
+  }
+  void reset_workspace() { ws.reset(); }
 };
 
-template <class T, class MemorySpace>
-struct Result {
-  State<T, MemorySpace> state;
-  Report report;
-};
-
-// ---- entry points (A is DenseMatrix<T, Mem> or CsrMatrix<T, Mem>, Mem = the space's memory) ----
-
-/// Validates A (InputError for negative, NaN/Inf entries or an all-zero A;
-/// UsageError for K > min(V, D)) and builds the initial state (see above).
 template <class Matrix>
 using StateFor = State<typename MatrixTraits<Matrix>::value_type, typename MatrixTraits<Matrix>::memory_space>;
-template <class Matrix>
-using ResultFor = Result<typename MatrixTraits<Matrix>::value_type, typename MatrixTraits<Matrix>::memory_space>;
 
+// ---- the solver contract (core/solver.hpp) ----
+
+/// The initial state (see the file comment); UsageError for invalid options
+/// or K > min(V, D).
 template <class ExecutionSpace, class Matrix>
-StateFor<Matrix> init(const ExecutionSpace& exec, const Matrix& A, const Options& options);
+StateFor<Matrix> init(const ExecutionSpace& exec, const Problem<Matrix>& problem, const Options& options);
 
 /// Same, with given starting factors (copied as they are: no normalisation).
 template <class ExecutionSpace, class Matrix>
-StateFor<Matrix> init_with(const ExecutionSpace& exec, const Matrix& A, const Options& options,
+StateFor<Matrix> init_with(const ExecutionSpace& exec, const Problem<Matrix>& problem, const Options& options,
                            const DenseMatrix<typename MatrixTraits<Matrix>::value_type,
                                              typename MatrixTraits<Matrix>::memory_space>& W0,
                            const DenseMatrix<typename MatrixTraits<Matrix>::value_type,
@@ -199,22 +265,26 @@ StateFor<Matrix> init_with(const ExecutionSpace& exec, const Matrix& A, const Op
 /// kfactor solver, step() leaves state.iteration to the caller
 /// (run_solver_loop increments it after each step).
 template <class ExecutionSpace, class Matrix, class T, class MemorySpace>
-void step(const ExecutionSpace& exec, const Matrix& A, const Options& options, State<T, MemorySpace>& state);
+void step(const ExecutionSpace& exec, const Problem<Matrix>& problem, const Options& options,
+          State<T, MemorySpace>& state);
 
 /// relative_error (cheap formula of the last epoch, or computed for a fresh
 /// state) and, for hals/alo, min_column_norm: the smallest l2 norm of a W
 /// column before normalisation in the last epoch (a collapse shows as ~eps).
 template <class ExecutionSpace, class Matrix, class T, class MemorySpace>
-Metrics evaluate(const ExecutionSpace& exec, const Matrix& A, const Options& options, State<T, MemorySpace>& state);
+Metrics evaluate(const ExecutionSpace& exec, const Problem<Matrix>& problem, const Options& options,
+                 State<T, MemorySpace>& state);
 
-/// init + run_solver_loop(step, evaluate); report.metrics has relative_error first.
+/// init then resume; report.metrics has relative_error first.
 template <class ExecutionSpace, class Matrix>
-ResultFor<Matrix> solve(const ExecutionSpace& exec, const Matrix& A, const Options& options, const Observer& observer = {});
+Result<StateFor<Matrix>> solve(const ExecutionSpace& exec, const Problem<Matrix>& problem, const Options& options,
+                               const Observer& observer = {});
 
-/// Continue an existing state (e.g. restored from a checkpoint).
+/// Continues `state` (fresh, or restored from a checkpoint) up to
+/// options.stop.max_iterations.
 template <class ExecutionSpace, class Matrix, class T, class MemorySpace>
-Report resume(const ExecutionSpace& exec, const Matrix& A, const Options& options, State<T, MemorySpace>& state,
-              const Observer& observer = {});
+Report resume(const ExecutionSpace& exec, const Problem<Matrix>& problem, const Options& options,
+              State<T, MemorySpace>& state, const Observer& observer = {});
 
 }  // namespace kfactor::nmf
 
@@ -223,17 +293,18 @@ Report resume(const ExecutionSpace& exec, const Matrix& A, const Options& option
 // Explicit instantiations live in src/nmf/nmf.cpp (every enabled space,
 // float and double, dense and CSR input).
 #define KFACTOR_NMF_ETI_MATRIX(EXTERN, S, T, M)                                                                      \
-  EXTERN template StateFor<M> init<S, M>(const S&, const M&, const Options&);                                      \
-  EXTERN template StateFor<M> init_with<S, M>(const S&, const M&, const Options&,                                  \
+  EXTERN template Problem<M> make_problem<S, M>(const S&, const M&);                                               \
+  EXTERN template StateFor<M> init<S, M>(const S&, const Problem<M>&, const Options&);                             \
+  EXTERN template StateFor<M> init_with<S, M>(const S&, const Problem<M>&, const Options&,                         \
                                                const DenseMatrix<T, S::memory_space>&,                             \
                                                const DenseMatrix<T, S::memory_space>&);                            \
-  EXTERN template void step<S, M, T, S::memory_space>(const S&, const M&, const Options&,                          \
+  EXTERN template void step<S, M, T, S::memory_space>(const S&, const Problem<M>&, const Options&,                 \
                                                       State<T, S::memory_space>&);                                 \
-  EXTERN template Metrics evaluate<S, M, T, S::memory_space>(const S&, const M&, const Options&,                   \
+  EXTERN template Metrics evaluate<S, M, T, S::memory_space>(const S&, const Problem<M>&, const Options&,          \
                                                              State<T, S::memory_space>&);                          \
-  EXTERN template Report resume<S, M, T, S::memory_space>(const S&, const M&, const Options&,                      \
+  EXTERN template Report resume<S, M, T, S::memory_space>(const S&, const Problem<M>&, const Options&,             \
                                                           State<T, S::memory_space>&, const Observer&);            \
-  EXTERN template ResultFor<M> solve<S, M>(const S&, const M&, const Options&, const Observer&);
+  EXTERN template Result<StateFor<M>> solve<S, M>(const S&, const Problem<M>&, const Options&, const Observer&);
 #define KFACTOR_NMF_ETI(EXTERN, S, T)                                        \
   KFACTOR_NMF_ETI_MATRIX(EXTERN, S, T, KFACTOR_NMF_DENSE(T, S::memory_space)) \
   KFACTOR_NMF_ETI_MATRIX(EXTERN, S, T, KFACTOR_NMF_CSR(T, S::memory_space))

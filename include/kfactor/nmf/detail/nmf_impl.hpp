@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <limits>
 #include <string>
+#include <tuple>
 #include <type_traits>
 #include <utility>
 
@@ -37,11 +38,25 @@ inline const char* to_string(Algorithm a) {
 }
 
 inline void Options::validate() const {
-  if (rank < 1) throw UsageError("nmf: rank must be >= 1, got " + std::to_string(rank));
-  if (max_iterations < 0) throw UsageError("nmf: iterations must be >= 0, got " + std::to_string(max_iterations));
-  if (!(tolerance >= 0.0)) throw UsageError("nmf: tolerance must be >= 0");
-  if (tile < 0) throw UsageError("nmf: tile must be >= 0 (0 = default), got " + std::to_string(tile));
-  if (!(epsilon >= 0.0) || !std::isfinite(epsilon)) throw UsageError("nmf: epsilon must be finite and >= 0 (0 = machine epsilon)");
+  auto real = [](double v) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.6g", v);
+    return std::string(buf);
+  };
+  if (rank < 1 || rank > max_rank)
+    throw UsageError("nmf: rank must be in [1, " + std::to_string(max_rank) + "], got " + std::to_string(rank));
+  if (tile < 0 || tile > rank)
+    throw UsageError("nmf: tile must be in [0, rank = " + std::to_string(rank) + "] (0: the default tile), got " +
+                     std::to_string(tile));
+  if (!(epsilon >= 0.0 && epsilon <= max_epsilon))
+    throw UsageError("nmf: epsilon must be in [0, " + real(max_epsilon) + "] (0: machine epsilon), got " +
+                     real(epsilon));
+  stop.validate();
+  if (!(stop.tolerance < 1.0))
+    throw UsageError("nmf: stop.tolerance must be in [0, 1) (0 disables the rule), got " + real(stop.tolerance));
+  if (!std::isnan(stop.target) && !(stop.target >= 0.0 && stop.target <= 1.0))
+    throw UsageError("nmf: stop.target (a relative error) must be in [0, 1], or NaN to disable it, got " +
+                     real(stop.target));
 }
 
 inline double alo_tile_model(int K, double C) {
@@ -75,9 +90,12 @@ inline double alo_w_data_movement(double V, double K, double T, double C) {
 
 namespace detail {
 
-/// Buffers and products derived from the state (rebuilt on demand).
+/// Buffers and products derived from the state (rebuilt on demand), for the
+/// algorithm, rank and tile they were allocated for.
 template <class T, class MemorySpace>
 struct Workspace {
+  Algorithm algorithm = Algorithm::alo;
+  int rank = 0, tile = 0;
   DenseMatrix<T, MemorySpace> R, P;        ///< A^T W (D x K), A Ht (V x K)
   DenseMatrix<T, MemorySpace> S, Q;        ///< W^T W, Ht^T Ht (K x K)
   DenseMatrix<T, MemorySpace> Wbuf, Hbuf;  ///< MU products W Q, Ht S
@@ -88,9 +106,6 @@ struct Workspace {
   Kokkos::View<double*, MemorySpace> norms2;  ///< squared pre-normalisation column norms of W
   ColumnBarrier<MemorySpace> barrier;         ///< ALO on a device: column_sweep's device-wide sums
   Kokkos::View<double*, MemorySpace> scal;    ///< [0] = <W, P>, [1] = <W^T W, Q>
-  CsrMatrix<T, MemorySpace> At;               ///< stored transpose of a sparse A
-  bool have_At = false;
-  double normA2 = 0.0;
   int S_iteration = -1;      ///< S = W^T W is valid for this state.iteration
   int error_iteration = -1;  ///< scal holds the error of this state.iteration
   double t_products = 0.0, t_h = 0.0, t_w = 0.0;  ///< Options::timing_breakdown
@@ -166,6 +181,9 @@ template <class T, class Mem>
 std::shared_ptr<Workspace<T, Mem>> allocate_workspace(std::int64_t V, std::int64_t D, const Options& options) {
   const int K = options.rank;
   auto ws = std::make_shared<Workspace<T, Mem>>();
+  ws->algorithm = options.algorithm;
+  ws->rank = K;
+  ws->tile = resolve_tile(K, options.tile);
   ws->R = alloc<T, Mem>("R", D, K);
   ws->P = alloc<T, Mem>("P", V, K);
   ws->S = alloc<T, Mem>("S", K, K);
@@ -188,35 +206,22 @@ std::shared_ptr<Workspace<T, Mem>> allocate_workspace(std::int64_t V, std::int64
   return ws;
 }
 
-/// Validates A and the rank; allocates the workspace; builds A^T for CSR.
-template <class ExecutionSpace, class Matrix>
-std::shared_ptr<Workspace<typename MatrixTraits<Matrix>::value_type, typename MatrixTraits<Matrix>::memory_space>>
-make_workspace(const ExecutionSpace& exec, const Matrix& A, const Options& options) {
-  using T = typename MatrixTraits<Matrix>::value_type;
-  using Mem = typename MatrixTraits<Matrix>::memory_space;
-  options.validate();
-  const std::int64_t V = rows_of(A), D = cols_of(A);
+/// UsageError unless rank K fits a V x D input.
+inline void check_rank(const Options& options, std::int64_t V, std::int64_t D) {
   const int K = options.rank;
-  if (V == 0 || D == 0) throw InputError("nmf: the input matrix is empty (" + std::to_string(V) + " x " + std::to_string(D) + ")");
   if (K > std::min(V, D))
     throw UsageError("nmf: rank " + std::to_string(K) + " exceeds min(rows, cols) = " + std::to_string(std::min(V, D)) +
                      " of the " + std::to_string(V) + " x " + std::to_string(D) + " input");
-  const auto [norm2, bad] = check_values(exec, A);
+}
+
+/// InputError for an empty input, for `bad` negative, NaN or infinite
+/// entries and for an all-zero one (norm2 = ||A||^2).
+inline void check_input(std::int64_t V, std::int64_t D, std::int64_t bad, double norm2) {
+  if (V == 0 || D == 0) throw InputError("nmf: the input matrix is empty (" + std::to_string(V) + " x " + std::to_string(D) + ")");
   if (bad > 0)
     throw InputError("nmf: the input has " + std::to_string(bad) +
                      " negative, NaN or infinite entries; NMF needs finite non-negative values");
   if (!(norm2 > 0.0)) throw InputError("nmf: the input matrix is all zero; there is nothing to factorize");
-  auto ws = allocate_workspace<T, Mem>(V, D, options);
-  ws->normA2 = norm2;
-  if constexpr (MatrixTraits<Matrix>::sparse) {
-    try {
-      ws->At = kfactor::transpose(exec, A);
-    } catch (const std::exception& e) {
-      throw RuntimeFailure("nmf: cannot store the transpose of A (nnz " + std::to_string(A.nnz()) + "): " + e.what());
-    }
-    ws->have_At = true;
-  }
-  return ws;
 }
 
 /// Which factor a gather concerns: rows of W or rows of Ht.
@@ -231,7 +236,17 @@ enum class Factor { w, h };
 ///                           scalar), summed in place over processes;
 ///   gather(exec, X, which)  the full factor (all rows of W or Ht) from this
 ///                           process's rows X.
+///   one_process()           true when the run has one process: the epoch then
+///                           takes the single-process kernels (the same
+///                           arithmetic as kfactor::nmf, bit for bit);
+///   agree(f)                runs f (a local allocation), every process
+///                           throwing when one failed.
 struct SingleProcess {
+  [[nodiscard]] static constexpr bool one_process() { return true; }
+  template <class F>
+  void agree(F&& f) const {
+    f();
+  }
   template <class ExecutionSpace, class V>
   void sum(const ExecutionSpace&, const V&) const {}
   template <class ExecutionSpace, class X>
@@ -247,11 +262,13 @@ void product_AX(const ExecutionSpace& exec, const Matrix& A, const XV& X, const 
   else gemm(exec, Trans::none, Trans::none, T(1), A, X, T(0), out);
 }
 
-template <class ExecutionSpace, class Matrix, class WS, class XV, class OV>
-void product_AtX(const ExecutionSpace& exec, const Matrix& A, const WS& ws, const XV& X, const OV& out) {  // A^T X
+/// out = A^T X from the column operand `Acol`: a CSR input's stored A^T
+/// (then out = Acol X), or the dense A itself (out = Acol^T X).
+template <class ExecutionSpace, class Matrix, class XV, class OV>
+void product_AtX(const ExecutionSpace& exec, const Matrix& Acol, const XV& X, const OV& out) {
   using T = typename MatrixTraits<Matrix>::value_type;
-  if constexpr (MatrixTraits<Matrix>::sparse) spmm(exec, T(1), ws.At, X, T(0), out);
-  else gemm(exec, Trans::transpose, Trans::none, T(1), A, X, T(0), out);
+  if constexpr (MatrixTraits<Matrix>::sparse) spmm(exec, T(1), Acol, X, T(0), out);
+  else gemm(exec, Trans::transpose, Trans::none, T(1), Acol, X, T(0), out);
 }
 
 /// The ALO update of one factor (Algs. 2/3) in place: X updated with Gram G
@@ -272,9 +289,11 @@ void alo_update(const ExecutionSpace& exec, const XV& X, const BV& B, const GV& 
   const int ntiles = (K + tile - 1) / tile;
   // On a host one launch sweeps a tile (tile_sweep_host); on a device
   // column_sweep does the same for W-style tiles, and row_sweep for H-style.
-  // Across processes the norms are summed between per-column launches.
-  constexpr bool single = std::is_same_v<Comm, SingleProcess>;
-  constexpr bool host_tile_sweep = RowTeamShape<ExecutionSpace>::host && single;
+  // Across processes the norms are summed between per-column launches. One
+  // process of a distributed run takes the single-process kernels, so that
+  // its iterates are kfactor::nmf's bit for bit on every backend.
+  const bool single = comm.one_process();
+  const bool host_tile_sweep = SweepTraits<ExecutionSpace>::host && single;
   alo_tile_matrix(exec, G, tile, normalize, N);
   if (!host_tile_sweep && single && normalize) barrier.reset(exec);
   for (int tau = 0; tau < ntiles; ++tau) {
@@ -283,18 +302,22 @@ void alo_update(const ExecutionSpace& exec, const XV& X, const BV& B, const GV& 
     // Phases 1 and 3 of the tile: X N[:, tile], the columns outside it (new
     // before it, old after it) with alpha = -1 inside N; then phase 2, the
     // in-tile sweep.
-    if constexpr (host_tile_sweep) {
-      const Buffer Xt(Tile.data(), w, n), At(Acc.data(), w, n);
-      tile_load(exec, X, B, t0, Xt, At);
-      gemm(exec, Trans::transpose, Trans::transpose, T(1), Ntile, X, T(1), At);
-      tile_sweep_host(exec, Xt, At, G, t0, eps, normalize, norms2);
-      tile_store(exec, Xt, t0, X);
-    } else {
+    if constexpr (SweepTraits<ExecutionSpace>::host) {
+      if (host_tile_sweep) {
+        const Buffer Xt(Tile.data(), w, n), At(Acc.data(), w, n);
+        tile_load(exec, X, B, t0, Xt, At);
+        gemm(exec, Trans::transpose, Trans::transpose, T(1), Ntile, X, T(1), At);
+        tile_sweep_host(exec, Xt, At, G, t0, eps, normalize, norms2);
+        tile_store(exec, Xt, t0, X);
+        continue;
+      }
+    }
+    {
       const Buffer Ar(Acc.data(), n, w);
       gemm(exec, Trans::none, Trans::none, T(1), X, Ntile, T(0), Ar);
       if (!normalize) {
         row_sweep(exec, X, Ar, Base::accumulated, B, G, t0, t1, eps);
-      } else if constexpr (single) {
+      } else if (single) {
         column_sweep(exec, X, Ar, B, G, t0, t1, eps, norms2, barrier);
       } else {
         for (int t = t0; t < t1; ++t) {
@@ -340,17 +363,17 @@ class Stopwatch {
 // init/step/evaluate below run these on all of A with SingleProcess; the
 // distributed solver (kfactor/distributed/nmf.hpp) runs the same functions on
 // its blocks with its MPI policy. The blocks: `Arow` holds the process's rows
-// of A (V_loc x D), for P = A Ht; `Acol` its columns (dense: V x D_loc,
-// for R = A^T W; sparse: ws.At holds the D_loc x V rows of A^T and Acol is
-// not read); W holds the process's V_loc rows of W and Ht its D_loc rows of
-// Ht. One process: Arow = Acol = A.
+// of A (V_loc x D), for P = A Ht; `Acol` its columns, for R = A^T W (dense:
+// V x D_loc; sparse: the D_loc x V rows of A^T); W holds the process's V_loc
+// rows of W and Ht its D_loc rows of Ht. One process: Arow = A, Acol = A
+// (dense) or the stored A^T (sparse).
 
 /// W0 and H0 (see the file comment) on this process's rows: W rows
 /// [row0, row0 + W.extent(0)) and Ht rows [col0, col0 + Ht.extent(0)) of a
-/// problem with D columns; ws.normA2 must hold ||A||^2. Leaves S = W0^T W0.
+/// problem with D columns and ||A||^2 = norm2. Leaves S = W0^T W0.
 template <class ExecutionSpace, class Matrix, class T, class Mem, class Comm>
 void initial_factors(const ExecutionSpace& exec, const Matrix& Acol, const Options& options, DenseMatrix<T, Mem>& W,
-                     DenseMatrix<T, Mem>& Ht, std::int64_t row0, std::int64_t col0, std::int64_t D,
+                     DenseMatrix<T, Mem>& Ht, std::int64_t row0, std::int64_t col0, std::int64_t D, double norm2,
                      Workspace<T, Mem>& ws, const Comm& comm) {
   const std::uint64_t K = static_cast<std::uint64_t>(options.rank);
   // W0(i, k): counter i * K + k (fill_uniform's convention, global i).
@@ -389,7 +412,7 @@ void initial_factors(const ExecutionSpace& exec, const Matrix& Acol, const Optio
   kfactor::gram(exec, Ht, ws.Q);
   comm.sum(exec, ws.Q);
   const auto W_all = comm.gather(exec, W, Factor::w);
-  product_AtX(exec, Acol, ws, W_all, ws.R);
+  product_AtX(exec, Acol, W_all, ws.R);
   frobenius_dot(exec, ws.R, Ht, Kokkos::View<double, Mem>(ws.scal.data()));
   frobenius_dot(exec, ws.S, ws.Q, Kokkos::View<double, Mem>(ws.scal.data() + 1));
   comm.sum(exec, Kokkos::subview(ws.scal, Kokkos::make_pair(0, 1)));
@@ -398,7 +421,7 @@ void initial_factors(const ExecutionSpace& exec, const Matrix& Acol, const Optio
   const double cross = hs(0), model2 = hs(1);
   // A non-zero A and a positive W0 U have <A, W0 U> > 0 unless their supports
   // miss each other (impossible: U > 0 almost surely); guard anyway.
-  const T alpha = static_cast<T>(cross > 0.0 ? cross / model2 : std::sqrt(ws.normA2 / model2));
+  const T alpha = static_cast<T>(cross > 0.0 ? cross / model2 : std::sqrt(norm2 / model2));
   {
     auto Htl = Ht;
     Kokkos::parallel_for(
@@ -428,7 +451,7 @@ void epoch(const ExecutionSpace& exec, const Matrix& Arow, const Matrix& Acol, c
   }
   {
     const auto W_all = comm.gather(exec, W, Factor::w);
-    product_AtX(exec, Acol, ws, W_all, ws.R);
+    product_AtX(exec, Acol, W_all, ws.R);
   }
   sw.lap(exec, timed, ws.t_products);
   switch (options.algorithm) {
@@ -502,14 +525,15 @@ void error_products(const ExecutionSpace& exec, const Matrix& Arow, const DenseM
   Kokkos::deep_copy(exec, ws.norms2, std::nan(""));
 }
 
-/// relative_error and min_column_norm from the workspace (host reads).
+/// relative_error and min_column_norm from the workspace (host reads);
+/// normA2 = ||A||^2.
 template <class T, class Mem>
-Metrics metrics_of(const Options& options, const Workspace<T, Mem>& ws) {
+Metrics metrics_of(const Options& options, const Workspace<T, Mem>& ws, double normA2) {
   auto scal = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, ws.scal);
   auto norms2 = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, ws.norms2);
-  const double err2 = ws.normA2 - 2.0 * scal(0) + scal(1);
+  const double err2 = normA2 - 2.0 * scal(0) + scal(1);
   Metrics m;
-  m.set("relative_error", std::sqrt(std::max(err2, 0.0) / ws.normA2));
+  m.set("relative_error", std::sqrt(std::max(err2, 0.0) / normA2));
   if (options.algorithm != Algorithm::mu) {
     double mn = std::numeric_limits<double>::infinity();
     for (std::size_t k = 0; k < norms2.extent(0); ++k) mn = std::min(mn, norms2(k));
@@ -519,9 +543,11 @@ Metrics metrics_of(const Options& options, const Workspace<T, Mem>& ws) {
 }
 
 /// The report fields an NMF run fills before its loop (single-rank and
-/// distributed runs alike).
-template <class ExecutionSpace, class T>
-Report report_header(const Options& options, std::int64_t rows, std::int64_t cols, std::int64_t nnz, bool sparse) {
+/// distributed runs alike); rows, cols and nnz are the whole input's.
+template <class ExecutionSpace, class Matrix>
+Report report_header(const Options& options, std::int64_t rows, std::int64_t cols, std::int64_t nnz) {
+  using T = typename MatrixTraits<Matrix>::value_type;
+  using DM = DenseMatrix<T, typename MatrixTraits<Matrix>::memory_space>;
   Report r;
   r.command = "nmf";
   r.backend = backend_name<ExecutionSpace>();
@@ -535,29 +561,123 @@ Report report_header(const Options& options, std::int64_t rows, std::int64_t col
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.6g", double(resolve_epsilon<T>(options)));
   r.info["epsilon"] = buf;
-  r.info["input"] = sparse ? "csr" : "dense";
+  r.info["input"] = MatrixTraits<Matrix>::sparse ? "csr" : "dense";
+  if constexpr (MatrixTraits<Matrix>::sparse) r.info["spmm"] = spmm_path<DM, DM>();
+  r.info["gemm"] = gemm_path<ExecutionSpace, DM, DM, DM>();
   return r;
+}
+
+/// The workspace of `state` for this process's V_loc rows of W and D_loc
+/// rows of Ht, (re)built when it was dropped (State::reset_workspace) or
+/// made for other options; UsageError when the state's rank is not
+/// options.rank.
+template <class T, class Mem, class Comm>
+Workspace<T, Mem>& ensure_workspace(State<T, Mem>& state, std::int64_t V_loc, std::int64_t D_loc,
+                                    const Options& options, const Comm& comm) {
+  if (static_cast<int>(state.W.extent(1)) != options.rank || static_cast<int>(state.Ht.extent(1)) != options.rank)
+    throw UsageError("nmf: the state has rank " + std::to_string(state.W.extent(1)) + ", options.rank is " +
+                     std::to_string(options.rank));
+  const auto& ws = state.ws;
+  if (!ws || ws->algorithm != options.algorithm || ws->rank != options.rank ||
+      ws->tile != resolve_tile(options.rank, options.tile))
+    comm.agree([&] { state.ws = allocate_workspace<T, Mem>(V_loc, D_loc, options); });
+  return *state.ws;
+}
+
+/// step() on this process's blocks (see epoch).
+template <class ExecutionSpace, class Matrix, class T, class Mem, class Comm>
+void step_on(const ExecutionSpace& exec, const Matrix& Arow, const Matrix& Acol, const Options& options,
+             State<T, Mem>& state, const Comm& comm) {
+  static_assert(std::is_same_v<T, typename MatrixTraits<Matrix>::value_type>, "A and the factors differ in type");
+  auto& ws = ensure_workspace(state, state.W.extent(0), state.Ht.extent(0), options, comm);
+  epoch(exec, Arow, Acol, options, state.W, state.Ht, ws, state.iteration, comm);
+}
+
+/// evaluate() on this process's blocks; normA2 = ||A||^2 of the whole input.
+template <class ExecutionSpace, class Matrix, class T, class Mem, class Comm>
+Metrics evaluate_on(const ExecutionSpace& exec, const Matrix& Arow, double normA2, const Options& options,
+                    State<T, Mem>& state, const Comm& comm) {
+  auto& ws = ensure_workspace(state, state.W.extent(0), state.Ht.extent(0), options, comm);
+  error_products(exec, Arow, state.W, state.Ht, ws, state.iteration, comm);
+  return metrics_of(options, ws, normA2);
+}
+
+/// resume(): the loop of core/solver.hpp with `step` and `evaluate` (the
+/// single-rank or the distributed ones), filling `r` (from report_header).
+template <class ExecutionSpace, class T, class Mem, class StepFn, class EvaluateFn>
+Report resume_on(const ExecutionSpace& exec, const Options& options, State<T, Mem>& state, const Observer& observer,
+                 Report r, StepFn&& step, EvaluateFn&& evaluate) {
+  options.validate();
+  double seconds = 0.0;
+  const StopReason reason = run_solver_loop(state.iteration, state.history, options.stop, "relative_error", observer,
+                                            step, evaluate, [](const Metrics&) { return false; }, &seconds);
+  exec.fence();
+  r.seconds = seconds;
+  r.iterations = state.iteration;
+  r.stop_reason = to_string(reason);
+  r.metrics = state.history.size() > 0 ? state.history.last() : evaluate();
+  r.history = state.history;
+  if (options.timing_breakdown && state.ws) {
+    r.timings.set("products", state.ws->t_products);
+    r.timings.set("h_update", state.ws->t_h);
+    r.timings.set("w_update", state.ws->t_w);
+  }
+  return r;
+}
+
+/// solve(): init then resume, with the init time in report.timings.
+template <class State, class InitFn, class ResumeFn>
+Result<State> init_then_resume(InitFn&& init, ResumeFn&& resume) {
+  Result<State> out;
+  const auto t0 = std::chrono::steady_clock::now();
+  out.state = init();
+  const double t_init = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  out.report = resume(out.state);
+  out.report.timings.set("init", t_init);
+  return out;
+}
+
+/// R = A^T W reads the stored A^T of a CSR input and the dense A itself.
+template <class Matrix>
+const Matrix& column_operand(const Problem<Matrix>& p) {
+  if constexpr (MatrixTraits<Matrix>::sparse) return p.At;
+  else return p.A;
 }
 
 }  // namespace detail
 
-template <class T, class MemorySpace>
-void State<T, MemorySpace>::invalidate_cache() {
-  if (ws) {
-    ws->S_iteration = -1;
-    ws->error_iteration = -1;
+template <class ExecutionSpace, class Matrix>
+Problem<Matrix> make_problem(const ExecutionSpace& exec, const Matrix& A) {
+  Problem<Matrix> p;
+  p.A = A;
+  p.rows = detail::rows_of(A);
+  p.cols = detail::cols_of(A);
+  p.nnz = detail::nnz_of(A);
+  std::int64_t bad = 0;
+  if (p.rows > 0 && p.cols > 0) std::tie(p.norm2, bad) = detail::check_values(exec, A);
+  detail::check_input(p.rows, p.cols, bad, p.norm2);
+  if constexpr (MatrixTraits<Matrix>::sparse) {
+    try {
+      p.At = kfactor::transpose(exec, A);
+    } catch (const std::exception& e) {
+      throw RuntimeFailure("nmf: cannot store the transpose of A (nnz " + std::to_string(A.nnz()) + "): " + e.what());
+    }
   }
+  exec.fence();
+  return p;
 }
 
 template <class ExecutionSpace, class Matrix>
-StateFor<Matrix> init_with(const ExecutionSpace& exec, const Matrix& A, const Options& options,
+StateFor<Matrix> init_with(const ExecutionSpace& exec, const Problem<Matrix>& problem, const Options& options,
                            const DenseMatrix<typename MatrixTraits<Matrix>::value_type,
                                              typename MatrixTraits<Matrix>::memory_space>& W0,
                            const DenseMatrix<typename MatrixTraits<Matrix>::value_type,
                                              typename MatrixTraits<Matrix>::memory_space>& Ht0) {
   using T = typename MatrixTraits<Matrix>::value_type;
   using Mem = typename MatrixTraits<Matrix>::memory_space;
-  const std::int64_t V = detail::rows_of(A), D = detail::cols_of(A);
+  options.validate();
+  const std::int64_t V = problem.rows, D = problem.cols;
+  detail::check_rank(options, V, D);
   const std::int64_t K = options.rank;
   if (static_cast<std::int64_t>(W0.extent(0)) != V || static_cast<std::int64_t>(W0.extent(1)) != K ||
       static_cast<std::int64_t>(Ht0.extent(0)) != D || static_cast<std::int64_t>(Ht0.extent(1)) != K)
@@ -566,7 +686,7 @@ StateFor<Matrix> init_with(const ExecutionSpace& exec, const Matrix& A, const Op
                      " do not fit rank " + std::to_string(K) + " and a " + std::to_string(V) + " x " +
                      std::to_string(D) + " input");
   State<T, Mem> s;
-  s.ws = detail::make_workspace(exec, A, options);
+  s.ws = detail::allocate_workspace<T, Mem>(V, D, options);
   s.W = detail::alloc<T, Mem>("W", V, K);
   s.Ht = detail::alloc<T, Mem>("Ht", D, K);
   Kokkos::deep_copy(exec, s.W, W0);
@@ -577,75 +697,51 @@ StateFor<Matrix> init_with(const ExecutionSpace& exec, const Matrix& A, const Op
 }
 
 template <class ExecutionSpace, class Matrix>
-StateFor<Matrix> init(const ExecutionSpace& exec, const Matrix& A, const Options& options) {
+StateFor<Matrix> init(const ExecutionSpace& exec, const Problem<Matrix>& problem, const Options& options) {
   using T = typename MatrixTraits<Matrix>::value_type;
   using Mem = typename MatrixTraits<Matrix>::memory_space;
-  State<T, Mem> s;
-  s.ws = detail::make_workspace(exec, A, options);
-  const std::int64_t V = detail::rows_of(A), D = detail::cols_of(A);
+  options.validate();
+  const std::int64_t V = problem.rows, D = problem.cols;
+  detail::check_rank(options, V, D);
   const int K = options.rank;
+  State<T, Mem> s;
+  s.ws = detail::allocate_workspace<T, Mem>(V, D, options);
   s.W = detail::alloc<T, Mem>("W", V, K);
   s.Ht = detail::alloc<T, Mem>("Ht", D, K);
   s.seed = options.seed;
-  detail::initial_factors(exec, A, options, s.W, s.Ht, 0, 0, D, *s.ws, detail::SingleProcess{});
+  detail::initial_factors(exec, detail::column_operand(problem), options, s.W, s.Ht, 0, 0, D, problem.norm2, *s.ws,
+                          detail::SingleProcess{});
   exec.fence();
   return s;
 }
 
 template <class ExecutionSpace, class Matrix, class T, class MemorySpace>
-void step(const ExecutionSpace& exec, const Matrix& A, const Options& options, State<T, MemorySpace>& state) {
-  static_assert(std::is_same_v<T, typename MatrixTraits<Matrix>::value_type>, "A and the factors differ in type");
-  if (!state.ws) state.ws = detail::make_workspace(exec, A, options);
-  if (static_cast<int>(state.W.extent(1)) != options.rank) throw UsageError("nmf: state rank differs from options.rank");
-  detail::epoch(exec, A, A, options, state.W, state.Ht, *state.ws, state.iteration, detail::SingleProcess{});
+void step(const ExecutionSpace& exec, const Problem<Matrix>& problem, const Options& options,
+          State<T, MemorySpace>& state) {
+  detail::step_on(exec, problem.A, detail::column_operand(problem), options, state, detail::SingleProcess{});
 }
 
 template <class ExecutionSpace, class Matrix, class T, class MemorySpace>
-Metrics evaluate(const ExecutionSpace& exec, const Matrix& A, const Options& options, State<T, MemorySpace>& state) {
-  if (!state.ws) state.ws = detail::make_workspace(exec, A, options);
-  detail::error_products(exec, A, state.W, state.Ht, *state.ws, state.iteration, detail::SingleProcess{});
-  return detail::metrics_of(options, *state.ws);
+Metrics evaluate(const ExecutionSpace& exec, const Problem<Matrix>& problem, const Options& options,
+                 State<T, MemorySpace>& state) {
+  return detail::evaluate_on(exec, problem.A, problem.norm2, options, state, detail::SingleProcess{});
 }
 
 template <class ExecutionSpace, class Matrix, class T, class MemorySpace>
-Report resume(const ExecutionSpace& exec, const Matrix& A, const Options& options, State<T, MemorySpace>& state,
-              const Observer& observer) {
-  options.validate();
-  Report r = detail::report_header<ExecutionSpace, T>(options, detail::rows_of(A), detail::cols_of(A),
-                                                    detail::nnz_of(A), MatrixTraits<Matrix>::sparse);
-  using DM = DenseMatrix<T, MemorySpace>;
-  if constexpr (MatrixTraits<Matrix>::sparse) r.info["spmm"] = spmm_path<DM, DM>();
-  r.info["gemm"] = gemm_path<ExecutionSpace, DM, DM, DM>();
-  StopRule rule;
-  rule.max_iterations = options.max_iterations;
-  rule.tolerance = options.tolerance;
-  double seconds = 0.0;
-  const StopReason reason = run_solver_loop(
-      state.iteration, state.history, rule, "relative_error", observer, [&] { step(exec, A, options, state); },
-      [&] { return evaluate(exec, A, options, state); }, [](const Metrics&) { return false; }, &seconds);
-  exec.fence();
-  r.seconds = seconds;
-  r.iterations = state.iteration;
-  r.stop_reason = to_string(reason);
-  r.metrics = state.history.size() > 0 ? state.history.last() : evaluate(exec, A, options, state);
-  r.history = state.history;
-  if (options.timing_breakdown && state.ws) {
-    r.timings.set("products", state.ws->t_products);
-    r.timings.set("h_update", state.ws->t_h);
-    r.timings.set("w_update", state.ws->t_w);
-  }
-  return r;
+Report resume(const ExecutionSpace& exec, const Problem<Matrix>& problem, const Options& options,
+              State<T, MemorySpace>& state, const Observer& observer) {
+  return detail::resume_on(
+      exec, options, state, observer,
+      detail::report_header<ExecutionSpace, Matrix>(options, problem.rows, problem.cols, problem.nnz),
+      [&] { step(exec, problem, options, state); }, [&] { return evaluate(exec, problem, options, state); });
 }
 
 template <class ExecutionSpace, class Matrix>
-ResultFor<Matrix> solve(const ExecutionSpace& exec, const Matrix& A, const Options& options, const Observer& observer) {
-  ResultFor<Matrix> out;
-  const auto t0 = std::chrono::steady_clock::now();
-  out.state = init(exec, A, options);
-  const double t_init = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  out.report = resume(exec, A, options, out.state, observer);
-  out.report.timings.set("init", t_init);
-  return out;
+Result<StateFor<Matrix>> solve(const ExecutionSpace& exec, const Problem<Matrix>& problem, const Options& options,
+                               const Observer& observer) {
+  return detail::init_then_resume<StateFor<Matrix>>(
+      [&] { return init(exec, problem, options); },
+      [&](StateFor<Matrix>& state) { return resume(exec, problem, options, state, observer); });
 }
 
 }  // namespace kfactor::nmf

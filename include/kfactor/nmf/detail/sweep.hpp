@@ -52,6 +52,27 @@ namespace kfactor::nmf::detail {
 
 using kfactor::detail::RowTeamShape;
 
+/// Tuning traits of the sweeps, keyed on the execution space type: whether
+/// it runs on the host (ALO then sweeps a tile in one host team,
+/// tile_sweep_host, and devices take row_sweep / column_sweep) and how many
+/// multiprocessors a device has (column_sweep's co-resident teams). The
+/// count comes from the device properties a space instance offers
+/// (cuda_device_prop() on CUDA, hip_device_prop() on HIP), detected by that
+/// member, so no backend macro is tested here; 0 where none is offered.
+template <class ExecutionSpace>
+struct SweepTraits {
+  static constexpr bool host = RowTeamShape<ExecutionSpace>::host;
+
+  static int multiprocessors(const ExecutionSpace& exec) {
+    if constexpr (requires(const ExecutionSpace& e) { e.cuda_device_prop().multiProcessorCount; })
+      return exec.cuda_device_prop().multiProcessorCount;
+    else if constexpr (requires(const ExecutionSpace& e) { e.hip_device_prop().multiProcessorCount; })
+      return exec.hip_device_prop().multiProcessorCount;
+    (void)exec;
+    return 0;
+  }
+};
+
 /// The policy with the light-weight hint. On CUDA, Kokkos stages a kernel
 /// whose closure has 512 bytes or more (the former team-policy column_step
 /// had 520) through constant memory, and each such launch first waits on the
@@ -166,7 +187,7 @@ void row_sweep(const ExecutionSpace& exec, const XV& X, const AV& Acc, Base base
   using T = typename XV::non_const_value_type;
   const int n = static_cast<int>(X.extent(0));
   if (n == 0 || t1 <= t0) return;
-  if constexpr (!RowTeamShape<ExecutionSpace>::host) {
+  if constexpr (!SweepTraits<ExecutionSpace>::host) {
     using Policy = Kokkos::TeamPolicy<ExecutionSpace>;
     const int w = t1 - t0;
     const std::size_t fast = std::size_t(Policy(exec, 1, 1).scratch_size_max(0));
@@ -231,17 +252,15 @@ void column_step(const ExecutionSpace& exec, const XV& X, const AV& Acc, Base ba
 }
 
 /// The teams of column_sweep that are certain to run at the same time: one
-/// per multiprocessor on CUDA (a kernel that launches at all fits one block
-/// per multiprocessor), one per thread on a host (team size 1), and 1 where
-/// the count is not known (still exact: one team then sweeps every row).
+/// per multiprocessor on a device that reports its count (a kernel that
+/// launches at all fits one block per multiprocessor), one per thread on a
+/// host (team size 1), and 1 where the count is not known (still exact: one
+/// team then sweeps every row).
 template <class ExecutionSpace>
 int coresident_teams(const ExecutionSpace& exec) {
-#if defined(KOKKOS_ENABLE_CUDA)
-  if constexpr (std::is_same_v<ExecutionSpace, Kokkos::Cuda>) return exec.cuda_device_prop().multiProcessorCount;
-#endif
-  if constexpr (RowTeamShape<ExecutionSpace>::host) return exec.concurrency();
-  (void)exec;
-  return 1;
+  if constexpr (SweepTraits<ExecutionSpace>::host) return exec.concurrency();
+  const int sm = SweepTraits<ExecutionSpace>::multiprocessors(exec);
+  return sm > 0 ? sm : 1;
 }
 
 /// Threads per team of column_sweep for n rows and at most `teams` teams: one
@@ -251,7 +270,7 @@ int coresident_teams(const ExecutionSpace& exec) {
 /// blocks of 256 left 53 multiprocessors idle.
 template <class ExecutionSpace>
 int column_sweep_team_size(int n, int teams) {
-  if constexpr (RowTeamShape<ExecutionSpace>::host) return 1;
+  if constexpr (SweepTraits<ExecutionSpace>::host) return 1;
   const int per = (n + teams - 1) / teams;
   return std::clamp((per + 31) / 32 * 32, 64, 256);
 }
@@ -320,7 +339,7 @@ void column_sweep(const ExecutionSpace& exec, const XV& X, const AV& Acc, const 
   // sweep (ScratchRows) when they fit; the arithmetic is the same.
   const int w = t1 - t0, most_rows = (n + teams - 1) / teams;
   const std::size_t bytes = scratch_rows_bytes<T>(most_rows, w);
-  const bool staged = !RowTeamShape<ExecutionSpace>::host && bytes <= std::size_t(Policy(exec, 1, 1).scratch_size_max(0));
+  const bool staged = !SweepTraits<ExecutionSpace>::host && bytes <= std::size_t(Policy(exec, 1, 1).scratch_size_max(0));
   Policy policy(exec, teams, team_size);
   policy.set_chunk_size(1);
   if (staged) policy.set_scratch_size(0, Kokkos::PerTeam(bytes));
@@ -438,7 +457,7 @@ void tile_store(const ExecutionSpace& exec, const TV& Xt, int t0, const XV& X) {
 template <class ExecutionSpace, class TV, class GV, class NV>
 void tile_sweep_host(const ExecutionSpace& exec, const TV& Xt, const TV& At, const GV& G, int t0,
                      typename TV::non_const_value_type eps, bool normalize, const NV& norms2) {
-  static_assert(RowTeamShape<ExecutionSpace>::host, "tile_sweep_host runs one team: host spaces only");
+  static_assert(SweepTraits<ExecutionSpace>::host, "tile_sweep_host runs one team: host spaces only");
   using T = typename TV::non_const_value_type;
   using Policy = Kokkos::TeamPolicy<ExecutionSpace>;
   const int w = static_cast<int>(Xt.extent(0)), n = static_cast<int>(Xt.extent(1));
