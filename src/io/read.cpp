@@ -14,6 +14,8 @@
 #include <type_traits>
 #include <utility>
 
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace kfactor::io {
@@ -73,18 +75,30 @@ constexpr std::int64_t max_dim = std::numeric_limits<ordinal_t>::max();  // 2^31
 /// trusted.
 constexpr std::uint64_t bytes_per_entry = 56;
 
-std::uint64_t memory_limit(const ReadOptions& opt) {
-  if (opt.memory_limit) return opt.memory_limit;
-  const long pages = ::sysconf(_SC_PHYS_PAGES);
-  const long page = ::sysconf(_SC_PAGE_SIZE);
-  if (pages > 0 && page > 0) return static_cast<std::uint64_t>(pages) * static_cast<std::uint64_t>(page);
-  return std::numeric_limits<std::uint64_t>::max();
-}
+std::uint64_t memory_limit(const ReadOptions& opt) { return detail::memory_limit_or_physical(opt.memory_limit); }
 
-std::string gib(double bytes) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.3g GiB", bytes / (1024.0 * 1024.0 * 1024.0));
-  return buf;
+using detail::gib;
+using detail::num;
+
+/// Bytes a matrix costs after the read per row and per column, before any
+/// entry: an 8-byte offset in the CSR row maps of A and of its transpose,
+/// and one double of a rank-1 factor (every solver holds at least that). A
+/// tiny file may claim 2^31 - 1 rows; this is what makes the claim expensive.
+constexpr std::uint64_t bytes_per_dim = 16;
+
+/// Checks what a read and the matrix it makes will need (`entries` at
+/// bytes_per_entry, the text, bytes_per_dim per row and column) against the
+/// memory limit before anything is sized by it. `claim` says who claimed
+/// the sizes ("the size line claims ...").
+void check_memory(const Context& ctx, std::int64_t line, std::int64_t m, std::int64_t n, std::uint64_t entries,
+                  std::size_t text_size, const ReadOptions& opt, const std::string& claim) {
+  const std::uint64_t limit = memory_limit(opt);
+  const long double need = static_cast<long double>(entries) * bytes_per_entry +
+                           static_cast<long double>(text_size) +
+                           (static_cast<long double>(m) + static_cast<long double>(n) + 2) * bytes_per_dim;
+  if (need > static_cast<long double>(limit))
+    ctx.fail(line, claim + ": about " + gib(double(need)) +
+                       " with its row maps and a rank-1 factor, more than the memory limit of " + gib(double(limit)));
 }
 
 /// Checks a dimension from a header or the data: 0 <= d < 2^31.
@@ -95,23 +109,22 @@ void check_dim(const Context& ctx, std::int64_t line, std::int64_t d, const char
                        " exceeds the 32-bit index range (at most 2147483647 rows or columns)");
 }
 
-/// Checks an entry count claimed by a header before anything is sized by it:
-/// it must fit the matrix and the memory limit. Returns how many entries may
-/// be reserved: the claim capped by what the bytes left in the input can hold
-/// (a truncated file then fails at its end, naming the count it reached).
-std::size_t check_claim(const Context& ctx, std::int64_t line, std::int64_t claimed, std::uint64_t capacity,
-                        const std::string& capacity_what, std::size_t bytes_left, std::size_t min_bytes,
-                        std::size_t text_size, const ReadOptions& opt) {
+/// Checks the sizes a header claims before anything is sized by them: the
+/// entry count must fit the matrix, and entries, rows and columns the memory
+/// limit (check_memory). Returns how many entries may be reserved: the claim
+/// capped by what the bytes left in the input can hold (a truncated file then
+/// fails at its end, naming the count it reached).
+std::size_t check_claim(const Context& ctx, std::int64_t line, std::int64_t m, std::int64_t n, std::int64_t claimed,
+                        std::uint64_t capacity, const std::string& capacity_what, std::size_t bytes_left,
+                        std::size_t min_bytes, std::size_t text_size, const ReadOptions& opt) {
   if (claimed < 0) ctx.fail(line, "negative entry count " + std::to_string(claimed));
   const auto c = static_cast<std::uint64_t>(claimed);
   if (c > capacity)
     ctx.fail(line, "header claims " + std::to_string(claimed) + " entries but " + capacity_what + " holds at most " +
                        std::to_string(capacity));
-  const std::uint64_t limit = memory_limit(opt);
-  const long double need = static_cast<long double>(c) * bytes_per_entry + static_cast<long double>(text_size);
-  if (need > static_cast<long double>(limit))
-    ctx.fail(line, "header claims " + std::to_string(claimed) + " entries, about " + gib(double(need)) +
-                       " to read, more than the memory limit of " + gib(double(limit)));
+  check_memory(ctx, line, m, n, c, text_size, opt,
+               "header claims a " + std::to_string(m) + " x " + std::to_string(n) + " matrix with " +
+                   std::to_string(claimed) + " entries");
   const std::uint64_t fit = (static_cast<std::uint64_t>(bytes_left) + 1) / min_bytes;
   return static_cast<std::size_t>(std::min(c, fit));
 }
@@ -121,7 +134,7 @@ template <class T>
 T to_value(const Context& ctx, std::int64_t line, double v) {
   if constexpr (std::is_same_v<T, float>) {
     if (std::fabs(v) > static_cast<double>(std::numeric_limits<float>::max()))
-      ctx.fail(line, "value " + std::to_string(v) + " does not fit in single precision (float)");
+      ctx.fail(line, "value " + num(v) + " does not fit in single precision (float)");
   }
   return static_cast<T>(v);
 }
@@ -165,6 +178,11 @@ template <class T>
 CooMatrix<T> finalize(const Context& ctx, Entries& e, std::int64_t m, std::int64_t n, bool pattern,
                       const ReadOptions& opt, ReadInfo* info, const IndexDisplay& show_index) {
   const std::size_t nnz = e.size();
+  if (opt.non_negative)
+    for (std::size_t k = 0; k < nnz; ++k)
+      if (e.vals[k] < 0)
+        ctx.fail(e.lines[k], "negative value " + num(e.vals[k]) + " at " + show_index.pair(e.rows[k], e.cols[k]) +
+                                 " (this input must be non-negative)");
   const auto ncols = static_cast<std::uint64_t>(n);
   auto key = [&](std::size_t k) {
     return static_cast<std::uint64_t>(e.rows[k]) * ncols + static_cast<std::uint64_t>(e.cols[k]);
@@ -330,7 +348,7 @@ CooMatrix<T> parse_matrix_market(std::string_view text, const std::string& name,
   if (coordinate) {
     const std::int64_t nnz = ctx.integer(size_line, s[2], "entry count");
     const std::size_t fit =
-        check_claim(ctx, size_line, nnz, capacity, cap_what, lines.remaining(), pattern ? 4 : 6, text.size(), opt);
+        check_claim(ctx, size_line, m, n, nnz, capacity, cap_what, lines.remaining(), pattern ? 4 : 6, text.size(), opt);
     e.reserve(fit * (sym == Symmetry::general ? 1 : 2));
     auto index = [&](std::int64_t ln, std::string_view t, std::int64_t bound, const char* what) {
       const std::int64_t i = ctx.integer(ln, t, what);
@@ -363,8 +381,8 @@ CooMatrix<T> parse_matrix_market(std::string_view text, const std::string& name,
       ctx.fail(lines.number(), "file ends after " + std::to_string(count) + " of the " + std::to_string(nnz) +
                                    " entries the size line (line " + std::to_string(size_line) + ") declares");
   } else {
-    (void)check_claim(ctx, size_line, static_cast<std::int64_t>(capacity), capacity, cap_what, lines.remaining(), 2,
-                      text.size(), opt);
+    (void)check_claim(ctx, size_line, m, n, static_cast<std::int64_t>(capacity), capacity, cap_what, lines.remaining(),
+                      2, text.size(), opt);
     // Column-major cursor over the stored part: all of it, the lower
     // triangle (symmetric) or the strictly lower triangle (skew).
     std::int64_t ci = sym == Symmetry::skew ? 1 : 0, cj = 0;
@@ -407,7 +425,9 @@ CooMatrix<T> parse_edges(std::string_view text, const std::string& name, const R
   int fields = 0;
   bool first = true;
   std::optional<std::int64_t> header_count;
+  std::int64_t header_line = 0;
   std::int64_t max_u = -1, max_v = -1, count = 0;
+  std::int64_t max_id_line = 0;  // the line of the largest id (it sets the shape)
   const std::int64_t base = opt.one_based ? 1 : 0;
   auto id = [&](std::int64_t ln, std::string_view t, const char* what) {
     const std::int64_t v = ctx.integer(ln, t, what);
@@ -427,6 +447,7 @@ CooMatrix<T> parse_edges(std::string_view text, const std::string& name, const R
       const std::int64_t c = ctx.integer(ln, f[0], "count line");
       if (c < 0) ctx.fail(ln, "negative count " + std::to_string(c));
       header_count = c;
+      header_line = ln;
       continue;
     }
     first = false;
@@ -442,6 +463,7 @@ CooMatrix<T> parse_edges(std::string_view text, const std::string& name, const R
       w = ctx.real(ln, f[2], "weight");
       (void)to_value<T>(ctx, ln, w);
     }
+    if (std::max(u, v) > std::max(max_u, max_v)) max_id_line = ln;
     max_u = std::max(max_u, u);
     max_v = std::max(max_v, v);
     e.add(u, v, w, ln);
@@ -450,8 +472,20 @@ CooMatrix<T> parse_edges(std::string_view text, const std::string& name, const R
   }
   if (count == 0)
     ctx.fail(lines.number(), header_count ? "no edges after the count line" : "no edges (empty file)");
+  const std::int64_t nodes = std::max(max_u, max_v) + 1;
+  if (header_count && *header_count != count && *header_count > max_dim)
+    ctx.fail(header_line, "the count line says " + std::to_string(*header_count) + ": not the " +
+                              std::to_string(count) + " edges of the file, and more nodes than 32-bit ids allow");
+  if (header_count && *header_count != count && *header_count < nodes)
+    ctx.fail(header_line, "the count line says " + std::to_string(*header_count) + " but the file has " +
+                              std::to_string(count) + " edges and " + std::to_string(nodes) + " nodes (ids up to " +
+                              std::to_string(nodes - 1 + base) + ", line " + std::to_string(max_id_line) +
+                              "); a leading count must be the edge count or a node count at least that large");
   std::int64_t m = max_u + 1, n = max_v + 1;
   if (opt.square || opt.symmetrize) m = n = std::max(m, n);
+  check_memory(ctx, max_id_line, m, n, e.size(), text.size(), opt,
+               "id " + std::to_string(nodes - 1 + base) + " makes the matrix " + std::to_string(m) + " x " +
+                   std::to_string(n));
   set_info(info, Format::edges,
            std::string(fields == 3 ? "weighted" : "unweighted") + (header_count ? ", leading count line" : "") +
                (opt.symmetrize ? ", symmetrized" : ""),
@@ -561,7 +595,7 @@ CooMatrix<T> parse_bmf(std::string_view text, const std::string& name, const Rea
   const std::int64_t nnz = ctx.integer(hl, h[2], "entry count");
   check_dim(ctx, hl, m, "row count");
   check_dim(ctx, hl, n, "column count");
-  const std::size_t fit = check_claim(ctx, hl, nnz, static_cast<std::uint64_t>(m) * static_cast<std::uint64_t>(n),
+  const std::size_t fit = check_claim(ctx, hl, m, n, nnz, static_cast<std::uint64_t>(m) * static_cast<std::uint64_t>(n),
                                       std::to_string(m) + " x " + std::to_string(n) + " matrix", lines.remaining(), 4,
                                       text.size(), opt);
   Entries e;
@@ -632,6 +666,7 @@ CooMatrix<T> parse_dense(std::string_view text, const std::string& name, const R
 // ---- detection and dispatch ------------------------------------------------------
 
 Format detect_format(std::string_view text, std::string_view path) {
+  const std::string name = path.empty() ? std::string("input") : std::string(path);
   if (text.size() >= 3 && text.substr(0, 3) == "\xEF\xBB\xBF") text.remove_prefix(3);
   if (text.size() >= 14 && detail::iequals(text.substr(0, 14), "%%MatrixMarket")) return Format::matrix_market;
   std::string ext;
@@ -641,21 +676,38 @@ Format detect_format(std::string_view text, std::string_view path) {
   if (ext == "csv" || ext == "dat") return Format::ratings;
   Lines lines(text);
   std::string_view line;
-  if (!next_data_line(lines, line, "#%")) return Format::edges;
+  if (!next_data_line(lines, line, "#%")) return Format::edges;  // the edge reader names what is missing
+  const std::int64_t first_line = lines.number();
   if (line.find("::") != std::string_view::npos || line.find(',') != std::string_view::npos) return Format::ratings;
   const Fields f = detail::split_ws(line);
   if (f.n > 0 && !detail::is_number(f[0]) && is_text(line)) return Format::ratings;  // a header
-  if (f.n == 3) {
-    std::int64_t a, b, c;
-    if (detail::try_int(f[0], a) && detail::try_int(f[1], b) && detail::try_int(f[2], c)) {
-      std::string_view second;
-      if (next_data_line(lines, second, "#%") && detail::split_ws(second).n == 2) return Format::bmf;
-    }
-    return Format::edges;
+  // A sample of the following lines: their field counts, and whether every
+  // line so far starts with two integers (ids, as edges and ratings need).
+  auto two_ints = [](const Fields& g) {
+    std::int64_t a, b;
+    return g.n >= 2 && detail::try_int(g[0], a) && detail::try_int(g[1], b);
+  };
+  int second = 0;  // fields of the second data line (0: none)
+  bool ids = f.n < 2 || two_ints(f);
+  bool all_single = f.n == 1;
+  constexpr int sample = 100;
+  for (int k = 0; k < sample && next_data_line(lines, line, "#%"); ++k) {
+    const Fields g = detail::split_ws(line);
+    if (k == 0) second = g.n;
+    all_single = all_single && g.n == 1;
+    ids = ids && two_ints(g);
   }
+  if (f.n == 1) return all_single ? Format::dense : Format::edges;  // a leading count line, or a column
+  if (f.n == 3 && ids && second == 2) {
+    std::int64_t nnz;
+    if (detail::try_int(f[2], nnz)) return Format::bmf;  // 'rows cols nnz', then 'row col'
+  }
+  if (f.n >= 5 || !ids) return Format::dense;
+  if (f.n == 2) return Format::edges;
   if (f.n == 4) return Format::ratings;
-  if (f.n >= 5) return Format::dense;
-  return Format::edges;
+  detail::fail(name, first_line,
+               "cannot tell the format: lines of 3 numbers fit a weighted edge list 'u v weight' and ratings "
+               "'user item rating' alike; pass --format edges or --format ratings (or --format dense)");
 }
 
 template <class T>
@@ -673,34 +725,69 @@ CooMatrix<T> parse_matrix(std::string_view text, const std::string& name, Format
   throw UsageError("no input format");
 }
 
+namespace {
+
+/// What a non-regular file is, for the message refusing it.
+const char* file_kind(mode_t mode) {
+  if (S_ISDIR(mode)) return "is a directory";
+  if (S_ISCHR(mode)) return "is a character device";
+  if (S_ISBLK(mode)) return "is a block device";
+  if (S_ISFIFO(mode)) return "is a FIFO (named pipe)";
+  if (S_ISSOCK(mode)) return "is a socket";
+  return "is not a regular file";
+}
+
+[[noreturn]] void refuse_kind(const std::string& path, mode_t mode) {
+  throw InputError(path, 0, std::string(file_kind(mode)) + ", not a regular file (inputs are read whole, so "
+                                                           "devices, pipes and directories are refused)");
+}
+
+struct Fd {
+  int fd;
+  ~Fd() { ::close(fd); }
+};
+
+}  // namespace
+
 std::string read_file(const std::string& path, std::uint64_t limit) {
   ReadOptions o;
   o.memory_limit = limit;
   const std::uint64_t cap = memory_limit(o);
-  std::unique_ptr<std::FILE, int (*)(std::FILE*)> f(std::fopen(path.c_str(), "rb"), &std::fclose);
-  if (!f) throw InputError(path, 0, std::string("cannot open: ") + std::strerror(errno));
+  // stat() before open(): opening a FIFO without a writer blocks, and a
+  // device like /dev/zero never ends.
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) throw InputError(path, 0, std::string("cannot open: ") + std::strerror(errno));
+  if (!S_ISREG(st.st_mode)) refuse_kind(path, st.st_mode);
+  // O_NONBLOCK: should the path become a FIFO after stat(), open() still
+  // returns at once, and fstat() below refuses it.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) throw InputError(path, 0, std::string("cannot open: ") + std::strerror(errno));
+  const Fd guard{fd};
+  if (::fstat(fd, &st) != 0) throw InputError(path, 0, std::string("cannot stat: ") + std::strerror(errno));
+  if (!S_ISREG(st.st_mode)) refuse_kind(path, st.st_mode);
+  const auto size = static_cast<std::uint64_t>(st.st_size);
+  if (size > cap)
+    throw InputError(path, 0, "file of " + gib(double(size)) + " exceeds the memory limit of " + gib(double(cap)));
+  // Read until the end rather than trusting st_size: the file may grow
+  // while it is read (bounded by the limit), and /proc files report 0.
+  constexpr std::size_t step = 1 << 16;
   std::string text;
-  std::size_t chunk = 1 << 16;
-  if (std::fseek(f.get(), 0, SEEK_END) == 0) {
-    const long size = std::ftell(f.get());
-    if (size > 0) {
-      if (static_cast<std::uint64_t>(size) > cap)
-        throw InputError(path, 0, "file of " + gib(double(size)) + " exceeds the memory limit of " + gib(double(cap)));
-      chunk = static_cast<std::size_t>(size) + 1;
-    }
-    std::rewind(f.get());
-  }
+  // Room for the whole file and one more read that finds its end, so that a
+  // file of the size stat() reported is never copied to grow the buffer.
+  text.reserve(static_cast<std::size_t>(size) + step);
+  std::size_t chunk = std::max<std::size_t>(static_cast<std::size_t>(size) + 1, step);
   while (true) {
     const std::size_t old = text.size();
     if (old + chunk > cap) throw InputError(path, 0, "file exceeds the memory limit of " + gib(double(cap)));
     text.resize(old + chunk);
-    const std::size_t got = std::fread(text.data() + old, 1, chunk, f.get());
-    text.resize(old + got);
-    if (got < chunk) {
-      if (std::ferror(f.get())) throw InputError(path, 0, std::string("read error: ") + std::strerror(errno));
-      break;
-    }
-    chunk = std::max<std::size_t>(chunk, 1 << 16);
+    ssize_t got = 0;
+    do {
+      got = ::read(fd, text.data() + old, chunk);
+    } while (got < 0 && errno == EINTR);
+    if (got < 0) throw InputError(path, 0, std::string("read error: ") + std::strerror(errno));
+    text.resize(old + static_cast<std::size_t>(got));
+    if (got == 0) break;
+    chunk = step;
   }
   return text;
 }

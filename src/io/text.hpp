@@ -4,14 +4,19 @@
 #include <kfactor/core/error.hpp>
 
 #include <array>
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 #include <string_view>
+#include <limits>
 #include <system_error>
+
+#include <unistd.h>
 
 namespace kfactor::io::detail {
 
@@ -52,26 +57,59 @@ inline std::string show(std::string_view t) {
   return out + "'";
 }
 
+/// A number as messages print it: the shortest form that reads back exactly
+/// ("1e+300", "0.1", "3"), never hundreds of digits.
+inline std::string num(double v) {
+  char buf[64];
+  const auto r = std::to_chars(buf, buf + sizeof buf, v);
+  return std::string(buf, r.ptr);
+}
+
+/// `limit`, or this machine's physical memory when it is 0: the default
+/// budget of a read.
+inline std::uint64_t memory_limit_or_physical(std::uint64_t limit) {
+  if (limit) return limit;
+  const long pages = ::sysconf(_SC_PHYS_PAGES);
+  const long page = ::sysconf(_SC_PAGE_SIZE);
+  if (pages > 0 && page > 0) return static_cast<std::uint64_t>(pages) * static_cast<std::uint64_t>(page);
+  return std::numeric_limits<std::uint64_t>::max();
+}
+
+/// A byte count as messages print it, in GiB with 3 significant digits.
+inline std::string gib(double bytes) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.3g GiB", bytes / (1024.0 * 1024.0 * 1024.0));
+  return buf;
+}
+
 /// Raises InputError(name, line, msg); line 0 becomes 1 so that every
 /// message about content names a line.
 [[noreturn]] inline void fail(const std::string& name, std::int64_t line, const std::string& msg) {
   throw InputError(name, line > 0 ? line : 1, msg);
 }
 
-/// One line at a time from a buffer: '\n' ends a line, a trailing '\r' is
-/// dropped (CRLF), a UTF-8 byte-order mark at the very start is skipped.
+/// One line at a time from a buffer. A line ends at "\n", "\r\n" or a lone
+/// "\r" (classic Mac files: without this, a CR-only file is one long line
+/// that a reader may accept as a single row). A UTF-8 byte-order mark at the
+/// very start is skipped.
 class Lines {
  public:
   explicit Lines(std::string_view text) : text_(text) {
     if (text_.size() >= 3 && text_.substr(0, 3) == "\xEF\xBB\xBF") pos_ = 3;
+    find_newline();
   }
   bool next(std::string_view& line) {
     if (pos_ >= text_.size()) return false;
-    const std::size_t nl = text_.find('\n', pos_);
-    const std::size_t end = nl == std::string_view::npos ? text_.size() : nl;
+    if (nl_ < pos_) find_newline();
+    std::size_t end = nl_;
+    std::size_t next = nl_ + 1;
+    if (const void* cr = std::memchr(text_.data() + pos_, '\r', end - pos_)) {
+      const auto at = static_cast<std::size_t>(static_cast<const char*>(cr) - text_.data());
+      end = at;
+      next = at + 1 == nl_ ? nl_ + 1 : at + 1;  // CRLF is one line end
+    }
     line = text_.substr(pos_, end - pos_);
-    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-    pos_ = nl == std::string_view::npos ? text_.size() : nl + 1;
+    pos_ = std::min(next, text_.size());
     ++no_;
     return true;
   }
@@ -81,8 +119,15 @@ class Lines {
   [[nodiscard]] std::size_t remaining() const { return text_.size() - pos_; }
 
  private:
+  // The next '\n' at or after pos_ (text_.size() if none) is remembered, so
+  // that a long CR-only file costs one scan for '\n', not one per line.
+  void find_newline() {
+    const std::size_t nl = text_.find('\n', pos_);
+    nl_ = nl == std::string_view::npos ? text_.size() : nl;
+  }
   std::string_view text_;
   std::size_t pos_ = 0;
+  std::size_t nl_ = 0;
   std::int64_t no_ = 0;
 };
 
@@ -184,7 +229,12 @@ struct Context {
     const std::string_view body = !t.empty() && t[0] == '-' ? t.substr(1) : drop_plus(t);
     bool digits = !body.empty();
     for (char c : body) digits = digits && c >= '0' && c <= '9';
-    if (digits) fail(line, std::string(what) + " " + show(t) + " is out of the 64-bit integer range");
+    if (digits) {
+      // Its magnitude, not its digits: a 300-digit token prints as 1e+300.
+      double d = 0;
+      (void)try_real(t, d);
+      fail(line, std::string(what) + " " + num(d) + " is out of the 64-bit integer range");
+    }
     double d;
     if (try_real(t, d)) {
       if (std::isfinite(d)) fail(line, std::string(what) + " must be an integer, found " + show(t));

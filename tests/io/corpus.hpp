@@ -1,7 +1,8 @@
 #pragma once
 // The malformed-input corpus in tests/io/malformed/ (written by
 // tests/io/make_corpus.py). File names: FORMAT_OUTCOME[_LLINE]_description.EXT
-// with FORMAT mm|edges|ratings|bmf|dense, OUTCOME err|ok and, for err files,
+// with FORMAT mm|edges|ratings|bmf|dense (a matrix, read with that --format)
+// or factor (a factor file, io::read_factor_file), OUTCOME err|ok and, for err files,
 // the 1-based line the error must name. A description containing
 // "error_policy" is read with the duplicate policy `error`.
 #include <algorithm>
@@ -16,7 +17,7 @@ namespace kfactor::test {
 struct CorpusFile {
   std::string path;      ///< absolute path
   std::string filename;  ///< name only
-  std::string format;    ///< --format value
+  std::string format;    ///< --format value, or "factor"
   bool ok = false;       ///< well-formed (must read)
   std::int64_t line = 0; ///< expected error line (err files)
   bool strict_duplicates = false;
@@ -24,7 +25,7 @@ struct CorpusFile {
 
 inline std::vector<CorpusFile> corpus_files() {
   const std::filesystem::path dir = std::filesystem::path(KFACTOR_SOURCE_DIR) / "tests" / "io" / "malformed";
-  static const std::regex name_re(R"(^(mm|edges|ratings|bmf|dense)_(err|ok)(_L([0-9]+))?_(.+)$)");
+  static const std::regex name_re(R"(^(mm|edges|ratings|bmf|dense|factor)_(err|ok)(_L([0-9]+))?_(.+)$)");
   std::vector<CorpusFile> out;
   for (const auto& entry : std::filesystem::directory_iterator(dir)) {
     if (!entry.is_regular_file()) continue;

@@ -2,7 +2,8 @@
 """Writes tests/io/malformed/: the malformed-input corpus.
 
 File names: FORMAT_OUTCOME[_LLINE]_description.EXT
-  FORMAT   mm | edges | ratings | bmf | dense (the --format to read it with)
+  FORMAT   mm | edges | ratings | bmf | dense (the --format to read it with),
+           or factor (a factor file, read by io::read_factor_file)
   OUTCOME  err (must raise InputError / exit 3) or ok (well-formed, must read)
   LLINE    for err files: the 1-based line the error must name
 Run from anywhere; rewrites the folder's files (commit the result).
@@ -85,6 +86,11 @@ C["edges_err_L1_binary_junk.txt"] = JUNK
 C["edges_err_L2_comma_separated.txt"] = "0 1\n1,2\n"
 C["edges_ok_crlf_tabs_count_line.txt"] = "5\r\n0\t1\r\n0\t2\r\n3\t4\r\n"
 C["edges_ok_duplicates_merged.txt"] = "# undirected, listed twice\n0 1\n1 0\n0 1\n2 2\n"
+C["edges_ok_cr_only_line_ends.txt"] = "0\t1\r1\t2\r2\t0\r"
+C["edges_ok_count_line_is_node_count.txt"] = "10\n0 1\n1 2\n"
+C["edges_ok_count_line_is_edge_count.txt"] = "2\n0 7\n7 3\n"
+C["edges_err_L1_count_line_disagrees.txt"] = "4\n0 5\n1 2\n"
+C["edges_err_L1_count_line_cr_only.txt"] = "1\r0 1\r1 2\r2 3\r"
 
 # ---- ratings --------------------------------------------------------------------
 H = "userId,movieId,rating,timestamp\n"
@@ -134,6 +140,36 @@ C["dense_err_L1_nan.txt"] = "0 nan 1 0\n"
 C["dense_err_L3_inf.txt"] = "0 1\n1 0\n-inf 0\n"
 C["dense_err_L1_binary_junk.txt"] = JUNK
 C["dense_ok_crlf.txt"] = "0 1 1 0\r\n1 0 1 1\r\n0 0 0 0\r\n"
+C["dense_ok_cr_only.txt"] = "0 1 1\r1 0 0\r0 0 1\r"
+C["dense_err_L3_cr_only_ragged.txt"] = "0 1 1\r1 0 0\r0 1\r"
+
+# ---- factor files (io::read_factor_file; `kfactor predict --factors`) ---------------
+F = "id,f0,f1\n"
+C["factor_err_L1_empty.csv"] = ""
+C["factor_err_L1_header_only.csv"] = F
+C["factor_err_L3_header_only_blank_lines.csv"] = F + "\n\n"
+C["factor_err_L1_no_factor_columns.csv"] = "id\n1\n"
+C["factor_err_L1_ratings_header.csv"] = "userId,movieId,rating\n1,2,3\n"
+C["factor_err_L1_no_header.csv"] = "1,0.5,0.25\n2,0.5,0.5\n"
+C["factor_err_L3_ragged_short_row.csv"] = F + "1,0.5,0.25\n2,0.5\n"
+C["factor_err_L2_ragged_long_row.csv"] = F + "1,0.5,0.25,9\n"
+C["factor_err_L2_empty_field.csv"] = F + "1,,2\n"
+C["factor_err_L2_nan.csv"] = F + "1,nan,0\n"
+C["factor_err_L3_inf.csv"] = F + "1,1,2\n2,-inf,0\n"
+C["factor_err_L2_overflow.csv"] = F + "1,1e999,0\n"
+C["factor_err_L2_nonnumeric_value.csv"] = F + "1,x,0\n"
+C["factor_err_L4_duplicate_id.csv"] = F + "7,1,1\n8,2,2\n7,3,3\n"
+C["factor_err_L2_fractional_id.csv"] = F + "1.5,1,1\n"
+C["factor_err_L2_id_beyond_int64.csv"] = F + "99999999999999999999,1,1\n"
+C["factor_err_L2_whitespace_separated.csv"] = F + "1 0.5 0.25\n"
+C["factor_err_L1_binary_junk.csv"] = JUNK
+C["factor_err_L2_array_huge_claim.mtx"] = MMA + "1000000000 1000000000\n1\n"
+C["factor_err_L1_coordinate_not_array.mtx"] = MM + "2 2 1\n1 1 1\n"
+C["factor_err_L2_array_empty.mtx"] = MMA + "0 3\n"
+C["factor_err_L4_array_nan.mtx"] = MMA + "1 2\n1\nnan\n"
+C["factor_ok_written.csv"] = F + "10,0.5,-1\n3,2,0\n"
+C["factor_ok_cr_only.csv"] = "id,f0\r5,1\r6,2\r"
+C["factor_ok_array.mtx"] = MMA + "% written by kfactor\n2 2\n1\n2\n3\n4\n"
 
 # ---- resource limits (sizes checked before anything is allocated) ------------------
 C["mm_err_L2_array_1e12_entries.mtx"] = MMA + "1000000 1000000\n1.0\n2.0\n"

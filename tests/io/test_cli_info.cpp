@@ -9,10 +9,12 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <future>
 #include <sstream>
 
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 namespace {
@@ -24,7 +26,10 @@ using kfactor::test::TempDir;
 
 TEST(CliInfo, CorpusExitCodesAndMessages) {
   TempDir dir;
-  const auto files = kfactor::test::corpus_files();
+  // Factor files are not matrices `kfactor info` reads (test_corpus.cpp
+  // reads them through the library).
+  auto files = kfactor::test::corpus_files();
+  std::erase_if(files, [](const auto& c) { return c.format == "factor"; });
   // Process start-up dominates (about 0.3-0.7 s here), so run a few at once.
   std::vector<CliRun> runs(files.size());
   constexpr std::size_t parallel = 4;
@@ -76,6 +81,29 @@ TEST(CliInfo, JsonOnRealData) {
   const CliRun h = run_kfactor("info --input " + quote(path), dir);
   ASSERT_EQ(h.code, 0) << h.err;
   EXPECT_NE(h.out.find("6301 x 6301"), std::string::npos) << h.out;
+}
+
+TEST(CliInfo, NonRegularAndAmbiguousInputs) {
+  TempDir dir;
+  std::filesystem::create_directory(dir.file("folder.mtx"));
+  ASSERT_EQ(::mkfifo(dir.file("pipe.txt").c_str(), 0600), 0);
+  // `timeout` turns a read that blocks on the FIFO into exit 124, not a hang.
+  for (const auto& [path, kind] : {std::pair{dir.file("folder.mtx"), std::string("is a directory")},
+                                   std::pair{dir.file("pipe.txt"), std::string("is a FIFO")}}) {
+    const CliRun r = run_kfactor("info --input " + quote(path), dir, "timeout 20");
+    EXPECT_EQ(r.code, 3) << r.err;
+    EXPECT_NE(r.err.find(path + ": " + kind), std::string::npos) << r.err;
+  }
+  // three numeric columns: auto refuses and asks for --format; given, it reads
+  const std::string tsv = dir.file("ratings.tsv");
+  std::ofstream(tsv) << "196\t242\t3\n186\t302\t3\n";
+  const CliRun a = run_kfactor("info --input " + quote(tsv), dir);
+  EXPECT_EQ(a.code, 3) << a.err;
+  EXPECT_NE(a.err.find(tsv + ":1: "), std::string::npos) << a.err;
+  EXPECT_NE(a.err.find("--format ratings"), std::string::npos) << a.err;
+  const CliRun b = run_kfactor("info --input " + quote(tsv) + " --format ratings --json", dir);
+  ASSERT_EQ(b.code, 0) << b.err;
+  EXPECT_EQ(nlohmann::json::parse(b.out)["rows"], 2);
 }
 
 TEST(CliInfo, UsageAndMissingFiles) {

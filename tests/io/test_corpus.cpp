@@ -1,7 +1,8 @@
 // Every file of the malformed-input corpus through the library: err files
 // raise InputError naming the file and the expected line (in float and
 // double, from disk and from memory); ok files read. Automatic detection
-// must never crash either way.
+// must never crash either way. Factor files go through read_factor_file.
+#include <kfactor/io/factor_file.hpp>
 #include <kfactor/io/read.hpp>
 
 #include "corpus.hpp"
@@ -16,7 +17,7 @@ TEST(Corpus, HasAtLeastFiftyMalformedFiles) {
   const auto bad = std::count_if(files.begin(), files.end(), [](const auto& c) { return !c.ok; });
   EXPECT_GE(bad, 50);
   for (const auto& c : files) EXPECT_FALSE(c.format.empty()) << "badly named corpus file " << c.filename;
-  for (const char* f : {"mm", "edges", "ratings", "bmf", "dense"})
+  for (const char* f : {"mm", "edges", "ratings", "bmf", "dense", "factor"})
     EXPECT_TRUE(std::any_of(files.begin(), files.end(), [&](const auto& c) { return c.format == f && !c.ok; }))
         << "no malformed " << f << " file";
 }
@@ -50,8 +51,29 @@ void check_file(const kfactor::test::CorpusFile& c) {
   }
 }
 
+void check_factor_file(const kfactor::test::CorpusFile& c) {
+  SCOPED_TRACE(c.filename);
+  if (c.ok) {
+    io::FactorFile f;
+    ASSERT_NO_THROW(f = io::read_factor_file(c.path));
+    EXPECT_GE(f.rank, 1);
+    EXPECT_GE(f.rows(), 1u);
+    EXPECT_EQ(f.values.size(), f.rows() * static_cast<std::size_t>(f.rank));
+    return;
+  }
+  ASSERT_GT(c.line, 0) << "err files name their expected line";
+  kfactor::test::expect_input_error([&] { (void)io::read_factor_file(c.path); }, c.path, c.line);
+  // From memory under the file's own name (which picks CSV or Matrix Market).
+  const std::string text = io::read_file(c.path);
+  kfactor::test::expect_input_error([&] { (void)io::parse_factor_file(text, c.filename); }, c.filename, c.line);
+}
+
 TEST(Corpus, EveryFileGivesItsOutcome) {
   for (const auto& c : corpus_files()) {
+    if (c.format == "factor") {
+      check_factor_file(c);
+      continue;
+    }
     check_file<double>(c);
     check_file<float>(c);
   }
@@ -76,6 +98,23 @@ TEST(Corpus, WellFormedFilesHaveTheExpectedContent) {
   EXPECT_EQ(d.num_rows, 3);
   EXPECT_EQ(d.num_cols, 4);
   EXPECT_EQ(d.nnz(), 5u);
+  // CR-only line ends are line ends, not one long row
+  const auto cr = io::read_dense<double>(dir + "dense_ok_cr_only.txt");
+  EXPECT_EQ(cr.num_rows, 3);
+  EXPECT_EQ(cr.num_cols, 3);
+  const auto ecr = io::read_edges<double>(dir + "edges_ok_cr_only_line_ends.txt", {}, &info);
+  EXPECT_EQ((kfactor::test::as_map(ecr)), (std::map<std::pair<int, int>, double>{{{0, 1}, 1}, {{1, 2}, 1}, {{2, 0}, 1}}));
+  EXPECT_EQ(info.lines, 3);
+  const auto fac = io::read_factor_file(dir + "factor_ok_written.csv");
+  ASSERT_EQ(fac.rank, 2);
+  EXPECT_EQ(fac.ids, (std::vector<std::int64_t>{10, 3}));
+  EXPECT_EQ(fac.values, (std::vector<double>{0.5, -1, 2, 0}));
+  EXPECT_EQ(fac.find(3), std::optional<std::size_t>(1));
+  EXPECT_FALSE(fac.find(4).has_value());
+  const auto arr = io::read_factor_file(dir + "factor_ok_array.mtx");
+  ASSERT_EQ(arr.rank, 2);
+  EXPECT_EQ(arr.ids, (std::vector<std::int64_t>{0, 1}));
+  EXPECT_EQ(arr.values, (std::vector<double>{1, 3, 2, 4}));  // column-major in the file
   // read_file refuses a file larger than the memory limit before reading it
   kfactor::test::expect_input_error([&] { (void)io::read_file(dir + "mm_ok_crlf.mtx", 10); }, dir + "mm_ok_crlf.mtx",
                                     0, "memory limit");

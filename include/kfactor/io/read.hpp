@@ -18,17 +18,32 @@
 ///   indices out of range / negative / 0 in 1-based formats, NaN and Inf
 ///   values, values that overflow T, header counts that disagree with the
 ///   entries, empty files, binary junk.
-/// - CRLF line ends, blank lines and a missing final newline are accepted.
+/// - Line ends: LF, CRLF and a lone CR (classic Mac) all end a line; blank
+///   lines and a missing final newline are accepted.
+/// - Files: read_file (and so every `read_X`) reads regular files only. A
+///   directory, character or block device, FIFO or socket is refused before
+///   it is opened (InputError "PATH: is a directory, ..."), so /dev/zero, a
+///   FIFO without a writer or /dev/urandom fail at once instead of being read
+///   whole or blocking.
 /// - Resource limits: sizes in a header are checked BEFORE anything is
 ///   allocated from them: dimensions must fit the 32-bit `ordinal_t`
-///   (< 2^31), a claimed entry count must fit in the matrix, in the bytes left
-///   in the file and in ReadOptions::memory_limit (default: physical memory).
-///   No reserve() is ever sized by a header alone.
+///   (< 2^31), a claimed entry count must fit in the matrix and in the bytes
+///   left in the file, and the memory the claim implies must fit in
+///   ReadOptions::memory_limit (default: physical memory). That memory counts
+///   the text, 56 bytes per entry, and 16 bytes per row and per column (the
+///   8-byte offsets of the CSR row maps of A and of A^T, and one double of a
+///   rank-1 factor): a tiny file whose header claims 2^31 - 1 rows is refused
+///   at its header line, naming the claim. The shape an edge list's largest
+///   id implies is checked the same way, at that id's line. No reserve() is
+///   ever sized by a header alone. Numbers in messages print in their
+///   shortest form (1e+300, not 301 digits).
 /// - The result is sorted by (row, column) with no duplicate pairs, so it can
 ///   go to kfactor::to_csr directly. num_rows/num_cols fit ordinal_t.
 ///   `values` always has one entry per nonzero (1 for pattern inputs).
-/// - Negative values are accepted (solvers that need non-negative data reject
-///   them); has_negative() reports them.
+/// - Negative values are accepted unless ReadOptions::non_negative is set;
+///   then the first one in file order is an InputError at its line. A caller
+///   whose solver needs A >= 0 should set it rather than check has_negative()
+///   afterwards, which can no longer say where the value was.
 ///
 /// ## Duplicate (row, col) pairs: DuplicatePolicy
 /// `automatic` (default): an input WITH values (Matrix Market real/integer,
@@ -54,7 +69,10 @@
 ///   separated by spaces and/or tabs, 0-based ids (1-based with
 ///   ReadOptions::one_based); `#` and `%` comment lines; an optional leading
 ///   line holding a single integer (a node or edge count, as in SNAP's
-///   p2p-Gnutella08.txt) is skipped and kept in ReadInfo::header_count.
+///   p2p-Gnutella08.txt) is kept in ReadInfo::header_count and checked: it
+///   must equal the number of edges, or be a node count no smaller than the
+///   largest id + 1 (isolated nodes allowed); otherwise InputError at the
+///   count line. It does not change the shape.
 ///   Shape: n x n with n = max id + 1 (ReadOptions::square), or
 ///   (max u + 1) x (max v + 1). ReadOptions::symmetrize adds (v, u) too
 ///   (and implies the square shape); the pair listed both ways then merges.
@@ -72,14 +90,31 @@
 ///   row the same length; zeros dropped unless ReadOptions::keep_zeros.
 ///
 /// ## Format::automatic (detect_format)
-/// In order: text starting with `%%MatrixMarket` (any case) or extension
-/// `.mtx`/`.mm` -> mm; extension `.csv`/`.dat`, or a first data line holding
-/// `,` or `::`, or a first field that is not a number on a printable line (a
-/// header) -> ratings;
-/// a first data line of 3 integers followed by a line of 2 fields -> bmf;
-/// a first data line of 4 fields -> ratings; of 5 or more -> dense; anything
-/// else (2-3 fields, a single count) -> edges. Pass the format explicitly for
-/// files that these rules misjudge (a dense file with 2-4 columns, say).
+/// Detection picks a format only when the content (or the name) points to
+/// one; a file that fits several formats equally is refused with an
+/// InputError at its first data line asking for `--format`. In order:
+/// 1. text starting with `%%MatrixMarket` (any case, after a UTF-8 BOM), or
+///    extension `.mtx`/`.mm` -> mm;
+/// 2. extension `.csv`/`.dat` -> ratings;
+/// 3. (comments `#`/`%` and blank lines skipped) no data line -> edges (whose
+///    reader reports the empty file);
+/// 4. a first data line holding `,` or `::`, or whose first field is not a
+///    number on a printable line (a header) -> ratings;
+/// 5. then the first data line's field count F and a sample of the next 100
+///    data lines decide:
+///    - F = 1: every sampled line 1 field -> dense (one column); else -> edges
+///      (the leading count line of a SNAP file);
+///    - F = 3, the three fields integers, the second line 2 fields -> bmf;
+///    - F >= 5, or a sampled line whose first two fields are not integers
+///      (they cannot be ids) -> dense;
+///    - F = 2 -> edges (`u v`, the SNAP convention; implicit ratings without
+///      separators need `--format ratings`, 2-column dense `--format dense`);
+///    - F = 4 -> ratings (`user item rating timestamp`, MovieLens u.data; a
+///      dense file of 4 integer columns needs `--format dense`);
+///    - F = 3 otherwise -> AMBIGUOUS: a weighted edge list `u v w` and
+///      ratings `user item rating` look alike, so InputError naming
+///      `--format edges` or `--format ratings`.
+/// The data sets of shared/data are detected as what they are (tests/io).
 
 #include <kfactor/core/error.hpp>
 #include <kfactor/core/matrix.hpp>
@@ -111,6 +146,9 @@ struct ReadOptions {
   bool symmetrize = false;  ///< edges: add (v, u) for every (u, v)
   bool one_based = false;   ///< edges: ids start at 1
   bool keep_zeros = false;  ///< mm array / dense: keep explicit zero entries
+  /// Refuse negative values: InputError at the value's line (for solvers
+  /// that need A >= 0, so the error names where the value is).
+  bool non_negative = false;
   /// Bytes a read may use (file text plus entries); 0 = this machine's
   /// physical memory. Checked before reading a file and before trusting a
   /// header's entry count.
@@ -137,11 +175,15 @@ struct RatingData {
   std::vector<std::int64_t> item_ids;
 };
 
-/// Reads a whole file into memory; InputError (line 0) if it cannot be opened
-/// or is larger than `memory_limit` (0 = physical memory).
+/// Reads a whole regular file into memory; InputError (line 0) if it does
+/// not exist, is not a regular file (directory, device, FIFO, socket: refused
+/// before opening, the message says which), cannot be read or is larger than
+/// `memory_limit` (0 = physical memory).
 std::string read_file(const std::string& path, std::uint64_t memory_limit = 0);
 
-/// Guesses the format of `text` (see the file comment); `path` may be empty.
+/// The format of `text` by the rules in the file comment; `path` (may be
+/// empty) gives the extension and the name in messages. Throws InputError
+/// for a file those rules call ambiguous.
 Format detect_format(std::string_view text, std::string_view path = {});
 
 // ---- one format each: parse from memory, or read a file ---------------------
