@@ -1,18 +1,26 @@
 // ALS benchmark: time per iteration and GFLOP/s (S1 = nnz f (f+1), S2 =
-// 2 nnz f per half-step, two half-steps per iteration) on Netflix-like
-// synthetic ratings (power-law users and items, generated on the device,
-// duplicates removed), plain CSR vs BALS tiled vs tiled + reordered, for
-// several ranks. One JSON record per (variant, f) through common/bench.hpp.
+// 2 nnz f per half-step, two half-steps per iteration) of the half-step
+// structures (Options::layout): auto (what the solver picks by default),
+// csr, bals (tiled), reorder (bals + reordering), for several ranks, on
+// MovieLens latest-small and on Netflix-shaped synthetic ratings (power-law
+// users and items, generated on the device, duplicates removed) in one run.
+// One JSON record per (data set, variant, f) through common/bench.hpp; a
+// line per record on stderr with ms/iteration and, for auto, the structure
+// it chose per half-step.
 //
-//   bench_als [--preset netflix|yahoo] [--users 480189] [--items 17770] [--distinct 99000000]
-//             [--ranks 32,64,100,128] [--iters 3] [--variants plain,tiled,reorder]
+//   bench_als [--datasets movielens,synthetic] [--movielens FILE]
+//             [--preset netflix|yahoo] [--users 480189] [--items 17770] [--distinct 99000000]
+//             [--ranks 32,64,100,128] [--iters 3] [--variants auto,csr,bals]
 //             [--precision float|double] [--alpha-users 0.6] [--shift-users 0] [--alpha-items 0.9]
 //             [--input FILE [--format auto|ratings|mm]] [--export DIR]
 //
+// --movielens defaults to ../shared/data/movielens-latest-small/ratings.csv
+// (run from the project root; a missing file skips that data set).
 // User and item ids follow Zipf-Mandelbrot laws, p_i ~ (i + 1 + shift)^-alpha.
 // --preset sets the shape and the laws (options after it override them):
 //   netflix  480,189 x 17,770, 99M distinct ratings, users alpha 0.6, items 0.9
-//            (the defaults);
+//            (the defaults; on a small host scale users, items and ratings
+//            down together, e.g. --users 48019 --items 1777 --distinct 990000);
 //   yahoo    YahooMusic-like: 1,948,882 x 98,212, 115M ratings, users alpha 1.5
 //            with shift 2500, items 0.9. The shift caps the heaviest user
 //            (about 35K draws) while the light tail keeps ~200K users with a
@@ -20,12 +28,12 @@
 //            draws, 114,688,775 distinct ratings, 192,438 single-rating and
 //            84,084 empty users. The run prints the counts it got.
 //
-// With --input, the ratings come from FILE through kfactor::io (all of them
-// train; --users/--items/--distinct are ignored) instead of the generator.
+// With --input FILE the ratings of FILE (through kfactor::io, all of them
+// train) replace both data sets.
 //
-// --export DIR writes the ratings as raw little-endian arrays (int32 ids
-// and offsets, float32 ratings) in the files cuMF_als reads, so a peer runs
-// on exactly these data, then exits: R_train_csr.{indptr,indices,data}.bin,
+// --export DIR writes the synthetic ratings as raw little-endian arrays
+// (int32 ids and offsets, float32 ratings) in the files cuMF_als reads, so a
+// peer runs on exactly these data, then exits: R_train_csr.{indptr,indices,data}.bin,
 // R_train_csc.{indptr,indices,data}.bin (R^T as CSR), R_train_coo.row.bin,
 // and R_test_coo.{row,col,data}.bin (every 100th rating: the reader needs a
 // test set; these ratings are also in the training set).
@@ -38,6 +46,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <filesystem>
 #include <cstdio>
 #include <limits>
 #include <numeric>
@@ -53,7 +62,9 @@ struct Args {
   std::int64_t users = 480189, items = 17770, distinct = 99000000;
   std::vector<int> ranks{32, 64, 100, 128};
   int iters = 3;
-  std::vector<std::string> variants{"plain", "tiled", "reorder"};
+  std::vector<std::string> variants{"auto", "csr", "bals"};
+  std::vector<std::string> datasets{"movielens", "synthetic"};
+  std::string movielens = "../shared/data/movielens-latest-small/ratings.csv";
   std::string precision = "float";
   double alpha_users = 0.6, alpha_items = 0.9, shift_users = 0.0;
   std::uint64_t seed = 1;
@@ -239,20 +250,30 @@ void export_ratings(const Space& exec, const CsrMatrix<T, typename Space::memory
                (long long)Rh.num_cols, std::size_t(Rh.nnz()), tval.size(), dir.c_str());
 }
 
+/// The layout options of a variant (auto, csr, bals, reorder).
+als::Options variant_options(const std::string& variant) {
+  als::Options o;
+  if (variant == "auto") {
+    o.layout = als::Layout::automatic;
+  } else if (variant == "csr") {
+    o.layout = als::Layout::csr;
+  } else if (variant == "bals" || variant == "reorder") {
+    o.layout = als::Layout::bals;
+    o.reorder = variant == "reorder";
+  } else {
+    std::fprintf(stderr, "bench_als: unknown variant %s (auto|csr|bals|reorder)\n", variant.c_str());
+    std::exit(2);
+  }
+  return o;
+}
+
+/// Times every (f, variant) on one problem.
 template <class T>
-void run(const Args& a) {
+void bench_problem(const Args& a, const std::string& dataset, const als::Problem<T, Kokkos::DefaultExecutionSpace::memory_space>& problem) {
   using Space = Kokkos::DefaultExecutionSpace;
   using Mem = Space::memory_space;
   const Space exec;
-  const auto tg = std::chrono::steady_clock::now();
-  als::Problem<T, Mem> problem;
-  if (a.input.empty()) {
-    problem.train = netflix_like<Space, T>(exec, a);
-  } else {
-    problem = als::make_problem(exec, io::read_matrix<T>(a.input, io::parse_format(a.format)), 0.0, 0);
-  }
   const std::int64_t users = problem.train.num_rows(), items = problem.train.num_cols;
-  const double gen_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - tg).count();
   const std::int64_t nnz = std::int64_t(problem.train.nnz());
   std::int64_t single = 0, empty = 0;
   {
@@ -266,27 +287,20 @@ void run(const Args& a) {
         },
         single, empty);
   }
-  std::fprintf(stderr, "bench_als: %lld x %lld, %lld ratings, %lld single-rating and %lld empty users (%s in %.2f s)\n",
-               (long long)users, (long long)items, (long long)nnz, (long long)single, (long long)empty,
-               a.input.empty() ? "generated" : a.input.c_str(), gen_s);
-  if (!a.export_dir.empty()) {
-    export_ratings(exec, problem.train, a.export_dir);
-    return;
-  }
+  std::fprintf(stderr, "bench_als: %s: %lld x %lld, %lld ratings, %lld single-rating and %lld empty users\n",
+               dataset.c_str(), (long long)users, (long long)items, (long long)nnz, (long long)single, (long long)empty);
   for (int f : a.ranks)
     for (const auto& variant : a.variants) {
-      als::Options o;
+      als::Options o = variant_options(variant);
       o.rank = f;
       o.lambda = 0.05;
-      o.tiled = variant != "plain";
-      o.reorder = variant == "reorder";
       als::State<T, Mem> s;
       try {
         s = als::init(exec, problem, o);
         als::step(exec, problem, o, s);  // warm-up
         exec.fence();
       } catch (const std::exception& e) {  // e.g. a device out of memory: report it, run the other variants
-        std::fprintf(stderr, "bench_als: f=%3d %-8s failed: %s\n", f, variant.c_str(), e.what());
+        std::fprintf(stderr, "bench_als: %s f=%3d %-8s failed: %s\n", dataset.c_str(), f, variant.c_str(), e.what());
         continue;
       }
       std::vector<double> t, tu;
@@ -305,7 +319,7 @@ void run(const Args& a) {
       std::sort(tu.begin(), tu.end());
       const double per = t[t.size() / 2], user = tu[tu.size() / 2];
       const double gflops = als::flops_per_iteration(nnz, f) / per / 1e9;
-      const auto m = als::evaluate(exec, problem, s);
+      const auto m = als::evaluate(exec, problem, o, s);
       Report r;
       r.command = "bench_als";
       r.backend = backend_name<Space>();
@@ -325,16 +339,53 @@ void run(const Args& a) {
       r.timings.set("autotune", s.plan->autotune_seconds);
       r.info = s.plan->info;
       r.info["variant"] = variant;
+      r.info["dataset"] = dataset;
       r.info["single_rating_users"] = std::to_string(single);
       r.info["empty_users"] = std::to_string(empty);
-      if (a.input.empty()) r.info["generator"] = a.preset;
-      if (!a.input.empty()) r.info["input"] = a.input;
-      bench::emit(r, {{"variant", variant}, {"f", f}});
-      std::fprintf(stderr, "bench_als: f=%3d %-8s %9.2f ms/iter (users %.2f, items %.2f) %8.1f GFLOP/s  preprocess %.2f s  tiles %s / %s  train_rmse %.4f\n",
-                   f, variant.c_str(), per * 1e3, user * 1e3, (per - user) * 1e3, gflops, s.plan->preprocess_seconds,
+      bench::emit(r, {{"dataset", dataset}, {"variant", variant}, {"f", f}});
+      std::fprintf(stderr,
+                   "bench_als: %-9s f=%3d %-7s %9.2f ms/iter (users %.2f, items %.2f) %8.1f GFLOP/s  preprocess %.2f s"
+                   "  structure %s / %s  tiles %s / %s  train_rmse %.4f\n",
+                   dataset.c_str(), f, variant.c_str(), per * 1e3, user * 1e3, (per - user) * 1e3, gflops,
+                   s.plan->preprocess_seconds, r.info["layout_user"].c_str(), r.info["layout_item"].c_str(),
                    r.info.count("users_tile") ? r.info["users_tile"].c_str() : "-",
                    r.info.count("items_tile") ? r.info["items_tile"].c_str() : "-", m.get("train_rmse"));
     }
+}
+
+template <class T>
+void run(const Args& a) {
+  using Space = Kokkos::DefaultExecutionSpace;
+  using Mem = Space::memory_space;
+  const Space exec;
+  if (!a.input.empty()) {
+    bench_problem<T>(a, a.input, als::make_problem(exec, io::read_matrix<T>(a.input, io::parse_format(a.format)), 0.0, 0));
+    return;
+  }
+  for (const auto& d : a.datasets) {
+    if (d == "movielens") {
+      if (!a.export_dir.empty()) continue;  // --export writes the synthetic ratings only
+      if (!std::filesystem::exists(a.movielens)) {
+        std::fprintf(stderr, "bench_als: %s not found: MovieLens skipped\n", a.movielens.c_str());
+        continue;
+      }
+      bench_problem<T>(a, "movielens", als::make_problem(exec, io::read_ratings<T>(a.movielens).matrix, 0.0, 0));
+    } else if (d == "synthetic") {
+      const auto tg = std::chrono::steady_clock::now();
+      als::Problem<T, Mem> problem;
+      problem.train = netflix_like<Space, T>(exec, a);
+      std::fprintf(stderr, "bench_als: %s-like ratings generated in %.2f s\n", a.preset.c_str(),
+                   std::chrono::duration<double>(std::chrono::steady_clock::now() - tg).count());
+      if (!a.export_dir.empty()) {
+        export_ratings(exec, problem.train, a.export_dir);
+        return;
+      }
+      bench_problem<T>(a, a.preset, problem);
+    } else {
+      std::fprintf(stderr, "bench_als: unknown data set %s (movielens|synthetic)\n", d.c_str());
+      std::exit(2);
+    }
+  }
 }
 
 }  // namespace
@@ -351,6 +402,8 @@ int main(int argc, char** argv) {
     else if (k == "--ranks") a.ranks = split_list<int>(v);
     else if (k == "--iters") a.iters = std::stoi(v);
     else if (k == "--variants") a.variants = split_list<std::string>(v);
+    else if (k == "--datasets") a.datasets = split_list<std::string>(v);
+    else if (k == "--movielens") a.movielens = v;
     else if (k == "--precision") a.precision = v;
     else if (k == "--alpha-users") a.alpha_users = std::stod(v);
     else if (k == "--alpha-items") a.alpha_items = std::stod(v);

@@ -506,6 +506,7 @@ void run_als(MPI_Comm c, const Exec& exec, const Args& a, const std::string& sca
     o.rank = a.f;
     o.lambda = 0.05;
     o.seed = a.seed;
+    o.layout = als::Layout::bals;
     o.xb = 4;  // fixed tile: the autotuner is not what is measured here
     o.yb = 64;
     o.max_batch_bytes = std::size_t(a.max_batch_mb * 1048576.0);
@@ -522,7 +523,8 @@ void run_als(MPI_Comm c, const Exec& exec, const Args& a, const std::string& sca
       model.gather_s = cal.gather(v.collectives, v.bytes);
     const std::string variant =
         s.layout == da::FactorLayout::blocked
-            ? "bals-blocked(b=" + std::to_string(s.ring->user_batches) + "," + std::to_string(s.ring->item_batches) + ")"
+            ? "bals-blocked(b=" + std::to_string(s.comm->ring->user_batches) + "," +
+                  std::to_string(s.comm->ring->item_batches) + ")"
             : "bals";
     emit(c, "als", scaling, variant, sizeof(T) == 4 ? "float" : "double", m_, n, lp.nnz, a.f, a.iters, m, v.bytes,
          model, cal);

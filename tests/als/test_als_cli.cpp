@@ -16,6 +16,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <utility>
 
 #include <sys/wait.h>
 #include <unistd.h>
@@ -75,7 +76,8 @@ TEST(AlsCli, RestartIsByteIdenticalAndPredictUsesTheFactors) {
   if (!std::filesystem::exists(movielens)) GTEST_SKIP() << "MovieLens latest-small not found";
   TempDir dir;
   const std::string small = head_of_movielens(dir, 6001, "small.csv");
-  const std::string common = "als --input " + quote(small) + " --rank 6 --lambda 0.1 --xb 4 --yb 64 --quiet --json";
+  const std::string common =
+      "als --input " + quote(small) + " --rank 6 --lambda 0.1 --layout bals --xb 4 --yb 64 --quiet --json";
   const auto straight = run_kfactor(common + " --iters 5 --output " + quote(dir.file("a")), dir);
   ASSERT_EQ(straight.code, 0) << straight.err;
   const auto first = run_kfactor(common + " --iters 2 --checkpoint " + quote(dir.file("c.h5")), dir);
@@ -119,7 +121,7 @@ TEST(AlsCli, RestartIsByteIdenticalAndPredictUsesTheFactors) {
   EXPECT_EQ(nans, 1);
 }
 
-TEST(AlsCli, RefusedRestartExits3AndKeepsTheCheckpoint) {
+TEST(AlsCli, RefusedRestartNamesWhatChangedAndKeepsTheCheckpoint) {
   if (!std::filesystem::exists(movielens)) GTEST_SKIP() << "MovieLens latest-small not found";
   TempDir dir;
   const std::string small = head_of_movielens(dir, 3001, "small.csv");
@@ -131,17 +133,21 @@ TEST(AlsCli, RefusedRestartExits3AndKeepsTheCheckpoint) {
   ASSERT_EQ(first.code, 0) << first.err;
   const std::string before = slurp(ckpt);
   ASSERT_FALSE(before.empty());
-  const std::string variants[] = {
-      "als --input " + quote(other) + " --rank 4 --iters 4 --xb 4 --yb 64 --quiet",  // another matrix
-      "als --input " + quote(small) + " --rank 5 --iters 4 --xb 4 --yb 64 --quiet",  // another rank
-      "als --input " + quote(small) + " --rank 4 --iters 4 --xb 4 --yb 64 --quiet --lambda 0.2",  // another option
+  // Another input is an input error (3); another option a usage error (2)
+  // naming the option.
+  const std::pair<std::string, int> variants[] = {
+      {"als --input " + quote(other) + " --rank 4 --iters 4 --xb 4 --yb 64 --quiet", 3},                 // another matrix
+      {"als --input " + quote(small) + " --rank 5 --iters 4 --xb 4 --yb 64 --quiet", 3},                 // another rank
+      {"als --input " + quote(small) + " --rank 4 --iters 4 --xb 4 --yb 64 --quiet --lambda 0.2", 2},    // another option
+      {"als --input " + quote(small) + " --rank 4 --iters 4 --quiet --layout csr", 2},                   // another layout
   };
-  for (const auto& v : variants) {
+  for (const auto& [v, code] : variants) {
     SCOPED_TRACE(v);
     // Also asking to checkpoint into the same file: a refused run must not touch it.
     const auto r = run_kfactor(v + " --restart " + quote(ckpt) + " --checkpoint " + quote(ckpt), dir);
-    EXPECT_EQ(r.code, 3) << r.err;
+    EXPECT_EQ(r.code, code) << r.err;
     EXPECT_NE(r.err.find(ckpt), std::string::npos) << r.err;
+    if (code == 2) EXPECT_NE(r.err.find(v.find("lambda") != std::string::npos ? "lambda" : "layout"), std::string::npos) << r.err;
     EXPECT_TRUE(slurp(ckpt) == before) << "checkpoint changed";
   }
   // A missing checkpoint is an input error too.

@@ -248,11 +248,12 @@ TEST(Autotune, UnboundedSideRunsOnCsr) {
   als::Options o;
   o.rank = 3;
   o.seed = 3;
+  o.layout = als::Layout::bals;
   auto tiled = als::init(exec, problem, o);
-  EXPECT_EQ(tiled.plan->info.at("users_format"), "csr");
-  EXPECT_EQ(tiled.plan->info.at("items_format"), "csr");
+  EXPECT_EQ(tiled.plan->info.at("layout_user"), "csr");
+  EXPECT_EQ(tiled.plan->info.at("layout_item"), "csr");
   EXPECT_NE(tiled.plan->info.at("autotune_items").find("csr"), std::string::npos);
-  o.tiled = false;
+  o.layout = als::Layout::csr;
   auto plain = als::init(exec, problem, o);
   for (int it = 0; it < 2; ++it) {
     als::step(exec, problem, o, tiled);

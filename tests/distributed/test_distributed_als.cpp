@@ -10,6 +10,7 @@
 #include "mpi_test_util.hpp"
 #include <kfactor/als/als.hpp>
 #include <kfactor/config.hpp>
+#include <kfactor/core/contract.hpp>
 #include <kfactor/core/random.hpp>
 #include <kfactor/distributed/als.hpp>
 #include <kfactor/distributed/checkpoint.hpp>
@@ -124,9 +125,9 @@ void expect_same_iterates(const Case& c, double metric_tol) {
   const auto problem = als::make_problem(exec, coo, 0.15, 5, &given);
   als::Options o;
   o.rank = 6;
-  o.max_iterations = 4;
+  o.stop.max_iterations = 4;
   o.lambda = 0.05;
-  o.tiled = c.tiled;
+  o.layout = c.tiled ? als::Layout::bals : als::Layout::csr;
   o.reorder = c.reorder;
   o.xb = c.xb;
   o.yb = c.yb;
@@ -199,7 +200,7 @@ TEST(DistributedAls, AutoLayoutFollowsTheBudget) {
   const auto lp = da::distribute(exec, MPI_COMM_WORLD, problem);
   da::Options o;
   o.rank = 4;
-  o.max_iterations = 1;
+  o.stop.max_iterations = 1;
   o.factor_memory_budget = (90 + 70) * 4 * 8;  // the replicas fit exactly
   EXPECT_EQ(da::init(exec, MPI_COMM_WORLD, lp, o).layout, da::FactorLayout::replicated);
   o.factor_memory_budget -= 1;
@@ -223,8 +224,8 @@ TEST(DistributedAls, PartitionAndVolume) {
   EXPECT_EQ(tot[1], lp.nnz);
   als::Options o;
   o.rank = 5;
-  o.max_iterations = 2;
-  o.tiled = false;
+  o.stop.max_iterations = 2;
+  o.layout = als::Layout::csr;
   auto res = da::solve(exec, MPI_COMM_WORLD, lp, o);
   // The all-gathers received exactly the other ranks' rows of X and Y.
   const std::int64_t got = res.state.comm_stats().bytes_in;
@@ -244,12 +245,12 @@ TEST(DistributedAls, BlockedVolumeIsTheModel) {
   const int P = world_size();
   da::Options o;
   o.rank = f;
-  o.max_iterations = 2;
-  o.tiled = false;
+  o.stop.max_iterations = 2;
+  o.layout = als::Layout::csr;
   o.batch_rows = 7;  // several batches per half-step, more on some ranks
   o.factor_layout = blocked;
   auto res = da::solve(exec, MPI_COMM_WORLD, lp, o);
-  const auto& ring = *res.state.ring;
+  const auto& ring = *res.state.comm->ring;
   // The busiest rank's batch count, run by all.
   std::int64_t mine[2] = {(lp.local_users() + 6) / 7, (lp.local_items() + 6) / 7}, most[2];
   MPI_Allreduce(mine, most, 2, MPI_INT64_T, MPI_MAX, MPI_COMM_WORLD);
@@ -305,8 +306,8 @@ std::pair<std::uint64_t, std::string> largest_allocation(da::FactorLayout layout
   const auto lp = da::distribute(exec, MPI_COMM_WORLD, problem);
   da::Options o;
   o.rank = f;
-  o.max_iterations = 2;
-  o.tiled = tiled;
+  o.stop.max_iterations = 2;
+  o.layout = tiled ? als::Layout::bals : als::Layout::csr;
   o.xb = tiled ? 2 : 0;
   o.yb = tiled ? 32 : 0;
   o.batch_rows = 8;
@@ -315,11 +316,11 @@ std::pair<std::uint64_t, std::string> largest_allocation(da::FactorLayout layout
   Kokkos::Tools::Experimental::set_allocate_data_callback(on_alloc);
   {
     auto s = da::init(exec, MPI_COMM_WORLD, lp, o);
-    auto res = da::solve(exec, lp, o, s);
-    EXPECT_TRUE(std::isfinite(res.report.metrics.get("test_rmse")));
+    const Report rep = da::resume(exec, lp, o, s);
+    EXPECT_TRUE(std::isfinite(rep.metrics.get("test_rmse")));
     if (layout == blocked) {
-      EXPECT_EQ(s.X_all.size(), 0u);
-      EXPECT_EQ(s.Y_all.size(), 0u);
+      EXPECT_EQ(s.comm->X_all.size(), 0u);
+      EXPECT_EQ(s.comm->Y_all.size(), 0u);
       EXPECT_EQ(s.X.extent(0), std::size_t(lp.local_users()));
       EXPECT_EQ(s.Y.extent(0), std::size_t(lp.local_items()));
     }
@@ -365,31 +366,33 @@ TEST(DistributedAls, BlockedCheckpointRestartsOnOtherRanksAndLayouts) {
   o.rank = 5;
   o.xb = 2;
   o.yb = 16;
+  o.layout = als::Layout::bals;
   o.factor_layout = blocked;
-  const auto meta = checkpoint_meta<double, Exec>("als", "{\"test\":2}", fingerprint(exec, problem.train), o.rank);
+  const auto meta = checkpoint_meta<double, Exec>("als", option_values(o), fingerprint(exec, problem.train), o.rank);
   const auto ref = [&] {  // the uninterrupted single-rank run
     als::Options so = o;
-    so.max_iterations = 6;
+    so.stop.max_iterations = 6;
     return als::solve(exec, problem, so).state;
   }();
   const int writers = std::min(2, world_size()), readers = std::min(3, world_size());
   if (MPI_Comm c = first_ranks(writers); c != MPI_COMM_NULL) {
     const auto lp = da::distribute(exec, c, problem);
-    o.max_iterations = 3;
+    o.stop.max_iterations = 3;
     auto part = da::init(exec, c, lp, o);
-    da::solve(exec, lp, o, part, distributed::checkpoint_observer(c, path, 3, part, meta));
+    da::resume(exec, lp, o, part, distributed::checkpoint_observer(c, path, 3, part, meta));
     MPI_Comm_free(&c);
   }
   MPI_Barrier(MPI_COMM_WORLD);
   for (const auto layout : {blocked, da::FactorLayout::replicated}) {
     if (MPI_Comm c = first_ranks(readers); c != MPI_COMM_NULL) {
       const auto lp = da::distribute(exec, c, problem);
-      o.max_iterations = 6;
+      o.stop.max_iterations = 6;
       o.factor_layout = layout;
       auto s = da::init(exec, c, lp, o);
       EXPECT_EQ(load_checkpoint(c, path, s, meta, s.row_blocks()).iteration, 3);
-      auto res = da::solve(exec, lp, o, s);
-      EXPECT_EQ(res.report.info["continued_from"], "3");
+      s.reset_workspace();
+      const Report rep = da::resume(exec, lp, o, s);
+      EXPECT_EQ(rep.info.at("continued_from"), "3");
       const auto X = da::gather_X(exec, s), Y = da::gather_Y(exec, s);
       SCOPED_TRACE(std::string("restart ") + da::to_string(layout) + " on " + std::to_string(readers));
       EXPECT_LE(relative_difference(X, ref.X), 1e-9);
@@ -401,10 +404,11 @@ TEST(DistributedAls, BlockedCheckpointRestartsOnOtherRanksAndLayouts) {
   }
   if (world_rank() == 0) {
     als::Options so = o;
-    so.max_iterations = 6;
+    so.stop.max_iterations = 6;
     auto s = als::init(exec, problem, so);
     load_checkpoint(path, s, meta);
-    als::solve(exec, problem, so, s);
+    s.reset_workspace();
+    als::resume(exec, problem, so, s);
     EXPECT_LE(relative_difference(s.X, ref.X), 1e-9);
     EXPECT_LE(relative_difference(s.Y, ref.Y), 1e-9);
   }
@@ -421,30 +425,32 @@ TEST(DistributedAls, CheckpointOnTwoRanksRestartsOnThreeAndOnOne) {
   o.rank = 5;
   o.xb = 2;
   o.yb = 16;
-  const auto meta = checkpoint_meta<double, Exec>("als", "{\"test\":1}", fingerprint(exec, problem.train), o.rank);
+  o.layout = als::Layout::bals;
+  const auto meta = checkpoint_meta<double, Exec>("als", option_values(o), fingerprint(exec, problem.train), o.rank);
   const int writers = std::min(2, world_size()), readers = std::min(3, world_size());
   DenseMatrix<double, Mem> X_full, Y_full;
   if (MPI_Comm c = first_ranks(writers); c != MPI_COMM_NULL) {
     const auto lp = da::distribute(exec, c, problem);
-    o.max_iterations = 6;
+    o.stop.max_iterations = 6;
     auto full = da::solve(exec, c, lp, o);
     X_full = da::gather_X(exec, full.state);
     Y_full = da::gather_Y(exec, full.state);
-    o.max_iterations = 3;
+    o.stop.max_iterations = 3;
     auto part = da::init(exec, c, lp, o);
-    da::solve(exec, lp, o, part, distributed::checkpoint_observer(c, path, 3, part, meta));
+    da::resume(exec, lp, o, part, distributed::checkpoint_observer(c, path, 3, part, meta));
     MPI_Comm_free(&c);
   }
   MPI_Barrier(MPI_COMM_WORLD);
   if (MPI_Comm c = first_ranks(readers); c != MPI_COMM_NULL) {
     const auto lp = da::distribute(exec, c, problem);
-    o.max_iterations = 6;
+    o.stop.max_iterations = 6;
     auto s = da::init(exec, c, lp, o);
     const auto stored = load_checkpoint(c, path, s, meta, s.row_blocks());
     EXPECT_EQ(stored.iteration, 3);
     EXPECT_EQ(s.iteration, 3);
-    auto res = da::solve(exec, lp, o, s);
-    EXPECT_EQ(res.report.info["continued_from"], "3");
+    s.reset_workspace();
+    const Report rep = da::resume(exec, lp, o, s);
+    EXPECT_EQ(rep.info.at("continued_from"), "3");
     const auto X2 = da::gather_X(exec, s);
     const auto Y2 = da::gather_Y(exec, s);
     if (world_rank() == 0) {  // in both groups; ALS is bit for bit across rank counts
@@ -454,10 +460,11 @@ TEST(DistributedAls, CheckpointOnTwoRanksRestartsOnThreeAndOnOne) {
     MPI_Comm_free(&c);
   }
   if (world_rank() == 0) {
-    o.max_iterations = 6;
+    o.stop.max_iterations = 6;
     auto s = als::init(exec, problem, o);
     load_checkpoint(path, s, meta);
-    als::solve(exec, problem, o, s);
+    s.reset_workspace();
+    als::resume(exec, problem, o, s);
     EXPECT_TRUE(bitwise_equal(s.X, X_full));
     EXPECT_TRUE(bitwise_equal(s.Y, Y_full));
   }

@@ -1,8 +1,8 @@
 #pragma once
 /// \file
 /// kfactor::als: alternating least squares for explicit ratings (BALS: Chen,
-/// Fang, Liu, Yang, TPDS 2021), following the solver-loop contract of
-/// core/solver.hpp.
+/// Fang, Liu, Yang, TPDS 2021), following the solver contract of
+/// core/solver.hpp (checked by kfactor::Solver in core/contract.hpp).
 ///
 /// Model: R (m x n, sparse, explicit ratings) ~ X Y^T with X m x f and Y n x f
 /// (DenseMatrix, LayoutRight: a row of f features is contiguous, which the
@@ -23,20 +23,43 @@
 /// Normal equations are built and solved in team code (detail/half_step.hpp),
 /// in batches of rows bounded by `max_batch_bytes` (or `batch_rows`); the
 /// batch size changes nothing in the result. Row blocks are visited longest
-/// first, so the longest rows do not trail behind a launch. The traversal structure is the
-/// BALS tiled format (bals_format.hpp; a second structure on R^T for the
-/// item half-step) or plain CSR; with `reorder`, rows and columns are visited
-/// in descending-count order (reorder.hpp) while factors stay in original ids.
-/// The tile (xb, yb) comes from an autotuner (timing the normal-equation
-/// kernel on a sample of row blocks for each candidate) run separately for
-/// each half-step and after reordering, unless given. A half-step with no
-/// candidate tile whose segment array stays within 8 nnz + 4M entries (a very
-/// sparse, wide matrix: the array grows with m n / yb) runs on plain CSR; the
-/// report's users_format / items_format say which format each half-step got.
+/// first, so the longest rows do not trail behind a launch. With `reorder`,
+/// rows and columns are visited in descending-count order (reorder.hpp) while
+/// factors stay in original ids.
+///
+/// **Traversal structure (Options::layout).** Each half-step runs on plain
+/// CSR or on the BALS tiled format (bals_format.hpp; a second structure on
+/// R^T for the item half-step). BALS stages the distinct Y rows of an
+/// xb x yb tile once in team scratch for the tile's xb rows, so it wins only
+/// where (a) rows of a row block share many columns (dense, short-tailed
+/// blocks: redundancy = nnz - distinct tile columns is large) and (b) the
+/// staging saves global-memory traffic the hardware does not already save.
+/// The paper measured 10-50% over its baselines on GPUs with 48 KB of shared
+/// memory per block and little L2, where both held. On current hardware they
+/// mostly do not: measured on Netflix-like ratings on an H200, plain CSR took
+/// 33.9 ms per iteration at f = 32 and 132.9 ms at f = 100 against 246.8 and
+/// 833.1 ms tiled (7.3x and 6.3x slower); on 2 CPU cores at f = 64 on
+/// MovieLens latest-small CSR took 0.140 s per iteration against 0.199 s; at
+/// YahooMusic-like f = 128 the tiled structure cannot be allocated at all
+/// (its segment array grows with m n / yb on a wide, very sparse R^T). Sparse
+/// rating matrices have few shared columns per tile, and large L1/L2 caches
+/// serve the repeated Y rows that BALS stages by hand, while the tiles pay
+/// for vacant segments, scratch padding and a second copy of R.
+/// `Layout::automatic` (the default) therefore times CSR against the
+/// candidate tiles on a strided sample of each half-step (the autotuner
+/// below) and keeps a tile only when it is at least 10% faster than CSR on
+/// the sample; `Layout::bals` always tiles (autotuned xb x yb unless given;
+/// a half-step with no tile within the segment bound still runs on CSR);
+/// `Layout::csr` never tiles. The report's info["layout_user"] and
+/// info["layout_item"] say which structure each half-step got. Tiled and CSR
+/// give the same bits except in rows of at least 2048 ratings (CSR sums them
+/// in segments: equal up to rounding), so give `layout` explicitly (not
+/// automatic) for runs you mean to restart bit for bit on another machine.
 
 #include <kfactor/als/bals_format.hpp>
 #include <kfactor/als/detail/half_step.hpp>
 #include <kfactor/als/reorder.hpp>
+#include <kfactor/core/contract.hpp>
 #include <kfactor/core/convert.hpp>
 #include <kfactor/core/error.hpp>
 #include <kfactor/core/matrix.hpp>
@@ -58,6 +81,7 @@
 #include <numeric>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace kfactor::als {
@@ -71,32 +95,69 @@ inline LambdaWeighting parse_weighting(const std::string& s) {
   throw UsageError("lambda weighting must be nnz or plain, got '" + s + "'");
 }
 
+/// Traversal structure of the half-steps (file comment).
+enum class Layout {
+  automatic,  ///< per half-step, CSR unless a BALS tile is >= 10% faster on a sample
+  bals,       ///< BALS tiles (CSR only where no tile fits the segment bound)
+  csr         ///< plain CSR
+};
+inline const char* to_string(Layout l) {
+  return l == Layout::automatic ? "auto" : l == Layout::bals ? "bals" : "csr";
+}
+inline Layout parse_layout(const std::string& s) {
+  if (s == "auto") return Layout::automatic;
+  if (s == "bals") return Layout::bals;
+  if (s == "csr") return Layout::csr;
+  throw UsageError("ALS layout must be auto, bals or csr, got '" + s + "'");
+}
+
 struct Options {
-  int rank = 10;                 ///< f
-  int max_iterations = 10;
-  double tolerance = 0.0;        ///< stop when the primary metric changes by <= tolerance (relative); 0: off
-  double lambda = 0.1;           ///< regularization (> 0)
+  int rank = 10;                 ///< f, in 1..1024 (and <= min(users, items), checked by init)
+  StopRule stop{10};             ///< primary metric: test_rmse, else given_test_rmse, else train_rmse
+  double lambda = 0.1;           ///< regularization, in (0, 1e6]
   LambdaWeighting weighting = LambdaWeighting::nnz;
-  bool tiled = true;             ///< BALS tiled format (false: plain CSR)
+  Layout layout = Layout::automatic;
   bool reorder = false;          ///< visit rows/columns by descending count
-  int xb = 0, yb = 0;            ///< BALS tile for both half-steps; 0: autotune each
-  std::int64_t batch_rows = 0;   ///< rows per batch of normal equations; 0: from max_batch_bytes
-  /// Bytes of normal equations per batch; 0: 1 GiB on devices, 32 MiB on
-  /// hosts (a batch that stays in cache).
+  int xb = 0, yb = 0;            ///< BALS tile (xb in 0..64, yb in 0..65536); 0, 0: autotune each half-step
+  std::int64_t batch_rows = 0;   ///< rows per batch of normal equations, in 0..2^31-1; 0: from max_batch_bytes
+  /// Bytes of normal equations per batch, at most 2^40; 0: 1 GiB on devices,
+  /// 32 MiB on hosts (a batch that stays in cache).
   std::size_t max_batch_bytes = 0;
   std::uint64_t seed = 42;       ///< initial Y
-  /// Largest sample (nonzeros) the autotuner times per candidate; 0: a default per space.
+  /// Largest sample (nonzeros) the autotuner times per candidate, in
+  /// 0..2^31-1; 0: a default per space.
   std::int64_t autotune_sample_nnz = 0;
 
+  /// Throws UsageError naming the option and its allowed range.
   void validate() const {
+    stop.validate();
     if (rank < 1 || rank > 1024) throw UsageError("ALS rank must be in 1..1024, got " + std::to_string(rank));
-    if (max_iterations < 0) throw UsageError("iterations must be >= 0");
-    if (!(lambda > 0.0) || !std::isfinite(lambda)) throw UsageError("ALS lambda must be positive and finite");
-    if (!(tolerance >= 0.0)) throw UsageError("tolerance must be >= 0");
-    if (xb < 0 || yb < 0) throw UsageError("BALS tile sizes must be >= 0 (0: autotune)");
-    if ((xb == 0) != (yb == 0)) throw UsageError("give both xb and yb, or neither (autotune)");
-    if (xb > 64) throw UsageError("BALS xb must be at most 64");
-    if (batch_rows < 0) throw UsageError("batch rows must be >= 0");
+    if (!(lambda > 0.0) || !(lambda <= 1e6))
+      throw UsageError("ALS lambda must be in (0, 1e6], got " + std::to_string(lambda));
+    if (xb < 0 || xb > 64) throw UsageError("ALS xb must be in 0..64 (0: autotune), got " + std::to_string(xb));
+    if (yb < 0 || yb > 65536) throw UsageError("ALS yb must be in 0..65536 (0: autotune), got " + std::to_string(yb));
+    if ((xb == 0) != (yb == 0)) throw UsageError("ALS xb and yb: give both, or neither (autotune)");
+    if ((xb > 0) && layout == Layout::csr) throw UsageError("ALS xb and yb are BALS tiles: not with layout csr");
+    constexpr std::int64_t max32 = std::numeric_limits<std::int32_t>::max();
+    if (batch_rows < 0 || batch_rows > max32)
+      throw UsageError("ALS batch_rows must be in 0..2^31-1 (0: from max_batch_bytes), got " + std::to_string(batch_rows));
+    if (max_batch_bytes > (std::size_t(1) << 40))
+      throw UsageError("ALS max_batch_bytes must be in 0..2^40 (0: per space), got " + std::to_string(max_batch_bytes));
+    if (autotune_sample_nnz < 0 || autotune_sample_nnz > max32)
+      throw UsageError("ALS autotune_sample_nnz must be in 0..2^31-1 (0: per space), got " +
+                       std::to_string(autotune_sample_nnz));
+  }
+
+  /// The options that decide the iterates (checkpoints compare them). The
+  /// tile, the batch size and the autotuner's sample change no bit.
+  template <class F>
+  void visit(F&& f) const {
+    f("rank", rank);
+    f("lambda", lambda);
+    f("weighting", weighting);
+    f("layout", layout);
+    f("reorder", reorder);
+    f("seed", seed);
   }
 };
 
@@ -111,15 +172,28 @@ struct Problem {
 };
 
 /// Problem from host triplets: a deterministic held-out split of
-/// `test_fraction` (split_train_test with `split_seed`), and an optional
-/// user-given test set. Rejects NaN/Inf ratings and shape mismatches.
+/// `test_fraction` in [0, 1) (split_train_test with `split_seed`), and an
+/// optional user-given test set. InputError for NaN/Inf ratings, duplicate
+/// (user, item) pairs, no ratings or only zero ratings (nothing to fit), and
+/// a test set larger than the ratings; UsageError for a bad test_fraction.
 template <class ExecutionSpace, class T>
 Problem<T, typename ExecutionSpace::memory_space> make_problem(const ExecutionSpace& exec, const CooMatrix<T>& all,
                                                                 double test_fraction, std::uint64_t split_seed,
                                                                 const CooMatrix<T>* given_test = nullptr) {
-  for (std::size_t e = 0; e < all.values.size(); ++e)
+  if (!(test_fraction >= 0.0 && test_fraction < 1.0))
+    throw UsageError("ALS test fraction must be in [0, 1), got " + std::to_string(test_fraction));
+  if (all.values.empty()) throw InputError("ALS: no ratings");
+  bool any_nonzero = false;
+  for (std::size_t e = 0; e < all.values.size(); ++e) {
     if (!std::isfinite(double(all.values[e])))
       throw InputError("rating " + std::to_string(e) + " is not finite");
+    any_nonzero = any_nonzero || all.values[e] != T(0);
+  }
+  if (!any_nonzero) throw InputError("ALS: every rating is zero; there is nothing to factorize");
+  if (given_test)
+    for (std::size_t e = 0; e < given_test->values.size(); ++e)
+      if (!std::isfinite(double(given_test->values[e])))
+        throw InputError("test rating " + std::to_string(e) + " is not finite");
   {
     // A (user, item) pair rated twice: readers merge or reject them
     // (io::DuplicatePolicy); triplets built in code must not have any.
@@ -157,7 +231,7 @@ Problem<T, typename ExecutionSpace::memory_space> make_problem(const ExecutionSp
 }
 
 /// Everything derived once from the problem and options: the two traversal
-/// structures and the facts the report prints.
+/// structures and the facts the report prints. Immutable once built.
 template <class T, class MemorySpace>
 struct Plan {
   detail::HalfStepStructure<T, MemorySpace> users, items;
@@ -171,7 +245,6 @@ struct Plan {
   int rank = 0;
   std::int64_t batch_rows = 0;
   std::size_t max_batch_bytes = 0;
-  mutable detail::Workspace<T, MemorySpace> workspace;  ///< batch buffers, reused by every half-step
   double preprocess_seconds = 0.0;  ///< reordering + format build + autotune
   double autotune_seconds = 0.0;
   std::map<std::string, std::string> info;
@@ -184,7 +257,12 @@ struct State {
   int iteration = 0;
   std::uint64_t seed = 0;
   MetricHistory history;
-  std::shared_ptr<const Plan<T, MemorySpace>> plan;  ///< derived from problem + options; not checkpointed
+  /// Derived from the problem and options (not from the fields): survives a
+  /// checkpoint restore; not checkpointed.
+  std::shared_ptr<const Plan<T, MemorySpace>> plan;
+  /// Batch buffers of the normal equations, reused by every half-step;
+  /// rebuilt on demand after reset_workspace().
+  detail::Workspace<T, MemorySpace> workspace;
 
   template <class F>
   void visit(F&& f) {
@@ -193,6 +271,14 @@ struct State {
     f("iteration", iteration);
     f("seed", seed);
   }
+  template <class F>
+  void visit(F&& f) const {
+    f("X", X);
+    f("Y", Y);
+    f("iteration", iteration);
+    f("seed", seed);
+  }
+  void reset_workspace() { workspace = {}; }
 };
 
 namespace detail {
@@ -367,19 +453,27 @@ std::vector<std::pair<int, int>> tile_candidates(std::int64_t m, std::int64_t n,
   return out;
 }
 
+
 /// The autotuner: times one half-step on an evenly strided sample of 8-row
-/// blocks for every candidate tile and returns the fastest (ties: first).
+/// blocks for every candidate structure and returns the fastest tile, or
+/// {0, 0} for plain CSR. Candidates: `tile` when given (xb > 0), else
+/// tile_candidates(); with `with_csr`, plain CSR too, which a tile must beat
+/// by 10% to be chosen: a sample's timings on a busy host vary by about as
+/// much, and CSR needs neither the tiled copy of R nor its build. Without a
+/// tile within the segment bound the answer is CSR.
 template <class ExecutionSpace, class T>
-std::pair<int, int> autotune_tile(const ExecutionSpace& exec, const CsrMatrix<T, Kokkos::HostSpace>& Ah, int f,
-                                  double lambda, std::int64_t sample_nnz, std::string* log) {
+std::pair<int, int> autotune_structure(const ExecutionSpace& exec, const CsrMatrix<T, Kokkos::HostSpace>& Ah, int f,
+                                       double lambda, std::int64_t sample_nnz, std::pair<int, int> tile, bool with_csr,
+                                       std::string* log) {
   using Mem = typename ExecutionSpace::memory_space;
   const std::int64_t m = Ah.num_rows(), n = Ah.num_cols, nnz = std::int64_t(Ah.nnz());
-  const auto cands = tile_candidates<ExecutionSpace, T>(m, n, nnz, f);
+  auto cands = tile.first > 0 ? std::vector<std::pair<int, int>>{tile} : tile_candidates<ExecutionSpace, T>(m, n, nnz, f);
   if (cands.empty()) {
     if (log) *log += "csr: no tile within " + std::to_string(segment_bound(nnz)) + " segments";
     return {0, 0};
   }
-  if (cands.size() == 1) return cands[0];
+  if (!with_csr && cands.size() == 1) return cands[0];
+  if (with_csr) cands.insert(cands.begin(), {0, 0});
   if (sample_nnz <= 0) sample_nnz = is_host_space_v<ExecutionSpace> ? 20000 : 1000000;
   // Strided sample of 8-row groups (8 = lcm of the xb candidates).
   const std::int64_t groups = (m + 7) / 8;
@@ -402,10 +496,10 @@ std::pair<int, int> autotune_tile(const ExecutionSpace& exec, const CsrMatrix<T,
   auto Sd = kfactor::copy_to<Mem>(Sh);
   DenseMatrix<T, Mem> Y("kfactor::als::tune_Y", n, f), X("kfactor::als::tune_X", rows.size(), f);
   fill_uniform(exec, Y, 7, RngStream::user, T(0), T(1));
-  std::pair<int, int> best = cands[0];
-  double best_t = 1e300;
+  std::pair<int, int> best{0, 0};
+  double best_t = 1e300, csr_t = 1e300;
   for (const auto& [xb, yb] : cands) {
-    auto S = make_structure(exec, Sd, Sh, true, xb, yb, {}, {});
+    auto S = make_structure(exec, Sd, Sh, xb > 0, xb > 0 ? xb : 1, yb, {}, {});
     Workspace<T, Mem> ws;
     auto run = [&] { half_step(exec, S, Y, X, f, T(lambda), true, 0, std::size_t(1) << 28, &ws); };
     run();
@@ -417,12 +511,15 @@ std::pair<int, int> autotune_tile(const ExecutionSpace& exec, const CsrMatrix<T,
       exec.fence();
       t = std::min(t, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     }
-    if (log) *log += std::to_string(xb) + "x" + std::to_string(yb) + ":" + fmt(t * 1e3) + "ms ";
-    if (t < best_t) {
+    if (log) *log += (xb > 0 ? std::to_string(xb) + "x" + std::to_string(yb) : std::string("csr")) + ":" + fmt(t * 1e3) + "ms ";
+    if (xb == 0) {
+      csr_t = t;
+    } else if (t < best_t) {
       best_t = t;
       best = {xb, yb};
     }
   }
+  if (with_csr && !(best_t < 0.9 * csr_t)) return {0, 0};
   return best;
 }
 
@@ -453,36 +550,81 @@ double weighted_norm2(const ExecutionSpace& exec, const DenseMatrix<T, MemorySpa
   return out;
 }
 
+
 template <class ExecutionSpace, class T, class MemorySpace>
 void record_structure(std::map<std::string, std::string>& info, const std::string& side,
                       const HalfStepStructure<T, MemorySpace>& S) {
-  info[side + "_format"] = S.tiled ? "bals" : "csr";
+  info["layout_" + side] = S.tiled ? "bals" : "csr";
   if (!S.tiled) return;
-  info[side + "_tile"] = std::to_string(S.xb) + "x" + std::to_string(S.yb);
-  info[side + "_redundancy"] = std::to_string(S.stats.redundancy);
-  info[side + "_y_loads"] = std::to_string(S.stats.distinct_tile_columns);
-  info[side + "_tiles"] = std::to_string(S.stats.tiles);
-  info[side + "_vacant_tiles_pct"] = fmt(S.stats.vacant_tiles_percent());
-  info[side + "_vacant_segments_pct"] = fmt(S.stats.vacant_segments_percent());
+  info[side + "s_tile"] = std::to_string(S.xb) + "x" + std::to_string(S.yb);
+  info[side + "s_redundancy"] = std::to_string(S.stats.redundancy);
+  info[side + "s_y_loads"] = std::to_string(S.stats.distinct_tile_columns);
+  info[side + "s_tiles"] = std::to_string(S.stats.tiles);
+  info[side + "s_vacant_tiles_pct"] = fmt(S.stats.vacant_tiles_percent());
+  info[side + "s_vacant_segments_pct"] = fmt(S.stats.vacant_segments_percent());
 }
 
-/// The plan's format, reordering and regularization and both structures'
+/// The plan's layout, reordering and regularization and both structures'
 /// statistics, in its report info (single-rank and distributed plans alike).
 template <class ExecutionSpace, class T, class MemorySpace>
 void record_plan(std::map<std::string, std::string>& info, const Options& options,
                  const HalfStepStructure<T, MemorySpace>& users, const HalfStepStructure<T, MemorySpace>& items) {
-  info["format"] = options.tiled ? "bals" : "csr";
+  info["layout"] = to_string(options.layout);
   info["reorder"] = options.reorder ? "yes" : "no";
   info["lambda"] = fmt(options.lambda);
   info["lambda_weighting"] = to_string(options.weighting);
-  record_structure<ExecutionSpace>(info, "users", users);
-  record_structure<ExecutionSpace>(info, "items", items);
+  record_structure<ExecutionSpace>(info, "user", users);
+  record_structure<ExecutionSpace>(info, "item", items);
+}
+
+/// The plan's scalars from the options (the batch budget per space).
+template <class ExecutionSpace, class T, class MemorySpace>
+void plan_parameters(Plan<T, MemorySpace>& plan, const Options& options) {
+  plan.lambda = T(options.lambda);
+  plan.weight_nnz = options.weighting == LambdaWeighting::nnz;
+  plan.rank = options.rank;
+  plan.batch_rows = options.batch_rows;
+  plan.max_batch_bytes = options.max_batch_bytes > 0 ? options.max_batch_bytes
+                         : is_host_space_v<ExecutionSpace> ? std::size_t(32) << 20
+                                                           : std::size_t(1) << 30;
+}
+
+/// The tile a half-step on `Ah` runs with under options.layout ({0, 0}: CSR);
+/// autotuned (file comment) unless the layout and tile are both given. The
+/// tuning time is added to plan.autotune_seconds, its log to
+/// plan.info["autotune_<side>s"].
+template <class ExecutionSpace, class T, class MemorySpace>
+std::pair<int, int> choose_tile(const ExecutionSpace& exec, const CsrMatrix<T, Kokkos::HostSpace>& Ah,
+                                const Options& options, const std::string& side, Plan<T, MemorySpace>& plan) {
+  if (options.layout == Layout::csr) return {0, 0};
+  if (options.layout == Layout::bals && options.xb > 0) return {options.xb, options.yb};
+  const auto t0 = std::chrono::steady_clock::now();
+  std::string log;
+  const auto tile = autotune_structure(exec, Ah, options.rank, options.lambda, options.autotune_sample_nnz,
+                                       {options.xb, options.yb}, options.layout == Layout::automatic, &log);
+  plan.autotune_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (!log.empty()) plan.info["autotune_" + side + "s"] = log;
+  return tile;
+}
+
+/// One half-step's structure from its (possibly permuted) rows A, whose ids
+/// map back through rows_new_to_old / cols_new_to_old (empty: identity).
+template <class ExecutionSpace, class T, class MemorySpace>
+HalfStepStructure<T, MemorySpace> build_side(const ExecutionSpace& exec, const CsrMatrix<T, MemorySpace>& A,
+                                             const std::vector<ordinal_t>& rows_new_to_old,
+                                             const std::vector<ordinal_t>& cols_new_to_old, const Options& options,
+                                             const std::string& side, Plan<T, MemorySpace>& plan) {
+  CsrMatrix<T, Kokkos::HostSpace> Ah;
+  if (options.layout != Layout::csr) Ah = kfactor::copy_to<Kokkos::HostSpace>(A);
+  const auto [xb, yb] = choose_tile(exec, Ah, options, side, plan);
+  return make_structure(exec, A, Ah, xb > 0, xb > 0 ? xb : 1, yb, rows_new_to_old, cols_new_to_old);
 }
 
 }  // namespace detail
 
 /// Preprocessing: optional reordering, the two traversal structures (R and
-/// R^T), the autotuned tiles. Timed as `preprocess_seconds`.
+/// R^T) with the tiles or CSR that options.layout chooses. Timed as
+/// `preprocess_seconds`.
 template <class ExecutionSpace, class T, class MemorySpace>
 std::shared_ptr<const Plan<T, MemorySpace>> prepare(const ExecutionSpace& exec, const Problem<T, MemorySpace>& problem,
                                                     const Options& options) {
@@ -490,22 +632,7 @@ std::shared_ptr<const Plan<T, MemorySpace>> prepare(const ExecutionSpace& exec, 
   const auto t0 = std::chrono::steady_clock::now();
   auto plan = std::make_shared<Plan<T, MemorySpace>>();
   const auto& R = problem.train;
-  const int f = options.rank;
-  plan->lambda = T(options.lambda);
-  plan->weight_nnz = options.weighting == LambdaWeighting::nnz;
-  plan->rank = f;
-  plan->batch_rows = options.batch_rows;
-  plan->max_batch_bytes = options.max_batch_bytes > 0 ? options.max_batch_bytes
-                          : is_host_space_v<ExecutionSpace> ? std::size_t(32) << 20
-                                                            : std::size_t(1) << 30;
-  {
-    // NaN/Inf check of the training ratings.
-    auto vals = R.values;
-    int bad = 0;
-    Kokkos::parallel_reduce("kfactor::als::check", Kokkos::RangePolicy<ExecutionSpace>(exec, 0, R.nnz()),
-                            KOKKOS_LAMBDA(offset_t e, int& b) { b += Kokkos::isfinite(double(vals(e))) ? 0 : 1; }, bad);
-    if (bad > 0) throw InputError(std::to_string(bad) + " ratings are not finite");
-  }
+  detail::plan_parameters<ExecutionSpace>(*plan, options);
   auto Rt = transpose(exec, R);
   plan->user_count = Kokkos::View<int*, MemorySpace>("kfactor::als::user_count", R.num_rows());
   plan->item_count = Kokkos::View<int*, MemorySpace>("kfactor::als::item_count", R.num_cols);
@@ -527,27 +654,8 @@ std::shared_ptr<const Plan<T, MemorySpace>> prepare(const ExecutionSpace& exec, 
     Ru = permute(exec, R, prow, pcol);
     Ri = transpose(exec, Ru);
   }
-  CsrMatrix<T, Kokkos::HostSpace> Ruh, Rih;
-  if (options.tiled) {
-    Ruh = kfactor::copy_to<Kokkos::HostSpace>(Ru);
-    Rih = kfactor::copy_to<Kokkos::HostSpace>(Ri);
-  }
-  int uxb = options.xb, uyb = options.yb, ixb = options.xb, iyb = options.yb;
-  if (options.tiled && options.xb == 0) {
-    const auto ta = std::chrono::steady_clock::now();
-    std::string ulog, ilog;
-    std::tie(uxb, uyb) = detail::autotune_tile(exec, Ruh, f, options.lambda, options.autotune_sample_nnz, &ulog);
-    std::tie(ixb, iyb) = detail::autotune_tile(exec, Rih, f, options.lambda, options.autotune_sample_nnz, &ilog);
-    plan->autotune_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - ta).count();
-    plan->info["autotune_users"] = ulog;
-    plan->info["autotune_items"] = ilog;
-  }
-  // An autotuned side with no tile within the segment bound (0 x 0) runs on
-  // plain CSR; its report names the format it got.
-  plan->users =
-      detail::make_structure(exec, Ru, Ruh, options.tiled && uxb > 0, uxb, uyb, prow.new_to_old, pcol.new_to_old);
-  plan->items =
-      detail::make_structure(exec, Ri, Rih, options.tiled && ixb > 0, ixb, iyb, pcol.new_to_old, prow.new_to_old);
+  plan->users = detail::build_side(exec, Ru, prow.new_to_old, pcol.new_to_old, options, "user", *plan);
+  plan->items = detail::build_side(exec, Ri, pcol.new_to_old, prow.new_to_old, options, "item", *plan);
   detail::record_plan<ExecutionSpace>(plan->info, options, plan->users, plan->items);
   exec.fence();
   plan->preprocess_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -555,15 +663,22 @@ std::shared_ptr<const Plan<T, MemorySpace>> prepare(const ExecutionSpace& exec, 
 }
 
 /// State with Y uniform in [0, 1/sqrt(f)) from options.seed (X is computed
-/// first, so its start does not matter; it is zero).
+/// first, so its start does not matter; it is zero). UsageError when
+/// options.rank exceeds min(users, items).
 template <class ExecutionSpace, class T, class MemorySpace>
 State<T, MemorySpace> init(const ExecutionSpace& exec, const Problem<T, MemorySpace>& problem, const Options& options) {
+  options.validate();
+  const std::int64_t m = problem.train.num_rows(), n = problem.train.num_cols;
+  if (options.rank > std::min(m, n))
+    throw UsageError("ALS rank " + std::to_string(options.rank) + " exceeds min(users, items) = " +
+                     std::to_string(std::min(m, n)) + " of the " + std::to_string(m) + " x " + std::to_string(n) +
+                     " ratings");
   State<T, MemorySpace> s;
   s.plan = prepare(exec, problem, options);
   const int f = options.rank;
   s.seed = options.seed;
-  s.X = DenseMatrix<T, MemorySpace>("kfactor::als::X", problem.train.num_rows(), f);
-  s.Y = DenseMatrix<T, MemorySpace>("kfactor::als::Y", problem.train.num_cols, f);
+  s.X = DenseMatrix<T, MemorySpace>("kfactor::als::X", m, f);
+  s.Y = DenseMatrix<T, MemorySpace>("kfactor::als::Y", n, f);
   fill_uniform(exec, s.Y, s.seed, RngStream::factor_h, T(0), T(1.0 / std::sqrt(double(f))));
   exec.fence();
   return s;
@@ -574,22 +689,184 @@ template <class ExecutionSpace, class T, class MemorySpace>
 void user_half_step(const ExecutionSpace& exec, State<T, MemorySpace>& s) {
   const auto& p = *s.plan;
   detail::half_step(exec, p.users, s.Y, s.X, p.rank, p.lambda, p.weight_nnz, p.batch_rows, p.max_batch_bytes,
-                    &p.workspace);
+                    &s.workspace);
 }
 template <class ExecutionSpace, class T, class MemorySpace>
 void item_half_step(const ExecutionSpace& exec, State<T, MemorySpace>& s) {
   const auto& p = *s.plan;
   detail::half_step(exec, p.items, s.X, s.Y, p.rank, p.lambda, p.weight_nnz, p.batch_rows, p.max_batch_bytes,
-                    &p.workspace);
+                    &s.workspace);
 }
 
+namespace detail {
+
+enum class Side { users, items };
+
+/// The sets evaluate() scores against one block of Y (single process: the
+/// whole problem; distributed: a rank's rows, per block of items).
+template <class T, class MemorySpace>
+struct EvaluationSets {
+  const CsrMatrix<T, MemorySpace>* train = nullptr;
+  const CsrMatrix<T, MemorySpace>* test_warm = nullptr;
+  const CsrMatrix<T, MemorySpace>* test = nullptr;
+  const CsrMatrix<T, MemorySpace>* given_warm = nullptr;
+  const CsrMatrix<T, MemorySpace>* given = nullptr;
+};
+
+/// The communication policy of the ALS iteration on one process: the
+/// factors are whole, sums are identities. distributed/als.hpp's MpiPolicy
+/// has the same members, with gathers, a ring and all-reductions.
+template <class T, class MemorySpace>
+struct SingleProcess {
+  /// out = the half-step `side` of the plan from the other factor.
+  template <class ExecutionSpace>
+  void half_step(const ExecutionSpace& exec, Side side, const Plan<T, MemorySpace>& p,
+                 const DenseMatrix<T, MemorySpace>& other, const DenseMatrix<T, MemorySpace>& out,
+                 Workspace<T, MemorySpace>& ws) {
+    detail::half_step(exec, side == Side::users ? p.users : p.items, other, out, p.rank, p.lambda, p.weight_nnz,
+                      p.batch_rows, p.max_batch_bytes, &ws);
+  }
+  /// Calls visit(sets of the block, Y block) for every block of Y that this
+  /// process scores `sets` (its rows of the problem) against.
+  template <class ExecutionSpace, class Visit>
+  void for_each_item_block(const ExecutionSpace&, const DenseMatrix<T, MemorySpace>& Y,
+                           const EvaluationSets<T, MemorySpace>& sets, Visit&& visit) {
+    visit(sets, Y);
+  }
+  void sum(double*, int) {}
+};
+
+/// One iteration with communication policy `comm`: X from Y, then Y from X.
+template <class ExecutionSpace, class T, class MemorySpace, class Comm>
+void iterate(const ExecutionSpace& exec, const Plan<T, MemorySpace>& p, State<T, MemorySpace>& s, Comm& comm) {
+  comm.half_step(exec, Side::users, p, s.Y, s.X, s.workspace);
+  comm.half_step(exec, Side::items, p, s.X, s.Y, s.workspace);
+}
+
+/// The metrics (see evaluate()) from this process's sums, summed by `comm`.
+template <class ExecutionSpace, class T, class MemorySpace, class Comm>
+Metrics metrics(const ExecutionSpace& exec, const Plan<T, MemorySpace>& p, const State<T, MemorySpace>& s,
+                const EvaluationSets<T, MemorySpace>& sets, std::int64_t test_nnz, std::int64_t given_nnz, Comm& comm) {
+  // [squared error, count] of train, test warm, given warm, test all, given
+  // all; then the regularizer.
+  double v[11] = {0};
+  auto add = [&](const CsrMatrix<T, MemorySpace>* M, const DenseMatrix<T, MemorySpace>& Y, int at) {
+    if (!M || M->nnz() == 0) return;
+    const auto e = rating_errors(exec, *M, s.X, Y);
+    v[at] += e.rmse * e.rmse * double(e.count);
+    v[at + 1] += double(e.count);
+  };
+  comm.for_each_item_block(exec, s.Y, sets,
+                           [&](const EvaluationSets<T, MemorySpace>& b, const DenseMatrix<T, MemorySpace>& Y) {
+                             add(b.train, Y, 0);
+                             if (test_nnz > 0) {
+                               add(b.test_warm, Y, 2);
+                               add(b.test, Y, 6);
+                             }
+                             if (given_nnz > 0) {
+                               add(b.given_warm, Y, 4);
+                               add(b.given, Y, 8);
+                             }
+                           });
+  v[10] = weighted_norm2(exec, s.X, p.user_count, p.weight_nnz) + weighted_norm2(exec, s.Y, p.item_count, p.weight_nnz);
+  comm.sum(v, 11);
+  auto rmse = [&](int at) { return v[at + 1] > 0 ? std::sqrt(v[at] / v[at + 1]) : 0.0; };
+  Metrics m;
+  if (test_nnz > 0) m.set("test_rmse", rmse(2));
+  if (given_nnz > 0) m.set("given_test_rmse", rmse(4));
+  m.set("train_rmse", rmse(0));
+  m.set("loss", v[0] + double(p.lambda) * v[10]);
+  if (test_nnz > 0) {
+    m.set("test_rmse_all", rmse(6));
+    m.set("test_cold_fraction", 1.0 - v[3] / double(test_nnz));
+  }
+  if (given_nnz > 0) {
+    m.set("given_test_rmse_all", rmse(8));
+    m.set("given_test_cold_fraction", 1.0 - v[5] / double(given_nnz));
+  }
+  return m;
+}
+
+/// What a run's report names besides the state: the global problem.
+struct RunShape {
+  std::int64_t rows = 0, cols = 0, nnz = 0, test_nnz = 0, given_nnz = 0;
+  double test_fraction = 0.0;
+  std::uint64_t split_seed = 0;
+};
+
+}  // namespace detail
+
+/// Flops of one iteration (both half-steps): S1 = nnz f (f + 1), S2 = 2 nnz f
+/// per half-step.
+inline double flops_per_iteration(std::int64_t nnz, int f) {
+  return 2.0 * (double(nnz) * f * (f + 1) + 2.0 * double(nnz) * f);
+}
+
+namespace detail {
+
+/// The loop of resume(), single-rank and distributed alike: step_fn() and
+/// evaluate_fn() under the stop rules and the observer, then the report
+/// (timings preprocess, autotune, iterations, per_iteration; info from the
+/// plan, gflops, continued_from, split).
+template <class ExecutionSpace, class T, class MemorySpace, class StepFn, class EvaluateFn>
+Report run(const Options& options, State<T, MemorySpace>& s, const RunShape& shape, const Observer& observer,
+           StepFn&& step_fn, EvaluateFn&& evaluate_fn) {
+  options.validate();
+  if (!s.plan) throw UsageError("als: state has no plan (make it with als::init)");
+  if (s.X.extent(1) != std::size_t(options.rank) || s.Y.extent(1) != std::size_t(options.rank))
+    throw UsageError("als: the state's rank " + std::to_string(s.X.extent(1)) + " differs from options.rank " +
+                     std::to_string(options.rank));
+  const auto t0 = std::chrono::steady_clock::now();
+  const std::string primary = shape.test_nnz > 0 ? "test_rmse" : shape.given_nnz > 0 ? "given_test_rmse" : "train_rmse";
+  double loop_seconds = 0.0, step_seconds = 0.0;
+  const int first_iteration = s.iteration;
+  const StopReason why = run_solver_loop(
+      s.iteration, s.history, options.stop, primary, observer,
+      [&] {
+        const auto ts = std::chrono::steady_clock::now();
+        step_fn();
+        step_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - ts).count();
+      },
+      evaluate_fn, [](const Metrics&) { return false; }, &loop_seconds);
+  Report r;
+  r.command = "als";
+  r.backend = backend_name<ExecutionSpace>();
+  r.precision = sizeof(T) == 4 ? "float" : "double";
+  r.rows = shape.rows;
+  r.cols = shape.cols;
+  r.nnz = shape.nnz;
+  r.rank = options.rank;
+  r.iterations = s.iteration;
+  r.stop_reason = to_string(why);
+  r.metrics = s.history.size() > 0 ? s.history.last() : evaluate_fn();
+  r.history = s.history;
+  r.timings.set("preprocess", s.plan->preprocess_seconds);
+  r.timings.set("autotune", s.plan->autotune_seconds);
+  r.timings.set("iterations", step_seconds);
+  r.info = s.plan->info;
+  const int its = s.iteration - first_iteration;  // iterations run by this call
+  if (its > 0) {
+    r.timings.set("per_iteration", step_seconds / its);
+    r.info["gflops"] = fmt(flops_per_iteration(r.nnz, options.rank) * its / step_seconds / 1e9);
+  }
+  if (first_iteration > 0) r.info["continued_from"] = std::to_string(first_iteration);
+  r.info["split"] = shape.test_nnz > 0 ? "fraction " + fmt(shape.test_fraction) + ", seed " + std::to_string(shape.split_seed)
+                                       : "none";
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return r;
+}
+
+
+}  // namespace detail
+
+/// One iteration: the user half-step, then the item half-step.
 template <class ExecutionSpace, class T, class MemorySpace>
 void step(const ExecutionSpace& exec, const Problem<T, MemorySpace>& problem, const Options& options,
           State<T, MemorySpace>& s) {
-  (void)problem;
-  (void)options;
-  user_half_step(exec, s);
-  item_half_step(exec, s);
+  (void)options;  // the plan holds what the options decide
+  if (!s.plan) throw UsageError("als::step: state has no plan (make it with als::init)");
+  detail::SingleProcess<T, MemorySpace> comm;
+  detail::iterate(exec, *s.plan, s, comm);
 }
 
 /// The objective L (double accumulation).
@@ -607,106 +884,52 @@ double loss(const ExecutionSpace& exec, const Problem<T, MemorySpace>& problem, 
 /// coldStartStrategy "drop"), given_test_rmse (the user-given test set, warm
 /// entries), train_rmse, loss (the objective), then test_rmse_all /
 /// given_test_rmse_all (every entry; a cold user or item has the zero factor,
-/// so predicts 0) and test_cold_fraction.
+/// so predicts 0) and test_cold_fraction / given_test_cold_fraction.
 template <class ExecutionSpace, class T, class MemorySpace>
-Metrics evaluate(const ExecutionSpace& exec, const Problem<T, MemorySpace>& problem, const State<T, MemorySpace>& s) {
-  Metrics m;
+Metrics evaluate(const ExecutionSpace& exec, const Problem<T, MemorySpace>& problem, const Options& options,
+                 State<T, MemorySpace>& s) {
+  (void)options;
+  if (!s.plan) throw UsageError("als::evaluate: state has no plan (make it with als::init)");
   const auto& p = *s.plan;
-  if (problem.test.nnz() > 0) m.set("test_rmse", rating_errors(exec, p.test_warm, s.X, s.Y).rmse);
-  if (problem.given_test.nnz() > 0) m.set("given_test_rmse", rating_errors(exec, p.given_test_warm, s.X, s.Y).rmse);
-  m.set("train_rmse", rating_errors(exec, problem.train, s.X, s.Y).rmse);
-  m.set("loss", loss(exec, problem, s));
-  if (problem.test.nnz() > 0) {
-    m.set("test_rmse_all", rating_errors(exec, problem.test, s.X, s.Y).rmse);
-    m.set("test_cold_fraction", 1.0 - double(p.test_warm.nnz()) / double(problem.test.nnz()));
-  }
-  if (problem.given_test.nnz() > 0) {
-    m.set("given_test_rmse_all", rating_errors(exec, problem.given_test, s.X, s.Y).rmse);
-    m.set("given_test_cold_fraction", 1.0 - double(p.given_test_warm.nnz()) / double(problem.given_test.nnz()));
-  }
-  return m;
-}
-
-template <class T, class MemorySpace>
-struct Result {
-  State<T, MemorySpace> state;
-  Report report;
-};
-
-/// Flops of one iteration (both half-steps): S1 = nnz f (f + 1), S2 = 2 nnz f
-/// per half-step.
-inline double flops_per_iteration(std::int64_t nnz, int f) {
-  return 2.0 * (double(nnz) * f * (f + 1) + 2.0 * double(nnz) * f);
+  detail::SingleProcess<T, MemorySpace> comm;
+  const detail::EvaluationSets<T, MemorySpace> sets{&problem.train, &p.test_warm, &problem.test, &p.given_test_warm,
+                                                    &problem.given_test};
+  return detail::metrics(exec, p, s, sets, std::int64_t(problem.test.nnz()), std::int64_t(problem.given_test.nnz()),
+                         comm);
 }
 
 /// Continues `state` (from init(exec, problem, options), possibly restored
-/// from a checkpoint) in place until options.max_iterations; a restored State
+/// from a checkpoint) in place until options.stop; a restored State
 /// continues bit for bit. `state` is iterated by reference so an observer
-/// holding it (kfactor::checkpoint_observer) saves the live iterate; the
-/// result holds a copy (views shared). Report::seconds and the timings cover
-/// this call only (plus the plan's preprocessing).
+/// holding it (kfactor::checkpoint_observer) saves the live iterate.
+/// Report::seconds and the timings cover this call only (plus the plan's
+/// preprocessing).
 template <class ExecutionSpace, class T, class MemorySpace>
-Result<T, MemorySpace> solve(const ExecutionSpace& exec, const Problem<T, MemorySpace>& problem, const Options& options,
-                             State<T, MemorySpace>& state, const Observer& observer = {}) {
-  options.validate();
-  if (!state.plan) throw UsageError("als::solve: state has no plan (make it with als::init)");
-  if (state.X.extent(0) != std::size_t(problem.train.num_rows()) || state.Y.extent(0) != std::size_t(problem.train.num_cols) ||
-      state.X.extent(1) != std::size_t(options.rank) || state.Y.extent(1) != std::size_t(options.rank))
-    throw UsageError("als::solve: state shapes do not match the problem and rank");
-  const auto t0 = std::chrono::steady_clock::now();
-  Result<T, MemorySpace> res;
-  auto& s = state;
-  const std::string primary = problem.test.nnz() > 0 ? "test_rmse"
-                              : problem.given_test.nnz() > 0 ? "given_test_rmse" : "train_rmse";
-  double loop_seconds = 0.0, step_seconds = 0.0;
-  const int first_iteration = s.iteration;
-  StopRule rule{options.max_iterations, options.tolerance};
-  const StopReason why = run_solver_loop(
-      s.iteration, s.history, rule, primary, observer,
+Report resume(const ExecutionSpace& exec, const Problem<T, MemorySpace>& problem, const Options& options,
+              State<T, MemorySpace>& state, const Observer& observer = {}) {
+  if (state.X.extent(0) != std::size_t(problem.train.num_rows()) ||
+      state.Y.extent(0) != std::size_t(problem.train.num_cols))
+    throw UsageError("als::resume: state shapes do not match the problem");
+  const detail::RunShape shape{problem.train.num_rows(),           problem.train.num_cols,
+                               std::int64_t(problem.train.nnz()),  std::int64_t(problem.test.nnz()),
+                               std::int64_t(problem.given_test.nnz()), problem.test_fraction,
+                               problem.split_seed};
+  return detail::run<ExecutionSpace>(
+      options, state, shape, observer,
       [&] {
-        const auto ts = std::chrono::steady_clock::now();
-        step(exec, problem, options, s);
+        step(exec, problem, options, state);
         exec.fence();
-        step_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - ts).count();
       },
-      [&] { return evaluate(exec, problem, s); }, [](const Metrics&) { return false; }, &loop_seconds);
-  Report& r = res.report;
-  r.command = "als";
-  r.backend = backend_name<ExecutionSpace>();
-  r.precision = sizeof(T) == 4 ? "float" : "double";
-  r.rows = problem.train.num_rows();
-  r.cols = problem.train.num_cols;
-  r.nnz = std::int64_t(problem.train.nnz());
-  r.rank = options.rank;
-  r.iterations = s.iteration;
-  r.stop_reason = to_string(why);
-  r.metrics = s.history.size() > 0 ? s.history.last() : evaluate(exec, problem, s);
-  r.history = s.history;
-  r.timings.set("preprocess", s.plan->preprocess_seconds);
-  r.timings.set("autotune", s.plan->autotune_seconds);
-  r.timings.set("iterations", step_seconds);
-  r.info = s.plan->info;
-  const int its = s.iteration - first_iteration;  // iterations run by this call
-  if (its > 0) {
-    r.timings.set("per_iteration", step_seconds / its);
-    r.info["gflops"] = detail::fmt(flops_per_iteration(r.nnz, options.rank) * its / step_seconds / 1e9);
-  }
-  if (first_iteration > 0) r.info["continued_from"] = std::to_string(first_iteration);
-  r.info["split"] = problem.test.nnz() > 0 ? "fraction " + detail::fmt(problem.test_fraction) + ", seed " +
-                                                 std::to_string(problem.split_seed)
-                                           : "none";
-  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  res.state = s;
-  return res;
+      [&] { return evaluate(exec, problem, options, state); });
 }
 
-/// Fresh solve: init(exec, problem, options), then the loop above.
+/// Fresh solve: init(exec, problem, options), then resume().
 template <class ExecutionSpace, class T, class MemorySpace>
-Result<T, MemorySpace> solve(const ExecutionSpace& exec, const Problem<T, MemorySpace>& problem, const Options& options,
-                             const Observer& observer = {}) {
+Result<State<T, MemorySpace>> solve(const ExecutionSpace& exec, const Problem<T, MemorySpace>& problem,
+                                    const Options& options, const Observer& observer = {}) {
   const auto t0 = std::chrono::steady_clock::now();
-  auto state = init(exec, problem, options);
-  auto res = solve(exec, problem, options, state, observer);
+  Result<State<T, MemorySpace>> res{init(exec, problem, options), {}};
+  res.report = resume(exec, problem, options, res.state, observer);
   res.report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return res;
 }
@@ -725,10 +948,10 @@ Result<T, MemorySpace> solve(const ExecutionSpace& exec, const Problem<T, Memory
   EXTERN template void step<S, T, S::memory_space>(const S&, const Problem<T, S::memory_space>&, const Options&,    \
                                                    State<T, S::memory_space>&);                                     \
   EXTERN template Metrics evaluate<S, T, S::memory_space>(const S&, const Problem<T, S::memory_space>&,             \
-                                                          const State<T, S::memory_space>&);                        \
-  EXTERN template Result<T, S::memory_space> solve<S, T, S::memory_space>(                                          \
-      const S&, const Problem<T, S::memory_space>&, const Options&, State<T, S::memory_space>&, const Observer&);   \
-  EXTERN template Result<T, S::memory_space> solve<S, T, S::memory_space>(                                          \
+                                                          const Options&, State<T, S::memory_space>&);              \
+  EXTERN template Report resume<S, T, S::memory_space>(const S&, const Problem<T, S::memory_space>&, const Options&, \
+                                                       State<T, S::memory_space>&, const Observer&);                \
+  EXTERN template Result<State<T, S::memory_space>> solve<S, T, S::memory_space>(                                   \
       const S&, const Problem<T, S::memory_space>&, const Options&, const Observer&);
 #define KFACTOR_ALS_EXTERN(S, T) KFACTOR_ALS_ETI(extern, S, T)
 #if !defined(KFACTOR_ALS_INSTANTIATING)

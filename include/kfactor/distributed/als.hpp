@@ -1,10 +1,17 @@
 #pragma once
 /// \file
 /// Distributed ALS over MPI (header-only; needs a build with
-/// KFACTOR_HAVE_MPI). The half-steps are kfactor::als::detail::half_step,
-/// the single-rank kernel (BALS tiles or CSR, batched team Cholesky), run on
-/// each rank's rows; only the preprocessing (which rows a rank owns, the
-/// orderings) and the gathers are new here.
+/// KFACTOR_HAVE_MPI): the single-rank ALS of kfactor/als/als.hpp run on each
+/// rank's rows with an MPI communication policy. Nothing of the algorithm
+/// is repeated here: step() is kfactor::als::detail::iterate(), evaluate()
+/// is kfactor::als::detail::metrics() and resume() is
+/// kfactor::als::detail::run(), called with detail::MpiPolicy instead of
+/// als::detail::SingleProcess (whose half-steps read whole factors and whose
+/// sums are identities). The policy's half-step is the single-rank kernel
+/// (BALS tiles or CSR, batched team Cholesky) followed by an all-gather, or
+/// its column blocks around a ring (blocked layout); its sums are
+/// all-reductions. Only the partition (which rows a rank owns, the global
+/// orderings) and the collectives are new here.
 ///
 /// **Layout.** Users (rows of R, m) and items (columns of R, n) are split
 /// into P contiguous blocks balanced by nonzeros (kfactor::
@@ -96,7 +103,8 @@
 /// 1e-3 in the blocked one.
 ///
 /// **Checkpoints.** State::visit lists the rank's rows of X and Y under the
-/// single-rank names, in both layouts; with row_blocks() one file with the
+/// single-rank names, in both layouts (call State::reset_workspace() after a
+/// restore: it marks the gathered replicas stale); with row_blocks() one file with the
 /// full factors is written (kfactor::save_checkpoint(comm, ...)),
 /// restartable on any number of ranks, in either layout, or by the
 /// single-rank als.
@@ -125,6 +133,7 @@
 namespace kfactor::distributed::als {
 
 using kfactor::als::LambdaWeighting;
+using kfactor::als::Layout;
 
 /// Where the factors live between half-steps (file comment).
 enum class FactorLayout {
@@ -143,7 +152,8 @@ inline FactorLayout parse_factor_layout(const std::string& s) {
 }
 
 /// The single-rank options plus the distributed factor layout. Converts
-/// implicitly from kfactor::als::Options (layout auto, default budget).
+/// implicitly from kfactor::als::Options (layout auto, default budget). The
+/// factor layout changes only rounding, so visit() (the base's) leaves it out.
 struct Options : kfactor::als::Options {
   FactorLayout factor_layout = FactorLayout::automatic;
   /// automatic: the most bytes the replicas X_all + Y_all ((m + n) f
@@ -255,24 +265,131 @@ struct RingPlan {
   std::int64_t user_batches = 0, item_batches = 0;  ///< the most any rank runs per half-step
 };
 
+namespace detail {
+
+namespace ad = kfactor::als::detail;
+
+/// The MPI communication policy of kfactor::als::detail::iterate() and
+/// metrics() (see als::detail::SingleProcess for the contract): a
+/// half-step reads the other factor whole (replicated: the gathered
+/// replica) or block by block around the ring (blocked), sums are
+/// all-reductions.
+template <class T, class Mem>
+struct MpiPolicy {
+  std::shared_ptr<distributed::detail::Collectives> coll;
+  FactorLayout layout = FactorLayout::replicated;  ///< replicated or blocked (resolved)
+  std::vector<ordinal_t> user_bounds, item_bounds;
+  DenseMatrix<T, Mem> X_all, Y_all;  ///< replicated: full replicas (alias X and Y on one rank); blocked: empty
+  bool y_current = false;            ///< Y_all holds the gathered Y
+  std::shared_ptr<const RingPlan<T, Mem>> ring;  ///< blocked only
+  DenseMatrix<T, Mem> ring_buffer[2];             ///< blocked only: the other factor's blocks in transit
+
+  template <class ExecutionSpace>
+  void gather_y(const ExecutionSpace& exec, const DenseMatrix<T, Mem>& Y) {
+    if (layout == FactorLayout::replicated && coll->size() > 1) coll->allgather_rows(exec, Y, Y_all, item_bounds);
+    y_current = true;
+  }
+
+  /// Blocked layout: calls visit(q, F) with F = block q of the factor whose
+  /// own block is `own` (row bounds `bounds`), for q = p, p+1, .., p-1
+  /// around the ring (P - 1 shifts through ring_buffer). Collective.
+  template <class ExecutionSpace, class Visit>
+  void rotate(const ExecutionSpace& exec, const DenseMatrix<T, Mem>& own, const std::vector<ordinal_t>& bounds,
+              Visit&& visit) {
+    const int P = coll->size(), p = coll->rank();
+    const std::size_t f = own.extent(1);
+    DenseMatrix<T, Mem> cur = own;
+    for (int k = 0; k < P; ++k) {
+      const int q = (p + k) % P;
+      visit(q, cur);
+      if (k + 1 == P) break;
+      const int qn = (q + 1) % P;
+      DenseMatrix<T, Mem> next(ring_buffer[(k + 1) % 2].data(), std::size_t(bounds[qn + 1] - bounds[qn]), f);
+      coll->shift_rows(exec, cur, (p + P - 1) % P, next, (p + 1) % P);
+      cur = next;
+    }
+  }
+
+  /// out (the rank's rows) = the half-step `side` from the other factor
+  /// (the rank's rows `other`); then out where the next half-step reads it.
+  /// A half-step that fails on one rank (a Cholesky that is not positive
+  /// definite, an allocation) is agreed, so every rank throws it. Collective.
+  template <class ExecutionSpace>
+  void half_step(const ExecutionSpace& exec, ad::Side side, const kfactor::als::Plan<T, Mem>& p,
+                 const DenseMatrix<T, Mem>& other, const DenseMatrix<T, Mem>& out, ad::Workspace<T, Mem>& ws) {
+    const bool users = side == ad::Side::users;
+    const MPI_Comm comm = coll->comm();
+    if (layout == FactorLayout::blocked) {
+      // Per batch of the rank's rows, the partial normal equations over
+      // every block of the other factor, continued block by block.
+      const auto& S = users ? ring->users : ring->items;
+      const auto& other_bounds = users ? item_bounds : user_bounds;
+      const int P = coll->size(), first = coll->rank();
+      distributed::agree(comm, [&] {
+        ad::half_step_batches(exec, S[first], out, p.rank, p.batch_rows, p.max_batch_bytes, &ws,
+                              users ? ring->user_batches : ring->item_batches,
+                              [&](ordinal_t g0, ordinal_t g1, const auto& A, const auto& b) {
+                                rotate(exec, other, other_bounds, [&](int q, const DenseMatrix<T, Mem>& F) {
+                                  const ad::NormalEquationPart part{q != first, (q + 1) % P == first};
+                                  ad::build_batch(exec, S[q], F, p.rank, p.lambda, p.weight_nnz, g0, g1, A, b, part);
+                                });
+                              });
+      });
+      return;
+    }
+    if (users && !y_current) gather_y(exec, other);
+    distributed::agree(comm, [&] {
+      ad::half_step(exec, users ? p.users : p.items, users ? Y_all : X_all, out, p.rank, p.lambda, p.weight_nnz,
+                    p.batch_rows, p.max_batch_bytes, &ws);
+    });
+    if (users) {
+      if (coll->size() > 1) coll->allgather_rows(exec, out, X_all, user_bounds);
+    } else {
+      gather_y(exec, out);
+    }
+  }
+
+  /// Calls visit(sets, Y) with the gathered Y (replicated), or visit(sets of
+  /// block q, Y block q) around the ring (blocked). Collective.
+  template <class ExecutionSpace, class Visit>
+  void for_each_item_block(const ExecutionSpace& exec, const DenseMatrix<T, Mem>& Y,
+                           const ad::EvaluationSets<T, Mem>& sets, Visit&& visit) {
+    if (layout != FactorLayout::blocked) {
+      if (!y_current) gather_y(exec, Y);
+      visit(sets, Y_all);
+      return;
+    }
+    const auto& r = *ring;
+    auto at = [](const std::vector<CsrMatrix<T, Mem>>& M, int q) -> const CsrMatrix<T, Mem>* {
+      return M.empty() ? nullptr : &M[q];
+    };
+    rotate(exec, Y, item_bounds, [&](int q, const DenseMatrix<T, Mem>& Yq) {
+      visit(ad::EvaluationSets<T, Mem>{&r.train[q], at(r.test_warm, q), at(r.test, q), at(r.given_warm, q),
+                                       at(r.given, q)},
+            Yq);
+    });
+  }
+
+  void sum(double* v, int n) { coll->allreduce_sum_host(v, n); }
+};
+
+}  // namespace detail
+
 /// The single-rank State (this rank's rows of X and Y, iteration, seed,
-/// history; `plan` is the rank's local plan) plus the gathered factors.
+/// history, workspace; `plan` is the rank's local plan) plus the partition
+/// and the communication policy.
 template <class T, class MemorySpace>
 struct State : kfactor::als::State<T, MemorySpace> {
   using Base = kfactor::als::State<T, MemorySpace>;
   FactorLayout layout = FactorLayout::replicated;  ///< replicated or blocked (resolved)
-  DenseMatrix<T, MemorySpace> X_all, Y_all;  ///< replicated: full replicas (alias X and Y on one rank); blocked: empty
-  std::shared_ptr<const RingPlan<T, MemorySpace>> ring;  ///< blocked only
-  DenseMatrix<T, MemorySpace> ring_buffer[2];             ///< blocked only: the other factor's blocks in transit
   std::shared_ptr<distributed::detail::Collectives> coll;
-  std::vector<ordinal_t> user_bounds, item_bounds;
+  std::shared_ptr<detail::MpiPolicy<T, MemorySpace>> comm;
   std::int64_t users = 0, items = 0, user_begin = 0, item_begin = 0;
-  bool y_current = false;  ///< Y_all holds the gathered Y
 
-  template <class F>
-  void visit(F&& f) {
-    Base::visit(std::forward<F>(f));
-    y_current = false;  // Y may have been restored
+  /// After a checkpoint restore: the batch buffers, and the gathered Y is stale.
+  void reset_workspace() {
+    Base::reset_workspace();
+    if (comm) comm->y_current = false;
   }
   [[nodiscard]] RowBlocks row_blocks() const {
     return {{"X", RowBlock{users, user_begin}}, {"Y", RowBlock{items, item_begin}}};
@@ -281,15 +398,9 @@ struct State : kfactor::als::State<T, MemorySpace> {
   /// The modelled communication of one step() in this state's layout.
   [[nodiscard]] IterationVolume iteration_volume() const {
     const bool blocked = layout == FactorLayout::blocked;
-    return als::iteration_volume(users, items, int(this->X.extent(1)), int(user_bounds.size()) - 1, sizeof(T), layout,
-                                 blocked ? ring->user_batches : 1, blocked ? ring->item_batches : 1);
+    return als::iteration_volume(users, items, int(this->X.extent(1)), int(comm->user_bounds.size()) - 1, sizeof(T),
+                                 layout, blocked ? comm->ring->user_batches : 1, blocked ? comm->ring->item_batches : 1);
   }
-};
-
-template <class T, class MemorySpace>
-struct Result {
-  State<T, MemorySpace> state;
-  Report report;
 };
 
 namespace detail {
@@ -304,27 +415,19 @@ Kokkos::View<int*, Mem> counts_of(const ExecutionSpace& exec, const CsrMatrix<T,
 }
 
 /// kfactor::als::prepare for the rank's rows: the two local traversal
-/// structures (with the global column orderings under `reorder`), the
-/// rank's counts and warm test entries. Collective.
+/// structures (als::detail::build_side, with the global column orderings
+/// under `reorder`), the rank's counts and warm test entries. Collective.
 template <class ExecutionSpace, class T, class Mem>
 std::shared_ptr<const kfactor::als::Plan<T, Mem>> prepare(const ExecutionSpace& exec,
                                                           distributed::detail::Collectives& coll,
                                                           const LocalProblem<T, Mem>& lp, const Options& options,
                                                           FactorLayout layout,
                                                           std::shared_ptr<const RingPlan<T, Mem>>* ring_out) {
-  namespace ad = kfactor::als::detail;
   using kfactor::als::Permutation;
   options.validate();
   const auto t0 = std::chrono::steady_clock::now();
   auto plan = std::make_shared<kfactor::als::Plan<T, Mem>>();
-  const int f = options.rank;
-  plan->lambda = T(options.lambda);
-  plan->weight_nnz = options.weighting == LambdaWeighting::nnz;
-  plan->rank = f;
-  plan->batch_rows = options.batch_rows;
-  plan->max_batch_bytes = options.max_batch_bytes > 0 ? options.max_batch_bytes
-                          : is_host_space_v<ExecutionSpace> ? std::size_t(32) << 20
-                                                            : std::size_t(1) << 30;
+  ad::plan_parameters<ExecutionSpace>(*plan, options);
   {
     auto vals = lp.train.values;
     double bad = 0;
@@ -349,8 +452,7 @@ std::shared_ptr<const kfactor::als::Plan<T, Mem>> prepare(const ExecutionSpace& 
   const auto user_counts = coll.allgather_host(local_counts(lp.train));
   const auto item_counts = coll.allgather_host(local_counts(lp.train_t));
   // One half-step's structure: rows ordered locally, columns in the global order.
-  auto side = [&](const CsrMatrix<T, Mem>& A, const std::vector<std::int64_t>& other_counts, const std::string& name,
-                  double& tune_seconds) {
+  auto side = [&](const CsrMatrix<T, Mem>& A, const std::vector<std::int64_t>& other_counts, const std::string& name) {
     Permutation prow, pcol;
     CsrMatrix<T, Mem> Ar = A;
     if (options.reorder) {
@@ -358,24 +460,14 @@ std::shared_ptr<const kfactor::als::Plan<T, Mem>> prepare(const ExecutionSpace& 
       pcol = kfactor::als::order_by_count(other_counts);
       Ar = kfactor::als::permute(exec, A, prow, pcol);
     }
-    CsrMatrix<T, Kokkos::HostSpace> Ah;
-    if (options.tiled) Ah = kfactor::copy_to<Kokkos::HostSpace>(Ar);
-    int xb = options.xb, yb = options.yb;
-    if (options.tiled && options.xb == 0) {
-      const auto ta = std::chrono::steady_clock::now();
-      std::string log;
-      std::tie(xb, yb) = ad::autotune_tile(exec, Ah, f, options.lambda, options.autotune_sample_nnz, &log);
-      tune_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - ta).count();
-      plan->info["autotune_" + name] = log;
-    }
-    return ad::make_structure(exec, Ar, Ah, options.tiled, xb, yb, prow.new_to_old, pcol.new_to_old);
+    return ad::build_side(exec, Ar, prow.new_to_old, pcol.new_to_old, options, name, *plan);
   };
   // Blocked layout: one structure per column block q of the other factor
   // (its ids local to the block), all with the rank's row order, tile height
   // and total row counts (lambda_u and empty rows see the whole row). The
-  // tile is tuned on the rank's own block (the tuner's Y is that block).
+  // structure is chosen on the rank's own block (the tuner's Y is that block).
   auto blocked_side = [&](const CsrMatrix<T, Mem>& A, const std::vector<std::int64_t>& other_counts,
-                          const std::vector<ordinal_t>& other_bounds, const std::string& name, double& tune_seconds,
+                          const std::vector<ordinal_t>& other_bounds, const std::string& name,
                           std::vector<CsrMatrix<T, Mem>>* column_blocks) {
     const int P = coll.size(), me = coll.rank();
     const auto counts = local_counts(A);
@@ -387,7 +479,10 @@ std::shared_ptr<const kfactor::als::Plan<T, Mem>> prepare(const ExecutionSpace& 
       for (std::size_t r = 0; r < counts.size(); ++r) h(r) = int(counts[options.reorder ? prow.new_to_old[r] : r]);
       Kokkos::deep_copy(exec, rc, h);
     }
-    auto block = [&](int q) {
+    std::vector<ad::HalfStepStructure<T, Mem>> out(P);
+    std::pair<int, int> tile{0, 0};
+    for (int k = 0; k < P; ++k) {
+      const int q = (me + k) % P;  // own block first: it chooses the structure
       const ordinal_t c0 = other_bounds[q], c1 = other_bounds[q + 1];
       auto Aq = distributed::detail::csr_column_block(exec, A, c0, c1);
       if (column_blocks) (*column_blocks)[q] = Aq;
@@ -397,22 +492,10 @@ std::shared_ptr<const kfactor::als::Plan<T, Mem>> prepare(const ExecutionSpace& 
         Aq = kfactor::als::permute(exec, Aq, prow, pcol);
       }
       CsrMatrix<T, Kokkos::HostSpace> Ah;
-      if (options.tiled) Ah = kfactor::copy_to<Kokkos::HostSpace>(Aq);
-      return std::make_tuple(Aq, Ah, pcol);
-    };
-    std::vector<ad::HalfStepStructure<T, Mem>> out(P);
-    int xb = options.xb, yb = options.yb;
-    for (int k = 0; k < P; ++k) {
-      const int q = (me + k) % P;  // own block first: it tunes the tile
-      auto [Aq, Ah, pcol] = block(q);
-      if (k == 0 && options.tiled && options.xb == 0) {
-        const auto ta = std::chrono::steady_clock::now();
-        std::string log;
-        std::tie(xb, yb) = ad::autotune_tile(exec, Ah, f, options.lambda, options.autotune_sample_nnz, &log);
-        tune_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - ta).count();
-        plan->info["autotune_" + name] = log;
-      }
-      out[q] = ad::make_structure(exec, Aq, Ah, options.tiled, xb, yb, prow.new_to_old, pcol.new_to_old);
+      if (k == 0 ? options.layout != Layout::csr : tile.first > 0) Ah = kfactor::copy_to<Kokkos::HostSpace>(Aq);
+      if (k == 0) tile = ad::choose_tile(exec, Ah, options, name, *plan);
+      out[q] = ad::make_structure(exec, Aq, Ah, tile.first > 0, tile.first > 0 ? tile.first : 1, tile.second,
+                                  prow.new_to_old, pcol.new_to_old);
       out[q].row_count = rc;
     }
     // One launch order for every column block (from the rows' whole
@@ -435,15 +518,15 @@ std::shared_ptr<const kfactor::als::Plan<T, Mem>> prepare(const ExecutionSpace& 
     plan->test_warm = ad::warm_entries(exec, lp.test, plan->user_count, ic);
     plan->given_test_warm = ad::warm_entries(exec, lp.given_test, plan->user_count, ic);
     if (layout == FactorLayout::replicated) {
-      plan->users = side(lp.train, item_counts, "users", plan->autotune_seconds);
-      plan->items = side(lp.train_t, user_counts, "items", plan->autotune_seconds);
+      plan->users = side(lp.train, item_counts, "user");
+      plan->items = side(lp.train_t, user_counts, "item");
       return;
     }
     ring = std::make_shared<RingPlan<T, Mem>>();
     const int P = coll.size();
     ring->train.resize(P);
-    ring->users = blocked_side(lp.train, item_counts, lp.item_bounds, "users", plan->autotune_seconds, &ring->train);
-    ring->items = blocked_side(lp.train_t, user_counts, lp.user_bounds, "items", plan->autotune_seconds, nullptr);
+    ring->users = blocked_side(lp.train, item_counts, lp.item_bounds, "user", &ring->train);
+    ring->items = blocked_side(lp.train_t, user_counts, lp.user_bounds, "item", nullptr);
     auto split = [&](const CsrMatrix<T, Mem>& M, std::vector<CsrMatrix<T, Mem>>& out) {
       if (M.nnz() == 0) return;
       out.resize(P);
@@ -456,8 +539,8 @@ std::shared_ptr<const kfactor::als::Plan<T, Mem>> prepare(const ExecutionSpace& 
     split(lp.given_test, ring->given);
     plan->users = ring->users[coll.rank()];  // the row geometry, and what record_plan reports
     plan->items = ring->items[coll.rank()];
-    ring->user_batches = ad::half_step_batch_count(plan->users, f, plan->batch_rows, plan->max_batch_bytes);
-    ring->item_batches = ad::half_step_batch_count(plan->items, f, plan->batch_rows, plan->max_batch_bytes);
+    ring->user_batches = ad::half_step_batch_count(plan->users, plan->rank, plan->batch_rows, plan->max_batch_bytes);
+    ring->item_batches = ad::half_step_batch_count(plan->items, plan->rank, plan->batch_rows, plan->max_batch_bytes);
   });
   if (layout == FactorLayout::blocked) {
     // Every rank runs as many batches as the busiest one (the shifts pair up).
@@ -475,73 +558,34 @@ std::shared_ptr<const kfactor::als::Plan<T, Mem>> prepare(const ExecutionSpace& 
   return plan;
 }
 
-template <class ExecutionSpace, class T, class Mem>
-void gather_y(const ExecutionSpace& exec, State<T, Mem>& s) {
-  if (s.layout == FactorLayout::replicated && s.coll->size() > 1)
-    s.coll->allgather_rows(exec, s.Y, s.Y_all, s.item_bounds);
-  s.y_current = true;
-}
-
-/// Blocked layout: calls visit(q, F) with F = block q of the factor whose
-/// own block is `own` (row bounds `bounds`), for q = p, p+1, .., p-1 around
-/// the ring (P - 1 shifts through s.ring_buffer). Collective.
-template <class ExecutionSpace, class T, class Mem, class Visit>
-void rotate(const ExecutionSpace& exec, State<T, Mem>& s, const DenseMatrix<T, Mem>& own,
-            const std::vector<ordinal_t>& bounds, Visit&& visit) {
-  const int P = s.coll->size(), p = s.coll->rank();
-  const std::size_t f = own.extent(1);
-  DenseMatrix<T, Mem> cur = own;
-  for (int k = 0; k < P; ++k) {
-    const int q = (p + k) % P;
-    visit(q, cur);
-    if (k + 1 == P) break;
-    const int qn = (q + 1) % P;
-    DenseMatrix<T, Mem> next(s.ring_buffer[(k + 1) % 2].data(), std::size_t(bounds[qn + 1] - bounds[qn]), f);
-    s.coll->shift_rows(exec, cur, (p + P - 1) % P, next, (p + 1) % P);
-    cur = next;
-  }
-}
-
-/// Blocked layout: one half-step of `out` (the rank's rows) from the
-/// structures S (one per block of the other factor) and the other factor's
-/// blocks rotating around the ring, batch by batch. Collective.
-template <class ExecutionSpace, class T, class Mem>
-void ring_half_step(const ExecutionSpace& exec, State<T, Mem>& s,
-                    const std::vector<kfactor::als::detail::HalfStepStructure<T, Mem>>& S,
-                    const DenseMatrix<T, Mem>& own, const std::vector<ordinal_t>& other_bounds,
-                    const DenseMatrix<T, Mem>& out, std::int64_t batches) {
-  namespace ad = kfactor::als::detail;
-  const auto& pl = *s.plan;
-  const int P = s.coll->size();
-  const int first = s.coll->rank();
-  ad::half_step_batches(exec, S[first], out, pl.rank, pl.batch_rows, pl.max_batch_bytes, &pl.workspace, batches,
-                        [&](ordinal_t g0, ordinal_t g1, const auto& A, const auto& b) {
-                          rotate(exec, s, own, other_bounds, [&](int q, const DenseMatrix<T, Mem>& F) {
-                            const ad::NormalEquationPart part{q != first, (q + 1) % P == first};
-                            ad::build_batch(exec, S[q], F, pl.rank, pl.lambda, pl.weight_nnz, g0, g1, A, b, part);
-                          });
-                        });
-}
-
 }  // namespace detail
 
 /// Collective: the local plan and the single-rank initial state (Y uniform
-/// in [0, 1/sqrt(f)) with the same counters, X zero).
+/// in [0, 1/sqrt(f)) with the same counters, X zero). UsageError when
+/// options.rank exceeds min(users, items).
 template <class ExecutionSpace, class T, class Mem>
 State<T, Mem> init(const ExecutionSpace& exec, MPI_Comm comm, const LocalProblem<T, Mem>& lp, const Options& options) {
+  options.validate();
+  if (options.rank > std::min(lp.users, lp.items))
+    throw UsageError("ALS rank " + std::to_string(options.rank) + " exceeds min(users, items) = " +
+                     std::to_string(std::min(lp.users, lp.items)));
   State<T, Mem> s;
   s.coll = std::make_shared<distributed::detail::Collectives>(comm);
   if (s.coll->size() != lp.size) throw UsageError("distributed als: problem was split for another communicator size");
   s.layout = resolve_layout(options, lp.users, lp.items, sizeof(T), lp.size);
-  s.plan = detail::prepare(exec, *s.coll, lp, options, s.layout, &s.ring);
+  s.comm = std::make_shared<detail::MpiPolicy<T, Mem>>();
+  auto& pol = *s.comm;
+  pol.coll = s.coll;
+  pol.layout = s.layout;
+  pol.user_bounds = lp.user_bounds;
+  pol.item_bounds = lp.item_bounds;
+  s.plan = detail::prepare(exec, *s.coll, lp, options, s.layout, &pol.ring);
   const int f = options.rank;
   s.seed = options.seed;
   s.users = lp.users;
   s.items = lp.items;
   s.user_begin = lp.user_begin();
   s.item_begin = lp.item_begin();
-  s.user_bounds = lp.user_bounds;
-  s.item_bounds = lp.item_bounds;
   distributed::agree(comm, [&] {
     s.X = DenseMatrix<T, Mem>("kfactor::als::X", lp.local_users(), f);
     s.Y = DenseMatrix<T, Mem>("kfactor::als::Y", lp.local_items(), f);
@@ -552,18 +596,18 @@ State<T, Mem> init(const ExecutionSpace& exec, MPI_Comm comm, const LocalProblem
       for (int q = 0; q < lp.size; ++q)
         rows = std::max<std::size_t>({rows, std::size_t(lp.user_bounds[q + 1] - lp.user_bounds[q]),
                                       std::size_t(lp.item_bounds[q + 1] - lp.item_bounds[q])});
-      for (auto& buf : s.ring_buffer)
+      for (auto& buf : pol.ring_buffer)
         buf = DenseMatrix<T, Mem>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kfactor::als::ring_block"),
                                   lp.size > 1 ? rows : 0, f);
       const auto& pl = *s.plan;
       for (const auto* S : {&pl.users, &pl.items})
-        kfactor::als::detail::reserve_workspace(*S, f, pl.batch_rows, pl.max_batch_bytes, pl.workspace);
+        kfactor::als::detail::reserve_workspace(*S, f, pl.batch_rows, pl.max_batch_bytes, s.workspace);
     } else if (s.coll->size() > 1) {
-      s.X_all = DenseMatrix<T, Mem>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kfactor::als::X_all"), lp.users, f);
-      s.Y_all = DenseMatrix<T, Mem>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kfactor::als::Y_all"), lp.items, f);
+      pol.X_all = DenseMatrix<T, Mem>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kfactor::als::X_all"), lp.users, f);
+      pol.Y_all = DenseMatrix<T, Mem>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kfactor::als::Y_all"), lp.items, f);
     } else {
-      s.X_all = s.X;
-      s.Y_all = s.Y;
+      pol.X_all = s.X;
+      pol.Y_all = s.Y;
     }
   });
   {
@@ -576,149 +620,58 @@ State<T, Mem> init(const ExecutionSpace& exec, MPI_Comm comm, const LocalProblem
         "kfactor::als::init_y", Kokkos::MDRangePolicy<ExecutionSpace, Kokkos::Rank<2>>(exec, {0, 0}, {Y.extent(0), Y.extent(1)}),
         KOKKOS_LAMBDA(std::size_t i, std::size_t j) { Y(i, j) = rng.uniform<T>((r0 + i) * nf + j, T(0), hi); });
   }
-  detail::gather_y(exec, s);
+  pol.gather_y(exec, s.Y);
   exec.fence();
   return s;
 }
 
-/// One iteration (user half-step, gather X, item half-step, gather Y). Collective.
+/// One iteration: kfactor::als::detail::iterate with the MPI policy (user
+/// half-step, X gathered or rotated, item half-step, Y likewise). Collective.
 template <class ExecutionSpace, class T, class Mem>
 void step(const ExecutionSpace& exec, const LocalProblem<T, Mem>& lp, const Options& options, State<T, Mem>& s) {
   (void)lp;
-  (void)options;
-  const auto& p = *s.plan;
-  if (!s.y_current) detail::gather_y(exec, s);
-  // A half-step may fail on one rank (a Cholesky that is not positive
-  // definite, an allocation): agreed, so every rank throws it.
-  const MPI_Comm comm = s.coll->comm();
-  if (s.layout == FactorLayout::blocked) {
-    const auto& ring = *s.ring;
-    distributed::agree(comm, [&] { detail::ring_half_step(exec, s, ring.users, s.Y, s.item_bounds, s.X, ring.user_batches); });
-    distributed::agree(comm, [&] { detail::ring_half_step(exec, s, ring.items, s.X, s.user_bounds, s.Y, ring.item_batches); });
-    return;
-  }
-  distributed::agree(comm, [&] {
-    kfactor::als::detail::half_step(exec, p.users, s.Y_all, s.X, p.rank, p.lambda, p.weight_nnz, p.batch_rows,
-                                    p.max_batch_bytes, &p.workspace);
-  });
-  if (s.coll->size() > 1) s.coll->allgather_rows(exec, s.X, s.X_all, s.user_bounds);
-  distributed::agree(comm, [&] {
-    kfactor::als::detail::half_step(exec, p.items, s.X_all, s.Y, p.rank, p.lambda, p.weight_nnz, p.batch_rows,
-                                    p.max_batch_bytes, &p.workspace);
-  });
-  detail::gather_y(exec, s);
+  (void)options;  // the plan holds what the options decide
+  kfactor::als::detail::iterate(exec, *s.plan, s, *s.comm);
 }
 
 /// The single-rank metrics (same names and order), from per-rank sums
 /// all-reduced: identical on every rank. Collective.
 template <class ExecutionSpace, class T, class Mem>
-Metrics evaluate(const ExecutionSpace& exec, const LocalProblem<T, Mem>& lp, State<T, Mem>& s) {
-  namespace ad = kfactor::als::detail;
-  if (!s.y_current) detail::gather_y(exec, s);
+Metrics evaluate(const ExecutionSpace& exec, const LocalProblem<T, Mem>& lp, const Options& options, State<T, Mem>& s) {
+  (void)options;
   const auto& p = *s.plan;
-  // [sq, count] for train, test warm, given warm, test all, given all; then the regularizer.
-  double v[11] = {0};
-  auto acc = [&](const CsrMatrix<T, Mem>& M, const DenseMatrix<T, Mem>& Y, int at) {
-    if (M.nnz() == 0) return;
-    const auto e = rating_errors(exec, M, s.X, Y);
-    v[at] += e.rmse * e.rmse * double(e.count);
-    v[at + 1] += double(e.count);
-  };
-  auto acc_all = [&](const auto& train, const auto& test_warm, const auto& test, const auto& given_warm,
-                     const auto& given, const DenseMatrix<T, Mem>& Y) {
-    acc(train, Y, 0);
-    if (lp.test_nnz > 0) {
-      acc(test_warm, Y, 2);
-      acc(test, Y, 6);
-    }
-    if (lp.given_test_nnz > 0) {
-      acc(given_warm, Y, 4);
-      acc(given, Y, 8);
-    }
-  };
-  if (s.layout == FactorLayout::blocked) {
-    // The rank's ratings and test entries block by block, Y around the ring.
-    const auto& r = *s.ring;
-    const CsrMatrix<T, Mem> none;
-    auto at = [&](const std::vector<CsrMatrix<T, Mem>>& M, int q) -> const CsrMatrix<T, Mem>& {
-      return M.empty() ? none : M[q];
-    };
-    detail::rotate(exec, s, s.Y, s.item_bounds, [&](int q, const DenseMatrix<T, Mem>& Yq) {
-      acc_all(r.train[q], at(r.test_warm, q), at(r.test, q), at(r.given_warm, q), at(r.given, q), Yq);
-    });
-  } else {
-    acc_all(lp.train, p.test_warm, lp.test, p.given_test_warm, lp.given_test, s.Y_all);
-  }
-  v[10] = ad::weighted_norm2(exec, s.X, p.user_count, p.weight_nnz) +
-          ad::weighted_norm2(exec, s.Y, p.item_count, p.weight_nnz);
-  s.coll->allreduce_sum_host(v, 11);
-  auto rmse = [&](int at) { return v[at + 1] > 0 ? std::sqrt(v[at] / v[at + 1]) : 0.0; };
-  Metrics m;
-  if (lp.test_nnz > 0) m.set("test_rmse", rmse(2));
-  if (lp.given_test_nnz > 0) m.set("given_test_rmse", rmse(4));
-  m.set("train_rmse", rmse(0));
-  m.set("loss", v[0] + double(p.lambda) * v[10]);
-  if (lp.test_nnz > 0) {
-    m.set("test_rmse_all", rmse(6));
-    m.set("test_cold_fraction", 1.0 - v[3] / double(lp.test_nnz));
-  }
-  if (lp.given_test_nnz > 0) {
-    m.set("given_test_rmse_all", rmse(8));
-    m.set("given_test_cold_fraction", 1.0 - v[5] / double(lp.given_test_nnz));
-  }
-  return m;
+  const kfactor::als::detail::EvaluationSets<T, Mem> sets{&lp.train, &p.test_warm, &lp.test, &p.given_test_warm,
+                                                          &lp.given_test};
+  return kfactor::als::detail::metrics(exec, p, s, sets, lp.test_nnz, lp.given_test_nnz, *s.comm);
 }
 
-/// Continues `state` to options.max_iterations (collective; the observer runs
-/// on every rank with identical metrics). Report as kfactor::als::solve's,
+/// Continues `state` until options.stop (collective; the observer runs on
+/// every rank with identical metrics). Report as kfactor::als::resume's,
 /// plus timings communication / compute and info mpi_ranks,
-/// model_bytes_per_iteration.
+/// factor_layout, distribution, model_bytes_per_iteration,
+/// gathered_bytes_per_iteration.
 template <class ExecutionSpace, class T, class Mem>
-Result<T, Mem> solve(const ExecutionSpace& exec, const LocalProblem<T, Mem>& lp, const Options& options,
-                     State<T, Mem>& state, const Observer& observer = {}) {
-  options.validate();
-  if (!state.plan || !state.coll) throw UsageError("distributed als::solve: state has no plan (make it with init)");
-  if (state.X.extent(1) != std::size_t(options.rank))
-    throw UsageError("distributed als::solve: state rank differs from options.rank");
-  const auto t0 = std::chrono::steady_clock::now();
-  Result<T, Mem> res;
+Report resume(const ExecutionSpace& exec, const LocalProblem<T, Mem>& lp, const Options& options, State<T, Mem>& state,
+              const Observer& observer = {}) {
+  if (!state.coll) throw UsageError("distributed als: state has no communicator (make it with init)");
   auto& s = state;
-  const std::string primary = lp.test_nnz > 0 ? "test_rmse" : lp.given_test_nnz > 0 ? "given_test_rmse" : "train_rmse";
-  double loop_seconds = 0.0, step_seconds = 0.0;
   const int first_iteration = s.iteration;
   const auto before = s.coll->stats;
   double comm_in_steps = 0.0;
-  StopRule rule{options.max_iterations, options.tolerance};
-  const StopReason why = run_solver_loop(
-      s.iteration, s.history, rule, primary, observer,
+  const kfactor::als::detail::RunShape shape{lp.users,    lp.items,      lp.nnz,       lp.test_nnz,
+                                             lp.given_test_nnz, lp.test_fraction, lp.split_seed};
+  Report r = kfactor::als::detail::run<ExecutionSpace>(
+      options, s, shape, observer,
       [&] {
-        const auto ts = std::chrono::steady_clock::now();
         const double c0 = s.coll->stats.seconds;
         step(exec, lp, options, s);
         exec.fence();
-        step_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - ts).count();
         comm_in_steps += s.coll->stats.seconds - c0;
       },
-      [&] { return evaluate(exec, lp, s); }, [](const Metrics&) { return false; }, &loop_seconds);
+      [&] { return evaluate(exec, lp, options, s); });
   const auto after = s.coll->stats;
-  Report& r = res.report;
-  r.command = "als";
-  r.backend = backend_name<ExecutionSpace>();
-  r.precision = sizeof(T) == 4 ? "float" : "double";
-  r.rows = lp.users;
-  r.cols = lp.items;
-  r.nnz = lp.nnz;
-  r.rank = options.rank;
-  r.iterations = s.iteration;
-  r.stop_reason = to_string(why);
-  r.metrics = s.history.size() > 0 ? s.history.last() : evaluate(exec, lp, s);
-  r.history = s.history;
-  r.timings.set("preprocess", s.plan->preprocess_seconds);
-  r.timings.set("autotune", s.plan->autotune_seconds);
-  r.timings.set("iterations", step_seconds);
   r.timings.set("communication", comm_in_steps);
-  r.timings.set("compute", step_seconds - comm_in_steps);
-  r.info = s.plan->info;
+  r.timings.set("compute", r.timings.get("iterations") - comm_in_steps);
   r.info["mpi_ranks"] = std::to_string(lp.size);
   r.info["factor_layout"] = to_string(s.layout);
   r.info["distribution"] = s.layout == FactorLayout::blocked
@@ -727,28 +680,19 @@ Result<T, Mem> solve(const ExecutionSpace& exec, const LocalProblem<T, Mem>& lp,
                                : "rows of R and X, rows of R^T and Y per rank, nnz-balanced; X and Y all-gathered";
   const int its = s.iteration - first_iteration;
   if (its > 0) {
-    r.timings.set("per_iteration", step_seconds / its);
-    r.info["gflops"] = kfactor::als::detail::fmt(kfactor::als::flops_per_iteration(r.nnz, options.rank) * its /
-                                                 step_seconds / 1e9);
     r.info["model_bytes_per_iteration"] = std::to_string(static_cast<std::int64_t>(s.iteration_volume().bytes));
     r.info["gathered_bytes_per_iteration"] = std::to_string((after.bytes_in - before.bytes_in) / its);
   }
-  if (first_iteration > 0) r.info["continued_from"] = std::to_string(first_iteration);
-  r.info["split"] = lp.test_nnz > 0 ? "fraction " + kfactor::als::detail::fmt(lp.test_fraction) + ", seed " +
-                                          std::to_string(lp.split_seed)
-                                    : "none";
-  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  res.state = s;
-  return res;
+  return r;
 }
 
-/// Fresh distributed solve: init, then the loop above. Collective.
+/// Fresh distributed solve: init, then resume. Collective.
 template <class ExecutionSpace, class T, class Mem>
-Result<T, Mem> solve(const ExecutionSpace& exec, MPI_Comm comm, const LocalProblem<T, Mem>& lp, const Options& options,
-                     const Observer& observer = {}) {
+Result<State<T, Mem>> solve(const ExecutionSpace& exec, MPI_Comm comm, const LocalProblem<T, Mem>& lp,
+                            const Options& options, const Observer& observer = {}) {
   const auto t0 = std::chrono::steady_clock::now();
-  auto state = init(exec, comm, lp, options);
-  auto res = solve(exec, lp, options, state, observer);
+  Result<State<T, Mem>> res{init(exec, comm, lp, options), {}};
+  res.report = resume(exec, lp, options, res.state, observer);
   res.report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return res;
 }
@@ -756,12 +700,12 @@ Result<T, Mem> solve(const ExecutionSpace& exec, MPI_Comm comm, const LocalProbl
 /// The full X (m x f) on every rank. Collective.
 template <class ExecutionSpace, class T, class Mem>
 DenseMatrix<T, Mem> gather_X(const ExecutionSpace& exec, State<T, Mem>& s) {
-  return s.coll->allgather_rows(exec, s.X, s.user_bounds, "kfactor::als::X_full");
+  return s.coll->allgather_rows(exec, s.X, s.comm->user_bounds, "kfactor::als::X_full");
 }
 /// The full Y (n x f) on every rank. Collective.
 template <class ExecutionSpace, class T, class Mem>
 DenseMatrix<T, Mem> gather_Y(const ExecutionSpace& exec, State<T, Mem>& s) {
-  return s.coll->allgather_rows(exec, s.Y, s.item_bounds, "kfactor::als::Y_full");
+  return s.coll->allgather_rows(exec, s.Y, s.comm->item_bounds, "kfactor::als::Y_full");
 }
 
 /// X and Y whole on rank `root` (host memory; empty on the other ranks),
@@ -770,7 +714,8 @@ DenseMatrix<T, Mem> gather_Y(const ExecutionSpace& exec, State<T, Mem>& s) {
 template <class ExecutionSpace, class T, class Mem>
 std::pair<Kokkos::View<T**, Kokkos::LayoutRight, Kokkos::HostSpace>, Kokkos::View<T**, Kokkos::LayoutRight, Kokkos::HostSpace>>
 gather_factors_to(const ExecutionSpace& exec, State<T, Mem>& s, int root) {
-  return {s.coll->gather_rows_to(exec, s.X, s.user_bounds, root), s.coll->gather_rows_to(exec, s.Y, s.item_bounds, root)};
+  return {s.coll->gather_rows_to(exec, s.X, s.comm->user_bounds, root),
+          s.coll->gather_rows_to(exec, s.Y, s.comm->item_bounds, root)};
 }
 
 }  // namespace kfactor::distributed::als
@@ -782,10 +727,14 @@ gather_factors_to(const ExecutionSpace& exec, State<T, Mem>& s, int root) {
       const S&, MPI_Comm, const kfactor::als::Problem<T, S::memory_space>&);                                       \
   EXTERN template State<T, S::memory_space> init<S, T, S::memory_space>(                                           \
       const S&, MPI_Comm, const LocalProblem<T, S::memory_space>&, const Options&);                                \
-  EXTERN template Result<T, S::memory_space> solve<S, T, S::memory_space>(                                         \
-      const S&, const LocalProblem<T, S::memory_space>&, const Options&, State<T, S::memory_space>&,               \
-      const Observer&);                                                                                            \
-  EXTERN template Result<T, S::memory_space> solve<S, T, S::memory_space>(                                         \
+  EXTERN template void step<S, T, S::memory_space>(const S&, const LocalProblem<T, S::memory_space>&,              \
+                                                   const Options&, State<T, S::memory_space>&);                    \
+  EXTERN template Metrics evaluate<S, T, S::memory_space>(const S&, const LocalProblem<T, S::memory_space>&,       \
+                                                          const Options&, State<T, S::memory_space>&);             \
+  EXTERN template Report resume<S, T, S::memory_space>(const S&, const LocalProblem<T, S::memory_space>&,          \
+                                                       const Options&, State<T, S::memory_space>&,                 \
+                                                       const Observer&);                                           \
+  EXTERN template Result<State<T, S::memory_space>> solve<S, T, S::memory_space>(                                  \
       const S&, MPI_Comm, const LocalProblem<T, S::memory_space>&, const Options&, const Observer&);               \
   EXTERN template DenseMatrix<T, S::memory_space> gather_X<S, T, S::memory_space>(const S&,                        \
                                                                                   State<T, S::memory_space>&);     \
