@@ -6,39 +6,90 @@
 #include <kfactor/core/report.hpp>
 #include <kfactor/core/solver.hpp>
 
+#include <kfactor/config.hpp>
+
 #include <CLI/CLI.hpp>
+
+#if defined(KFACTOR_HAVE_MPI)
+#include <mpi.h>
+#endif
 
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace kfactor::cli {
 
+/// How a command prints its result; every subcommand takes these.
+struct OutputOptions {
+  bool json = false;   ///< exactly one JSON object on stdout, at the end
+  bool quiet = false;  ///< no progress lines
+};
+
+/// Adds --json and -q,--quiet to `cmd`: the one place that defines the
+/// output flags, so that every subcommand spells and means them alike.
+void add_output_options(CLI::App& cmd, OutputOptions& o);
+
 /// Options every factorization command takes.
-struct CommonOptions {
+struct CommonOptions : OutputOptions {
   std::string input;
   std::string format = "auto";
   std::string output;  ///< prefix for factor files; empty writes none
   int rank = 10;
   int iters = 100;
   std::uint64_t seed = 42;
-  bool json = false;
-  bool quiet = false;
   std::string precision = "double";
 };
 
-/// Adds --input --format --rank --iters --seed --output --json --quiet
-/// --precision to `cmd` with the given defaults.
+/// Adds --input --format --rank --iters --seed --output --precision and the
+/// output options (add_output_options) to `cmd` with the given defaults.
 void add_common_options(CLI::App& cmd, CommonOptions& o, bool input_required = true);
 
-/// Observer printing one progress line per iteration (to stdout, or stderr
-/// under --json so stdout carries only the JSON); silent with --quiet.
-/// `every` thins the lines for long runs.
-Observer progress_printer(const CommonOptions& o, int every = 1);
+/// The command's observer: prints one progress line per iteration (to
+/// stdout, or stderr under --json so stdout carries only the JSON; none with
+/// --quiet; `every` thins the lines for long runs), and asks the solver to
+/// stop once SIGINT or SIGTERM arrived (see interrupt_observer), so that the
+/// command still writes its final checkpoint and report.
+Observer progress_printer(const OutputOptions& o, int every = 1);
+
+#if defined(KFACTOR_HAVE_MPI)
+/// progress_printer for a run over the ranks of `comm`; every rank calls it
+/// and every rank's solver calls it at every iteration (it is collective):
+/// rank 0 prints, and all ranks stop together once any rank got SIGINT or
+/// SIGTERM (a stop seen by one rank alone would leave the others waiting in
+/// the next iteration's collectives).
+Observer progress_printer(const OutputOptions& o, int every, MPI_Comm comm);
+#endif
 
 /// Prints the final report: human summary, or exactly one JSON object.
-void print_report(const CommonOptions& o, const Report& r);
+void print_report(const OutputOptions& o, const Report& r);
+
+/// Makes SIGINT and SIGTERM set a flag instead of ending the process (main()
+/// calls it once, before the command runs).
+void install_interrupt_handlers();
+
+/// The signal that arrived since install_interrupt_handlers(), 0 if none.
+int interrupt_signal();
+
+/// Observer that returns stop once interrupt_signal() is set; independent of
+/// any solver, chained into every command's observer by progress_printer.
+Observer interrupt_observer();
+
+/// The parsed command line of `command` as (name, text) pairs: the
+/// subcommand first, then every option by its long name with the text it
+/// was given (its default's text when absent, "" when it has none). Files that each rank reads itself (--input,
+/// --test-input) are left out: ranks may read node-local copies, and the
+/// commands compare what they read by checksum.
+std::vector<std::pair<std::string, std::string>> canonical_command_line(const CLI::App& command);
+
+#if defined(KFACTOR_HAVE_MPI)
+/// Collective over `comm`: throws InputError (exit 3) on every rank unless
+/// every rank holds the same canonical command line; the message names the
+/// first option that differs and the two values.
+void agree_command_line(MPI_Comm comm, const std::vector<std::pair<std::string, std::string>>& line);
+#endif
 
 /// One registered subcommand.
 struct Command {

@@ -9,9 +9,11 @@
 
 #include <Kokkos_Core.hpp>
 
+#include <charconv>
 #include <cstdio>
 #include <exception>
 #include <new>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -29,6 +31,41 @@ std::string version_text() {
   return "kfactor " + b.version + " (Kokkos " + b.kokkos_version + "; spaces " + b.execution_spaces +
          "; default " + b.default_space + "; Kokkos Kernels " + yn(b.kokkos_kernels) + ", CBLAS " + yn(b.cblas) +
          ", MPI " + yn(b.mpi) + ", HDF5 " + yn(b.hdf5) + ")";
+}
+
+/// Kokkos' integer options, with the values kfactor accepts: Kokkos aborts
+/// (or OpenMP exhausts memory on thread stacks) on 0, negative or absurd
+/// values, so they are refused before Kokkos::initialize with exit 2.
+struct KokkosIntOption {
+  std::string_view name;
+  long long lo, hi;
+};
+// 1024 threads is more than any node's hardware threads today; a device id
+// past 1023 is a typo (Kokkos itself checks the id against the devices present).
+constexpr KokkosIntOption kokkos_int_options[] = {{"--kokkos-num-threads", 1, 1024},
+                                                  {"--kokkos-device-id", 0, 1023}};
+
+/// Throws UsageError naming the option and its allowed range when a
+/// --kokkos-* argument is out of range or malformed.
+void check_kokkos_argument(std::string_view arg) {
+  const auto eq = arg.find('=');
+  const std::string_view name = arg.substr(0, eq);
+  for (const auto& o : kokkos_int_options) {
+    if (name != o.name) continue;
+    const std::string range = std::string(o.name) + " must be an integer in [" + std::to_string(o.lo) + ", " +
+                              std::to_string(o.hi) + "]";
+    if (eq == std::string_view::npos) throw kfactor::UsageError(range + ", given as " + std::string(o.name) + "=N");
+    const std::string_view text = arg.substr(eq + 1);
+    long long v = 0;
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+    if (ec != std::errc{} || end != text.data() + text.size() || v < o.lo || v > o.hi)
+      throw kfactor::UsageError(range + ", got '" + std::string(text) + "'");
+  }
+  if (name == "--kokkos-map-device-id-by") {
+    const std::string_view v = eq == std::string_view::npos ? std::string_view{} : arg.substr(eq + 1);
+    if (v != "mpi_rank" && v != "random")
+      throw kfactor::UsageError("--kokkos-map-device-id-by must be mpi_rank or random, got '" + std::string(v) + "'");
+  }
 }
 
 }  // namespace
@@ -60,8 +97,18 @@ int main(int argc, char** argv) {
     const int code = app.exit(e);
     return code == 0 ? 0 : 2;
   }
+  [[maybe_unused]] CLI::App* command = nullptr;
   for (auto& [sub, act] : actions)
-    if (sub->parsed()) action = act;
+    if (sub->parsed()) {
+      action = act;
+      command = sub;
+    }
+  try {
+    for (std::size_t i = 1; i < kokkos_args.size() - 1; ++i) check_kokkos_argument(kokkos_args[i]);
+  } catch (const kfactor::UsageError& e) {
+    std::fprintf(stderr, "kfactor: error: %s\n", e.what());
+    return e.exit_code();
+  }
 
   int code = 0;
   [[maybe_unused]] int world = 1;
@@ -72,6 +119,18 @@ int main(int argc, char** argv) {
   if (!mpi_initialized) MPI_Init(nullptr, nullptr);
   MPI_Comm_size(MPI_COMM_WORLD, &world);
   MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
+  // Ranks that run different command lines (--distributed or --checkpoint on
+  // one rank only, another subcommand) would enter different collectives and
+  // hang: settle the whole command line first, by option name.
+  if (world > 1) {
+    try {
+      kfactor::cli::agree_command_line(MPI_COMM_WORLD, kfactor::cli::canonical_command_line(*command));
+    } catch (const kfactor::Error& e) {
+      if (world_rank == 0) std::fprintf(stderr, "kfactor: error: %s\n", e.what());
+      MPI_Finalize();
+      return e.exit_code();
+    }
+  }
 #endif
   // An error every rank throws alike (distributed::agree, require_same) is
   // printed by rank 0 only, and every rank ends normally with its code.
@@ -93,6 +152,7 @@ int main(int argc, char** argv) {
 #endif
     return 4;
   }
+  kfactor::cli::install_interrupt_handlers();
   try {
     action();
   } catch (const kfactor::Error& e) {
@@ -116,6 +176,9 @@ int main(int argc, char** argv) {
     MPI_Abort(MPI_COMM_WORLD, code);
   }
 #endif
+  // Interrupted: the command stopped at its next iteration and wrote its
+  // final checkpoint and report; the exit code tells the caller which signal.
+  if (code == 0 && kfactor::cli::interrupt_signal() != 0) code = 128 + kfactor::cli::interrupt_signal();
   Kokkos::finalize();
 #if defined(KFACTOR_HAVE_MPI)
   MPI_Finalize();

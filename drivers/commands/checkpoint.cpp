@@ -14,9 +14,8 @@
 namespace kfactor::cli {
 namespace {
 
-struct InfoOptions {
+struct InfoOptions : OutputOptions {
   std::string file;
-  bool json = false;
   bool no_verify = false;
 };
 
@@ -51,7 +50,7 @@ const Registrar checkpoint_info_command{Command{
     [](CLI::App& cmd) -> std::function<void()> {
       auto o = std::make_shared<InfoOptions>();
       cmd.add_option("file", o->file, "checkpoint file (HDF5)")->required();
-      cmd.add_flag("--json", o->json, "print one JSON object");
+      add_output_options(cmd, *o);
       cmd.add_flag("--no-verify", o->no_verify, "skip reading the datasets to verify their checksums");
       return [o] {
         const auto info = inspect_checkpoint(o->file, !o->no_verify);

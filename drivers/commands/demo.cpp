@@ -11,9 +11,8 @@
 namespace kfactor::cli {
 namespace {
 
-struct DemoOptions {
+struct DemoOptions : OutputOptions {
   std::uint64_t seed = 42;
-  bool json = false;
   std::vector<std::string> only;
 };
 
@@ -23,13 +22,16 @@ const Registrar demo_command{Command{
       auto o = std::make_shared<DemoOptions>();
       cmd.add_option("--seed", o->seed, "random seed")->capture_default_str();
       cmd.add_option("--only", o->only, "run only these solvers");
-      cmd.add_flag("--json", o->json, "print one JSON array of reports");
+      add_output_options(cmd, *o);
       return [o] {
+        // --json: one object like every command's, the solvers' own reports in "demos".
         nlohmann::json all = nlohmann::json::array();
+        double seconds = 0;
         if (!o->json) std::printf("%-8s %-10s %16s %-16s %10s\n", "solver", "backend", "problem", "metric", "seconds");
         for (const auto& demo : demo_registry()) {
           if (!o->only.empty() && std::find(o->only.begin(), o->only.end(), demo.name) == o->only.end()) continue;
           const Report r = demo.run(o->seed);
+          seconds += r.seconds;
           if (o->json) {
             all.push_back(to_json(r));
             continue;
@@ -40,7 +42,9 @@ const Registrar demo_command{Command{
                       r.backend.c_str(), shape.c_str(), m.first.c_str(), r.seconds, m.first.c_str(), m.second,
                       r.iterations);
         }
-        if (o->json) std::cout << all.dump() << std::endl;
+        if (o->json)
+          std::cout << nlohmann::json{{"command", "demo"}, {"seed", o->seed}, {"seconds", seconds}, {"demos", all}}.dump()
+                    << std::endl;
       };
     }}};
 

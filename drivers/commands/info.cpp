@@ -13,13 +13,12 @@
 namespace kfactor::cli {
 namespace {
 
-struct InfoOptions {
+struct InfoOptions : OutputOptions {
   std::string input;
   std::string format = "auto";
   std::string duplicates = "auto";
   bool symmetrize = false;
   bool one_based = false;
-  bool json = false;
 };
 
 Report info_report(const InfoOptions& o) {
@@ -84,7 +83,7 @@ const Registrar info_command{Command{
           ->capture_default_str();
       cmd.add_flag("--symmetrize", o->symmetrize, "edge lists: add (v, u) for every edge (u, v)");
       cmd.add_flag("--one-based", o->one_based, "edge lists: ids start at 1");
-      cmd.add_flag("--json", o->json, "print exactly one JSON object on stdout");
+      add_output_options(cmd, *o);
       return [o] {
         const Report r = info_report(*o);
         if (o->json) {

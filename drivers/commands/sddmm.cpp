@@ -3,12 +3,13 @@
 
 #include <kfactor/core/convert.hpp>
 #include <kfactor/core/error.hpp>
-#include <kfactor/core/random.hpp>
 #include <kfactor/core/spaces.hpp>
+#include <kfactor/core/timing.hpp>
 #include <kfactor/io/checkpoint.hpp>
 #include <kfactor/io/read.hpp>
-#include <kfactor/io/write.hpp>
+#include <kfactor/io/sddmm_output.hpp>
 #include <kfactor/sddmm/generate.hpp>
+#include <kfactor/sddmm/planted.hpp>
 #include <kfactor/sddmm/sddmm.hpp>
 
 #include <algorithm>
@@ -43,6 +44,10 @@ CooMatrix<double> read_sddmm_input(const std::string& path, const std::string& f
   return io::read_matrix<double>(path, io::parse_format(format));
 }
 
+/// Untimed runs before the timed ones: the first builds caches and pages in
+/// the inputs.
+constexpr int warmup_runs = 3;
+
 struct SddmmCliOptions {
   CommonOptions common;
   int reps = 20;
@@ -59,64 +64,6 @@ struct SddmmCliOptions {
   bool distributed = false;  ///< under mpiexec: S's columns split over the ranks
   std::string column_split = "balanced";  ///< with --distributed: balanced|timed|equal
 };
-
-/// Writes P (values in S's CSR order) at S's pattern as Matrix Market
-/// coordinate, 1-based, row by row.
-template <class T, class V>
-void write_sddmm_output(const std::string& path, const CsrMatrix<T, Mem>& S, const V& values_in_csr_order,
-                        const std::string& comment) {
-  auto rm = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, S.row_map);
-  auto en = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, S.entries);
-  CooMatrix<T> P;
-  P.num_rows = S.num_rows();
-  P.num_cols = S.num_cols;
-  P.rows.reserve(S.nnz());
-  P.cols.reserve(S.nnz());
-  P.values.reserve(S.nnz());
-  for (ordinal_t r = 0; r < S.num_rows(); ++r)
-    for (auto e = rm(r); e < rm(r + 1); ++e) {
-      P.rows.push_back(r);
-      P.cols.push_back(en(e));
-      P.values.push_back(values_in_csr_order[e]);
-    }
-  io::write_matrix_market(path, P, comment);
-}
-
-/// The random A and B of a run (from --seed, as the TI inputs): the same on
-/// every rank and in the single-rank run.
-template <class TI>
-std::pair<DenseMatrix<TI, Mem>, DenseMatrix<TI, Mem>> make_factors(const Space& exec, std::int64_t m, std::int64_t n,
-                                                                    int K, std::uint64_t seed) {
-  using Acc = detail::sddmm_acc_t<TI>;
-  const double gib = double(m + n) * K * double(sizeof(Acc) + sizeof(TI)) / double(1ull << 30);
-  DenseMatrix<Acc, Mem> A0, B0;
-  try {
-    A0 = DenseMatrix<Acc, Mem>("A0", m, K);
-    B0 = DenseMatrix<Acc, Mem>("B0", n, K);
-  } catch (const std::exception& e) {
-    throw RuntimeFailure("sddmm: cannot allocate A (" + std::to_string(m) + " x " + std::to_string(K) + ") and B (" +
-                         std::to_string(n) + " x " + std::to_string(K) + "), about " + std::to_string(gib) +
-                         " GiB with their staging copies; lower --rank: " + e.what());
-  }
-  fill_uniform(exec, A0, seed, RngStream::factor_w, Acc(-1), Acc(1));
-  fill_uniform(exec, B0, seed, RngStream::factor_h, Acc(-1), Acc(1));
-  DenseMatrix<TI, Mem> A, B;
-  try {
-    A = DenseMatrix<TI, Mem>("A", m, K);
-    B = DenseMatrix<TI, Mem>("B", n, K);
-  } catch (const std::exception& e) {
-    throw RuntimeFailure("sddmm: cannot allocate A (" + std::to_string(m) + " x " + std::to_string(K) + ") and B (" +
-                         std::to_string(n) + " x " + std::to_string(K) + "), about " + std::to_string(gib) +
-                         " GiB with their staging copies; lower --rank: " + e.what());
-  }
-  Kokkos::parallel_for(
-      "cast", Kokkos::MDRangePolicy<Space, Kokkos::Rank<2>>(exec, {0, 0}, {A.extent(0), A.extent(1)}),
-      KOKKOS_LAMBDA(std::size_t i, std::size_t k) { A(i, k) = static_cast<TI>(A0(i, k)); });
-  Kokkos::parallel_for(
-      "cast", Kokkos::MDRangePolicy<Space, Kokkos::Rank<2>>(exec, {0, 0}, {B.extent(0), B.extent(1)}),
-      KOKKOS_LAMBDA(std::size_t i, std::size_t k) { B(i, k) = static_cast<TI>(B0(i, k)); });
-  return {A, B};
-}
 
 /// The plan options the command line asks for.
 SddmmOptions plan_options(const SddmmCliOptions& o) {
@@ -151,7 +98,7 @@ Report run_sddmm(const SddmmCliOptions& o, const CooMatrix<double>& coo) {
   r.nnz = static_cast<std::int64_t>(S.nnz());
   r.rank = K;
 
-  const auto factors = make_factors<TI>(exec, S.num_rows(), S.num_cols, K, o.common.seed);
+  const auto factors = sddmm_random_factors<TI>(exec, S.num_rows(), S.num_cols, K, o.common.seed);
   const auto& A = factors.first;
   const auto& B = factors.second;
   SddmmOptions opt = plan_options(o);
@@ -165,20 +112,10 @@ Report run_sddmm(const SddmmCliOptions& o, const CooMatrix<double>& coo) {
   }
   SddmmPlan<Space, T, TI> plan(exec, S, K, opt);
   Kokkos::View<T*, Mem> out("out", S.nnz());
-  auto apply = [&] { plan(exec, A, B, out); };
-  for (int w = 0; w < 3; ++w) apply();
-  exec.fence();
-  std::vector<double> times;
-  for (int rep = 0; rep < std::max(o.reps, 1); ++rep) {
-    const auto t0 = std::chrono::steady_clock::now();
-    apply();
-    exec.fence();
-    times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-  }
-  std::sort(times.begin(), times.end());
-  const double t = times[times.size() / 2];
+  const auto times = time_runs(exec, o.reps, warmup_runs, [&] { plan(exec, A, B, out); });
+  const double t = times.median;
   const double flops = 2.0 * double(S.nnz()) * K;
-  r.iterations = static_cast<int>(times.size());
+  r.iterations = static_cast<int>(times.samples.size());
   r.seconds = t;
   r.metrics.set("gflops", t > 0 ? flops / t * 1e-9 : 0.0);
   r.metrics.set("apply_seconds", t);
@@ -208,7 +145,7 @@ Report run_sddmm(const SddmmCliOptions& o, const CooMatrix<double>& coo) {
   r.info["options"] = sddmm_options_string(opt);
   if (!o.output.empty()) {
     auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, out);
-    write_sddmm_output(o.output, S, h, "kfactor sddmm: P = S o (A B^T), K = " + std::to_string(K));
+    io::write_sddmm_output(o.output, S, h, "kfactor sddmm: P = S o (A B^T), K = " + std::to_string(K));
     r.info["output"] = o.output;
   }
   return r;
@@ -252,7 +189,7 @@ std::optional<Report> run_sddmm_distributed(const SddmmCliOptions& o, const CooM
   Setup setup = distributed::agree(comm, [&] {
     Setup s;
     s.opt = plan_options(o);
-    s.factors = make_factors<TI>(exec, S.num_rows(), S.num_cols, K, o.common.seed);
+    s.factors = sddmm_random_factors<TI>(exec, S.num_rows(), S.num_cols, K, o.common.seed);
     s.plan = std::make_unique<RankPlan>(exec, comm, S, K, s.opt, parse_column_split(o.column_split));
     return s;
   });
@@ -263,21 +200,19 @@ std::optional<Report> run_sddmm_distributed(const SddmmCliOptions& o, const CooM
   double plan_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_plan).count();
   auto B_local = Kokkos::subview(B, Kokkos::make_pair(plan->begin(), plan->end()), Kokkos::ALL);
   Kokkos::View<T*, Mem> out = distributed::agree(comm, [&] { return Kokkos::View<T*, Mem>("out", plan->local_nnz()); });
-  auto apply = [&] { plan->apply(exec, A, B_local, out); };
-  for (int w = 0; w < 3; ++w) apply();
-  exec.fence();
-  std::vector<double> times;
-  for (int rep = 0; rep < std::max(o.reps, 1); ++rep) {
-    MPI_Barrier(comm);
-    const auto t0 = std::chrono::steady_clock::now();
-    apply();
-    exec.fence();
-    double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), slowest = 0;
-    MPI_Allreduce(&t, &slowest, 1, MPI_DOUBLE, MPI_MAX, comm);
-    times.push_back(slowest);
-  }
-  std::sort(times.begin(), times.end());
-  const double t = times[times.size() / 2];
+  // Every repetition starts together and counts as its slowest rank.
+  struct SlowestRank {
+    MPI_Comm comm;
+    void start() const { MPI_Barrier(comm); }
+    double finish(double seconds) const {
+      double slowest = 0;
+      MPI_Allreduce(&seconds, &slowest, 1, MPI_DOUBLE, MPI_MAX, comm);
+      return slowest;
+    }
+  };
+  const auto times =
+      time_runs(exec, o.reps, warmup_runs, [&] { plan->apply(exec, A, B_local, out); }, SlowestRank{comm});
+  const double t = times.median;
   double plan_max = 0;
   MPI_Reduce(&plan_seconds, &plan_max, 1, MPI_DOUBLE, MPI_MAX, 0, comm);
   // Per-rank balance, gathered on rank 0.
@@ -296,7 +231,7 @@ std::optional<Report> run_sddmm_distributed(const SddmmCliOptions& o, const CooM
     r.cols = S.num_cols;
     r.nnz = static_cast<std::int64_t>(S.nnz());
     r.rank = K;
-    r.iterations = static_cast<int>(times.size());
+    r.iterations = static_cast<int>(times.samples.size());
     r.seconds = t;
     const double flops = 2.0 * double(S.nnz()) * K;
     r.metrics.set("gflops", t > 0 ? flops / t * 1e-9 : 0.0);
@@ -329,7 +264,7 @@ std::optional<Report> run_sddmm_distributed(const SddmmCliOptions& o, const CooM
     // Only rank 0 writes: a failure here is this rank's alone (main() then
     // ends the job).
     if (!o.output.empty()) {
-      write_sddmm_output(o.output, S, P,
+      io::write_sddmm_output(o.output, S, P,
                          "kfactor sddmm --distributed (" + std::to_string(size) + " ranks): P = S o (A B^T), K = " +
                              std::to_string(K));
       r.info["output"] = o.output;
@@ -394,7 +329,9 @@ const Registrar sddmm_command{Command{
       cmd.add_option("--precision", o->common.precision, "float|double|bf16|fp16 (bf16/fp16: A and B stored so)")
           ->capture_default_str()
           ->check(CLI::IsMember({"float", "double", "bf16", "fp16"}));
-      cmd.add_option("--reps", o->reps, "timed repetitions (median reported) after 3 warm-ups")->capture_default_str();
+      cmd.add_option("--reps", o->reps, "timed repetitions (median reported) after 3 warm-ups")
+          ->capture_default_str()
+          ->check(CLI::Range(1, 1000000));
       cmd.add_option("--seed", o->common.seed, "seed of the random A and B")->capture_default_str();
       cmd.add_flag("--autotune", o->autotune, "search around the model's configuration first");
       cmd.add_option("--tune-cache", o->tune_cache, "autotune cache file (appended)");
@@ -415,7 +352,7 @@ const Registrar sddmm_command{Command{
       cmd.add_option("--rows", o->rows, "generated rows")->capture_default_str();
       cmd.add_option("--cols", o->cols, "generated columns")->capture_default_str();
       cmd.add_option("--nnz", o->nnz, "generated nonzeros")->capture_default_str();
-      cmd.add_flag("--json", o->common.json, "print exactly one JSON report");
+      add_output_options(cmd, o->common);
       cmd.add_option("-o,--output", o->output, "write P (S's pattern, the product's values) as Matrix Market");
       cmd.add_flag("--distributed", o->distributed,
                    "under mpiexec: split S's columns over the ranks (balanced by nonzeros); rank 0 reports");

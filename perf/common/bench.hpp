@@ -4,12 +4,12 @@
 // Report schema, so perf/plot.py reads every benchmark the same way.
 #include <kfactor/core/build_info.hpp>
 #include <kfactor/core/report.hpp>
+#include <kfactor/core/timing.hpp>
 #include <kfactor/io/report_json.hpp>
 
 #include <Kokkos_Core.hpp>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -17,6 +17,7 @@
 #include <string>
 #include <thread>
 #include <type_traits>
+#include <utility>
 #include <unistd.h>
 #include <vector>
 
@@ -32,21 +33,11 @@ inline std::vector<std::string> split(const std::string& s, char sep = ',') {
   return out;
 }
 
-/// Median wall time in seconds of `fn` over `reps` runs after `warmup` runs;
-/// `exec` is fenced around every run.
+/// Median wall time in seconds of `fn` over `reps` runs after `warmup` runs
+/// (core/timing.hpp's time_runs: `exec` fenced around every run).
 template <class ExecutionSpace, class Fn>
 double median_seconds(const ExecutionSpace& exec, Fn&& fn, int reps = 20, int warmup = 3) {
-  for (int i = 0; i < warmup; ++i) fn();
-  exec.fence();
-  std::vector<double> t;
-  for (int i = 0; i < reps; ++i) {
-    const auto t0 = std::chrono::steady_clock::now();
-    fn();
-    exec.fence();
-    t.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-  }
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
+  return time_runs(exec, reps, warmup, std::forward<Fn>(fn)).median;
 }
 
 #if defined(KOKKOS_ENABLE_CUDA)

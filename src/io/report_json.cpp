@@ -20,7 +20,11 @@ nlohmann::json to_json(const Report& r) {
   j["iterations"] = r.iterations;
   j["seconds"] = r.seconds;
   if (!r.stop_reason.empty()) j["stop_reason"] = r.stop_reason;
-  for (const auto& [name, value] : r.metrics.items) j[name] = number(value);
+  // A metric named like a field of the record (bmf's "precision") must not
+  // replace the field's value and type: it stays in `history` only.
+  for (const auto& [name, value] : r.metrics.items)
+    if (!j.contains(name) && name != "stop_reason" && name != "timings" && name != "info" && name != "history")
+      j[name] = number(value);
   auto& t = j["timings"] = nlohmann::json::object();
   for (const auto& [name, value] : r.timings.items) t[name] = number(value);
   j["info"] = r.info;

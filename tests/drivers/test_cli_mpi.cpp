@@ -8,6 +8,9 @@
 // - Ranks given different inputs: every rank exits 3, "ranks disagree".
 // - A failure only rank 0 sees (its --output cannot be written) while the
 //   others wait for it: the job ends (nonzero exit, MPI_Abort), no hang.
+// - Ranks whose command lines differ (--distributed or --checkpoint on one
+//   rank, other --checkpoint paths, another subcommand, another value):
+//   every rank exits 3 before any collective, naming the option once.
 // - P = 1..4 (a subset for the variants, and for the timed and equal column
 //   splits): the gathered product equals the single-rank command's output
 //   (bitwise with the reference kernel, to rounding with the tuned one), and
@@ -95,6 +98,30 @@ Run mpirun(const TempDir& dir, int P, const std::string& input, const std::strin
                           quote(wrapper) + " sh " + quote(kfactor_bin()) + " " + quote(input) + " " +
                           std::to_string(odd_rank) + " " + quote(odd_input.empty() ? input : odd_input) + " " +
                           quote(args) + " " + quote(codes) + " >" + quote(out) + " 2>" + quote(err);
+  Run r;
+  r.code = status_code(std::system(cmd.c_str()));
+  r.out = slurp(out);
+  r.err = slurp(err);
+  std::istringstream c(slurp(codes));
+  int rank = 0, code = 0;
+  while (c >> rank >> code) r.rank_exit[rank] = code;
+  return r;
+}
+
+/// Runs `kfactor ARGS` on P ranks, where rank `odd_rank` runs `kfactor
+/// ODD_ARGS` instead (both already shell-quoted where needed).
+Run mpirun_lines(const TempDir& dir, int P, const std::string& args, int odd_rank, const std::string& odd_args) {
+  static int serial = 0;
+  const std::string tag = "l" + std::to_string(serial++);
+  const std::string out = dir.file("out" + tag), err = dir.file("err" + tag), codes = dir.file("codes" + tag);
+  const std::string wrapper =
+      "r=${OMPI_COMM_WORLD_RANK:-${PMIX_RANK:-${PMI_RANK:-0}}}; a=\"$2\"; [ \"$r\" = \"$3\" ] && a=\"$4\"; "
+      "eval \"\\\"$1\\\" $a\"; c=$?; echo \"$r $c\" >>\"$5\"; exit $c";
+  const std::string cmd = "timeout -k 10 " + std::to_string(timeout_seconds) + " " + without_singleton_environment() +
+                          quote(KFACTOR_MPIEXEC) + " " + KFACTOR_MPIEXEC_NUMPROC_FLAG + " " + std::to_string(P) +
+                          " --oversubscribe sh -c " + quote(wrapper) + " sh " + quote(kfactor_bin()) + " " +
+                          quote(args) + " " + std::to_string(odd_rank) + " " + quote(odd_args) + " " + quote(codes) +
+                          " >" + quote(out) + " 2>" + quote(err);
   Run r;
   r.code = status_code(std::system(cmd.c_str()));
   r.out = slurp(out);
@@ -196,6 +223,56 @@ TEST_P(CliMpi, OneRankFailureEndsTheJob) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Ranks, CliMpi, ::testing::Values(2, 3));
+
+// Ranks whose command lines differ in what decides the collectives end with
+// exit 3 before the first collective, the message naming the option and
+// both values once; node-local copies of the input (other paths, same
+// content) are not a disagreement.
+class CliMpiAgree : public ::testing::TestWithParam<int> {};
+
+struct Disagreement {
+  std::string odd_args, message;
+};
+
+TEST_P(CliMpiAgree, DifferingCommandLinesExit3NamingTheOption) {
+  const int P = GetParam(), odd = P - 1;
+  TempDir dir;
+  const std::string in = quote(corpus("mm_ok_crlf.mtx"));
+  const std::string base = "sddmm --distributed --reps 1 -k 4 --input " + in;
+  const std::string ck = dir.file("a.h5"), other = dir.file("b.h5");
+  const std::string nmf = "nmf --quiet -k 2 -n 2 --input " + in;
+  const std::string odd_rank = "rank " + std::to_string(odd);
+  const std::vector<std::pair<std::string, Disagreement>> cases = {
+      {base, {"sddmm --reps 1 -k 4 --input " + in, "ranks disagree on --distributed: rank 0 has '" }},
+      {nmf + " --distributed", {nmf, "ranks disagree on --distributed"}},
+      {nmf + " --checkpoint " + quote(ck), {nmf, "ranks disagree on --checkpoint: rank 0 has '" + ck + "', " + odd_rank + " has none"}},
+      {nmf + " --checkpoint " + quote(ck), {nmf + " --checkpoint " + quote(other),
+        "ranks disagree on --checkpoint: rank 0 has '" + ck + "', " + odd_rank + " has '" + other + "'"}},
+      {nmf, {"info --input " + in, "ranks disagree on the subcommand: rank 0 has 'nmf', " + odd_rank + " has 'info'"}},
+      {base, {"sddmm --distributed --reps 1 --rank 5 --input " + in, "ranks disagree on --rank: rank 0 has '4', " + odd_rank + " has '5'"}},
+  };
+  for (const auto& [args, d] : cases) {
+    SCOPED_TRACE(args + " | rank " + std::to_string(odd) + ": " + d.odd_args);
+    const auto r = mpirun_lines(dir, P, args, odd, d.odd_args);
+    expect_all_ranks_exit(r, P, 3);
+    EXPECT_EQ(count(r.err, "kfactor: error:"), 1u) << r.err;
+    EXPECT_EQ(count(r.err, d.message), 1u) << r.err;
+    EXPECT_EQ(r.out, "");
+  }
+}
+
+TEST_P(CliMpiAgree, NodeLocalInputCopiesAgree) {
+  const int P = GetParam();
+  TempDir dir;
+  const std::string copy = dir.file("copy.mtx");
+  std::filesystem::copy_file(corpus("mm_ok_crlf.mtx"), copy);
+  const std::string args = "sddmm --distributed --reps 1 -k 4 --json --input ";
+  const auto r = mpirun_lines(dir, P, args + quote(corpus("mm_ok_crlf.mtx")), P - 1, args + quote(copy));
+  expect_all_ranks_exit(r, P, 0);
+  EXPECT_EQ(nlohmann::json::parse(r.out).value("command", ""), "sddmm") << r.out;
+}
+
+INSTANTIATE_TEST_SUITE_P(Ranks, CliMpiAgree, ::testing::Values(2, 3, 4));
 
 /// Values of a written P (Matrix Market coordinate), in file order.
 kfactor::CooMatrix<double> read_p(const std::string& path) {

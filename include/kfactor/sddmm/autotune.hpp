@@ -7,17 +7,18 @@
 /// input element size) in memory, and in a text file when one is named
 /// (one line per entry: key, then the chosen options).
 
-#include <kfactor/core/random.hpp>
 #include <kfactor/core/spaces.hpp>
+#include <kfactor/core/timing.hpp>
 #include <kfactor/sddmm/options.hpp>
 #include <kfactor/sddmm/plan.hpp>
+#include <kfactor/sddmm/planted.hpp>
 
 #include <Kokkos_Core.hpp>
 
 #include <algorithm>
-#include <chrono>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace kfactor {
@@ -47,19 +48,11 @@ void sddmm_tune_store(const std::string& key, const SddmmOptions& options, const
 std::string sddmm_options_string(const SddmmOptions& o);
 
 namespace detail {
+/// The autotuner's timer: median of `reps` fenced runs after one warm-up
+/// (time_runs). distributed/sddmm.hpp times its column split with it.
 template <class ExecutionSpace, class Fn>
 double tune_time(const ExecutionSpace& exec, Fn&& fn, int reps) {
-  fn();
-  exec.fence();
-  std::vector<double> t;
-  for (int r = 0; r < reps; ++r) {
-    const auto t0 = std::chrono::steady_clock::now();
-    fn();
-    exec.fence();
-    t.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-  }
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
+  return time_runs(exec, reps, 1, std::forward<Fn>(fn)).median;
 }
 }  // namespace detail
 
@@ -79,20 +72,10 @@ SddmmTuneResult sddmm_autotune(const ExecutionSpace& exec, const CsrMatrix<T, ty
     res.from_cache = true;
     return res;
   }
-  // Random inputs in [-1, 1) (generated in the accumulation type, converted).
-  using Acc = detail::sddmm_acc_t<TI>;
-  DenseMatrix<Acc, Mem> A0("kfactor::tune_A0", S.num_rows(), K), B0("kfactor::tune_B0", S.num_cols, K);
-  fill_uniform(exec, A0, 7, RngStream::user, Acc(-1), Acc(1));
-  fill_uniform(exec, B0, 8, RngStream::user, Acc(-1), Acc(1));
-  DenseMatrix<TI, Mem> A("kfactor::tune_A", S.num_rows(), K), B("kfactor::tune_B", S.num_cols, K);
-  Kokkos::parallel_for(
-      "kfactor::tune_cast", Kokkos::RangePolicy<ExecutionSpace>(exec, 0, std::max(S.num_rows(), S.num_cols)),
-      KOKKOS_LAMBDA(int i) {
-        for (int k = 0; k < K; ++k) {
-          if (i < static_cast<int>(A.extent(0))) A(i, k) = static_cast<TI>(A0(i, k));
-          if (i < static_cast<int>(B.extent(0))) B(i, k) = static_cast<TI>(B0(i, k));
-        }
-      });
+  // Random inputs (any values time alike; fixed so that trials compare).
+  const auto factors = sddmm_random_factors<TI>(exec, S.num_rows(), S.num_cols, K, 7);
+  const auto& A = factors.first;
+  const auto& B = factors.second;
   Kokkos::View<T*, Mem> out("kfactor::tune_out", S.nnz());
   SddmmOptions fixed = base;
   fixed.check_inputs = false;
