@@ -51,7 +51,7 @@ int main(int argc, char** argv) {
       S.values.push_back(1.0);
     }
     const auto S_dev = kfactor::to_csr(exec, S);
-    Kokkos::View<double*> scores("scores", S_dev.nnz());
+    Kokkos::View<double*, Kokkos::DefaultExecutionSpace::memory_space> scores("scores", S_dev.nnz());
     kfactor::sddmm_unscaled(exec, S_dev, state.X, state.Y, scores);
 
     // Print in CSR order (rows by user, then item).

@@ -5,6 +5,7 @@
 // the second run may use any number of ranks.
 //
 //   mpiexec -n 2 mpi_checkpoint_restart A.mtx [K] [CHECKPOINT]
+#include <kfactor/core/contract.hpp>
 #include <kfactor/kfactor.hpp>
 #include <kfactor/distributed/checkpoint.hpp>
 #include <kfactor/distributed/nmf.hpp>

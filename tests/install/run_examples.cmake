@@ -31,6 +31,7 @@ function(run name regex)
 endfunction()
 
 set(bin ${WORK_DIR}/build)
+string(REPLACE "|" ";" MPIEXEC "${MPIEXEC}")
 # A rank-3 matrix with 1% noise: rank 3 must fit it to about the noise.
 run(nmf_matrix_market "relative_error=0\\.0[0-4]" ${bin}/nmf_matrix_market ${data}/planted_40x30.mtx 3)
 run(als_score_pairs "test_rmse=[0-9.]+.*score [0-9]" ${bin}/als_score_pairs ${data}/ratings.tsv ${data}/pairs.tsv)
