@@ -663,6 +663,32 @@ TYPED_TEST(NmfTest, VisitedFieldsContinueBitForBit) {
   EXPECT_EQ(rel_diff(fresh.Ht, r.state.Ht), 0.0);
 }
 
+// reset_workspace() after the fields were replaced (what a checkpoint restore
+// does) drops the products cached from the old fields: the state then
+// continues exactly like the one the fields came from. Without it the next
+// epoch would reuse the Gram W^T W of the replaced W.
+TYPED_TEST(NmfTest, ResetWorkspaceDropsProductsOfReplacedFields) {
+  using Space = TypeParam;
+  const Space exec;
+  const auto A = nmf::make_problem(exec, to_csr(exec, random_sparse<double>(40, 33, 0.3, 14)));
+  for (auto alg : {nmf::Algorithm::hals, nmf::Algorithm::alo}) {
+    auto oa = options(alg, 5, 2), ob = oa;
+    ob.seed = 6;
+    oa.stop.max_iterations = ob.stop.max_iterations = 3;
+    auto a = nmf::solve(exec, A, oa).state;
+    auto b = nmf::solve(exec, A, ob).state;
+    ASSERT_GT(rel_diff(a.W, b.W), 1e-3);  // different factors at the same iteration
+    Kokkos::deep_copy(a.W, b.W);
+    Kokkos::deep_copy(a.Ht, b.Ht);
+    a.reset_workspace();
+    oa.stop.max_iterations = ob.stop.max_iterations = 5;
+    nmf::resume(exec, A, oa, a);
+    nmf::resume(exec, A, ob, b);
+    EXPECT_EQ(rel_diff(a.W, b.W), 0.0) << nmf::to_string(alg);
+    EXPECT_EQ(rel_diff(a.Ht, b.Ht), 0.0) << nmf::to_string(alg);
+  }
+}
+
 // Checklist 11/12: the tile model and the data-movement formulas; a user tile is honoured.
 TEST(NmfModel, TileModelAndDataMovement) {
   EXPECT_NEAR(nmf::alo_tile_model(256, 33.0), 19.82, 0.005);
