@@ -2,8 +2,8 @@
 // checkpoints: (a) MovieLens latest-small read by the io ratings reader, JSON
 // report fields and factor CSVs carrying the original ids; (b) N iterations
 // straight and t + restart to N give byte-identical factor files; (c) a
-// restart against another matrix or another rank exits 3 naming the
-// checkpoint and leaves it unchanged.
+// restart against another matrix or another rank exits 3, and one with
+// another option exits 2, naming the checkpoint and leaving it unchanged.
 #include "common/cli.hpp"
 #include "common/test_spaces.hpp"
 
@@ -113,18 +113,31 @@ TEST(MnmfCli, RestartIsBitIdenticalAndRefusesOtherInputs) {
       EXPECT_EQ(s, slurp(dir.file(std::string("restarted") + f))) << f;
     }
 
-    // (c) another matrix / another rank / other options: exit 3 naming the checkpoint, file unchanged
+    // (c) another matrix / another rank: exit 3; another option that decides
+    // the iterates: exit 2 naming it; each names the checkpoint and leaves it unchanged
     const std::string before = slurp(ck);
     const std::string objective_other = objective == std::string("kl") ? "euclid" : "kl";
-    for (const std::string bad :
-         {common_args + " --objective " + objective + " --input '" + b + "'",
-          " --rank 5 --neighbors 5 --lambda-w 0.5 --lambda-h 0.5 --seed 3 --quiet --objective " + objective +
-              " --input '" + a + "'",
-          common_args + " --objective " + objective_other + " --input '" + a + "'"}) {
-      SCOPED_TRACE(bad);
-      r = run_kfactor("mnmf " + bad + " --iters 9 --restart '" + ck + "' --checkpoint '" + ck + "'", dir);
-      EXPECT_EQ(r.code, 3) << r.err;
+    struct Bad {
+      std::string args;
+      int code;
+      const char* names;
+    };
+    for (const Bad& bad : {Bad{common_args + " --objective " + objective + " --input '" + b + "'", 3, "input"},
+                           Bad{" --rank 5 --neighbors 5 --lambda-w 0.5 --lambda-h 0.5 --seed 3 --quiet --objective " +
+                                   objective + " --input '" + a + "'",
+                               3, "rank"},
+                           Bad{common_args + " --objective " + objective_other + " --input '" + a + "'", 2, "objective"},
+                           Bad{" --rank 4 --neighbors 5 --lambda-w 0.7 --lambda-h 0.5 --seed 3 --quiet --objective " +
+                                   objective + " --input '" + a + "'",
+                               2, "lambda_w"},
+                           Bad{" --rank 4 --neighbors 6 --lambda-w 0.5 --lambda-h 0.5 --seed 3 --quiet --objective " +
+                                   objective + " --input '" + a + "'",
+                               2, "neighbors"}}) {
+      SCOPED_TRACE(bad.args);
+      r = run_kfactor("mnmf " + bad.args + " --iters 9 --restart '" + ck + "' --checkpoint '" + ck + "'", dir);
+      EXPECT_EQ(r.code, bad.code) << r.err;
       EXPECT_NE(r.err.find(ck), std::string::npos) << r.err;
+      EXPECT_NE(r.err.find(bad.names), std::string::npos) << r.err;
       EXPECT_EQ(slurp(ck), before);
     }
   }
