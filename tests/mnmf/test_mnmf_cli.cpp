@@ -85,6 +85,43 @@ TEST(MnmfCli, MovieLensThroughIo) {
   EXPECT_EQ(last.substr(0, 7), "193609,");
 }
 
+// --test-input goes through io::reindex_ratings: ids the training file lacks
+// are dropped and counted (the default) or, with --unknown-test-ids reject,
+// refused with exit 3 naming the file, the entry and the id. --lambda-grid
+// runs mnmf::select_lambda and reports its choice.
+TEST(MnmfCli, HeldOutIdsAndLambdaSelection) {
+  TempDir dir;
+  const std::string a = dir.file("a.csv"), t = dir.file("t.csv");
+  write_ratings(a, 11);
+  {
+    std::ofstream f(t);
+    f << "userId,movieId,rating\n10,1000,4\n17,1003,3\n9999,1000,2\n10,5,1\n24,1006,5\n";
+  }
+  const std::string args = "mnmf --input '" + a + "' --test-input '" + t + "'" + common_args + " --iters 3 --json";
+  auto r = run_kfactor(args, dir);
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["info"]["test_dropped_unknown_ids"].get<std::string>(), "2");
+  EXPECT_EQ(j["info"]["test_ratings"].get<std::string>(), "3");
+  r = run_kfactor(args + " --unknown-test-ids reject", dir);
+  EXPECT_EQ(r.code, 3) << r.err;
+  EXPECT_NE(r.err.find(t), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("entry "), std::string::npos) << r.err;
+  EXPECT_TRUE(r.err.find("user 9999") != std::string::npos || r.err.find("item 5 ") != std::string::npos) << r.err;
+  r = run_kfactor("mnmf --input '" + a + "'" + common_args +
+                      " --iters 3 --json --validation-fraction 0.2 --lambda-grid 0,0.5",
+                  dir);
+  ASSERT_EQ(r.code, 0) << r.err;
+  j = nlohmann::json::parse(r.out);
+  const std::string chosen = j["info"]["lambda_selected"].get<std::string>();
+  EXPECT_TRUE(chosen == "0.000000" || chosen == "0.500000") << chosen;
+  EXPECT_EQ(j["info"]["lambda_w"].get<std::string>(), chosen);
+  EXPECT_NE(j["info"]["validation_rmse"].get<std::string>().find("0.500000:"), std::string::npos);
+  // A grid without a validation fraction is a usage error.
+  r = run_kfactor("mnmf --input '" + a + "'" + common_args + " --lambda-grid 0,0.5", dir);
+  EXPECT_EQ(r.code, 2) << r.err;
+}
+
 TEST(MnmfCli, RestartIsBitIdenticalAndRefusesOtherInputs) {
   TempDir dir;
   const std::string a = dir.file("a.csv"), b = dir.file("b.csv"), ck = dir.file("run.h5");
