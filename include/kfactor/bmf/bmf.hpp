@@ -137,9 +137,11 @@ struct Options {
   /// 300 iterations, mean relative error E_rec of 3 seeds) APatio ends at
   /// 6.45e-3 from cover against 7.31e-3 from CuBin's density100 (dost,
   /// density, rows: 7.32e-3 to 7.42e-3), AOffice at 3.95e-3 against 4.21e-3
-  /// (others 4.22e-3 to 4.24e-3); the thesis's DBP reaches 6.50e-3 and
-  /// 3.94e-3. Its price is a host pass before the first iteration
-  /// (about 2 * cover_candidates * k passes over the ones under a pattern).
+  /// (others 4.22e-3 to 4.24e-3), ATools (2 seeds) at 0.708e-3 against
+  /// 0.730e-3; the thesis's DBP reaches 6.50e-3, 3.94e-3 and 0.71e-3, its
+  /// CuBin 7.33e-3, 4.21e-3 and 0.73e-3. Its price is a host pass before
+  /// the first iteration (about 2 * cover_candidates * k passes over the
+  /// ones under a pattern).
   Init init = Init::cover;
   DenseC dense_c = DenseC::automatic;
   std::size_t dense_limit_bytes = std::size_t(1) << 30;  ///< automatic: dense bits up to this size
