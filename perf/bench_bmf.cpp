@@ -6,10 +6,11 @@
 //   bench_bmf [--data DIR] [--seeds 5] [--only files,movielens,ksweep,planted] [--files NAME,...]
 //             [--planted N] [--planted-density d] [--planted-ks 20,64,256]
 //             [--batch L] [--flip-prob p] [--temperature T0] [--temp-step s] [--temp-factor f]
-//             [--every-line-changed e] [--iters N] [--init mode]
+//             [--every-line-changed e] [--iters N] [--init mode,...]
 //
 // Data sets run with CuBin's start (density100) and the cover start unless
-// --init names one; the planted case uses --init or cover.
+// --init names a comma list of starts (dost,density100,density,rows,cover);
+// the planted case uses the first of them, or cover.
 //
 // DIR holds bmf/*.in and movielens-latest-small/ratings.csv (default
 // ../shared/data). One JSON record per measurement (perf/common/bench.hpp);
@@ -105,10 +106,12 @@ int main(int argc, char** argv) {
     else if (k == "--temp-step") a.o.temp_step = std::stoi(next());
     else if (k == "--temp-factor") a.o.temp_factor = std::stod(next());
     else if (k == "--every-line-changed") a.o.every_line_changed = std::stoi(next());
-    else if (k == "--iters") a.o.max_iterations = std::stoi(next());
-    else if (k == "--init") {
-      a.o.init = bmf::parse_init(next());
-      a.inits = {a.o.init};
+    else if (k == "--iters") a.o.stop.max_iterations = std::stoi(next());
+    else if (k == "--init" || k == "--inits") {
+      a.inits.clear();
+      std::stringstream ss(next());
+      for (std::string t; std::getline(ss, t, ',');) a.inits.push_back(bmf::parse_init(t));
+      a.o.init = a.inits.front();
       a.init_given = true;
     } else if (k == "--planted-density") a.planted_density = std::stod(next());
     else if (k == "--planted-ks") {
@@ -185,7 +188,7 @@ int main(int argc, char** argv) {
     for (int k : {20, 64, 256}) {
       auto o = a.o;
       o.rank = k;
-      o.max_iterations = 50;
+      o.stop.max_iterations = 50;
       o.every_line_changed = 0;
       o.init = bmf::Init::dost;
       o.flip_prob = std::min(0.125, 2.5 / k);
@@ -221,7 +224,7 @@ int main(int argc, char** argv) {
     for (int k : a.planted_ks) {
       auto o = base;
       o.rank = k;
-      o.max_iterations = std::min(o.max_iterations, k == 20 ? 200 : 20);
+      o.stop.max_iterations = std::min(o.stop.max_iterations, k == 20 ? 200 : 20);
       o.flip_prob = std::min(o.flip_prob, 2.5 / k);
       auto r = bmf::solve(exec, prob, o);
       const double per = r.report.timings.get("iterations") / std::max(1, r.report.iterations);

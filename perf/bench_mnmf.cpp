@@ -1,7 +1,7 @@
 // bench_mnmf: time per MNMF epoch (W sweep + H sweep) on synthetic power-law
 // rating matrices, for the Kokkos solver in the default execution space and
 // for the plain serial C++ reference of the same algorithm
-// (mnmf/detail/serial_reference.hpp, one thread), at several ranks, with the
+// (tests/mnmf/serial_reference.hpp, one thread), at several ranks, with the
 // graph terms (lambda > 0) and without (lambda = 0); kNN graph build time is
 // reported separately.
 //
@@ -17,7 +17,7 @@
 // symmetric graphs with K neighbours per node (same structure, no build cost).
 // One JSON record per measurement (perf/common/bench.hpp), a table on stderr.
 #include <kfactor/core/convert.hpp>
-#include <kfactor/mnmf/detail/serial_reference.hpp>
+#include "../tests/mnmf/serial_reference.hpp"
 #include <kfactor/mnmf/knn_graph.hpp>
 #include <kfactor/mnmf/mnmf.hpp>
 

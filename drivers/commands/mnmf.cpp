@@ -6,22 +6,22 @@
 // honoured); --checkpoint/--restart through io/checkpoint.hpp.
 #include "../cli.hpp"
 
+#include <kfactor/core/contract.hpp>
 #include <kfactor/core/convert.hpp>
 #include <kfactor/core/metrics.hpp>
 #include <kfactor/io/checkpoint.hpp>
+#include <kfactor/io/ratings.hpp>
 #include <kfactor/io/read.hpp>
 #include <kfactor/io/write.hpp>
 #include <kfactor/mnmf/knn_graph.hpp>
 #include <kfactor/mnmf/mnmf.hpp>
+#include <kfactor/mnmf/model_selection.hpp>
 
-#include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <fstream>
-#include <map>
 #include <memory>
-#include <nlohmann/json.hpp>
-#include <sstream>
+#include <string>
+#include <tuple>
 
 namespace kfactor::cli {
 namespace {
@@ -29,60 +29,21 @@ namespace {
 using Exec = Kokkos::DefaultExecutionSpace;
 using Mem = Exec::memory_space;
 
-/// Ratings with the original ids of the file they came from (empty for a
-/// file without ids, e.g. Matrix Market: row/column index = id).
-template <class T>
-struct RatingFile {
-  CooMatrix<T> coo;
-  std::vector<std::int64_t> user_ids, item_ids;
-};
-
 /// Reads the rating matrix through io/: a ratings file (CSV, `::`, tab/space)
 /// keeps its original ids; any other format (--format) is read by
-/// io::parse_matrix. Negative ratings are refused (MNMF is non-negative).
+/// io::parse_matrix and has none (row/column index = id). Negative ratings
+/// are refused (MNMF is non-negative).
 template <class T>
-RatingFile<T> read_ratings(const std::string& path, io::Format format) {
+io::RatingData<T> read_ratings(const std::string& path, io::Format format) {
   const std::string text = io::read_file(path);
   if (format == io::Format::automatic) format = io::detect_format(text, path);
-  RatingFile<T> f;
-  if (format == io::Format::ratings) {
-    auto d = io::parse_ratings<T>(text, path);
-    f.coo = std::move(d.matrix);
-    f.user_ids = std::move(d.user_ids);
-    f.item_ids = std::move(d.item_ids);
-  } else {
-    f.coo = io::parse_matrix<T>(text, path, format);
-  }
-  if (io::has_negative(f.coo)) throw InputError(path, 0, "ratings must be >= 0 (MNMF is non-negative)");
+  io::RatingData<T> f;
+  if (format == io::Format::ratings)
+    f = io::parse_ratings<T>(text, path);
+  else
+    f.matrix = io::parse_matrix<T>(text, path, format);
+  if (io::has_negative(f.matrix)) throw InputError(path, 0, "ratings must be >= 0 (MNMF is non-negative)");
   return f;
-}
-
-/// Held-out ratings `test` re-indexed to the training file's ids (entries
-/// with an id the training file lacks are dropped and counted).
-template <class T>
-CooMatrix<T> align_to(const RatingFile<T>& train, const RatingFile<T>& test, std::size_t& dropped) {
-  auto index = [](const std::vector<std::int64_t>& ids, const std::vector<std::int64_t>& own, ordinal_t k,
-                  std::int64_t extent) -> std::int64_t {
-    const std::int64_t id = own.empty() ? k : own[static_cast<std::size_t>(k)];
-    if (ids.empty()) return id < extent ? id : -1;
-    const auto it = std::lower_bound(ids.begin(), ids.end(), id);
-    return it != ids.end() && *it == id ? it - ids.begin() : -1;
-  };
-  CooMatrix<T> c;
-  c.num_rows = train.coo.num_rows;
-  c.num_cols = train.coo.num_cols;
-  for (std::size_t e = 0; e < test.coo.nnz(); ++e) {
-    const auto i = index(train.user_ids, test.user_ids, test.coo.rows[e], c.num_rows);
-    const auto j = index(train.item_ids, test.item_ids, test.coo.cols[e], c.num_cols);
-    if (i < 0 || j < 0) {
-      ++dropped;
-      continue;
-    }
-    c.rows.push_back(static_cast<ordinal_t>(i));
-    c.cols.push_back(static_cast<ordinal_t>(j));
-    c.values.push_back(test.coo.values[e]);
-  }
-  return c;
 }
 
 template <class T>
@@ -104,6 +65,7 @@ struct MnmfCli {
   std::string symmetrize = "or";
   double test_fraction = 0.1;
   std::string test_input;
+  std::string unknown_test_ids = "drop";
   double validation_fraction = 0.0;
   std::vector<double> lambda_grid;
   std::string graph_w, graph_h, save_graph_w, save_graph_h;
@@ -116,22 +78,36 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
+/// Range checks of the driver's own numeric options (the solver's and the
+/// graph's are checked by their validate()).
+void validate(const MnmfCli& c) {
+  if (!(c.test_fraction >= 0.0 && c.test_fraction < 1.0))
+    throw UsageError("mnmf: --test-fraction must be in [0, 1)");
+  if (!(c.validation_fraction >= 0.0 && c.validation_fraction < 1.0))
+    throw UsageError("mnmf: --validation-fraction must be in [0, 1)");
+  if (!(c.knn_block_mb >= 0.001 && c.knn_block_mb <= double(1 << 30)))
+    throw UsageError("mnmf: --knn-block-mb must be in [0.001, 2^30]");
+  if (!c.lambda_grid.empty() && !(c.validation_fraction > 0))
+    throw UsageError("mnmf: --lambda-grid needs --validation-fraction > 0");
+}
+
 template <class T>
 void run(const MnmfCli& c) {
+  validate(c);
   const Exec exec;
   Report report;
   const auto t_read = std::chrono::steady_clock::now();
   const auto format = io::parse_format(c.common.format);
-  const RatingFile<T> file = read_ratings<T>(c.common.input, format);
-  const CooMatrix<T>& all = file.coo;
+  const io::RatingData<T> file = read_ratings<T>(c.common.input, format);
+  const CooMatrix<T>& all = file.matrix;
   CooMatrix<T> train, test;
-  std::size_t dropped = 0;
   if (!c.test_input.empty()) {
-    const RatingFile<T> tf = read_ratings<T>(c.test_input, format);
+    auto held = io::reindex_ratings(read_ratings<T>(c.test_input, format), file,
+                                    io::parse_unknown_ids(c.unknown_test_ids), c.test_input);
     train = all;
-    test = align_to(file, tf, dropped);
+    test = std::move(held.matrix);
     report.info["test_input"] = c.test_input;
-    report.info["test_dropped_unknown_ids"] = std::to_string(dropped);
+    report.info["test_dropped_unknown_ids"] = std::to_string(held.dropped);
   } else if (c.test_fraction > 0) {
     std::tie(train, test) = split_train_test(all, c.test_fraction, c.common.seed);
   } else {
@@ -145,6 +121,7 @@ void run(const MnmfCli& c) {
   g.sigma = c.sigma;
   g.symmetrization = mnmf::parse_symmetrization(c.symmetrize);
   g.block_bytes = static_cast<std::size_t>(c.knn_block_mb * (1 << 20));
+  g.validate();
 
   mnmf::Options o;
   o.objective = mnmf::parse_objective(c.objective);
@@ -155,94 +132,71 @@ void run(const MnmfCli& c) {
   o.stop.max_iterations = c.common.iters;
   o.validate();
 
-  double graph_seconds = 0.0;
-  // graphs over the rows of R (users) and of R^T (items): loaded or built
-  auto make_graphs = [&](const CsrMatrix<T, Mem>& R, bool need_w, bool need_h, bool allow_files) {
-    CsrMatrix<T, Mem> P, Pb;
+  if (!c.lambda_grid.empty()) {
     const auto t0 = std::chrono::steady_clock::now();
-    if (allow_files && !c.graph_w.empty())
-      P = read_graph_mm<T>(c.graph_w, R.num_rows());
-    else if (need_w)
-      P = mnmf::knn_graph(exec, R, g);
-    if (allow_files && !c.graph_h.empty())
-      Pb = read_graph_mm<T>(c.graph_h, R.num_cols);
-    else if (need_h)
-      Pb = mnmf::knn_graph(exec, transpose(exec, R), g);
-    exec.fence();
-    graph_seconds += seconds_since(t0);
-    return std::make_pair(P, Pb);
-  };
-
-  if (c.validation_fraction > 0 && !c.lambda_grid.empty()) {
-    // choose lambda (lambda_w = lambda_h) on a validation split of the training ratings
-    auto [fit, validation] = split_train_test(train, c.validation_fraction, c.common.seed + 1);
-    const auto Rfit = to_csr(exec, fit);
-    const auto [P, Pb] = make_graphs(Rfit, true, true, false);
-    const auto problem = mnmf::make_problem(exec, Rfit, P, Pb, to_csr(exec, validation));
-    double best = 1e300, best_lambda = 0;
+    const auto chosen = mnmf::select_lambda(
+        exec, train, c.validation_fraction, c.common.seed + 1, g, o, c.lambda_grid,
+        [&](const mnmf::LambdaCandidate& x) {
+          if (!c.common.quiet)
+            std::fprintf(c.common.json ? stderr : stdout, "validation: lambda %g  rmse %.6g\n", x.lambda,
+                         x.validation_rmse);
+        });
+    o.lambda_w = o.lambda_h = chosen.lambda;
     std::string tried;
-    for (double lambda : c.lambda_grid) {
-      auto ov = o;
-      ov.lambda_w = ov.lambda_h = lambda;
-      const double rmse = mnmf::solve(exec, problem, ov).report.metrics.get("test_rmse");
-      tried += (tried.empty() ? "" : ",") + std::to_string(lambda) + ":" + std::to_string(rmse);
-      if (!c.common.quiet)
-        std::fprintf(c.common.json ? stderr : stdout, "validation: lambda %g  rmse %.6g\n", lambda, rmse);
-      if (rmse < best) {
-        best = rmse;
-        best_lambda = lambda;
-      }
-    }
-    o.lambda_w = o.lambda_h = best_lambda;
-    report.info["lambda_selected"] = std::to_string(best_lambda);
+    for (const auto& x : chosen.candidates)
+      tried += (tried.empty() ? "" : ",") + std::to_string(x.lambda) + ":" + std::to_string(x.validation_rmse);
+    report.info["lambda_selected"] = std::to_string(chosen.lambda);
     report.info["validation_rmse"] = tried;
+    report.timings.set("model_selection", seconds_since(t0));
   }
 
+  double graph_seconds = 0.0;
   const auto R = to_csr(exec, train);
-  const bool need_w = o.lambda_w > 0 || !c.save_graph_w.empty();
-  const bool need_h = o.lambda_h > 0 || !c.save_graph_h.empty();
-  const auto [P, Pb] = make_graphs(R, need_w, need_h, true);
+  CsrMatrix<T, Mem> P, Pb;
+  {
+    // graphs over the rows of R (users) and of R^T (items): loaded or built
+    const auto t0 = std::chrono::steady_clock::now();
+    if (!c.graph_w.empty())
+      P = read_graph_mm<T>(c.graph_w, R.num_rows());
+    else if (o.lambda_w > 0 || !c.save_graph_w.empty())
+      P = mnmf::knn_graph(exec, R, g);
+    if (!c.graph_h.empty())
+      Pb = read_graph_mm<T>(c.graph_h, R.num_cols);
+    else if (o.lambda_h > 0 || !c.save_graph_h.empty())
+      Pb = mnmf::knn_graph(exec, transpose(exec, R), g);
+    exec.fence();
+    graph_seconds = seconds_since(t0);
+  }
   if (!c.save_graph_w.empty()) io::write_matrix_market(c.save_graph_w, P, "kfactor mnmf user kNN graph");
   if (!c.save_graph_h.empty()) io::write_matrix_market(c.save_graph_h, Pb, "kfactor mnmf item kNN graph");
   const auto problem = mnmf::make_problem(exec, R, o.lambda_w > 0 ? P : CsrMatrix<T, Mem>{},
                                           o.lambda_h > 0 ? Pb : CsrMatrix<T, Mem>{},
                                           test.nnz() > 0 ? to_csr(exec, test) : CsrMatrix<T, Mem>{});
-  // The solver loop runs here (not through mnmf::solve, which takes the State
-  // by value) so the checkpoint observer sees the State being iterated.
   auto state = mnmf::init(exec, problem, o);
-  const nlohmann::json options_json = {
-      {"objective", mnmf::to_string(o.objective)}, {"rank", o.rank},
-      {"lambda_w", o.lambda_w}, {"lambda_h", o.lambda_h},
-      {"seed", o.seed}, {"init_low", o.init_low},
-      {"init_high", o.init_high}, {"init_scale", o.init_scale},
-      {"kl_floor", o.kl_floor}, {"precision", c.common.precision},
-      {"test_fraction", c.test_fraction}, {"test_input", c.test_input},
-      {"validation_fraction", c.validation_fraction}, {"lambda_grid", c.lambda_grid},
-      {"neighbors", c.neighbors}, {"weighting", c.weighting},
-      {"sigma", c.sigma}, {"symmetrize", c.symmetrize},
-      {"graph_w", c.graph_w}, {"graph_h", c.graph_h}};
-  const auto meta =
-      checkpoint_meta<T, Exec>("mnmf", options_json.dump(), fingerprint(exec, problem.ratings), o.rank);
+  // The solver's options, and the driver's that decide the graphs and the
+  // held-out split (the fingerprint covers the training ratings only).
+  auto options = option_values(o);
+  options["neighbors"] = std::to_string(c.neighbors);
+  options["weighting"] = c.weighting;
+  options["sigma"] = kfactor::detail::option_text(c.sigma);
+  options["symmetrize"] = c.symmetrize;
+  options["graph_w"] = c.graph_w;
+  options["graph_h"] = c.graph_h;
+  options["test_fraction"] = kfactor::detail::option_text(c.test_fraction);
+  options["test_input"] = c.test_input;
+  const auto meta = checkpoint_meta<T, Exec>("mnmf", std::move(options), fingerprint(exec, problem.ratings), o.rank);
   if (!c.restart.empty()) {
     load_checkpoint(c.restart, state, meta);
+    state.reset_workspace();
     report.info["restart"] = c.restart;
     report.info["restart_iteration"] = std::to_string(state.iteration);
   }
   Observer observer = progress_printer(c.common);
   if (!c.checkpoint.empty())
     observer = chain(observer, checkpoint_observer(c.checkpoint, c.checkpoint_every, state, meta));
-  double solve_seconds = 0.0;
-  const StopReason reason = run_solver_loop(
-      state.iteration, state.history, o.stop, "objective", observer, [&] { mnmf::step(exec, problem, o, state); },
-      [&] { return mnmf::evaluate(exec, problem, o, state); }, [](const Metrics&) { return false; },
-      &solve_seconds);
+  Report r = mnmf::resume(exec, problem, o, state, observer);
   if (!c.checkpoint.empty()) save_checkpoint(c.checkpoint, state, meta);
-  // the report of a zero-iteration solve continuing the final state
-  auto result = mnmf::solve(exec, problem, o, state);
-  Report& r = result.report;
-  r.seconds = solve_seconds;
-  r.stop_reason = to_string(reason);
-  r.timings = report.timings;
+  for (const auto& [k, v] : report.timings.items) r.timings.set(k, v);
   r.timings.set("graph", graph_seconds);
   r.timings.set("solve", r.seconds);
   for (auto& [k, v] : report.info) r.info[k] = v;
@@ -271,34 +225,60 @@ const Registrar mnmf_command{Command{
     [](CLI::App& cmd) -> std::function<void()> {
       auto c = std::make_shared<MnmfCli>();
       add_common_options(cmd, c->common);
-      cmd.add_option("--objective", c->objective, "euclid (eq. 20) | kl (eq. 25)")
+      cmd.add_option("--objective", c->objective,
+                     "euclid (eq. 20; the default: ratings are real-valued scores) | kl (eq. 25: counts)")
           ->capture_default_str()
           ->check(CLI::IsMember({"euclid", "kl"}));
-      cmd.add_option("--lambda-w", c->lambda_w, "weight of the user-graph term")->capture_default_str();
-      cmd.add_option("--lambda-h", c->lambda_h, "weight of the item-graph term")->capture_default_str();
-      cmd.add_option("--neighbors", c->neighbors, "K of the kNN graphs")->capture_default_str();
-      cmd.add_option("--weighting", c->weighting, "binary|heat|dot")
+      cmd.add_option("--lambda-w", c->lambda_w,
+                     "weight of the user-graph term, [0, 1e12] (default 1: the paper's order of magnitude; "
+                     "--lambda-grid chooses it)")
+          ->capture_default_str();
+      cmd.add_option("--lambda-h", c->lambda_h, "weight of the item-graph term, [0, 1e12] (default 1, as --lambda-w)")
+          ->capture_default_str();
+      cmd.add_option("--neighbors", c->neighbors, "K of the kNN graphs, 1..1024 (default 15: the paper's)")
+          ->capture_default_str();
+      cmd.add_option("--weighting", c->weighting,
+                     "binary|heat|dot (default binary: the paper's, no width to tune)")
           ->capture_default_str()
           ->check(CLI::IsMember({"binary", "heat", "dot"}));
-      cmd.add_option("--sigma", c->sigma, "heat-kernel width (<= 0: mean squared kNN distance)")->capture_default_str();
-      cmd.add_option("--symmetrize", c->symmetrize, "or|and")->capture_default_str()->check(CLI::IsMember({"or", "and"}));
-      cmd.add_option("--test-fraction", c->test_fraction, "held-out fraction (deterministic from --seed)")
+      cmd.add_option("--sigma", c->sigma,
+                     "heat-kernel width, finite (default 0, any value <= 0: the mean squared kNN distance, "
+                     "which adapts to the data's scale)")
+          ->capture_default_str();
+      cmd.add_option("--symmetrize", c->symmetrize,
+                     "or|and (default or: every row keeps at least its K neighbours)")
+          ->capture_default_str()
+          ->check(CLI::IsMember({"or", "and"}));
+      cmd.add_option("--test-fraction", c->test_fraction,
+                     "held-out fraction, [0, 1) (default 0.1: a test RMSE at a small cost in training data; "
+                     "deterministic from --seed)")
           ->capture_default_str();
       cmd.add_option("--test-input", c->test_input, "held-out ratings file (same ids; replaces --test-fraction)");
+      cmd.add_option("--unknown-test-ids", c->unknown_test_ids,
+                     "--test-input entries whose user or item the training file lacks: drop (the default: a held-out "
+                     "file drawn on its own may hold new users, which no model can predict; the report counts them) "
+                     "| reject (exit 3 naming the entry)")
+          ->capture_default_str()
+          ->check(CLI::IsMember({"drop", "reject"}));
       cmd.add_option("--validation-fraction", c->validation_fraction,
-                     "with --lambda-grid: fraction of the training ratings used to choose lambda")
+                     "with --lambda-grid: fraction of the training ratings held out to choose lambda, [0, 1) "
+                     "(default 0: no selection)")
           ->capture_default_str();
-      cmd.add_option("--lambda-grid", c->lambda_grid, "candidate lambdas (lambda_w = lambda_h) for validation")
+      cmd.add_option("--lambda-grid", c->lambda_grid,
+                     "candidate lambdas (lambda_w = lambda_h) for validation (mnmf::select_lambda); none by default")
           ->delimiter(',');
       cmd.add_option("--graph-w", c->graph_w, "load the user graph (Matrix Market) instead of building it");
       cmd.add_option("--graph-h", c->graph_h, "load the item graph (Matrix Market) instead of building it");
       cmd.add_option("--save-graph-w", c->save_graph_w, "write the user graph as Matrix Market");
       cmd.add_option("--save-graph-h", c->save_graph_h, "write the item graph as Matrix Market");
-      cmd.add_option("--knn-block-mb", c->knn_block_mb, "memory bound of the kNN query blocks (MiB)")
+      cmd.add_option("--knn-block-mb", c->knn_block_mb,
+                     "memory bound of the kNN query blocks (MiB), [0.001, 2^30] (default 256: large blocks, "
+                     "small next to a GPU's memory)")
           ->capture_default_str();
       cmd.add_option("--checkpoint", c->checkpoint, "save the solver state (HDF5) here every --checkpoint-every "
                                                     "iterations and at the end");
-      cmd.add_option("--checkpoint-every", c->checkpoint_every, "checkpoint interval (iterations)")
+      cmd.add_option("--checkpoint-every", c->checkpoint_every,
+                     "checkpoint interval (iterations; default 10: a small share of an epoch's time)")
           ->capture_default_str()
           ->check(CLI::PositiveNumber);
       cmd.add_option("--restart", c->restart, "continue from this checkpoint (same input, options and rank) to --iters");

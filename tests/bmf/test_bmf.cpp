@@ -1,13 +1,23 @@
 // CuBin BMF solver: exact incremental error (dense and sparse C), greedy
 // monotonicity, planted recovery, k = 1 / 33 / 200, all-zero and all-ones C,
-// dense/sparse and thread-count determinism, options and stop rules.
+// dense/sparse and thread-count determinism, options and stop rules, the
+// solver contract, and restarts that refuse changed options.
 #include <kfactor/bmf/bmf.hpp>
+#include <kfactor/config.hpp>
+#include <kfactor/core/contract.hpp>
+#include <kfactor/io/checkpoint.hpp>
 
 #include "common/test_spaces.hpp"
 
 #include <gtest/gtest.h>
 
+#include <climits>
+#include <cmath>
 #include <cstdio>
+#include <functional>
+#include <limits>
+#include <utility>
+#include <vector>
 #include <cstdlib>
 #include <filesystem>
 #include <unistd.h>
@@ -17,6 +27,10 @@
 
 namespace {
 using namespace kfactor;
+
+static_assert(kfactor::Solver<Kokkos::DefaultHostExecutionSpace,
+                              bmf::Problem<Kokkos::DefaultHostExecutionSpace::memory_space>, bmf::Options,
+                              bmf::State<Kokkos::DefaultHostExecutionSpace::memory_space>>);
 
 template <class Space>
 class BmfTest : public ::testing::Test {};
@@ -95,7 +109,9 @@ TYPED_TEST(BmfTest, RanksOneThirtyThreeAndTwoHundred) {
   using Space = TypeParam;
   for (int k : {1, 33, 200}) {
     SCOPED_TRACE("k = " + std::to_string(k));
-    const auto p = bmf::make_planted(60, 50, k, std::min(0.5, std::sqrt(0.25 / k)), 0.02, 10 + k);
+    // k <= min(m, n): make_problem refuses a larger rank.
+    const auto p = bmf::make_planted(std::max(60, k + 10), std::max(50, k + 5), k, std::min(0.5, std::sqrt(0.25 / k)),
+                                     0.02, 10 + k);
     const auto prob = problem_of<Space>(p, k == 33 ? bmf::DenseC::off : bmf::DenseC::on);
     bmf::Options o;
     o.rank = k;
@@ -103,7 +119,10 @@ TYPED_TEST(BmfTest, RanksOneThirtyThreeAndTwoHundred) {
     o.init = bmf::Init::dost;
     o.flip_prob = k == 1 ? 0.5 : 2.0 / k;
     check_tracking<Space>(prob, o, 10, true);
-    o.max_iterations = 400;
+    // The solve from the default (cover) start: a random start at k = 200
+    // begins far above the all-zero error on a matrix this small.
+    o.init = bmf::Options{}.init;
+    o.stop.max_iterations = 400;
     const auto r = bmf::solve(Space{}, prob, o);
     const double all_zero = prob.density();
     EXPECT_LT(r.report.metrics.get("relative_error"), 0.8 * all_zero) << "k " << k;
@@ -120,7 +139,7 @@ TYPED_TEST(BmfTest, PlantedFactorsRecoveredToTheNoiseLevel) {
     const auto truth = planted_error<Space>(p, prob);
     bmf::Options o;
     o.rank = 4;
-    o.max_iterations = 1500;
+    o.stop.max_iterations = 1500;
     o.batch = 100;
     o.flip_prob = 0.25;
     o.init = bmf::Init::dost;
@@ -151,7 +170,7 @@ TYPED_TEST(BmfTest, SparsePlantedRecoveredFromCoverStart) {
     const auto truth = planted_error<Space>(p, prob);
     bmf::Options o;
     o.rank = 20;
-    o.max_iterations = 20;
+    o.stop.max_iterations = 20;
     o.every_line_changed = 0;
     o.init = bmf::Init::cover;
     const auto r = bmf::solve(Space{}, prob, o);
@@ -168,16 +187,9 @@ TYPED_TEST(BmfTest, AllZeroAndAllOnesC) {
   const int m = 40, n = 23;
   bmf::Options o;
   o.rank = 3;
-  o.max_iterations = 200;
-  // All-zero C: the initial factors (density / 100 = 0) are already exact.
-  {
-    const auto prob = bmf::make_problem(Space{}, m, n, {}, {}, o);
-    const auto r = bmf::solve(Space{}, prob, o);
-    EXPECT_EQ(r.report.metrics.get("errors"), 0.0);
-    EXPECT_EQ(r.report.stop_reason, "target_reached");
-    EXPECT_EQ(r.report.iterations, 0);
-    EXPECT_DOUBLE_EQ(r.report.metrics.get("recall"), 1.0);
-  }
+  o.stop.max_iterations = 200;
+  // All-zero C: nothing to factorize, refused as input.
+  EXPECT_THROW(bmf::make_problem(Space{}, m, n, {}, {}, o), InputError);
   // All-ones C: found exactly (one column of A and one row of B all ones).
   {
     std::vector<ordinal_t> r_, c_;
@@ -207,8 +219,9 @@ TYPED_TEST(BmfTest, DenseAndSparseGiveIdenticalFactors) {
   const auto p = bmf::make_planted(150, 110, 8, 0.15, 0.05, 21);
   bmf::Options o;
   o.rank = 8;
+  o.init = bmf::Init::density100;  // a seeded random start: another seed, other factors
   o.batch = 60;
-  o.max_iterations = 60;
+  o.stop.max_iterations = 60;
   o.temperature = 1.0;
   o.temp_step = 10;
   o.temp_factor = 0.5;
@@ -305,7 +318,7 @@ std::string run_digest(std::uint64_t seed) {
   bmf::Options o;
   o.rank = 20;
   o.batch = 50;
-  o.max_iterations = 40;
+  o.stop.max_iterations = 40;
   o.seed = seed;
   o.temperature = 0.5;
   const auto prob = bmf::make_problem(Space{}, p.rows, p.cols, p.one_rows, p.one_cols, o);
@@ -367,7 +380,7 @@ TYPED_TEST(BmfTest, StopRulesAndGreedyHistory) {
   o.rank = 4;
   o.batch = 1000;
   o.every_line_changed = 5;  // limit (120 / 1000 + 1) * 5 = 5
-  o.max_iterations = 100000;
+  o.stop.max_iterations = 100000;
   const auto r = bmf::solve(Space{}, prob, o);
   EXPECT_EQ(r.report.stop_reason, "no_improvement");
   EXPECT_EQ(r.state.no_improve, 5);
@@ -376,30 +389,33 @@ TYPED_TEST(BmfTest, StopRulesAndGreedyHistory) {
   ASSERT_EQ(h.size(), std::size_t(r.report.iterations));
   for (std::size_t t = 1; t < h.size(); ++t) EXPECT_LE(h.rows[t][0], h.rows[t - 1][0]);  // greedy: monotone
   // Target error: stops as soon as E_rec <= target.
-  o.target_error = 0.5 * prob.density();
+  o.stop.target = 0.5 * prob.density();
   o.every_line_changed = 0;
   const auto t = bmf::solve(Space{}, prob, o);
   EXPECT_EQ(t.report.stop_reason, "target_reached");
-  EXPECT_LE(t.report.metrics.get("relative_error"), o.target_error);
+  EXPECT_LE(t.report.metrics.get("relative_error"), o.stop.target);
   // Max iterations.
-  o.target_error = 0;
-  o.max_iterations = 7;
+  o.stop.target = 0;
+  o.stop.max_iterations = 7;
   EXPECT_EQ(bmf::solve(Space{}, prob, o).report.iterations, 7);
   // Continuing a state gives the same as one long run.
-  o.max_iterations = 12;
+  o.stop.max_iterations = 12;
   const auto full = bmf::solve(Space{}, prob, o);
-  o.max_iterations = 5;
+  o.stop.max_iterations = 5;
   auto part = bmf::solve(Space{}, prob, o);
-  o.max_iterations = 12;
-  const auto cont = bmf::solve(Space{}, prob, o, std::move(part.state), nullptr);
-  EXPECT_EQ(words_of(full.state.A), words_of(cont.state.A));
-  EXPECT_EQ(words_of(full.state.Bt), words_of(cont.state.Bt));
-  EXPECT_EQ(full.report.metrics.get("errors"), cont.report.metrics.get("errors"));
+  o.stop.max_iterations = 12;
+  auto cont = std::move(part.state);
+  const auto cont_report = bmf::resume(Space{}, prob, o, cont);
+  EXPECT_EQ(cont_report.iterations, 12);
+  EXPECT_EQ(words_of(full.state.A), words_of(cont.A));
+  EXPECT_EQ(words_of(full.state.Bt), words_of(cont.Bt));
+  EXPECT_EQ(full.report.metrics.get("errors"), cont_report.metrics.get("errors"));
 }
 
 TYPED_TEST(BmfTest, InputAndOptionErrors) {
   using Space = TypeParam;
   bmf::Options o;
+  o.rank = 2;
   EXPECT_THROW(bmf::make_problem(Space{}, 3, 3, {0, 3}, {0, 0}, o), InputError);
   EXPECT_THROW(bmf::make_problem(Space{}, 3, 3, {0}, {-1}, o), InputError);
   const auto prob = bmf::make_problem(Space{}, 3, 4, {0, 0, 2, 2}, {1, 1, 3, 0}, o);  // duplicate merged
@@ -421,6 +437,139 @@ TYPED_TEST(BmfTest, InputAndOptionErrors) {
   o.dense_limit_bytes = 1 << 20;
   EXPECT_TRUE(bmf::make_problem(Space{}, 3, 4, {0}, {1}, o).dense);
   EXPECT_FALSE(bmf::use_dense(bmf::DenseC::automatic, 1000000, 1000000, std::size_t(1) << 30));
+  // A rank above min(m, n) is refused, naming the rank, by make_problem and
+  // by init for a problem built with a smaller one.
+  o.rank = 4;
+  try {
+    bmf::make_problem(Space{}, 3, 4, {0}, {1}, o);
+    ADD_FAILURE() << "rank 4 accepted for a 3 x 4 C";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("rank"), std::string::npos) << e.what();
+  }
+  o.rank = 3;
+  const auto fits = bmf::make_problem(Space{}, 3, 4, {0}, {1}, o);
+  o.rank = 4;
+  EXPECT_THROW(bmf::init(Space{}, fits, o), UsageError);
+}
+
+// Every numeric option against 0, -1, NaN, Inf and an absurdly large value:
+// validate() accepts exactly the values inside the option's declared range
+// and names the option when it refuses one.
+TEST(BmfOptions, EveryNumericOptionHasARange) {
+  const double nan = std::nan(""), inf = std::numeric_limits<double>::infinity();
+  struct Case {
+    const char* name;
+    std::function<void(bmf::Options&, double)> set;
+    std::vector<std::pair<double, bool>> values;  // value, accepted
+  };
+  const double big_int = double(INT_MAX);
+  const std::vector<Case> cases = {
+      {"rank", [](bmf::Options& o, double v) { o.rank = int(v); }, {{0, false}, {-1, false}, {big_int, false}, {1024, true}}},
+      {"stop.max_iterations", [](bmf::Options& o, double v) { o.stop.max_iterations = int(v); },
+       {{0, true}, {-1, false}, {big_int, false}}},
+      {"stop.tolerance", [](bmf::Options& o, double v) { o.stop.tolerance = v; },
+       {{0, true}, {-1, false}, {nan, false}, {inf, false}, {1e300, false}}},
+      {"stop.target", [](bmf::Options& o, double v) { o.stop.target = v; },
+       {{0, true}, {-1, false}, {nan, true}, {inf, false}, {1e300, false}}},
+      {"batch", [](bmf::Options& o, double v) { o.batch = int(v); }, {{0, false}, {-1, false}, {big_int, true}}},
+      {"flip_prob", [](bmf::Options& o, double v) { o.flip_prob = v; },
+       {{0, false}, {-1, false}, {nan, false}, {inf, false}, {1e300, false}, {1, true}}},
+      {"temperature", [](bmf::Options& o, double v) { o.temperature = v; },
+       {{0, true}, {-1, false}, {nan, false}, {inf, false}, {1e300, false}}},
+      {"temp_step", [](bmf::Options& o, double v) { o.temp_step = int(v); }, {{0, false}, {-1, false}, {big_int, true}}},
+      {"temp_factor", [](bmf::Options& o, double v) { o.temp_factor = v; },
+       {{0, false}, {-1, false}, {nan, false}, {inf, false}, {1e300, false}, {1, true}}},
+      {"weight_ones", [](bmf::Options& o, double v) { o.weight_ones = v; },
+       {{0, false}, {-1, false}, {nan, false}, {inf, false}, {1e300, false}, {2, true}}},
+      {"every_line_changed", [](bmf::Options& o, double v) { o.every_line_changed = int(v); },
+       {{0, true}, {-1, false}, {big_int, false}}},
+      {"cover_candidates", [](bmf::Options& o, double v) { o.cover_candidates = int(v); },
+       {{0, false}, {-1, false}, {big_int, false}}},
+      {"proposal_group", [](bmf::Options& o, double v) { o.proposal_group = int(v); },
+       {{0, false}, {-1, false}, {big_int, true}}},
+      {"index_min_lines", [](bmf::Options& o, double v) { o.index_min_lines = std::int64_t(v); },
+       {{0, true}, {-1, true}, {-2, false}, {1e15, true}}},
+      {"dense_limit_bytes", [](bmf::Options& o, double v) { o.dense_limit_bytes = std::size_t(v); },
+       {{0, true}, {1e18, false}}},
+  };
+  for (const auto& c : cases)
+    for (const auto& [v, ok] : c.values) {
+      SCOPED_TRACE(std::string(c.name) + " = " + std::to_string(v));
+      bmf::Options o;
+      c.set(o, v);
+      if (ok) {
+        EXPECT_NO_THROW(o.validate());
+      } else {
+        try {
+          o.validate();
+          ADD_FAILURE() << "accepted";
+        } catch (const UsageError& e) {
+          EXPECT_NE(std::string(e.what()).find(c.name), std::string::npos) << e.what();
+        }
+      }
+    }
+}
+
+// A restart must repeat every option that decides the iterates: the
+// checkpoint records Options::visit's list and load_checkpoint refuses a
+// difference with a UsageError naming the option, before touching the state.
+TYPED_TEST(BmfTest, RestartWithAChangedOptionIsRefusedNamingIt) {
+#if !defined(KFACTOR_HAVE_HDF5)
+  GTEST_SKIP() << "built without HDF5";
+#else
+  using Space = TypeParam;
+  const auto p = bmf::make_planted(80, 60, 4, 0.2, 0.03, 5);
+  const auto prob = problem_of<Space>(p, bmf::DenseC::automatic);
+  bmf::Options o;
+  o.rank = 4;
+  o.batch = 30;
+  o.stop.max_iterations = 3;
+  o.init = bmf::Init::dost;
+  auto meta_of = [](const bmf::Options& x) {
+    auto m = checkpoint_meta<std::uint64_t, Space>("bmf", option_values(x), InputFingerprint{}, x.rank);
+    m.precision = "bits";
+    return m;
+  };
+  const std::string path = ::testing::TempDir() + "/kfactor_bmf_options_" + std::to_string(::getpid()) + ".h5";
+  auto run = bmf::solve(Space{}, prob, o);
+  save_checkpoint(path, run.state, meta_of(o));
+  auto state = bmf::init(Space{}, prob, o);
+  // Unchanged options, and a longer stop rule, restore the state.
+  auto longer = o;
+  longer.stop.max_iterations = 9;
+  longer.every_line_changed = 0;
+  EXPECT_NO_THROW(load_checkpoint(path, state, meta_of(longer)));
+  EXPECT_EQ(state.iteration, 3);
+  EXPECT_EQ(words_of(state.A), words_of(run.state.A));
+  state.reset_workspace();
+  EXPECT_EQ(bmf::resume(Space{}, prob, longer, state).iterations, 9);
+  const std::vector<std::pair<const char*, std::function<void(bmf::Options&)>>> changes = {
+      {"seed", [](bmf::Options& x) { x.seed += 1; }},
+      {"flip_prob", [](bmf::Options& x) { x.flip_prob = 0.25; }},
+      {"weight_ones", [](bmf::Options& x) { x.weight_ones = 2; }},
+      {"batch", [](bmf::Options& x) { x.batch = 31; }},
+      {"order", [](bmf::Options& x) { x.order = bmf::Order::rows_first; }},
+      {"proposal_group", [](bmf::Options& x) { x.proposal_group = 2; }},
+      {"temperature", [](bmf::Options& x) { x.temperature = 0.5; }},
+      {"temp_step", [](bmf::Options& x) { x.temp_step = 10; }},
+      {"temp_factor", [](bmf::Options& x) { x.temp_factor = 0.5; }},
+      {"keep_best", [](bmf::Options& x) { x.keep_best = false; }},
+      {"init", [](bmf::Options& x) { x.init = bmf::Init::cover; }},
+      {"cover_candidates", [](bmf::Options& x) { x.cover_candidates = 3; }},
+  };
+  for (const auto& [name, change] : changes) {
+    SCOPED_TRACE(name);
+    auto changed = o;
+    change(changed);
+    try {
+      load_checkpoint(path, state, meta_of(changed));
+      ADD_FAILURE() << "restart with another " << name << " accepted";
+    } catch (const UsageError& e) {
+      EXPECT_NE(std::string(e.what()).find(std::string(name) + " = "), std::string::npos) << e.what();
+    }
+  }
+  std::remove(path.c_str());
+#endif
 }
 
 }  // namespace

@@ -17,6 +17,8 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <sys/wait.h>
 #include <unistd.h>
@@ -60,6 +62,25 @@ TEST(BmfCli, RealFileThroughIoJson) {
   EXPECT_EQ(line.substr(0, line.rfind(' ')), "1686 8");
   while (std::getline(b, line) && line[0] == '%') {}
   EXPECT_EQ(line.substr(0, line.rfind(' ')), "8 962");
+}
+
+// Out-of-range options exit 2 naming the option (--proposal-group 0 once
+// divided by zero), before the input is read.
+TEST(BmfCli, OutOfRangeOptionsExitTwoNamingThem) {
+  TempDir dir;
+  for (const auto& [arg, name] : std::vector<std::pair<std::string, std::string>>{
+           {"--proposal-group 0", "proposal_group"},
+           {"--flip-prob nan", "flip"},
+           {"--weight-ones inf", "weight"},
+           {"--cover-candidates -1", "cover_candidates"},
+           {"--target-error 2", "stop.target"},
+           {"--dense-limit-mb -1", "dense-limit-mb"},
+           {"--rank 1000", "rank"}}) {
+    SCOPED_TRACE(arg);
+    const auto r = run_kfactor(common + " --iters 2 " + arg, dir);
+    EXPECT_EQ(r.code, 2) << r.err;
+    EXPECT_NE(r.err.find(name), std::string::npos) << r.err;
+  }
 }
 
 TEST(BmfCli, RatingsWithThresholdKeepIds) {

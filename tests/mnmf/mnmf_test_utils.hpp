@@ -3,7 +3,7 @@
 // graphs, host copies, and conversions to the serial reference's CSR.
 #include <kfactor/core/convert.hpp>
 #include <kfactor/core/random.hpp>
-#include <kfactor/mnmf/detail/serial_reference.hpp>
+#include "serial_reference.hpp"
 #include <kfactor/mnmf/knn_graph.hpp>
 #include <kfactor/mnmf/mnmf.hpp>
 

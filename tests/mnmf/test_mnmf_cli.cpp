@@ -2,8 +2,8 @@
 // checkpoints: (a) MovieLens latest-small read by the io ratings reader, JSON
 // report fields and factor CSVs carrying the original ids; (b) N iterations
 // straight and t + restart to N give byte-identical factor files; (c) a
-// restart against another matrix or another rank exits 3 naming the
-// checkpoint and leaves it unchanged.
+// restart against another matrix or another rank exits 3, and one with
+// another option exits 2, naming the checkpoint and leaving it unchanged.
 #include "common/cli.hpp"
 #include "common/test_spaces.hpp"
 
@@ -85,6 +85,43 @@ TEST(MnmfCli, MovieLensThroughIo) {
   EXPECT_EQ(last.substr(0, 7), "193609,");
 }
 
+// --test-input goes through io::reindex_ratings: ids the training file lacks
+// are dropped and counted (the default) or, with --unknown-test-ids reject,
+// refused with exit 3 naming the file, the entry and the id. --lambda-grid
+// runs mnmf::select_lambda and reports its choice.
+TEST(MnmfCli, HeldOutIdsAndLambdaSelection) {
+  TempDir dir;
+  const std::string a = dir.file("a.csv"), t = dir.file("t.csv");
+  write_ratings(a, 11);
+  {
+    std::ofstream f(t);
+    f << "userId,movieId,rating\n10,1000,4\n17,1003,3\n9999,1000,2\n10,5,1\n24,1006,5\n";
+  }
+  const std::string args = "mnmf --input '" + a + "' --test-input '" + t + "'" + common_args + " --iters 3 --json";
+  auto r = run_kfactor(args, dir);
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["info"]["test_dropped_unknown_ids"].get<std::string>(), "2");
+  EXPECT_EQ(j["info"]["test_ratings"].get<std::string>(), "3");
+  r = run_kfactor(args + " --unknown-test-ids reject", dir);
+  EXPECT_EQ(r.code, 3) << r.err;
+  EXPECT_NE(r.err.find(t), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("entry "), std::string::npos) << r.err;
+  EXPECT_TRUE(r.err.find("user 9999") != std::string::npos || r.err.find("item 5 ") != std::string::npos) << r.err;
+  r = run_kfactor("mnmf --input '" + a + "'" + common_args +
+                      " --iters 3 --json --validation-fraction 0.2 --lambda-grid 0,0.5",
+                  dir);
+  ASSERT_EQ(r.code, 0) << r.err;
+  j = nlohmann::json::parse(r.out);
+  const std::string chosen = j["info"]["lambda_selected"].get<std::string>();
+  EXPECT_TRUE(chosen == "0.000000" || chosen == "0.500000") << chosen;
+  EXPECT_EQ(j["info"]["lambda_w"].get<std::string>(), chosen);
+  EXPECT_NE(j["info"]["validation_rmse"].get<std::string>().find("0.500000:"), std::string::npos);
+  // A grid without a validation fraction is a usage error.
+  r = run_kfactor("mnmf --input '" + a + "'" + common_args + " --lambda-grid 0,0.5", dir);
+  EXPECT_EQ(r.code, 2) << r.err;
+}
+
 TEST(MnmfCli, RestartIsBitIdenticalAndRefusesOtherInputs) {
   TempDir dir;
   const std::string a = dir.file("a.csv"), b = dir.file("b.csv"), ck = dir.file("run.h5");
@@ -113,18 +150,31 @@ TEST(MnmfCli, RestartIsBitIdenticalAndRefusesOtherInputs) {
       EXPECT_EQ(s, slurp(dir.file(std::string("restarted") + f))) << f;
     }
 
-    // (c) another matrix / another rank / other options: exit 3 naming the checkpoint, file unchanged
+    // (c) another matrix / another rank: exit 3; another option that decides
+    // the iterates: exit 2 naming it; each names the checkpoint and leaves it unchanged
     const std::string before = slurp(ck);
     const std::string objective_other = objective == std::string("kl") ? "euclid" : "kl";
-    for (const std::string bad :
-         {common_args + " --objective " + objective + " --input '" + b + "'",
-          " --rank 5 --neighbors 5 --lambda-w 0.5 --lambda-h 0.5 --seed 3 --quiet --objective " + objective +
-              " --input '" + a + "'",
-          common_args + " --objective " + objective_other + " --input '" + a + "'"}) {
-      SCOPED_TRACE(bad);
-      r = run_kfactor("mnmf " + bad + " --iters 9 --restart '" + ck + "' --checkpoint '" + ck + "'", dir);
-      EXPECT_EQ(r.code, 3) << r.err;
+    struct Bad {
+      std::string args;
+      int code;
+      const char* names;
+    };
+    for (const Bad& bad : {Bad{common_args + " --objective " + objective + " --input '" + b + "'", 3, "input"},
+                           Bad{" --rank 5 --neighbors 5 --lambda-w 0.5 --lambda-h 0.5 --seed 3 --quiet --objective " +
+                                   objective + " --input '" + a + "'",
+                               3, "rank"},
+                           Bad{common_args + " --objective " + objective_other + " --input '" + a + "'", 2, "objective"},
+                           Bad{" --rank 4 --neighbors 5 --lambda-w 0.7 --lambda-h 0.5 --seed 3 --quiet --objective " +
+                                   objective + " --input '" + a + "'",
+                               2, "lambda_w"},
+                           Bad{" --rank 4 --neighbors 6 --lambda-w 0.5 --lambda-h 0.5 --seed 3 --quiet --objective " +
+                                   objective + " --input '" + a + "'",
+                               2, "neighbors"}}) {
+      SCOPED_TRACE(bad.args);
+      r = run_kfactor("mnmf " + bad.args + " --iters 9 --restart '" + ck + "' --checkpoint '" + ck + "'", dir);
+      EXPECT_EQ(r.code, bad.code) << r.err;
       EXPECT_NE(r.err.find(ck), std::string::npos) << r.err;
+      EXPECT_NE(r.err.find(bad.names), std::string::npos) << r.err;
       EXPECT_EQ(slurp(ck), before);
     }
   }

@@ -1,14 +1,31 @@
-// MNMF solver tests: digest 003 section 6, items 1-6, 9-14.
+// MNMF solver tests: digest 003 section 6, items 1-6, 9-14; the solver
+// contract, option ranges, restarts that refuse changed options, and lambda
+// selection.
 #include "mnmf_test_utils.hpp"
 
+#include <kfactor/config.hpp>
+#include <kfactor/core/contract.hpp>
+#include <kfactor/io/checkpoint.hpp>
+#include <kfactor/mnmf/model_selection.hpp>
+
+#include <climits>
+#include <cstdio>
 #include <functional>
+#include <limits>
 #include <numeric>
+#include <string>
 #include <type_traits>
+#include <unistd.h>
 
 namespace {
 using namespace kfactor;
 using namespace kfactor::mnmf;
 using namespace kfactor::mnmf::test;
+
+using HostExec = Kokkos::DefaultHostExecutionSpace;
+using HostMem = HostExec::memory_space;
+static_assert(kfactor::Solver<HostExec, Problem<float, HostMem>, Options, State<float, HostMem>>);
+static_assert(kfactor::Solver<HostExec, Problem<double, HostMem>, Options, State<double, HostMem>>);
 
 template <class P>
 class MnmfTyped : public ::testing::Test {};
@@ -197,24 +214,29 @@ TYPED_TEST(MnmfSpace, MatchesSerialReferenceAnyRank) {
   const TypeParam exec;
   constexpr bool host = is_host_space_v<TypeParam>;
   auto problem = small_problem<TypeParam, T>(exec, 70, 50, 0.2, 31, 4, false, {2}, {6});
-  const auto Rs = to_serial(problem.ratings), Rts = to_serial(problem.ratings_t);
-  const auto Ps = to_serial(problem.user_graph), Pbs = to_serial(problem.item_graph);
-  const auto q = mnmf::detail::serial_degrees(Ps, 70), qb = mnmf::detail::serial_degrees(Pbs, 50);
-  for (const auto obj : {Objective::euclid, Objective::kl})
-    for (int r : {1, 5, 32, 33, 100, 128, 257, 1024}) {
+  const auto Rs = to_serial(problem.ratings);
+  for (int r : {1, 5, 32, 33, 100, 128, 257, 1024}) {
+    // A rank needs at least as many users and items (init refuses more):
+    // larger ranks get a larger, sparser problem with about as many ratings.
+    const int m = std::max(70, r + 20), n = std::max(50, r + 10);
+    const auto pr = small_problem<TypeParam, T>(exec, m, n, 700.0 / (double(m) * n), 31, 4, false, {2}, {6});
+    const auto Rr = to_serial(pr.ratings), Rtr = to_serial(pr.ratings_t);
+    const auto Pr = to_serial(pr.user_graph), Pbr = to_serial(pr.item_graph);
+    const auto q = mnmf::detail::serial_degrees(Pr, m), qb = mnmf::detail::serial_degrees(Pbr, n);
+    for (const auto obj : {Objective::euclid, Objective::kl}) {
       Options o;
       o.objective = obj;
       o.rank = r;
       o.lambda_w = 0.7;
       o.lambda_h = 1.3;
-      auto s = init(exec, problem, o);
+      auto s = init(exec, pr, o);
       auto W = to_vector(s.W), H = to_vector(s.H);
       std::vector<T> up, dn;
       const int epochs = r >= 257 ? 2 : 10;
       for (int e = 0; e < epochs; ++e) {
-        step(exec, problem, o, s);
-        mnmf::detail::serial_epoch(obj == Objective::kl, Rs, Rts, W, H, r, Ps, q, T(o.lambda_w), Pbs, qb, T(o.lambda_h),
-                             T(o.kl_floor), up, dn);
+        step(exec, pr, o, s);
+        mnmf::detail::serial_epoch(obj == Objective::kl, Rr, Rtr, W, H, r, Pr, q, T(o.lambda_w), Pbr, qb,
+                                   T(o.lambda_h), T(o.kl_floor), up, dn);
       }
       // host: same summation order as the serial reference, except that
       // Kokkos may vectorize the r-reduction; a device reduces in a tree
@@ -222,6 +244,7 @@ TYPED_TEST(MnmfSpace, MatchesSerialReferenceAnyRank) {
       EXPECT_LE(rel_diff(to_vector(s.W), W), tol) << to_string(obj) << " r " << r;
       EXPECT_LE(rel_diff(to_vector(s.H), H), tol) << to_string(obj) << " r " << r;
     }
+  }
   // same seed, same everything
   Options o;
   o.rank = 7;
@@ -386,18 +409,65 @@ TYPED_TEST(MnmfTyped, GuardsKeepEverythingFinite) {
   }
 }
 
-TEST(MnmfOptions, ValidateRejectsBadOptions) {
-  Options o;
-  EXPECT_NO_THROW(o.validate());
-  o.rank = 0;
-  EXPECT_THROW(o.validate(), UsageError);
-  o = Options{};
-  o.lambda_w = -1;
-  EXPECT_THROW(o.validate(), UsageError);
-  o = Options{};
-  o.init_low = 0;
-  EXPECT_THROW(o.validate(), UsageError);
+// Every numeric option against 0, -1, NaN, Inf and an absurdly large value:
+// validate() accepts exactly the values inside the declared range and names
+// the option when it refuses one.
+TEST(MnmfOptions, EveryNumericOptionHasARange) {
+  EXPECT_NO_THROW(Options{}.validate());
   EXPECT_THROW(parse_objective("frobenius"), UsageError);
+  const double nan = std::nan(""), inf = std::numeric_limits<double>::infinity(), big_int = double(INT_MAX);
+  struct Case {
+    const char* name;
+    std::function<void(Options&, double)> set;
+    std::vector<std::pair<double, bool>> values;  // value, accepted
+  };
+  const std::vector<Case> cases = {
+      {"rank", [](Options& o, double v) { o.rank = int(v); }, {{0, false}, {-1, false}, {big_int, false}, {1024, true}}},
+      {"lambda_w", [](Options& o, double v) { o.lambda_w = v; },
+       {{0, true}, {-1, false}, {nan, false}, {inf, false}, {1e300, false}, {1e3, true}}},
+      {"lambda_h", [](Options& o, double v) { o.lambda_h = v; },
+       {{0, true}, {-1, false}, {nan, false}, {inf, false}, {1e300, false}}},
+      {"stop.max_iterations", [](Options& o, double v) { o.stop.max_iterations = int(v); },
+       {{0, true}, {-1, false}, {big_int, false}}},
+      {"stop.tolerance", [](Options& o, double v) { o.stop.tolerance = v; },
+       {{0, true}, {-1, false}, {nan, false}, {inf, false}, {1e300, false}}},
+      {"stop.target", [](Options& o, double v) { o.stop.target = v; }, {{0, true}, {nan, true}, {inf, false}}},
+      {"init_low", [](Options& o, double v) { o.init_low = v; },
+       {{0, false}, {-1, false}, {nan, false}, {inf, false}, {1e300, false}, {1, true}}},
+      {"init_high", [](Options& o, double v) { o.init_high = v; },
+       {{0, false}, {-1, false}, {nan, false}, {inf, false}, {1e300, false}, {10, true}}},
+      {"init_scale", [](Options& o, double v) { o.init_scale = v; },
+       {{0, true}, {-1, false}, {nan, false}, {inf, false}, {1e300, false}, {2, true}}},
+      {"kl_floor", [](Options& o, double v) { o.kl_floor = v; },
+       {{0, false}, {-1, false}, {nan, false}, {inf, false}, {1e300, false}, {1e-9, true}}},
+  };
+  for (const auto& c : cases)
+    for (const auto& [v, ok] : c.values) {
+      SCOPED_TRACE(std::string(c.name) + " = " + std::to_string(v));
+      Options o;
+      c.set(o, v);
+      if (ok) {
+        EXPECT_NO_THROW(o.validate());
+      } else {
+        try {
+          o.validate();
+          ADD_FAILURE() << "accepted";
+        } catch (const UsageError& e) {
+          EXPECT_NE(std::string(e.what()).find(c.name), std::string::npos) << e.what();
+        }
+      }
+    }
+  // The graph options: sigma NaN / Inf, neighbors 0 / -1 / huge.
+  for (double sigma : {nan, inf, -inf}) {
+    GraphOptions g;
+    g.sigma = sigma;
+    EXPECT_THROW(g.validate(), UsageError);
+  }
+  for (int k : {0, -1, INT_MAX}) {
+    GraphOptions g;
+    g.neighbors = k;
+    EXPECT_THROW(g.validate(), UsageError);
+  }
 }
 
 TYPED_TEST(MnmfSpace, BadInputsAreRejected) {
@@ -419,8 +489,125 @@ TYPED_TEST(MnmfSpace, BadInputsAreRejected) {
   EXPECT_THROW(make_problem(exec, to_csr(exec, c), to_csr(exec, g)), InputError);
   auto p = make_problem(exec, to_csr(exec, c));
   Options o;
+  o.rank = 2;
   o.lambda_w = 1;
   EXPECT_THROW(solve(exec, p, o), UsageError);  // lambda without a graph
+  // A rank above min(users, items) = 3, naming the rank.
+  o.lambda_w = 0;
+  o.rank = 4;
+  try {
+    init(exec, p, o);
+    ADD_FAILURE() << "rank 4 accepted for 3 x 3 ratings";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("rank"), std::string::npos) << e.what();
+  }
+  o.rank = 3;
+  EXPECT_NO_THROW(init(exec, p, o));
+  // No ratings, or only zeros: nothing to factorize.
+  c.values = {0.0, 0.0};
+  EXPECT_THROW(make_problem(exec, to_csr(exec, c)), InputError);
+  CooMatrix<T> none;
+  none.num_rows = none.num_cols = 3;
+  EXPECT_THROW(make_problem(exec, to_csr(exec, none)), InputError);
+}
+
+// A restart must repeat every option that decides the iterates: the
+// checkpoint records Options::visit's list and load_checkpoint refuses a
+// difference with a UsageError naming the option.
+TYPED_TEST(MnmfSpace, RestartWithAChangedOptionIsRefusedNamingIt) {
+#if !defined(KFACTOR_HAVE_HDF5)
+  GTEST_SKIP() << "built without HDF5";
+#else
+  using T = double;
+  using Space = TypeParam;
+  const Space exec;
+  auto R = to_csr(exec, random_ratings<T>(40, 30, 0.3, 211));
+  auto problem = make_problem(exec, R, to_csr(exec, random_graph<T>(40, 3, 212)), to_csr(exec, random_graph<T>(30, 3, 213)));
+  Options o;
+  o.rank = 5;
+  o.lambda_w = o.lambda_h = 0.5;
+  o.stop.max_iterations = 3;
+  auto meta_of = [&](const Options& x) {
+    return checkpoint_meta<T, Space>("mnmf", option_values(x), fingerprint(exec, problem.ratings), x.rank);
+  };
+  const std::string path = ::testing::TempDir() + "/kfactor_mnmf_options_" + std::to_string(::getpid()) + ".h5";
+  auto first = solve(exec, problem, o);
+  save_checkpoint(path, first.state, meta_of(o));
+  // Same options with a longer stop rule: restored, and continues as one straight run.
+  auto longer = o;
+  longer.stop.max_iterations = 6;
+  auto state = init(exec, problem, o);
+  EXPECT_NO_THROW(load_checkpoint(path, state, meta_of(longer)));
+  state.reset_workspace();
+  EXPECT_EQ(resume(exec, problem, longer, state).iterations, 6);
+  const auto straight = solve(exec, problem, longer);
+  EXPECT_EQ(to_vector(state.W), to_vector(straight.state.W));
+  EXPECT_EQ(to_vector(state.H), to_vector(straight.state.H));
+  const std::vector<std::pair<const char*, std::function<void(Options&)>>> changes = {
+      {"objective", [](Options& x) { x.objective = Objective::kl; }},
+      {"lambda_w", [](Options& x) { x.lambda_w = 0.25; }},
+      {"lambda_h", [](Options& x) { x.lambda_h = 0.25; }},
+      {"seed", [](Options& x) { x.seed += 1; }},
+      {"init_low", [](Options& x) { x.init_low = 0.25; }},
+      {"init_high", [](Options& x) { x.init_high = 2; }},
+      {"init_scale", [](Options& x) { x.init_scale = 1; }},
+      {"kl_floor", [](Options& x) { x.kl_floor = 1e-9; }},
+  };
+  for (const auto& [name, change] : changes) {
+    SCOPED_TRACE(name);
+    auto changed = o;
+    change(changed);
+    try {
+      load_checkpoint(path, state, meta_of(changed));
+      ADD_FAILURE() << "restart with another " << name << " accepted";
+    } catch (const UsageError& e) {
+      EXPECT_NE(std::string(e.what()).find(std::string(name) + " = "), std::string::npos) << e.what();
+    }
+  }
+  std::remove(path.c_str());
+#endif
+}
+
+// select_lambda: every candidate's RMSE is that of its own solve, the lowest
+// wins (the first on equal RMSEs), and the training-ratings form equals the
+// split and graphs built by hand.
+TYPED_TEST(MnmfSpace, SelectLambdaPicksTheLowestValidationRmse) {
+  using T = double;
+  const TypeParam exec;
+  const auto train = random_ratings<T>(60, 45, 0.3, 301);
+  GraphOptions g;
+  g.neighbors = 4;
+  Options o;
+  o.rank = 4;
+  o.stop.max_iterations = 8;
+  const std::vector<double> grid = {0.0, 0.3, 3.0, 0.3};
+  auto [fit, validation] = split_train_test(train, 0.2, 7);
+  const auto R = to_csr(exec, fit);
+  const auto problem = make_problem(exec, R, knn_graph(exec, R, g), knn_graph(exec, transpose(exec, R), g),
+                                    to_csr(exec, validation));
+  int seen = 0;
+  const auto chosen = select_lambda(exec, problem, o, grid, [&](const LambdaCandidate&) { ++seen; });
+  EXPECT_EQ(seen, 4);
+  ASSERT_EQ(chosen.candidates.size(), grid.size());
+  std::size_t best = 0;
+  for (std::size_t c = 0; c < grid.size(); ++c) {
+    auto oc = o;
+    oc.lambda_w = oc.lambda_h = grid[c];
+    EXPECT_EQ(chosen.candidates[c].lambda, grid[c]);
+    EXPECT_EQ(chosen.candidates[c].validation_rmse, solve(exec, problem, oc).report.metrics.get("test_rmse"));
+    if (chosen.candidates[c].validation_rmse < chosen.candidates[best].validation_rmse) best = c;
+  }
+  EXPECT_EQ(chosen.lambda, grid[best]);
+  EXPECT_EQ(chosen.validation_rmse, chosen.candidates[best].validation_rmse);
+  EXPECT_EQ(chosen.candidates[1].validation_rmse, chosen.candidates[3].validation_rmse);  // repeated lambda
+  EXPECT_NE(best, 3u);  // equal RMSEs: the earlier candidate
+  const auto from_train = select_lambda(exec, train, 0.2, 7, g, o, grid);
+  EXPECT_EQ(from_train.lambda, chosen.lambda);
+  EXPECT_EQ(from_train.validation_rmse, chosen.validation_rmse);
+  EXPECT_THROW(select_lambda(exec, problem, o, {}), UsageError);
+  EXPECT_THROW(select_lambda(exec, problem, o, {std::nan("")}), UsageError);
+  EXPECT_THROW(select_lambda(exec, train, 0.0, 7, g, o, grid), UsageError);
+  EXPECT_THROW(select_lambda(exec, make_problem(exec, R), o, {0.0}), UsageError);  // no validation ratings
 }
 
 }  // namespace
@@ -473,11 +660,12 @@ TYPED_TEST(MnmfRestart, StateRebuiltFromVisitContinuesBitForBit) {
     ASSERT_EQ(copies.size(), 4u);
     for (auto& c : copies) c(restored);
     o.stop.max_iterations = 7;
-    const auto resumed = solve(exec, problem, o, restored);
-    EXPECT_EQ(resumed.state.iteration, 7);
-    EXPECT_EQ(to_vector(resumed.state.W), to_vector(straight.state.W));
-    EXPECT_EQ(to_vector(resumed.state.H), to_vector(straight.state.H));
-    EXPECT_EQ(resumed.report.metrics.get("objective"), straight.report.metrics.get("objective"));
+    const auto resumed = resume(exec, problem, o, restored);
+    EXPECT_EQ(restored.iteration, 7);
+    EXPECT_EQ(resumed.iterations, 7);
+    EXPECT_EQ(to_vector(restored.W), to_vector(straight.state.W));
+    EXPECT_EQ(to_vector(restored.H), to_vector(straight.state.H));
+    EXPECT_EQ(resumed.metrics.get("objective"), straight.report.metrics.get("objective"));
   }
 }
 

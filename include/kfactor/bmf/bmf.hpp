@@ -38,7 +38,8 @@
 /// FP + w FN (Options::weight_ones = w) decides acceptance. Reported:
 /// E_rec = (FP + FN) / (m n), precision and recall of the ones.
 ///
-/// Stop: relative error <= target_error; max_iterations; or
+/// Stop (Options::stop and every_line_changed): relative error <= stop.target;
+/// an exact factorization; stop.max_iterations; or
 /// (max(m, n) / L + 1) * every_line_changed iterations in a row without a new
 /// lowest weighted error (CuBin's rule; with greedy acceptance "no new lowest"
 /// is CuBin's "error unchanged").
@@ -55,6 +56,7 @@
 #include <kfactor/core/matrix.hpp>
 #include <kfactor/core/random.hpp>
 #include <kfactor/core/report.hpp>
+#include <kfactor/core/contract.hpp>
 #include <kfactor/core/solver.hpp>
 #include <kfactor/core/spaces.hpp>
 #include <kfactor/kernels/bit_matrix.hpp>
@@ -111,34 +113,71 @@ Init parse_init(const std::string& s);     ///< "dost" | "density100" | "density
 DenseC parse_dense_c(const std::string& s);  ///< "auto" | "on" | "off"
 Order parse_order(const std::string& s);     ///< "columns-first" | "rows-first"
 
+/// Solver options. Every numeric field has a range, checked by validate()
+/// (UsageError naming the field and its range). visit() lists the fields that
+/// decide the iterates, which a checkpoint records and a restart must repeat;
+/// not listed: the stop rules (a restart may extend them) and the storage
+/// choices dense_c, dense_limit_bytes and index_min_lines (the factors are the
+/// same whatever they are).
 struct Options {
-  int rank = 20;                       ///< k, 1..1024
-  int max_iterations = 10000;          ///< CuBin's gpuIterations
-  int batch = 4000;                    ///< L = CuBin's linesAtOnce
-  double flip_prob = 0.125;            ///< per-bit flip probability of a proposal (CuBin's code: 1/8)
-  double temperature = 0.0;            ///< T0; 0 = greedy (strict improvement only)
-  int temp_step = INT_MAX;             ///< T *= temp_factor every temp_step iterations
-  double temp_factor = 0.99;
-  double weight_ones = 1.0;            ///< cost of a missed one (a spurious one costs 1)
-  Init init = Init::density100;
+  int rank = 20;                       ///< k, 1..1024 (and at most min(m, n): make_problem)
+  /// max_iterations: CuBin's gpuIterations (0..10^9); target: stop when the
+  /// relative error E_rec <= target (CuBin's threshold; NaN: off); tolerance:
+  /// relative change of E_rec between iterations (0: off). An exact
+  /// factorization (E_rec = 0) always stops: no proposal can lower it.
+  StopRule stop{10000, 0.0};
+  int batch = 4000;                    ///< L = CuBin's linesAtOnce, 1..2^31-1
+  double flip_prob = 0.125;            ///< per-bit flip probability of a proposal, (0, 1] (CuBin's code: 1/8)
+  double temperature = 0.0;            ///< T0, [0, 1e12]; 0 = greedy (strict improvement only)
+  int temp_step = INT_MAX;             ///< T *= temp_factor every temp_step iterations, >= 1
+  double temp_factor = 0.99;           ///< (0, 1]
+  double weight_ones = 1.0;            ///< cost of a missed one (a spurious one costs 1), (0, 1e6]
+  /// The start; see Init. Default cover, the start after which the search
+  /// ends lowest: on the CuBin thesis files at k = 20 (perf/bench_bmf.cpp,
+  /// 300 iterations, mean relative error E_rec of 3 seeds) APatio ends at
+  /// 6.45e-3 from cover against 7.31e-3 from CuBin's density100 (dost,
+  /// density, rows: 7.32e-3 to 7.42e-3), AOffice at 3.95e-3 against 4.21e-3
+  /// (others 4.22e-3 to 4.24e-3), ATools (2 seeds) at 0.708e-3 against
+  /// 0.730e-3; the thesis's DBP reaches 6.50e-3, 3.94e-3 and 0.71e-3, its
+  /// CuBin 7.33e-3, 4.21e-3 and 0.73e-3. Its price is a host pass before
+  /// the first iteration (about 2 * cover_candidates * k passes over the
+  /// ones under a pattern).
+  Init init = Init::cover;
   DenseC dense_c = DenseC::automatic;
   std::size_t dense_limit_bytes = std::size_t(1) << 30;  ///< automatic: dense bits up to this size
   Order order = Order::columns_first;
-  double target_error = 0.0;           ///< stop when E_rec <= this (CuBin's threshold)
-  int every_line_changed = 1000;       ///< no-improvement stop factor; 0 disables the rule
+  /// No-improvement stop factor, 0..10^9 (0 disables the rule).
+  int every_line_changed = 1000;
   bool keep_best = true;               ///< with T0 > 0: return the best factors seen
   std::uint64_t seed = 42;
-  int cover_candidates = 64;           ///< Init::cover: candidate lines per factor line
+  int cover_candidates = 64;           ///< Init::cover: candidate lines per factor line, 1..10^6
   /// Lines i with equal i / proposal_group share one flip mask per phase
-  /// (coordinated proposals; 1 = every line its own mask).
+  /// (coordinated proposals; 1 = every line its own mask), 1..2^31-1.
   int proposal_group = 1;
   /// Use the inverted bit index of the fixed factor when a C line has at
   /// least this many entries (-1: automatic, host always, devices from 65536).
   /// Results are identical either way.
   std::int64_t index_min_lines = -1;
 
-  /// Throws UsageError for values out of range.
+  /// Throws UsageError naming the field and its allowed range.
   void validate() const;
+
+  template <class F>
+  void visit(F&& f) const {
+    f("rank", rank);
+    f("batch", batch);
+    f("flip_prob", flip_prob);
+    f("temperature", temperature);
+    f("temp_step", temp_step);
+    f("temp_factor", temp_factor);
+    f("weight_ones", weight_ones);
+    f("init", init);
+    f("order", order);
+    f("keep_best", keep_best);
+    f("seed", seed);
+    f("cover_candidates", cover_candidates);
+    f("proposal_group", proposal_group);
+  }
 };
 
 /// Boolean C in the storage the solver reads. Build with make_problem.
@@ -172,14 +211,10 @@ inline bool use_dense(DenseC mode, std::int64_t m, std::int64_t n, std::size_t l
 
 /// C from the 0-based (row, col) positions of its ones (duplicates merged,
 /// any order) in ExecutionSpace's memory, stored per options.dense_c.
-/// Throws InputError for positions outside the shape, RuntimeFailure when
-/// the storage cannot be allocated.
-template <class ExecutionSpace>
-Problem<typename ExecutionSpace::memory_space> make_problem(const ExecutionSpace& exec, std::int64_t rows,
-                                                            std::int64_t cols, const std::vector<ordinal_t>& one_rows,
-                                                            const std::vector<ordinal_t>& one_cols,
-                                                            const Options& options);
-
+/// Throws InputError for positions outside the shape and for a C without
+/// ones (every factorization is exact), UsageError for invalid options and for
+/// options.rank > min(rows, cols) (the Boolean rank never exceeds it),
+/// RuntimeFailure when the storage cannot be allocated.
 /// C from host triplets: entry (i, j) is a one when its value is nonzero (a
 /// pattern matrix, with empty values, is all ones).
 template <class ExecutionSpace, class T>
@@ -207,19 +242,26 @@ struct State {
   int no_improve = 0;         ///< iterations since the last new lowest weighted error
   std::uint64_t false_pos = 0, false_neg = 0;  ///< exact counts for (A, Bt)
   std::uint64_t accepted = 0;                  ///< accepted line changes so far
-  // Best seen (only maintained with keep_best and T0 > 0; else equal to current).
+  /// Best seen; the copies exist only with keep_best and T0 > 0 (init sets
+  /// has_best_copy from the options, so a restored state has them too).
   BitMatrix<MemorySpace> best_A, best_Bt;
   std::uint64_t best_false_pos = 0, best_false_neg = 0;
   bool has_best_copy = false;
-  /// Device truth of [false_pos, false_neg, accepted]; accepted changes add
-  /// their deltas atomically, step() copies them to the host fields.
-  Kokkos::View<std::int64_t*, MemorySpace> totals;
   MetricHistory history;
-  // Scratch (not part of the iterate): inverted bit index of the fixed factor.
-  detail::BitIndex<MemorySpace> bit_index;
   // Fixed by the problem (kept for metrics).
   std::int64_t rows = 0, cols = 0;
   std::uint64_t ones = 0;
+
+  /// Buffers derived from the fields above, rebuilt by step() when empty.
+  struct Workspace {
+    /// Device copy of [false_pos, false_neg, accepted]: accepted changes add
+    /// their deltas atomically; step() loads it from the host fields first
+    /// and copies it back after the phases.
+    Kokkos::View<std::int64_t*, MemorySpace> totals;
+    detail::BitIndex<MemorySpace> bit_index;  ///< inverted bit index of the fixed factor
+  } workspace;
+
+  void reset_workspace() { workspace = Workspace{}; }
 
   [[nodiscard]] BooleanErrors errors() const {
     BooleanErrors e;
@@ -239,24 +281,34 @@ struct State {
     return e;
   }
 
+  /// The checkpointed fields (no side effects).
   template <class F>
   void visit(F&& f) {
-    f("A", A.words);
-    f("Bt", Bt.words);
-    f("iteration", iteration);
-    f("seed", seed);
-    f("temperature", temperature);
-    f("no_improve", no_improve);
-    f("totals", totals);
-    f("false_pos", false_pos);
-    f("false_neg", false_neg);
-    f("accepted", accepted);
-    if (has_best_copy) {
-      f("best_A", best_A.words);
-      f("best_Bt", best_Bt.words);
+    visit_fields(*this, f);
+  }
+  template <class F>
+  void visit(F&& f) const {
+    visit_fields(*this, f);
+  }
+
+ private:
+  template <class Self, class F>
+  static void visit_fields(Self& s, F& f) {
+    f("A", s.A.words);
+    f("Bt", s.Bt.words);
+    f("iteration", s.iteration);
+    f("seed", s.seed);
+    f("temperature", s.temperature);
+    f("no_improve", s.no_improve);
+    f("false_pos", s.false_pos);
+    f("false_neg", s.false_neg);
+    f("accepted", s.accepted);
+    if (s.has_best_copy) {
+      f("best_A", s.best_A.words);
+      f("best_Bt", s.best_Bt.words);
     }
-    f("best_false_pos", best_false_pos);
-    f("best_false_neg", best_false_neg);
+    f("best_false_pos", s.best_false_pos);
+    f("best_false_neg", s.best_false_neg);
   }
 };
 
@@ -276,8 +328,9 @@ void step(const ExecutionSpace& exec, const Problem<typename ExecutionSpace::mem
 /// Metrics of the current factors from the tracked counts (no device work):
 /// relative_error, errors, precision, recall, false_pos, false_neg,
 /// weighted_error, temperature, accepted.
-template <class MemorySpace>
-Metrics evaluate(const Options& options, const State<MemorySpace>& state) {
+template <class ExecutionSpace>
+Metrics evaluate(const ExecutionSpace&, const Problem<typename ExecutionSpace::memory_space>&, const Options& options,
+                 const State<typename ExecutionSpace::memory_space>& state) {
   const auto e = state.errors();
   Metrics m;
   m.set("relative_error", e.relative());
@@ -305,32 +358,20 @@ inline std::int64_t max_no_improve(std::int64_t m, std::int64_t n, const Options
   return (std::max(m, n) / o.batch + 1) * std::int64_t(o.every_line_changed);
 }
 
-template <class MemorySpace>
-struct Result {
-  State<MemorySpace> state;  ///< with keep_best and T0 > 0, A/Bt/counts are the best seen
-  Report report;
-};
-
-/// init, then the loop (step, evaluate, observer, stop rules).
+/// init(), then resume(). The report's timings hold "init" and "iterations".
 template <class ExecutionSpace>
-Result<typename ExecutionSpace::memory_space> solve(const ExecutionSpace& exec,
-                                                    const Problem<typename ExecutionSpace::memory_space>& problem,
-                                                    const Options& options, const Observer& observer = nullptr);
+kfactor::Result<State<typename ExecutionSpace::memory_space>> solve(
+    const ExecutionSpace& exec, const Problem<typename ExecutionSpace::memory_space>& problem, const Options& options,
+    const Observer& observer = {});
 
-/// Continues `state` (e.g. restored from a checkpoint) with the same loop.
+/// Continues `state` (fresh from init(), or restored from a checkpoint into
+/// an init() state) with the loop: step, evaluate, observer, stop rules. The
+/// observer may hold a reference to `state` (e.g. a checkpoint_observer).
+/// With keep_best and T0 > 0, `state` ends holding the best factors seen.
 template <class ExecutionSpace>
-Result<typename ExecutionSpace::memory_space> solve(const ExecutionSpace& exec,
-                                                    const Problem<typename ExecutionSpace::memory_space>& problem,
-                                                    const Options& options,
-                                                    State<typename ExecutionSpace::memory_space> state,
-                                                    const Observer& observer);
-
-/// The same loop on `state` in place (the observer may hold a reference to
-/// it, e.g. a checkpoint_observer); returns the report.
-template <class ExecutionSpace>
-Report solve_in_place(const ExecutionSpace& exec, const Problem<typename ExecutionSpace::memory_space>& problem,
-                      const Options& options, State<typename ExecutionSpace::memory_space>& state,
-                      const Observer& observer);
+Report resume(const ExecutionSpace& exec, const Problem<typename ExecutionSpace::memory_space>& problem,
+              const Options& options, State<typename ExecutionSpace::memory_space>& state,
+              const Observer& observer = {});
 
 /// A (m x k) and B (k x n) as dense 0/1 matrices in host memory.
 template <class MemorySpace>

@@ -76,7 +76,10 @@ struct GraphOptions {
   void validate() const {
     if (neighbors < 1) throw UsageError("knn graph: neighbors must be >= 1, got " + std::to_string(neighbors));
     if (neighbors > 1024) throw UsageError("knn graph: neighbors must be <= 1024");
-    if (block_bytes < 1024) throw UsageError("knn graph: block_bytes must be >= 1024");
+    if (!(sigma <= 1e12 && sigma >= -1e12))  // NaN fails too
+      throw UsageError("knn graph: sigma must be finite, in [-1e12, 1e12] (<= 0: automatic)");
+    if (block_bytes < 1024 || block_bytes > (std::size_t(1) << 50))
+      throw UsageError("knn graph: block_bytes must be in 1024..2^50");
   }
 };
 

@@ -40,6 +40,7 @@
 /// unless Options::init_scale > 0, so the initial predictions are about the
 /// mean rating. init_low > 0 makes every entry strictly positive.
 
+#include <kfactor/core/contract.hpp>
 #include <kfactor/core/convert.hpp>
 #include <kfactor/core/error.hpp>
 #include <kfactor/core/matrix.hpp>
@@ -52,8 +53,10 @@
 
 #include <Kokkos_Core.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <sstream>
 #include <string>
 #include <utility>
 
@@ -67,27 +70,61 @@ inline Objective parse_objective(const std::string& s) {
   throw UsageError("unknown MNMF objective '" + s + "' (euclid|kl)");
 }
 
+/// Solver options. Every numeric field has a declared range, checked by
+/// validate() (UsageError naming the field and its range); visit() lists the
+/// fields that decide the iterates (everything but the stop rule), which a
+/// checkpoint records and a restart must repeat.
 struct Options {
   Objective objective = Objective::euclid;
+  /// r, 1..max_rank (and at most min(users, items): init). The bound keeps a
+  /// sweep team's accumulators, 3 rows of r scalars, within its 32 KiB of
+  /// scratch.
   int rank = 10;
-  double lambda_w = 0.0;  ///< weight of the user-graph term (eq. 20; eq. 25 uses lambda_w / 2)
-  double lambda_h = 0.0;  ///< weight of the item-graph term
+  static constexpr int max_rank = 1024;
+  double lambda_w = 0.0;  ///< weight of the user-graph term, [0, 1e12] (eq. 20; eq. 25 uses lambda_w / 2)
+  double lambda_h = 0.0;  ///< weight of the item-graph term, [0, 1e12]
+  /// max_iterations (epochs) 0..10^9; tolerance [0, 1] on the objective's
+  /// relative change (0: off); target: stop when the objective <= target
+  /// (NaN: off).
   StopRule stop{100, 0.0};
   std::uint64_t seed = 42;
-  double init_low = 0.5;   ///< init entries uniform in [init_low, init_high) * scale
-  double init_high = 1.5;
-  double init_scale = 0.0;  ///< 0: sqrt(mean training rating / rank)
-  double kl_floor = 1e-12;  ///< floor of vt under KL (guard for vt = 0)
+  double init_low = 0.5;   ///< init entries uniform in [init_low, init_high) * scale; 0 < init_low < init_high
+  double init_high = 1.5;  ///< <= 1e6
+  double init_scale = 0.0;  ///< 0: sqrt(mean training rating / rank); else in (0, 1e12]
+  double kl_floor = 1e-12;  ///< floor of vt under KL (guard for vt = 0), (0, 1]
 
   void validate() const {
-    if (rank < 1) throw UsageError("mnmf: rank must be >= 1, got " + std::to_string(rank));
-    if (!(lambda_w >= 0.0) || !(lambda_h >= 0.0) || !std::isfinite(lambda_w) || !std::isfinite(lambda_h))
-      throw UsageError("mnmf: lambda_w and lambda_h must be finite and >= 0");
-    if (stop.max_iterations < 0) throw UsageError("mnmf: iterations must be >= 0");
-    if (!(init_low > 0.0) || !(init_high > init_low) || !std::isfinite(init_high))
-      throw UsageError("mnmf: need 0 < init_low < init_high (strictly positive initialization)");
-    if (!(init_scale >= 0.0) || !std::isfinite(init_scale)) throw UsageError("mnmf: init_scale must be >= 0");
-    if (!(kl_floor > 0.0)) throw UsageError("mnmf: kl_floor must be > 0");
+    auto range = [](const std::string& name, const std::string& allowed, double got) {
+      std::ostringstream os;
+      os << "mnmf: " << name << " must be in " << allowed << ", got " << got;
+      throw UsageError(os.str());
+    };
+    // Written so that NaN fails every comparison.
+    if (rank < 1 || rank > max_rank) range("rank", "1.." + std::to_string(max_rank), rank);
+    if (!(lambda_w >= 0.0 && lambda_w <= 1e12)) range("lambda_w", "[0, 1e12]", lambda_w);
+    if (!(lambda_h >= 0.0 && lambda_h <= 1e12)) range("lambda_h", "[0, 1e12]", lambda_h);
+    if (stop.max_iterations < 0 || stop.max_iterations > 1000000000)
+      range("stop.max_iterations", "0..10^9", stop.max_iterations);
+    if (!(stop.tolerance >= 0.0 && stop.tolerance <= 1.0)) range("stop.tolerance", "[0, 1] (0: off)", stop.tolerance);
+    if (std::isinf(stop.target)) range("stop.target", "finite values (NaN: off)", stop.target);
+    if (!(init_low > 0.0 && init_low <= 1e6)) range("init_low", "(0, 1e6] (a strictly positive start)", init_low);
+    if (!(init_high > init_low && init_high <= 1e6)) range("init_high", "(init_low, 1e6]", init_high);
+    if (!(init_scale == 0.0 || (init_scale > 0.0 && init_scale <= 1e12)))
+      range("init_scale", "0 (automatic) or (0, 1e12]", init_scale);
+    if (!(kl_floor > 0.0 && kl_floor <= 1.0)) range("kl_floor", "(0, 1]", kl_floor);
+  }
+
+  template <class F>
+  void visit(F&& f) const {
+    f("objective", objective);
+    f("rank", rank);
+    f("lambda_w", lambda_w);
+    f("lambda_h", lambda_h);
+    f("seed", seed);
+    f("init_low", init_low);
+    f("init_high", init_high);
+    f("init_scale", init_scale);
+    f("kl_floor", kl_floor);
   }
 };
 
@@ -118,9 +155,16 @@ struct State {
   int iteration = 0;
   std::uint64_t seed = 0;
   MetricHistory history;
-  /// Workspace of the Jacobi sweeps (not part of the iterate).
-  DenseMatrix<T, MemorySpace> W_next, H_next;
 
+  /// Targets of the Jacobi sweeps (not part of the iterate); step()
+  /// allocates them when empty.
+  struct Workspace {
+    DenseMatrix<T, MemorySpace> W_next, H_next;
+  } workspace;
+
+  void reset_workspace() { workspace = Workspace{}; }
+
+  /// The checkpointed fields (no side effects).
   template <class F>
   void visit(F&& f) {
     f("W", W);
@@ -128,12 +172,13 @@ struct State {
     f("iteration", iteration);
     f("seed", seed);
   }
-};
-
-template <class T, class MemorySpace>
-struct Result {
-  State<T, MemorySpace> state;
-  Report report;
+  template <class F>
+  void visit(F&& f) const {
+    f("W", W);
+    f("H", H);
+    f("iteration", iteration);
+    f("seed", seed);
+  }
 };
 
 namespace detail {
@@ -192,8 +237,9 @@ double check_ratings(const ExecutionSpace& exec, const CsrMatrix<T, MemorySpace>
 }
 }  // namespace detail
 
-/// Builds a Problem: validates the data, forms the CSC (transpose), the
-/// degree vectors and the row bins. Empty graphs (default-constructed) mean
+/// Builds a Problem: validates the data (InputError for no ratings, all-zero,
+/// negative or non-finite ratings, and bad graphs), forms the CSC
+/// (transpose), the degree vectors and the row bins. Empty graphs (default-constructed) mean
 /// "no graph" and require the matching lambda to be 0 at solve time.
 template <class ExecutionSpace, class T, class MemorySpace>
 Problem<T, MemorySpace> make_problem(const ExecutionSpace& exec, const CsrMatrix<T, MemorySpace>& ratings,
@@ -202,7 +248,11 @@ Problem<T, MemorySpace> make_problem(const ExecutionSpace& exec, const CsrMatrix
                                      const CsrMatrix<T, MemorySpace>& test = {}) {
   Problem<T, MemorySpace> p;
   p.ratings = ratings;
+  if (ratings.row_map.extent(0) == 0 || ratings.nnz() == 0)
+    throw InputError("mnmf: there are no training ratings");
   p.mean_rating = detail::check_ratings(exec, ratings, "ratings");
+  // Nonnegative ratings with mean 0 are all 0: W H^T = 0 fits them exactly.
+  if (!(p.mean_rating > 0.0)) throw InputError("mnmf: every training rating is 0 (nothing to factorize)");
   detail::check_graph(exec, user_graph, ratings.num_rows(), "user graph");
   detail::check_graph(exec, item_graph, ratings.num_cols, "item graph");
   if (test.row_map.extent(0) > 0) {
@@ -227,10 +277,24 @@ Problem<T, MemorySpace> make_problem(const ExecutionSpace& exec, const CsrMatrix
   return p;
 }
 
+namespace detail {
+/// The rank fits the data: above min(users, items) a rank adds nothing
+/// (W H^T already has full rank), so it is a mistake.
+template <class T, class MemorySpace>
+void check_rank_fits(const Problem<T, MemorySpace>& problem, const Options& options) {
+  const std::int64_t limit = std::min<std::int64_t>(problem.rows(), problem.cols());
+  if (options.rank > limit)
+    throw UsageError("mnmf: rank must be in 1..min(users, items) = " + std::to_string(limit) + ", got " +
+                     std::to_string(options.rank));
+}
+}  // namespace detail
+
 /// Fresh state: strictly positive uniform factors from options.seed.
+/// UsageError for invalid options and a rank above min(users, items).
 template <class ExecutionSpace, class T, class MemorySpace>
 State<T, MemorySpace> init(const ExecutionSpace& exec, const Problem<T, MemorySpace>& problem, const Options& options) {
   options.validate();
+  detail::check_rank_fits(problem, options);
   const int r = options.rank;
   State<T, MemorySpace> s;
   s.seed = options.seed;
@@ -242,10 +306,6 @@ State<T, MemorySpace> init(const ExecutionSpace& exec, const Problem<T, MemorySp
                                       problem.rows(), r);
     s.H = DenseMatrix<T, MemorySpace>(Kokkos::view_alloc(exec, Kokkos::WithoutInitializing, "kfactor::mnmf::H"),
                                       problem.cols(), r);
-    s.W_next = DenseMatrix<T, MemorySpace>(Kokkos::view_alloc(exec, Kokkos::WithoutInitializing, "kfactor::mnmf::W_next"),
-                                           problem.rows(), r);
-    s.H_next = DenseMatrix<T, MemorySpace>(Kokkos::view_alloc(exec, Kokkos::WithoutInitializing, "kfactor::mnmf::H_next"),
-                                           problem.cols(), r);
   } catch (const std::runtime_error& e) {
     throw RuntimeFailure("mnmf: cannot allocate factors of " + std::to_string(problem.rows()) + " + " +
                          std::to_string(problem.cols()) + " rows x rank " + std::to_string(r) + ": " + e.what());
@@ -269,12 +329,17 @@ void check_step_inputs(const Problem<T, MemorySpace>& problem, const Options& op
 
 template <class ExecutionSpace, class T, class MemorySpace>
 void ensure_workspace(const ExecutionSpace& exec, State<T, MemorySpace>& s) {
-  if (s.W_next.extent(0) != s.W.extent(0) || s.W_next.extent(1) != s.W.extent(1))
-    s.W_next = DenseMatrix<T, MemorySpace>(Kokkos::view_alloc(exec, Kokkos::WithoutInitializing, "kfactor::mnmf::W_next"),
-                                           s.W.extent(0), s.W.extent(1));
-  if (s.H_next.extent(0) != s.H.extent(0) || s.H_next.extent(1) != s.H.extent(1))
-    s.H_next = DenseMatrix<T, MemorySpace>(Kokkos::view_alloc(exec, Kokkos::WithoutInitializing, "kfactor::mnmf::H_next"),
-                                           s.H.extent(0), s.H.extent(1));
+  auto& ws = s.workspace;
+  try {
+    if (ws.W_next.extent(0) != s.W.extent(0) || ws.W_next.extent(1) != s.W.extent(1))
+      ws.W_next = DenseMatrix<T, MemorySpace>(
+          Kokkos::view_alloc(exec, Kokkos::WithoutInitializing, "kfactor::mnmf::W_next"), s.W.extent(0), s.W.extent(1));
+    if (ws.H_next.extent(0) != s.H.extent(0) || ws.H_next.extent(1) != s.H.extent(1))
+      ws.H_next = DenseMatrix<T, MemorySpace>(
+          Kokkos::view_alloc(exec, Kokkos::WithoutInitializing, "kfactor::mnmf::H_next"), s.H.extent(0), s.H.extent(1));
+  } catch (const std::runtime_error& e) {
+    throw RuntimeFailure(std::string("mnmf: cannot allocate the sweep workspace: ") + e.what());
+  }
 }
 }  // namespace detail
 
@@ -285,8 +350,8 @@ void update_w(const ExecutionSpace& exec, const Problem<T, MemorySpace>& problem
   detail::check_step_inputs(problem, options, s);
   detail::ensure_workspace(exec, s);
   detail::sweep(exec, options.objective, problem.ratings, problem.user_bins, s.W, s.H, problem.user_graph,
-                problem.user_degree, T(options.lambda_w), T(options.kl_floor), s.W_next);
-  std::swap(s.W, s.W_next);
+                problem.user_degree, T(options.lambda_w), T(options.kl_floor), s.workspace.W_next);
+  std::swap(s.W, s.workspace.W_next);
 }
 
 /// The H sweep alone, using the current W.
@@ -296,8 +361,8 @@ void update_h(const ExecutionSpace& exec, const Problem<T, MemorySpace>& problem
   detail::check_step_inputs(problem, options, s);
   detail::ensure_workspace(exec, s);
   detail::sweep(exec, options.objective, problem.ratings_t, problem.item_bins, s.H, s.W, problem.item_graph,
-                problem.item_degree, T(options.lambda_h), T(options.kl_floor), s.H_next);
-  std::swap(s.H, s.H_next);
+                problem.item_degree, T(options.lambda_h), T(options.kl_floor), s.workspace.H_next);
+  std::swap(s.H, s.workspace.H_next);
 }
 
 /// One epoch: the W sweep, then the H sweep with the new W. Does not advance
@@ -338,19 +403,22 @@ Metrics evaluate(const ExecutionSpace& exec, const Problem<T, MemorySpace>& prob
   return m;
 }
 
-/// Continues `state` with the solver loop (restarts continue bit for bit).
+/// Continues `state` (fresh from init(), or restored from a checkpoint into
+/// an init() state) with the solver loop: step, evaluate, observer, stop
+/// rules; a restart continues bit for bit. The observer may hold a reference
+/// to `state` (e.g. a checkpoint_observer).
 template <class ExecutionSpace, class T, class MemorySpace>
-Result<T, MemorySpace> solve(const ExecutionSpace& exec, const Problem<T, MemorySpace>& problem, const Options& options,
-                             State<T, MemorySpace> state, const Observer& observer = nullptr) {
+Report resume(const ExecutionSpace& exec, const Problem<T, MemorySpace>& problem, const Options& options,
+              State<T, MemorySpace>& state, const Observer& observer = {}) {
   options.validate();
+  detail::check_rank_fits(problem, options);
   detail::check_step_inputs(problem, options, state);
-  Result<T, MemorySpace> res;
   double seconds = 0.0;
   const StopReason reason = run_solver_loop(
       state.iteration, state.history, options.stop, "objective", observer,
       [&] { step(exec, problem, options, state); }, [&] { return evaluate(exec, problem, options, state); },
       [](const Metrics&) { return false; }, &seconds);
-  Report& r = res.report;
+  Report r;
   r.command = "mnmf";
   r.backend = backend_name<ExecutionSpace>();
   r.precision = sizeof(T) == 4 ? "float" : "double";
@@ -368,15 +436,16 @@ Result<T, MemorySpace> solve(const ExecutionSpace& exec, const Problem<T, Memory
   r.info["lambda_h"] = std::to_string(options.lambda_h);
   r.info["user_graph_edges"] = std::to_string(problem.user_graph.nnz());
   r.info["item_graph_edges"] = std::to_string(problem.item_graph.nnz());
-  res.state = std::move(state);
-  return res;
+  return r;
 }
 
-/// Fresh solve from init(exec, problem, options).
+/// init(), then resume().
 template <class ExecutionSpace, class T, class MemorySpace>
-Result<T, MemorySpace> solve(const ExecutionSpace& exec, const Problem<T, MemorySpace>& problem, const Options& options,
-                             const Observer& observer = nullptr) {
-  return solve(exec, problem, options, init(exec, problem, options), observer);
+kfactor::Result<State<T, MemorySpace>> solve(const ExecutionSpace& exec, const Problem<T, MemorySpace>& problem,
+                                             const Options& options, const Observer& observer = {}) {
+  kfactor::Result<State<T, MemorySpace>> res{init(exec, problem, options), {}};
+  res.report = resume(exec, problem, options, res.state, observer);
+  return res;
 }
 
 }  // namespace kfactor::mnmf
@@ -402,9 +471,9 @@ Result<T, MemorySpace> solve(const ExecutionSpace& exec, const Problem<T, Memory
   EXTERN template kfactor::Metrics kfactor::mnmf::evaluate(                                                   \
       const S&, const kfactor::mnmf::Problem<T, S::memory_space>&, const kfactor::mnmf::Options&,             \
       const kfactor::mnmf::State<T, S::memory_space>&);                                                        \
-  EXTERN template kfactor::mnmf::Result<T, S::memory_space> kfactor::mnmf::solve(                             \
+  EXTERN template kfactor::Report kfactor::mnmf::resume(                                                      \
       const S&, const kfactor::mnmf::Problem<T, S::memory_space>&, const kfactor::mnmf::Options&,             \
-      kfactor::mnmf::State<T, S::memory_space>, const kfactor::Observer&);
+      kfactor::mnmf::State<T, S::memory_space>&, const kfactor::Observer&);
 #define KFACTOR_MNMF_EXTERN(S, T) KFACTOR_MNMF_ETI(extern, S, T)
 KFACTOR_ETI_FOR_EACH(KFACTOR_MNMF_EXTERN)
 #undef KFACTOR_MNMF_EXTERN

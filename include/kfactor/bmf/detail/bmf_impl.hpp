@@ -179,25 +179,28 @@ BooleanErrors cover_init(const ExecutionSpace& exec, const Problem<MemorySpace>&
   return best;
 }
 
-/// Device totals [FP, FN, accepted] -> the state's host copies.
+/// Device totals [FP, FN, accepted] -> the state's host fields.
 template <class ExecutionSpace, class MemorySpace>
 void pull_totals(const ExecutionSpace& exec, State<MemorySpace>& s) {
-  auto h = Kokkos::create_mirror_view(Kokkos::HostSpace{}, s.totals);
-  Kokkos::deep_copy(exec, h, s.totals);
+  auto h = Kokkos::create_mirror_view(Kokkos::HostSpace{}, s.workspace.totals);
+  Kokkos::deep_copy(exec, h, s.workspace.totals);
   exec.fence();
   s.false_pos = std::uint64_t(h(0));
   s.false_neg = std::uint64_t(h(1));
   s.accepted = std::uint64_t(h(2));
 }
 
-/// The state's host copies -> device totals.
+/// The state's host fields -> device totals (allocated when the workspace
+/// was dropped).
 template <class ExecutionSpace, class MemorySpace>
 void push_totals(const ExecutionSpace& exec, State<MemorySpace>& s) {
-  auto h = Kokkos::create_mirror_view(Kokkos::HostSpace{}, s.totals);
+  if (s.workspace.totals.extent(0) != 3)
+    s.workspace.totals = Kokkos::View<std::int64_t*, MemorySpace>("bmf::totals", 3);
+  auto h = Kokkos::create_mirror_view(Kokkos::HostSpace{}, s.workspace.totals);
   h(0) = std::int64_t(s.false_pos);
   h(1) = std::int64_t(s.false_neg);
   h(2) = std::int64_t(s.accepted);
-  Kokkos::deep_copy(exec, s.totals, h);
+  Kokkos::deep_copy(exec, s.workspace.totals, h);
   exec.fence();
 }
 
@@ -217,15 +220,15 @@ void run_one_phase(const ExecutionSpace& exec, const Problem<typename ExecutionS
     p.map = csr.row_map;
     p.idx = csr.entries;
   }
-  p.totals = s.totals;
+  p.totals = s.workspace.totals;
   const std::int64_t len = columns ? problem.rows : problem.cols;
   // Inverted bit index: always on host backends (it cuts the work per line);
   // on devices only for long lines of C, where it pays for its 4 launches.
   const std::int64_t min_lines = o.index_min_lines >= 0 ? o.index_min_lines : (is_host_space_v<ExecutionSpace> ? 0 : 65536);
   p.use_index = len >= min_lines;
-  if (len > 0 && p.use_index) build_bit_index(exec, p.Y, o.rank, s.bit_index);
-  p.bit_offsets = s.bit_index.offsets;
-  p.bit_lists = s.bit_index.lists;
+  if (len > 0 && p.use_index) build_bit_index(exec, p.Y, o.rank, s.workspace.bit_index);
+  p.bit_offsets = s.workspace.bit_index.offsets;
+  p.bit_lists = s.workspace.bit_index.lists;
   p.num_lines = columns ? problem.cols : problem.rows;
   p.len = columns ? problem.rows : problem.cols;
   if (p.num_lines == 0 || p.len == 0) return;
@@ -241,6 +244,16 @@ void run_one_phase(const ExecutionSpace& exec, const Problem<typename ExecutionS
   run_phase(exec, p);
 }
 
+/// options.rank fits the problem: a Boolean rank above min(m, n) never
+/// helps (C = C o I already is exact), so a larger k is a mistake.
+template <class MemorySpace>
+void check_rank_fits(const Problem<MemorySpace>& problem, const Options& o) {
+  if (std::int64_t(o.rank) > std::min(problem.rows, problem.cols))
+    throw UsageError("bmf: rank must be in 1..min(rows, cols) = " + std::to_string(std::min(problem.rows, problem.cols)) +
+                     " for this " + std::to_string(problem.rows) + " x " + std::to_string(problem.cols) +
+                     " C, got " + std::to_string(o.rank));
+}
+
 }  // namespace detail
 
 template <class ExecutionSpace>
@@ -249,6 +262,7 @@ Problem<typename ExecutionSpace::memory_space> make_problem(const ExecutionSpace
                                                             const std::vector<ordinal_t>& one_cols,
                                                             const Options& options) {
   using Mem = typename ExecutionSpace::memory_space;
+  options.validate();
   const auto h = [&] {
     try {
       return detail::host_ones(rows, cols, one_rows, one_cols);
@@ -261,10 +275,14 @@ Problem<typename ExecutionSpace::memory_space> make_problem(const ExecutionSpace
                                        bytes, e);
     }
   }();
+  if (h.row_idx.empty())
+    throw InputError("bmf: the " + std::to_string(rows) + " x " + std::to_string(cols) +
+                     " C has no ones (nothing to factorize)");
   Problem<Mem> p;
   p.rows = rows;
   p.cols = cols;
   p.ones = h.row_idx.size();
+  detail::check_rank_fits(p, options);
   p.dense = use_dense(options.dense_c, rows, cols, options.dense_limit_bytes);
   const std::size_t csr_bytes = 2 * (h.row_idx.size() * sizeof(ordinal_t) + (rows + cols + 2) * sizeof(offset_t));
   try {
@@ -309,6 +327,7 @@ State<typename ExecutionSpace::memory_space> init(const ExecutionSpace& exec,
                                                   const Options& options) {
   using Mem = typename ExecutionSpace::memory_space;
   options.validate();
+  detail::check_rank_fits(problem, options);
   State<Mem> s;
   s.rows = problem.rows;
   s.cols = problem.cols;
@@ -321,7 +340,6 @@ State<typename ExecutionSpace::memory_space> init(const ExecutionSpace& exec,
   } catch (const std::exception& e) {
     throw detail::allocation_failure("the factors", dense_bytes(problem.rows, options.rank) , e);
   }
-  s.totals = Kokkos::View<std::int64_t*, Mem>("bmf::totals", 3);
   const double p = detail::init_probability(options.init, problem.density(), options.rank);
   BooleanErrors e;
   if (options.init == Init::cover) {
@@ -337,7 +355,6 @@ State<typename ExecutionSpace::memory_space> init(const ExecutionSpace& exec,
   }
   s.false_pos = s.best_false_pos = e.false_pos;
   s.false_neg = s.best_false_neg = e.false_neg;
-  detail::push_totals(exec, s);
   if (options.keep_best && options.temperature > 0.0) {
     s.best_A = clone(exec, s.A);
     s.best_Bt = clone(exec, s.Bt);
@@ -355,6 +372,7 @@ void step(const ExecutionSpace& exec, const Problem<typename ExecutionSpace::mem
   if (options.temp_step > 0 && it % options.temp_step == 0) s.temperature *= options.temp_factor;
   const std::uint64_t iter_key = CounterRng(s.seed, RngStream::proposal).bits(t);
   const bool cols_first = options.order == Order::columns_first;
+  detail::push_totals(exec, s);
   detail::run_one_phase(exec, problem, options, s, iter_key, cols_first);
   detail::run_one_phase(exec, problem, options, s, iter_key, !cols_first);
   detail::pull_totals(exec, s);
@@ -375,27 +393,32 @@ void step(const ExecutionSpace& exec, const Problem<typename ExecutionSpace::mem
 }
 
 template <class ExecutionSpace>
-Report solve_in_place(const ExecutionSpace& exec, const Problem<typename ExecutionSpace::memory_space>& problem,
-                      const Options& options, State<typename ExecutionSpace::memory_space>& state,
-                      const Observer& observer) {
+Report resume(const ExecutionSpace& exec, const Problem<typename ExecutionSpace::memory_space>& problem,
+              const Options& options, State<typename ExecutionSpace::memory_space>& state, const Observer& observer) {
   options.validate();
+  detail::check_rank_fits(problem, options);
+  if (state.A.lines != problem.rows || state.Bt.lines != problem.cols || state.A.bits != options.rank ||
+      state.Bt.bits != options.rank)
+    throw UsageError("bmf: the state's factors do not fit this problem and rank");
   const std::int64_t limit = max_no_improve(problem.rows, problem.cols, options);
-  bool by_target = false, by_no_improve = false;
+  bool by_no_improve = false;
+  // Family stops besides StopRule: an exact factorization (nothing can
+  // improve it) and CuBin's no-improvement rule.
   auto extra_stop = [&](const Metrics& m) {
-    if (m.get("relative_error") <= options.target_error) return by_target = true;
+    if (m.get("errors") == 0.0) return true;
     if (limit > 0 && state.no_improve >= limit) return by_no_improve = true;
     return false;
   };
   double loop_seconds = 0.0;
   std::string reason;
-  if (extra_stop(evaluate(options, state))) {
-    reason = by_target ? "target_reached" : "no_improvement";
+  const Metrics start = evaluate(exec, problem, options, state);
+  if (extra_stop(start) || start.get("relative_error") <= options.stop.target) {
+    reason = by_no_improve ? "no_improvement" : "target_reached";
   } else {
-    const StopRule rule{options.max_iterations, 0.0};
     const auto r = run_solver_loop(
-        state.iteration, state.history, rule, "relative_error", observer,
-        [&] { step(exec, problem, options, state); }, [&] { return evaluate(options, state); }, extra_stop,
-        &loop_seconds);
+        state.iteration, state.history, options.stop, "relative_error", observer,
+        [&] { step(exec, problem, options, state); }, [&] { return evaluate(exec, problem, options, state); },
+        extra_stop, &loop_seconds);
     reason = r == StopReason::target_reached ? (by_no_improve ? "no_improvement" : "target_reached") : to_string(r);
   }
   if (state.has_best_copy) {
@@ -406,7 +429,6 @@ Report solve_in_place(const ExecutionSpace& exec, const Problem<typename Executi
       std::swap(state.Bt, state.best_Bt);
       std::swap(state.false_pos, state.best_false_pos);
       std::swap(state.false_neg, state.best_false_neg);
-      detail::push_totals(exec, state);
     }
   }
   Report rep;
@@ -420,7 +442,7 @@ Report solve_in_place(const ExecutionSpace& exec, const Problem<typename Executi
   rep.iterations = state.iteration;
   rep.seconds = loop_seconds;
   rep.stop_reason = reason;
-  rep.metrics = evaluate(options, state);
+  rep.metrics = evaluate(exec, problem, options, state);
   rep.timings.set("iterations", loop_seconds);
   rep.info["algorithm"] = "cubin";
   rep.info["c_storage"] = problem.dense ? "dense_bits" : "sparse_csr";
@@ -437,25 +459,13 @@ Report solve_in_place(const ExecutionSpace& exec, const Problem<typename Executi
 }
 
 template <class ExecutionSpace>
-Result<typename ExecutionSpace::memory_space> solve(const ExecutionSpace& exec,
-                                                    const Problem<typename ExecutionSpace::memory_space>& problem,
-                                                    const Options& options,
-                                                    State<typename ExecutionSpace::memory_space> state,
-                                                    const Observer& observer) {
-  Result<typename ExecutionSpace::memory_space> res;
-  res.report = solve_in_place(exec, problem, options, state, observer);
-  res.state = std::move(state);
-  return res;
-}
-
-template <class ExecutionSpace>
-Result<typename ExecutionSpace::memory_space> solve(const ExecutionSpace& exec,
-                                                    const Problem<typename ExecutionSpace::memory_space>& problem,
-                                                    const Options& options, const Observer& observer) {
+kfactor::Result<State<typename ExecutionSpace::memory_space>> solve(
+    const ExecutionSpace& exec, const Problem<typename ExecutionSpace::memory_space>& problem, const Options& options,
+    const Observer& observer) {
   const auto t0 = std::chrono::steady_clock::now();
-  auto state = init(exec, problem, options);
+  kfactor::Result<State<typename ExecutionSpace::memory_space>> res{init(exec, problem, options), {}};
   const double init_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  auto res = solve(exec, problem, options, std::move(state), observer);
+  res.report = resume(exec, problem, options, res.state, observer);
   res.report.timings.set("init", init_seconds);
   res.report.seconds += init_seconds;
   return res;

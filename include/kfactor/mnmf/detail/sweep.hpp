@@ -32,7 +32,7 @@
 /// bin is launched with its own team size: on a device heavy rows get bigger
 /// teams; on host spaces a team is one thread (the bins then only order the
 /// work, scheduled dynamically). With team size 1 the summation order is
-/// exactly that of the serial reference (detail/serial_reference.hpp), so
+/// exactly that of the serial reference (tests/mnmf/serial_reference.hpp), so
 /// host results are independent of the thread count bit for bit.
 ///
 /// Guards (documented in mnmf.hpp): a zero (or non-positive) denominator
