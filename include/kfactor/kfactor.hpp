@@ -6,6 +6,7 @@
 
 #include <kfactor/config.hpp>
 #include <kfactor/core/build_info.hpp>
+#include <kfactor/core/contract.hpp>
 #include <kfactor/core/convert.hpp>
 #include <kfactor/core/error.hpp>
 #include <kfactor/core/matrix.hpp>
@@ -25,7 +26,9 @@
 #include <kfactor/bmf/bmf.hpp>
 #include <kfactor/mnmf/mnmf.hpp>
 #include <kfactor/mnmf/knn_graph.hpp>
+#include <kfactor/mnmf/model_selection.hpp>
 #include <kfactor/io/checkpoint.hpp>
+#include <kfactor/io/ratings.hpp>
 #include <kfactor/io/read.hpp>
 #include <kfactor/io/report_json.hpp>
 #include <kfactor/io/write.hpp>
