@@ -11,10 +11,12 @@
 #include <kfactor/core/error.hpp>
 #include <kfactor/core/matrix.hpp>
 #include <kfactor/core/metrics.hpp>
+#include <kfactor/core/planted.hpp>
 #include <kfactor/core/random.hpp>
 #include <kfactor/core/report.hpp>
 #include <kfactor/core/solver.hpp>
 #include <kfactor/core/spaces.hpp>
+#include <kfactor/core/timing.hpp>
 #include <kfactor/kernels/batched_cholesky.hpp>
 #include <kfactor/kernels/bit_matrix.hpp>
 #include <kfactor/kernels/gemm.hpp>
@@ -28,7 +30,9 @@
 #include <kfactor/mnmf/knn_graph.hpp>
 #include <kfactor/mnmf/model_selection.hpp>
 #include <kfactor/io/checkpoint.hpp>
+#include <kfactor/io/factor_file.hpp>
 #include <kfactor/io/ratings.hpp>
 #include <kfactor/io/read.hpp>
 #include <kfactor/io/report_json.hpp>
+#include <kfactor/io/sddmm_output.hpp>
 #include <kfactor/io/write.hpp>
