@@ -41,9 +41,20 @@
 /// the fingerprint, /state/<name> datasets, /history/{iteration,values}.
 ///
 /// Distributed runs (KFACTOR_HAVE_MPI) name the row-partitioned fields in a
-/// RowBlocks map: one file is written collectively with parallel HDF5 where
-/// available (each rank writes its row hyperslab) or gathered to rank 0 and
-/// written serially; a restart on any number of ranks reads each rank's rows.
+/// RowBlocks map (kfactor/distributed/partition.hpp): one file is written
+/// collectively with parallel HDF5 where available (each rank writes its row
+/// hyperslab) or gathered to rank 0 and written like a serial save; a restart
+/// on any number of ranks reads each rank's rows. The collective form writes
+/// its temporary in place through MPI-IO rather than from a memory image, so
+/// there a full disk is reported only as far as HDF5's MPI-IO driver reports
+/// it; rank 0 still seals, fsyncs and renames, and removes the temporary on
+/// failure.
+///
+/// Integrity: the file starts with a seal (a hash of its HDF5 metadata, see
+/// src/checkpoint/format.hpp) checked before HDF5 parses anything; every
+/// dataset carries its own checksum; and the reader checks that the byte
+/// ranges the seal leaves out are exactly the raw data of the datasets it
+/// finds, so a seal cannot exempt metadata or attributes from the hash.
 
 #include <kfactor/config.hpp>
 #include <kfactor/core/error.hpp>
@@ -399,7 +410,8 @@ void fit_view(const CheckpointReader& r, const std::string& name, V& v) {
 /// Saves every field `state.visit` lists, its history and `meta` to `path`,
 /// atomically (see the file comment). Throws RuntimeFailure when the file
 /// cannot be written (the previous checkpoint, if any, is left untouched) and
-/// UsageError for an unusable State (bad or repeated field names).
+/// UsageError for an unusable State (bad or repeated field names), a refused
+/// target or a path another run holds locked (see the file comment).
 template <class State>
 void save_checkpoint(const std::string& path, State& state, const CheckpointMeta& meta) {
   detail::CheckpointWriter w(path, detail::meta_for(state, meta));
