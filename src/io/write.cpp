@@ -1,30 +1,31 @@
-// The non-template part of include/kfactor/io/write.hpp.
+// Text output for the writers of include/kfactor/io/write.hpp, through an
+// AtomicFile (src/io/output.cpp).
 #include <kfactor/io/write.hpp>
 
 #include <charconv>
-#include <cerrno>
-#include <cstring>
 
 namespace kfactor::io::detail {
 
 namespace {
 constexpr std::size_t flush_at = 1 << 20;
-}
 
-TextWriter::TextWriter(const std::string& path) : path_(path) {
-  file_ = std::fopen(path.c_str(), "wb");
-  if (!file_) throw RuntimeFailure(path + ": cannot open for writing: " + std::strerror(errno));
+std::string stamp_text(const OutputStamp& s) {
+  std::string members;
+  for (const auto& m : s.members) members += (members.empty() ? "" : ",") + m;
+  return "kfactor-set " + s.set + " " + s.member + " " + members;
+}
+}  // namespace
+
+TextWriter::TextWriter(const std::string& path, const OutputOptions& out)
+    : file_(path, out.inputs), stamp_(out.stamp) {
   buffer_.reserve(flush_at + 256);
 }
 
-TextWriter::~TextWriter() {
-  if (file_) std::fclose(file_);
-}
+TextWriter::~TextWriter() = default;
 
 void TextWriter::flush() {
   if (buffer_.empty()) return;
-  if (std::fwrite(buffer_.data(), 1, buffer_.size(), file_) != buffer_.size())
-    throw RuntimeFailure(path_ + ": write failed: " + std::strerror(errno));
+  file_.write(buffer_.data(), buffer_.size());
   buffer_.clear();
 }
 
@@ -67,14 +68,23 @@ void TextWriter::put_comment(const std::string& comment) {
     if (e == std::string::npos) break;
     b = e + 1;
   }
+  if (!stamp_.set.empty()) {
+    put("% ");
+    put(stamp_text(stamp_));
+    put('\n');
+  }
+}
+
+void TextWriter::put_csv_stamp() {
+  if (stamp_.set.empty()) return;
+  put("# ");
+  put(stamp_text(stamp_));
+  put('\n');
 }
 
 void TextWriter::close() {
-  if (!file_) return;
   flush();
-  std::FILE* f = file_;
-  file_ = nullptr;
-  if (std::fclose(f) != 0) throw RuntimeFailure(path_ + ": write failed on close: " + std::strerror(errno));
+  file_.commit();
 }
 
 }  // namespace kfactor::io::detail

@@ -2,18 +2,26 @@
 // fingerprints, observers.
 #include "checkpoint/toy_solver.hpp"
 
+#include <kfactor/core/contract.hpp>
 #include <kfactor/core/convert.hpp>
 #include <kfactor/io/checkpoint.hpp>
 
 #include <common/test_spaces.hpp>
 
+#include "checkpoint/write_targets.hpp"
+
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/file.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <string>
+#include <vector>
 
 namespace {
 
@@ -55,7 +63,7 @@ void write_bytes(const std::string& path, const std::string& bytes) {
 template <class T, class Exec>
 CheckpointMeta toy_meta(const Exec& exec, const DenseMatrix<T, typename Exec::memory_space>& A,
                         const toy::Options& o) {
-  auto m = checkpoint_meta<T, Exec>("toy", o.json(), fingerprint(exec, A), o.rank);
+  auto m = checkpoint_meta<T, Exec>("toy", option_values(o), fingerprint(exec, A), o.rank);
   EXPECT_EQ(m.precision, sizeof(T) == 4 ? "float" : "double");
   EXPECT_EQ(m.backend, backend_name<Exec>());
   return m;
@@ -103,7 +111,7 @@ TYPED_TEST(CheckpointRestart, RestartIsBitwiseEqualToTheUninterruptedRun) {
   const auto stored = load_checkpoint(tmp / "ckpt.h5", resumed, meta);
   EXPECT_EQ(stored.iteration, 6);
   EXPECT_EQ(stored.solver, "toy");
-  EXPECT_EQ(stored.options, o.json());
+  EXPECT_EQ(stored.options, option_values(o));
   EXPECT_TRUE(toy::bitwise_equal(resumed, first));
   toy::solve<T>(exec, A, o, resumed);
   EXPECT_TRUE(toy::bitwise_equal(resumed, full));
@@ -375,6 +383,58 @@ TEST(CheckpointRefusal, MetadataMismatches) {
   EXPECT_NO_THROW(load_checkpoint(tmp / "c.h5", s, CheckpointMeta{}));
 }
 
+/// UsageError whose message contains every one of `needles`.
+template <class F>
+void expect_usage_error(F&& f, const std::vector<std::string>& needles) {
+  try {
+    f();
+    ADD_FAILURE() << "no UsageError";
+  } catch (const UsageError& e) {
+    for (const auto& n : needles) EXPECT_NE(std::string(e.what()).find(n), std::string::npos) << e.what();
+  }
+}
+
+TEST(CheckpointOptions, AChangedOptionIsRefusedByName) {
+  TempDir tmp;
+  Fixture fx(tmp);
+  EXPECT_EQ(fx.meta.options, (std::map<std::string, std::string>{{"jitter", "0.01"}, {"rank", "6"}, {"seed", "7"}}));
+  auto s = fx.fresh();
+  toy::Options jitter = fx.o;
+  jitter.jitter = 0.02;
+  auto m = fx.meta;
+  m.options = option_values(jitter);
+  expect_usage_error([&] { load_checkpoint(tmp / "c.h5", s, m); },
+                     {"jitter = 0.01", "this run has jitter = 0.02"});
+  toy::Options seed = fx.o;
+  seed.seed = 8;
+  m.options = option_values(seed);
+  expect_usage_error([&] { load_checkpoint(tmp / "c.h5", s, m); }, {"seed = 7", "seed = 8"});
+  // An option the file does not record (another version of the solver).
+  m = fx.meta;
+  m.options["momentum"] = "0.9";
+  expect_usage_error([&] { load_checkpoint(tmp / "c.h5", s, m); }, {"does not record option 'momentum'"});
+  EXPECT_TRUE(toy::bitwise_equal(s, fx.fresh()));  // refused before anything was copied
+}
+
+TEST(CheckpointOptions, AnUnchangedOptionSetLoadsBitExactlyAndTheStopRuleMayGrow) {
+  TempDir tmp;
+  Fixture fx(tmp);
+  toy::Options longer = fx.o;
+  longer.max_iterations = 9;  // not an option that decides the iterates
+  auto m = fx.meta;
+  m.options = option_values(longer);
+  EXPECT_EQ(m.options, fx.meta.options);
+  auto s = fx.fresh();
+  const auto stored = load_checkpoint(tmp / "c.h5", s, m);
+  EXPECT_EQ(stored.options, fx.meta.options);
+  EXPECT_TRUE(toy::bitwise_equal(s, fx.state));
+  // The resumed run equals the uninterrupted one.
+  toy::solve<double>(fx.exec, fx.A, longer, s);
+  auto full = toy::init<double>(fx.exec, fx.A, longer);
+  toy::solve<double>(fx.exec, fx.A, longer, full);
+  EXPECT_TRUE(toy::bitwise_equal(s, full));
+}
+
 template <class Mem>
 struct WithExtra : toy::State<double, Mem> {
   Kokkos::View<double*, Mem> extra{"extra", 3};
@@ -440,8 +500,132 @@ TEST(CheckpointAtomicity, AFailingWriteLeavesThePreviousCheckpoint) {
   // Unwritable targets: a missing directory, and a directory in the way of the rename.
   EXPECT_THROW(save_checkpoint(tmp / "missing/c.h5", fx.state, fx.meta), RuntimeFailure);
   fs::create_directories(tmp.dir / "d.h5" / "x");
-  EXPECT_THROW(save_checkpoint(tmp / "d.h5", fx.state, fx.meta), RuntimeFailure);
+  EXPECT_THROW(save_checkpoint(tmp / "d.h5", fx.state, fx.meta), UsageError);
   EXPECT_EQ(tmp.files(), (std::vector<std::string>{"c.h5", "d.h5"}));
+}
+
+/// One field of `n` doubles: small or large checkpoints on demand.
+struct Blob {
+  Kokkos::View<double*, Kokkos::HostSpace> v;  // unallocated: takes the stored shape on load
+  Blob() = default;
+  explicit Blob(std::size_t n) : v("blob", n) {
+    for (std::size_t i = 0; i < n; ++i) v(i) = 0.5 * static_cast<double>(i) - 3.0;
+  }
+  template <class F>
+  void visit(F&& f) {
+    f("v", v);
+  }
+};
+
+TEST(CheckpointTargets, EveryTargetKindEndsWithTheRightErrorAndNoDamage) {
+  TempDir tmp;
+  Blob small(100), large(100000);  // 800 B and 800 kB of data
+  CheckpointMeta meta;
+  meta.solver = "blob";
+  auto save = [&](Blob& b) {
+    return [&](const std::string& path, const std::vector<std::string>& inputs) {
+      CheckpointMeta m = meta;
+      m.input_files = inputs;
+      save_checkpoint(path, b, m);
+    };
+  };
+  test::check_write_targets(tmp.dir, save(small), save(large), [&](const std::string& path) {
+    Blob back;
+    load_checkpoint(path, back, meta);
+    ASSERT_EQ(back.v.extent(0), 100u) << path;
+    for (std::size_t i = 0; i < 100; ++i) ASSERT_EQ(back.v(i), small.v(i)) << path;
+  });
+}
+
+TEST(CheckpointTargets, ASecondRunOnTheSameCheckpointIsRefused) {
+  TempDir tmp;
+  Fixture fx(tmp);
+  const std::string path = tmp / "c.h5";
+  const std::string before = read_bytes(path);
+  int ready[2], done[2];
+  ASSERT_EQ(::pipe(ready), 0);
+  ASSERT_EQ(::pipe(done), 0);
+  const pid_t child = ::fork();
+  if (child == 0) {
+    // The other run: holds the checkpoint's lock as its observer would (system calls only).
+    const int fd = ::open((path + ".lock").c_str(), O_RDWR | O_CREAT, 0644);
+    const char r = (fd >= 0 && ::flock(fd, LOCK_EX) == 0) ? 'y' : 'n';
+    (void)!::write(ready[1], &r, 1);
+    char c;
+    (void)!::read(done[0], &c, 1);
+    ::_exit(0);
+  }
+  char locked = 0;
+  ASSERT_EQ(::read(ready[0], &locked, 1), 1);
+  ASSERT_EQ(locked, 'y');
+  auto run = fx.fresh();
+  try {
+    save_checkpoint(path, fx.state, fx.meta);
+    ADD_FAILURE() << "a save under another run's lock went through";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find(path + " is being written by another run"), std::string::npos) << e.what();
+  }
+  // The observer refuses at once, before the run starts.
+  EXPECT_THROW(checkpoint_observer(path, 1, run, fx.meta), UsageError);
+  (void)!::write(done[1], "x", 1);
+  ::waitpid(child, nullptr, 0);
+  for (int fd : {ready[0], ready[1], done[0], done[1]}) ::close(fd);
+  EXPECT_EQ(read_bytes(path), before);
+  // The other run has ended: this one takes the path, for as long as its observer lives.
+  {
+    auto observer = checkpoint_observer(path, 2, run, fx.meta);
+    toy::solve<double>(fx.exec, fx.A, fx.o, run, observer);
+    EXPECT_TRUE(fs::exists(path + ".lock"));
+    auto again = fx.fresh();
+    EXPECT_EQ(load_checkpoint(path, again, fx.meta).iteration, 4);
+  }
+  EXPECT_FALSE(fs::exists(path + ".lock"));
+}
+
+TEST(CheckpointSeal, RangesThatAreNotTheDatasetsRawDataAreRefused) {
+  TempDir tmp;
+  Fixture fx(tmp);
+  const std::string bytes = read_bytes(tmp / "c.h5");
+  // The seal lists (offset, length) pairs after its 48-byte header. Widen
+  // the first one by 8 bytes of metadata and recompute the hash, as a
+  // damaged or forged file could: the hash then matches, so only the
+  // reader's own list of the datasets' raw data can refuse the file.
+  auto u64 = [&](std::size_t at) {
+    std::uint64_t v = 0;
+    for (int i = 0; i < 8; ++i) v |= std::uint64_t(static_cast<unsigned char>(bytes[at + i])) << (8 * i);
+    return v;
+  };
+  ASSERT_GE(u64(40), 1u);
+  const std::uint64_t offset = u64(48), length = u64(56);
+  ASSERT_GT(length, 16u);
+  std::string forged = bytes;
+  auto put = [&](std::size_t at, std::uint64_t v) {
+    for (int i = 0; i < 8; ++i) forged[at + i] = static_cast<char>(v >> (8 * i));
+  };
+  put(48, offset - 8);
+  put(56, length + 8);
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> ranges;
+  for (std::uint64_t r = 0; r < u64(40); ++r) {
+    const std::uint64_t o = r == 0 ? offset - 8 : u64(48 + 16 * r), l = r == 0 ? length + 8 : u64(56 + 16 * r);
+    ranges.emplace_back(o, l);
+  }
+  const std::uint64_t size = forged.size();
+  std::uint64_t h = CounterRng::mix(size - 4096);
+  std::uint64_t at = 4096;
+  auto span = [&](std::uint64_t from, std::uint64_t to) {
+    for (std::uint64_t i = from; i < to; ++i)
+      h = CounterRng::mix(h ^ (std::uint64_t(static_cast<unsigned char>(forged[i])) | (i << 8)));
+  };
+  for (const auto& [o, l] : ranges) {
+    span(at, o);
+    at = o + l;
+  }
+  span(at, size);
+  put(32, h);
+  write_bytes(tmp / "forged.h5", forged);
+  auto s = fx.fresh();
+  expect_input_error([&] { load_checkpoint(tmp / "forged.h5", s, fx.meta); }, "the ranges its seal leaves out");
+  EXPECT_THROW(inspect_checkpoint(tmp / "forged.h5"), InputError);
 }
 
 // ---- fingerprints -----------------------------------------------------------------------
@@ -533,22 +717,6 @@ TEST(CheckpointChecksum, BlocksAddUpToTheWholeWhateverTheSplit) {
   std::swap(v[1], v[2]);  // position matters, not only the multiset of values
   v[77777] = std::nextafter(v[77777], 0.0);
   EXPECT_NE(detail::block_checksum(v.data(), detail::CheckpointType::f64, 0, n), whole);
-}
-
-TEST(CheckpointChecksum, BalancedRowBlocksTileTheRows) {
-  for (int size : {1, 2, 3, 7})
-    for (std::int64_t rows : {0, 1, 5, 23}) {
-      std::int64_t next = 0;
-      for (int r = 0; r < size; ++r) {
-        const auto b = balanced_row_block(rows, size, r);
-        EXPECT_EQ(b.global_rows, rows);
-        EXPECT_EQ(b.first_row, next);
-        next = r + 1 < size ? balanced_row_block(rows, size, r + 1).first_row : rows;
-        EXPECT_LE(next - b.first_row, rows / size + 1);
-        EXPECT_GE(next - b.first_row, rows / size);
-      }
-    }
-  EXPECT_THROW(balanced_row_block(5, 2, 2), UsageError);
 }
 
 }  // namespace

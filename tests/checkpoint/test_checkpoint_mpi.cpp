@@ -140,8 +140,8 @@ TEST(CheckpointMpi, OneFileReadBackOnAnotherPartitionAndOnOneProcess) {
   const int rank = world_rank(), size = world_size();
   const std::string dir = shared_dir();
   const auto meta = dist_meta();
-  const RowBlock mine = balanced_row_block(m, size, rank);
-  const auto mine_rows = block_rows(balanced_row_block, m, size, rank);
+  const RowBlock mine = distributed::balanced_row_block(m, size, rank);
+  const auto mine_rows = block_rows(distributed::balanced_row_block, m, size, rank);
   const RowBlocks save_blocks{{"W", mine}, {"owner", mine}};
 
   std::vector<std::pair<std::string, DistributedIo>> modes = {{"gather", DistributedIo::gather},
@@ -196,8 +196,8 @@ TEST(CheckpointMpi, RefusalsAreAgreedOnEveryRank) {
   const int rank = world_rank(), size = world_size();
   const std::string dir = shared_dir();
   const auto meta = dist_meta();
-  const RowBlock mine = balanced_row_block(m, size, rank);
-  const auto rows = block_rows(balanced_row_block, m, size, rank);
+  const RowBlock mine = distributed::balanced_row_block(m, size, rank);
+  const auto rows = block_rows(distributed::balanced_row_block, m, size, rank);
   auto s = make_state(mine.first_row, rows, true);
   const std::string path = dir + "/c.h5";
   save_checkpoint(MPI_COMM_WORLD, path, s, meta, RowBlocks{{"W", mine}, {"owner", mine}});

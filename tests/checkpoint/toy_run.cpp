@@ -4,6 +4,7 @@
 // as a child and kills it with SIGKILL at random points.
 #include "checkpoint/toy_solver.hpp"
 
+#include <kfactor/core/contract.hpp>
 #include <kfactor/io/checkpoint.hpp>
 
 #include <cstdio>
@@ -32,7 +33,7 @@ int main(int argc, char** argv) {
     const auto A = toy::planted<double>(exec, m, n, 4, 5);
     kfactor::CheckpointMeta meta;
     meta.solver = "toy";
-    meta.options = o.json();
+    meta.options = kfactor::option_values(o);
     meta.input = kfactor::fingerprint(exec, A);
     meta.precision = "double";
     meta.rank = o.rank;

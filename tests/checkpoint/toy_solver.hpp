@@ -14,7 +14,6 @@
 #include <kfactor/core/spaces.hpp>
 
 #include <Kokkos_Core.hpp>
-#include <nlohmann/json.hpp>
 
 #include <cmath>
 #include <cstdint>
@@ -24,14 +23,18 @@
 
 namespace kfactor::test::toy {
 
+/// Options in the contract's form: visit() lists what decides the iterates
+/// (not max_iterations, which a restart may extend).
 struct Options {
   int rank = 6;
   int max_iterations = 20;
   std::uint64_t seed = 7;
   double jitter = 1e-2;
-  [[nodiscard]] std::string json() const {
-    return nlohmann::json{{"rank", rank}, {"max_iterations", max_iterations}, {"seed", seed}, {"jitter", jitter}}
-        .dump();
+  template <class F>
+  void visit(F&& f) const {
+    f("rank", rank);
+    f("seed", seed);
+    f("jitter", jitter);
   }
 };
 

@@ -1,15 +1,23 @@
 // Writers, checked by reading back: exact (bit-identical) round trips for
 // float and double, from host COO, from CSR and dense Views in every enabled
-// space; the factor CSV with original ids; failures as RuntimeFailure.
+// space; the factor CSV with original ids; failures as RuntimeFailure; safe
+// writes (every kind of target, inputs, full disk) and output-set stamps.
 #include <kfactor/core/convert.hpp>
 #include <kfactor/core/random.hpp>
 #include <kfactor/io/read.hpp>
 #include <kfactor/io/write.hpp>
 
+#include "checkpoint/write_targets.hpp"
 #include "common/test_spaces.hpp"
 #include "io_test_util.hpp"
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -158,12 +166,133 @@ TEST(Write, FailuresAreRuntimeFailures) {
   CooMatrix<double> A;
   A.num_rows = A.num_cols = 1;
   EXPECT_THROW(io::write_matrix_market("/nonexistent-dir/x/a.mtx", A), RuntimeFailure);
-#if defined(__linux__)
-  if (std::ifstream("/dev/full").good()) {
-    auto B = random_coo<double>(200, 200, 0.5, 1);
-    EXPECT_THROW(io::write_matrix_market("/dev/full", B), RuntimeFailure);
+}
+
+TEST(SafeWrite, EveryTargetKindEndsWithTheRightErrorAndNoDamage) {
+  TempDir dir;
+  const auto small = random_coo<double>(20, 20, 0.3, 3);
+  const auto large = random_coo<double>(300, 300, 0.5, 4);  // about 1.5 MB of text
+  DenseMatrix<double, Kokkos::HostSpace> F("F", 40, 3);
+  test::check_write_targets(
+      dir.path,
+      [&](const std::string& path, const std::vector<std::string>& inputs) {
+        io::OutputOptions out;
+        out.inputs = inputs;
+        io::write_matrix_market(path, small, "small", out);
+      },
+      [&](const std::string& path, const std::vector<std::string>& inputs) {
+        io::OutputOptions out;
+        out.inputs = inputs;
+        io::write_matrix_market(path, large, "large", out);
+      },
+      [&](const std::string& path) { EXPECT_EQ(io::read_matrix_market<double>(path).values, small.values) << path; });
+  // The factor writers take the same path.
+  EXPECT_THROW(io::write_factor(dir.file("dir"), F, {}, {}, {}), UsageError);
+  EXPECT_THROW(io::write_factor_csv(dir.file("dir"), F), UsageError);
+}
+
+TEST(SafeWrite, CheckWriteTargetComparesFilesNotNames) {
+  TempDir dir;
+  { std::ofstream(dir.file("a")) << "x"; }
+  EXPECT_NO_THROW(io::check_write_target(dir.file("new"), {dir.file("a")}));
+  EXPECT_NO_THROW(io::check_write_target(dir.file("a"), {dir.file("missing")}));
+  EXPECT_THROW(io::check_write_target(dir.file("a"), {dir.file("missing"), dir.file("a")}), UsageError);
+  EXPECT_THROW(io::check_write_target("", {}), UsageError);
+}
+
+TEST(SafeWrite, OutputLockRefusesASecondProcess) {
+  TempDir dir;
+  const std::string path = dir.file("ckpt.h5");
+  {
+    io::OutputLock mine(path);
+    io::OutputLock again(path);  // the same process shares its lock
+    EXPECT_EQ(mine.lock_path(), path + ".lock");
+    int ready[2], done[2];
+    ASSERT_EQ(::pipe(ready), 0);
+    ASSERT_EQ(::pipe(done), 0);
+    const pid_t child = ::fork();
+    if (child == 0) {
+      // Only system calls in the child: try the lock the way another run would.
+      const int fd = ::open((path + ".lock").c_str(), O_RDWR);
+      const char r = (fd >= 0 && ::flock(fd, LOCK_EX | LOCK_NB) != 0) ? 'y' : 'n';
+      (void)!::write(ready[1], &r, 1);
+      ::_exit(0);
+    }
+    char refused = 0;
+    ASSERT_EQ(::read(ready[0], &refused, 1), 1);
+    ::waitpid(child, nullptr, 0);
+    EXPECT_EQ(refused, 'y');
+    for (int fd : {ready[0], ready[1], done[0], done[1]}) ::close(fd);
   }
-#endif
+  EXPECT_FALSE(std::filesystem::exists(path + ".lock"));  // removed with its last holder
+
+  // Another process holds it: this one is refused, naming the path and the holder.
+  int ready[2], done[2];
+  ASSERT_EQ(::pipe(ready), 0);
+  ASSERT_EQ(::pipe(done), 0);
+  const pid_t child = ::fork();
+  if (child == 0) {
+    const int fd = ::open((path + ".lock").c_str(), O_RDWR | O_CREAT, 0644);
+    const char r = (fd >= 0 && ::flock(fd, LOCK_EX) == 0) ? 'y' : 'n';
+    const std::string pid = std::to_string(::getpid()) + "\n";
+    (void)!::write(fd, pid.data(), pid.size());
+    (void)!::write(ready[1], &r, 1);
+    char c;
+    (void)!::read(done[0], &c, 1);
+    ::_exit(0);
+  }
+  char locked = 0;
+  ASSERT_EQ(::read(ready[0], &locked, 1), 1);
+  ASSERT_EQ(locked, 'y');
+  try {
+    io::OutputLock second(path);
+    ADD_FAILURE() << "a second run got the lock";
+  } catch (const UsageError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find(path + " is being written by another run (process " + std::to_string(child)),
+              std::string::npos)
+        << what;
+  }
+  (void)!::write(done[1], "x", 1);
+  ::waitpid(child, nullptr, 0);
+  for (int fd : {ready[0], ready[1], done[0], done[1]}) ::close(fd);
+  // The holder is gone (its lock file stays, unlocked): the path is free again.
+  EXPECT_NO_THROW(io::OutputLock{path});
+}
+
+TEST(SafeWrite, OutputSetsTieTheFilesOfOneRun) {
+  TempDir dir;
+  DenseMatrix<double, Kokkos::HostSpace> W("W", 5, 2), H("H", 4, 2);
+  for (int i = 0; i < 5; ++i)
+    for (int k = 0; k < 2; ++k) W(i, k) = i + 0.25 * k;
+  const io::OutputSet run({}, {"W", "H"});
+  EXPECT_EQ(run.id().size(), 16u);
+  io::write_factor(dir.file("W.mtx"), W, {}, "factor W", run["W"]);
+  io::write_factor(dir.file("H.csv"), H, {}, {}, run["H"]);
+  EXPECT_EQ(io::verify_output_set({dir.file("W.mtx"), dir.file("H.csv")}), run.id());
+  const auto stamp = io::read_output_stamp(dir.file("H.csv"));
+  EXPECT_EQ(stamp.set, run.id());
+  EXPECT_EQ(stamp.member, "H");
+  EXPECT_EQ(stamp.members, (std::vector<std::string>{"W", "H"}));
+  // The stamp does not disturb the readers.
+  io::ReadOptions keep;
+  keep.keep_zeros = true;
+  EXPECT_EQ(io::read_matrix_market<double>(dir.file("W.mtx"), keep).nnz(), 10u);
+  EXPECT_EQ(slurp(dir.file("H.csv")).rfind("# kfactor-set " + run.id() + " H W,H\nid,f0,f1\n", 0), 0u);
+
+  // H of another run, a missing member, an unstamped file.
+  const io::OutputSet other({}, {"W", "H"});
+  EXPECT_NE(other.id(), run.id());
+  io::write_factor(dir.file("H2.mtx"), H, {}, {}, other["H"]);
+  test::expect_input_error([&] { io::verify_output_set({dir.file("W.mtx"), dir.file("H2.mtx")}); },
+                           dir.file("H2.mtx"), 0, "belongs to output set " + other.id());
+  test::expect_input_error([&] { io::verify_output_set({dir.file("W.mtx")}); }, dir.file("W.mtx"), 0,
+                           "misses its member 'H'");
+  io::write_factor(dir.file("plain.mtx"), H);
+  test::expect_input_error([&] { io::verify_output_set({dir.file("W.mtx"), dir.file("plain.mtx")}); },
+                           dir.file("plain.mtx"), 0, "no kfactor-set stamp");
+  EXPECT_THROW((void)run["X"], UsageError);
+  EXPECT_THROW(io::OutputSet({}, {"W", "W"}), UsageError);
 }
 
 }  // namespace

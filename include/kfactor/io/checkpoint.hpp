@@ -21,9 +21,15 @@
 ///   auto state2 = init(exec, problem, options);                // same shapes
 ///   kfactor::load_checkpoint("run.h5", state2, meta);          // verifies, then copies
 /// ```
-/// save_checkpoint writes `path.tmp.<pid>`, flushes and fsyncs it, and renames
-/// it over `path`: a crash or a failing write leaves the previous checkpoint
-/// as it was. load_checkpoint throws kfactor::InputError, naming the file and
+/// save_checkpoint builds the file in memory (one host copy of it), then
+/// writes it as every kfactor output is written (kfactor/io/write.hpp):
+/// `path.tmp.<pid>`, fsync, rename over `path`, so a crash or a failing write
+/// (a full disk included: RuntimeFailure) leaves the previous checkpoint as
+/// it was and no temporary behind. It refuses (UsageError naming the path) a
+/// target that is not a regular file or is one of CheckpointMeta::input_files,
+/// writes through a symbolic link, and holds an advisory lock on
+/// `path.lock` while it writes; checkpoint_observer() holds that lock for the
+/// whole run, so a second run aiming at the same checkpoint is refused. load_checkpoint throws kfactor::InputError, naming the file and
 /// the reason, for a missing, truncated or corrupt file (every dataset carries
 /// a checksum), another format version, solver, precision, rank K or input
 /// matrix, a missing field, and a field whose element type or shape differs
@@ -35,9 +41,20 @@
 /// the fingerprint, /state/<name> datasets, /history/{iteration,values}.
 ///
 /// Distributed runs (KFACTOR_HAVE_MPI) name the row-partitioned fields in a
-/// RowBlocks map: one file is written collectively with parallel HDF5 where
-/// available (each rank writes its row hyperslab) or gathered to rank 0 and
-/// written serially; a restart on any number of ranks reads each rank's rows.
+/// RowBlocks map (kfactor/distributed/partition.hpp): one file is written
+/// collectively with parallel HDF5 where available (each rank writes its row
+/// hyperslab) or gathered to rank 0 and written like a serial save; a restart
+/// on any number of ranks reads each rank's rows. The collective form writes
+/// its temporary in place through MPI-IO rather than from a memory image, so
+/// there a full disk is reported only as far as HDF5's MPI-IO driver reports
+/// it; rank 0 still seals, fsyncs and renames, and removes the temporary on
+/// failure.
+///
+/// Integrity: the file starts with a seal (a hash of its HDF5 metadata, see
+/// src/checkpoint/format.hpp) checked before HDF5 parses anything; every
+/// dataset carries its own checksum; and the reader checks that the byte
+/// ranges the seal leaves out are exactly the raw data of the datasets it
+/// finds, so a seal cannot exempt metadata or attributes from the hash.
 
 #include <kfactor/config.hpp>
 #include <kfactor/core/error.hpp>
@@ -45,12 +62,15 @@
 #include <kfactor/core/random.hpp>
 #include <kfactor/core/solver.hpp>
 #include <kfactor/core/spaces.hpp>
+#include <kfactor/distributed/partition.hpp>
 #include <kfactor/io/detail/checkpoint_fields.hpp>
+#include <kfactor/io/write.hpp>
 
 #include <Kokkos_BitManipulation.hpp>
 #include <Kokkos_Core.hpp>
 
 #include <cstdint>
+#include <cstdio>
 #include <exception>
 #include <map>
 #include <memory>
@@ -78,7 +98,12 @@ struct InputFingerprint {
 };
 
 /// "100 x 80, nnz 500, checksum 0x0123456789abcdef"
-std::string to_string(const InputFingerprint& f);
+inline std::string to_string(const InputFingerprint& f) {
+  char hex[32];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(f.checksum));
+  return std::to_string(f.rows) + " x " + std::to_string(f.cols) + ", nnz " + std::to_string(f.nnz) +
+         ", checksum 0x" + hex;
+}
 
 /// What a checkpoint records besides the State, and what load_checkpoint()
 /// checks. In the `expected` argument of load_checkpoint() an empty string,
@@ -96,6 +121,9 @@ struct CheckpointMeta {
   std::string backend;                ///< execution space, e.g. "openmp", "cuda" (recorded, not checked)
   std::int64_t iteration = -1;        ///< filled by save from State::iteration when it has one
   int mpi_ranks = 1;                  ///< number of ranks that wrote the file (filled by save)
+  /// The run's input files (neither stored nor compared): a save refuses to
+  /// write over one of them (io::check_write_target(), device and inode).
+  std::vector<std::string> input_files;
 };
 
 /// "float", "double" (else the checkpoint element type's name).
@@ -229,19 +257,11 @@ enum class DistributedIo {
 };
 #endif
 
-/// The rows of one row-partitioned field held by this rank:
-/// [first_row, first_row + view.extent(0)) of a field of global_rows rows.
-struct RowBlock {
-  std::int64_t global_rows = 0;
-  std::int64_t first_row = 0;
-};
-/// Row-partitioned fields by name; fields not named are replicated (every
-/// rank holds the same value; rank 0's copy is written).
-using RowBlocks = std::map<std::string, RowBlock>;
-
-/// Balanced contiguous split of `global_rows` over `nranks`: the first
-/// global_rows % nranks ranks get one row more.
-RowBlock balanced_row_block(std::int64_t global_rows, int nranks, int rank);
+/// Row-partitioned fields by name (kfactor/distributed/partition.hpp);
+/// fields not named are replicated (every rank holds the same value; rank
+/// 0's copy is written).
+using distributed::RowBlock;
+using distributed::RowBlocks;
 
 namespace detail {
 
@@ -390,7 +410,8 @@ void fit_view(const CheckpointReader& r, const std::string& name, V& v) {
 /// Saves every field `state.visit` lists, its history and `meta` to `path`,
 /// atomically (see the file comment). Throws RuntimeFailure when the file
 /// cannot be written (the previous checkpoint, if any, is left untouched) and
-/// UsageError for an unusable State (bad or repeated field names).
+/// UsageError for an unusable State (bad or repeated field names), a refused
+/// target or a path another run holds locked (see the file comment).
 template <class State>
 void save_checkpoint(const std::string& path, State& state, const CheckpointMeta& meta) {
   detail::CheckpointWriter w(path, detail::meta_for(state, meta));
@@ -455,11 +476,18 @@ CheckpointInfo inspect_checkpoint(const std::string& path, bool verify = true);
 /// Observer that saves `state` to `path` every `every` iterations (every
 /// event whose iteration is a multiple of `every`). The State must outlive
 /// the observer. Chain it with a progress printer through chain().
+///
+/// The observer checks the target and takes the path's OutputLock when it is
+/// made and holds it while it lives: a second run (another process) aiming at
+/// the same checkpoint is refused at once with UsageError, not at its first
+/// save.
 template <class State>
 Observer checkpoint_observer(std::string path, int every, State& state, CheckpointMeta meta) {
   if (every <= 0) throw UsageError("checkpoint interval must be positive, got " + std::to_string(every));
   if (path.empty()) throw UsageError("checkpoint path is empty");
-  return [path = std::move(path), every, &state, meta = std::move(meta)](const IterationEvent& e) {
+  io::check_write_target(path, meta.input_files);
+  auto lock = std::make_shared<io::OutputLock>(path);
+  return [path = std::move(path), every, &state, meta = std::move(meta), lock](const IterationEvent& e) {
     if (e.iteration % every == 0) save_checkpoint(path, state, meta);
     return ObserverAction::proceed;
   };

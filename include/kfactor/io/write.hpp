@@ -7,9 +7,24 @@
 ///
 /// Numbers are written with std::to_chars' shortest round-trip form, so
 /// reading a written file gives back bit-identical values of the same T.
-/// Failures to open or write throw kfactor::RuntimeFailure naming the path.
 /// Every Matrix Market file gets a `%` comment line (`comment`, default
 /// "written by kfactor"; a multi-line comment becomes several `%` lines).
+///
+/// Safe writes. Every output file (these writers and checkpoints) is written
+/// to a temporary `target.tmp.<pid>` beside its target, fsynced and renamed
+/// over the target, then the directory is fsynced: a reader sees the old
+/// file or the complete new one, never a part. On any failure (full disk,
+/// file size limit, I/O error) the temporary is removed, the target is left
+/// as it was, and RuntimeFailure names the path. Before anything is written
+/// check_write_target() refuses, with UsageError naming the path, a target
+/// that is not a regular file (directory, device node, FIFO, socket: the
+/// rename would replace it) and one that is an input of the run (same device
+/// and inode, whatever the names). A symbolic link as target is written
+/// through: the link stays and the file it points to is replaced.
+///
+/// Output sets. The files of one run (e.g. W and H) can carry a stamp
+/// (OutputOptions::set) naming the set id and its members, so that a reader
+/// can check with verify_output_set() that files come from the same run.
 
 #include <kfactor/core/error.hpp>
 #include <kfactor/core/matrix.hpp>
@@ -18,18 +33,137 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
 namespace kfactor::io {
 
+// ---- safe writes ---------------------------------------------------------------------
+
+/// The file a write to `path` replaces: `path` itself, or, when `path` is a
+/// symbolic link (possibly dangling, possibly a chain), the path it finally
+/// points to. UsageError on a link loop.
+std::string resolve_write_target(const std::string& path);
+
+/// Refuses a write target before anything is written: UsageError naming
+/// `path` when (after resolve_write_target()) it exists and is not a regular
+/// file, or is the same file (device and inode, compared with stat, so hard
+/// links, symbolic links and other spellings are caught) as one of `inputs`.
+/// Inputs that do not exist are ignored. A missing target is fine.
+void check_write_target(const std::string& path, const std::vector<std::string>& inputs = {});
+
+/// An exclusive advisory lock (flock) on `target.lock` beside the resolved
+/// target, so that two runs cannot write the same file (a checkpoint path)
+/// at once: the second gets UsageError naming the path and the holder's
+/// process id. Locks on the same target taken within one process share one
+/// lock (an observer can hold it for the whole run while each save takes it
+/// again). The lock file is removed when the last holder releases it.
+class OutputLock {
+ public:
+  explicit OutputLock(const std::string& path);
+  ~OutputLock();
+  OutputLock(OutputLock&&) noexcept;
+  OutputLock& operator=(OutputLock&&) noexcept;
+  OutputLock(const OutputLock&) = delete;
+  OutputLock& operator=(const OutputLock&) = delete;
+  /// The lock file's path.
+  [[nodiscard]] const std::string& lock_path() const;
+  struct Shared;
+
+ private:
+  std::shared_ptr<Shared> shared_;
+};
+
+/// The stamp that ties the files of one run together: the set id (shared by
+/// all members), this file's member name, and the names of all members.
+struct OutputStamp {
+  std::string set;                   ///< empty: the file carries no stamp
+  std::string member;                ///< e.g. "W"
+  std::vector<std::string> members;  ///< e.g. {"W", "H"}
+};
+
+/// A fresh set id: 16 hex digits from the time, the process id and a
+/// per-process counter (unique across runs on one machine and, in practice,
+/// across machines).
+std::string new_output_set_id();
+
+/// How an output file is written.
+struct OutputOptions {
+  /// The run's input files: writing over one of them is refused
+  /// (check_write_target()).
+  std::vector<std::string> inputs;
+  /// When stamp.set is not empty, the file carries the stamp: a
+  /// `% kfactor-set <set> <member> <m1,m2,...>` line after a Matrix Market
+  /// header, a `# kfactor-set ...` first line in a CSV factor file.
+  OutputStamp stamp;
+};
+
+/// The stamps of the files of one run, one OutputOptions per member:
+/// `OutputSet set(inputs, {"W", "H"}); write_factor(w, W, {}, {}, set["W"]);`
+class OutputSet {
+ public:
+  OutputSet(std::vector<std::string> inputs, std::vector<std::string> members);
+  /// UsageError unless `member` is one of the members.
+  [[nodiscard]] OutputOptions operator[](const std::string& member) const;
+  [[nodiscard]] const std::string& id() const { return id_; }
+
+ private:
+  std::string id_;
+  std::vector<std::string> inputs_, members_;
+};
+
+/// The stamp of a Matrix Market or CSV file written by these writers (an
+/// empty stamp when it has none). InputError when the file cannot be read.
+OutputStamp read_output_stamp(const std::string& path);
+
+/// Checks that `paths` are the complete set of one run: every file carries
+/// a stamp, all with the same set id, and their member names are exactly the
+/// members the stamps list. Returns the set id; InputError naming the first
+/// file that does not belong otherwise.
+std::string verify_output_set(const std::vector<std::string>& paths);
+
 namespace detail {
 
-/// Buffered text output with checked close (RuntimeFailure on any error).
+/// A file written atomically (see the file comment): the constructor checks
+/// the target (check_write_target with `inputs`) and creates the temporary
+/// beside the resolved target; commit() fsyncs it, renames it over the
+/// target and fsyncs the directory. Destroyed uncommitted (an exception), it
+/// removes the temporary.
+class AtomicFile {
+ public:
+  explicit AtomicFile(const std::string& path, const std::vector<std::string>& inputs = {});
+  ~AtomicFile();
+  AtomicFile(const AtomicFile&) = delete;
+  AtomicFile& operator=(const AtomicFile&) = delete;
+  /// Writes all of `data` (RuntimeFailure naming the path on any error,
+  /// ENOSPC and EFBIG included).
+  void write(const void* data, std::size_t size);
+  void commit();
+  [[nodiscard]] const std::string& path() const { return path_; }
+  [[nodiscard]] const std::string& target() const { return target_; }
+  [[nodiscard]] const std::string& temp_path() const { return tmp_; }
+
+ private:
+  std::string path_, target_, tmp_;
+  int fd_ = -1;
+  bool committed_ = false;
+};
+
+/// `target.tmp.<pid>`: the temporary a writer with process id `pid` uses.
+std::string temp_path_for(const std::string& target, long long pid);
+/// Removes `target.tmp.<pid>` files whose process no longer exists (left by
+/// killed writers), so repeated preemption does not fill the disk.
+void remove_stale_temporaries(const std::string& target);
+/// fsyncs `tmp`, renames it over `target` and fsyncs the directory
+/// (RuntimeFailure naming `what` on failure; `tmp` is then still there).
+void publish_file(const std::string& tmp, const std::string& target, const std::string& what);
+
+/// Buffered text output to an AtomicFile (RuntimeFailure on any error).
 class TextWriter {
  public:
-  explicit TextWriter(const std::string& path);
+  explicit TextWriter(const std::string& path, const OutputOptions& out = {});
   TextWriter(const TextWriter&) = delete;
   TextWriter& operator=(const TextWriter&) = delete;
   ~TextWriter();
@@ -38,15 +172,18 @@ class TextWriter {
   void put_int(std::int64_t v);
   void put_real(double v);
   void put_real(float v);
-  /// `% line` for each line of `comment` (or "% written by kfactor").
+  /// `% line` for each line of `comment` (or "% written by kfactor"), then
+  /// the stamp line when the file has one.
   void put_comment(const std::string& comment);
-  /// Flushes and closes; throws RuntimeFailure if anything failed.
+  /// `# kfactor-set ...` when the file has a stamp (first line of a CSV).
+  void put_csv_stamp();
+  /// Flushes and publishes the file; throws RuntimeFailure if anything failed.
   void close();
 
  private:
   void flush();
-  std::string path_;
-  std::FILE* file_ = nullptr;
+  AtomicFile file_;
+  OutputStamp stamp_;
   std::string buffer_;
 };
 
@@ -55,8 +192,9 @@ class TextWriter {
 /// `%%MatrixMarket matrix coordinate real general`, 1-based, in the order of
 /// the triplets.
 template <class T>
-void write_matrix_market(const std::string& path, const CooMatrix<T>& A, const std::string& comment = {}) {
-  detail::TextWriter w(path);
+void write_matrix_market(const std::string& path, const CooMatrix<T>& A, const std::string& comment = {},
+                         const OutputOptions& out = {}) {
+  detail::TextWriter w(path, out);
   w.put("%%MatrixMarket matrix coordinate real general\n");
   w.put_comment(comment);
   w.put_int(A.num_rows);
@@ -78,12 +216,13 @@ void write_matrix_market(const std::string& path, const CooMatrix<T>& A, const s
 
 /// CSR in any memory space (copied to the host first), row by row.
 template <class T, class MemorySpace>
-void write_matrix_market(const std::string& path, const CsrMatrix<T, MemorySpace>& A, const std::string& comment = {}) {
+void write_matrix_market(const std::string& path, const CsrMatrix<T, MemorySpace>& A, const std::string& comment = {},
+                         const OutputOptions& out = {}) {
   const auto row_map = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), A.row_map);
   const auto entries = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), A.entries);
   const auto values = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), A.values);
   const std::int64_t m = A.num_rows();
-  detail::TextWriter w(path);
+  detail::TextWriter w(path, out);
   w.put("%%MatrixMarket matrix coordinate real general\n");
   w.put_comment(comment);
   w.put_int(m);
@@ -108,9 +247,9 @@ void write_matrix_market(const std::string& path, const CsrMatrix<T, MemorySpace
 /// memory space; values go out column-major as the format requires).
 template <class T, class... P>
 void write_matrix_market_array(const std::string& path, const Kokkos::View<T**, P...>& A,
-                               const std::string& comment = {}) {
+                               const std::string& comment = {}, const OutputOptions& out = {}) {
   const auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), A);
-  detail::TextWriter w(path);
+  detail::TextWriter w(path, out);
   w.put("%%MatrixMarket matrix array real general\n");
   w.put_comment(comment);
   w.put_int(static_cast<std::int64_t>(h.extent(0)));
@@ -127,15 +266,18 @@ void write_matrix_market_array(const std::string& path, const Kokkos::View<T**, 
 
 /// A dense factor as CSV: header `id,f0,f1,...,f{K-1}`, then one line per
 /// row `id,v0,v1,...`; `ids[r]` is row r's original id (empty: r itself).
+/// A stamped file starts with a `# kfactor-set ...` line (pandas:
+/// `read_csv(path, comment="#")`).
 /// Throws UsageError if ids is non-empty and its size is not the row count.
 template <class T, class... P>
 void write_factor_csv(const std::string& path, const Kokkos::View<T**, P...>& F,
-                      const std::vector<std::int64_t>& ids = {}) {
+                      const std::vector<std::int64_t>& ids = {}, const OutputOptions& out = {}) {
   const auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), F);
   if (!ids.empty() && ids.size() != h.extent(0))
     throw UsageError("write_factor_csv: " + std::to_string(ids.size()) + " ids for a factor with " +
                      std::to_string(h.extent(0)) + " rows");
-  detail::TextWriter w(path);
+  detail::TextWriter w(path, out);
+  w.put_csv_stamp();
   w.put("id");
   for (std::size_t k = 0; k < h.extent(1); ++k) {
     w.put(",f");
@@ -159,12 +301,12 @@ void write_factor_csv(const std::string& path, const Kokkos::View<T**, P...>& F,
 /// so pair a large ids vector with a .csv path).
 template <class T, class... P>
 void write_factor(const std::string& path, const Kokkos::View<T**, P...>& F, const std::vector<std::int64_t>& ids = {},
-                  const std::string& comment = {}) {
+                  const std::string& comment = {}, const OutputOptions& out = {}) {
   const auto dot = path.rfind('.');
   std::string ext = dot == std::string::npos ? std::string() : path.substr(dot + 1);
   for (auto& c : ext) c = static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
   if (ext == "csv") {
-    write_factor_csv(path, F, ids);
+    write_factor_csv(path, F, ids, out);
     return;
   }
   std::string note = comment;
@@ -172,7 +314,7 @@ void write_factor(const std::string& path, const Kokkos::View<T**, P...>& F, con
     note += note.empty() ? "row ids:" : "\nrow ids:";
     for (const auto id : ids) note += " " + std::to_string(id);
   }
-  write_matrix_market_array(path, F, note);
+  write_matrix_market_array(path, F, note, out);
 }
 
 }  // namespace kfactor::io

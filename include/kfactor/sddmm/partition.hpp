@@ -8,6 +8,7 @@
 #include <kfactor/core/convert.hpp>
 #include <kfactor/core/error.hpp>
 #include <kfactor/core/matrix.hpp>
+#include <kfactor/distributed/partition.hpp>
 #include <kfactor/sddmm/options.hpp>
 
 #include <Kokkos_Core.hpp>
@@ -18,20 +19,13 @@
 
 namespace kfactor {
 
-/// Nonzeros per column of S (host vector of length N).
-template <class T, class Mem>
-std::vector<offset_t> column_counts(const CsrMatrix<T, Mem>& S) {
-  auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, S.entries);
-  std::vector<offset_t> counts(static_cast<std::size_t>(S.num_cols), 0);
-  for (std::size_t e = 0; e < h.extent(0); ++e) ++counts[static_cast<std::size_t>(h(e))];
-  return counts;
-}
+using distributed::column_counts;
 
-/// P + 1 boundaries of contiguous column blocks of S balanced by nonzeros:
-/// each block has at most nnz / P + (max column count) nonzeros.
+/// P + 1 boundaries of contiguous column blocks of S balanced by nonzeros
+/// (kfactor::distributed::balanced_column_blocks on S's column counts).
 template <class T, class Mem>
 std::vector<ordinal_t> balanced_column_blocks(const CsrMatrix<T, Mem>& S, int parts) {
-  return balanced_column_blocks(column_counts(S), parts);
+  return distributed::balanced_column_blocks(column_counts(S), parts);
 }
 
 /// One rank's share of S for columns [begin, end): the local CSR (M x

@@ -18,8 +18,35 @@ namespace kfactor::detail {
 /// Element types a checkpoint stores (HDF5 native integer / IEEE types).
 enum class CheckpointType : int { i8, u8, i16, u16, i32, u32, i64, u64, f32, f64 };
 
-const char* to_string(CheckpointType t);
-std::size_t size_of(CheckpointType t);
+inline const char* to_string(CheckpointType t) {
+  switch (t) {
+    case CheckpointType::i8: return "int8";
+    case CheckpointType::u8: return "uint8";
+    case CheckpointType::i16: return "int16";
+    case CheckpointType::u16: return "uint16";
+    case CheckpointType::i32: return "int32";
+    case CheckpointType::u32: return "uint32";
+    case CheckpointType::i64: return "int64";
+    case CheckpointType::u64: return "uint64";
+    case CheckpointType::f32: return "float32";
+    case CheckpointType::f64: return "float64";
+  }
+  return "unknown";
+}
+
+/// Bytes per element.
+inline std::size_t size_of(CheckpointType t) {
+  switch (t) {
+    case CheckpointType::i8:
+    case CheckpointType::u8: return 1;
+    case CheckpointType::i16:
+    case CheckpointType::u16: return 2;
+    case CheckpointType::i32:
+    case CheckpointType::u32:
+    case CheckpointType::f32: return 4;
+    default: return 8;
+  }
+}
 
 template <class T>
 constexpr CheckpointType checkpoint_type_of() {
