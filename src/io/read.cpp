@@ -89,7 +89,7 @@ constexpr std::uint64_t bytes_per_dim = 16;
 /// Checks what a read and the matrix it makes will need (`entries` at
 /// bytes_per_entry, the text, bytes_per_dim per row and column) against the
 /// memory limit before anything is sized by it. `claim` says who claimed
-/// the sizes ("the size line claims ...").
+/// the sizes ("header claims a 3 x 4 matrix with 5 entries").
 void check_memory(const Context& ctx, std::int64_t line, std::int64_t m, std::int64_t n, std::uint64_t entries,
                   std::size_t text_size, const ReadOptions& opt, const std::string& claim) {
   const std::uint64_t limit = memory_limit(opt);

@@ -16,6 +16,7 @@
 #include <limits>
 #include <system_error>
 
+#include <sys/resource.h>
 #include <unistd.h>
 
 namespace kfactor::io::detail {
@@ -65,14 +66,20 @@ inline std::string num(double v) {
   return std::string(buf, r.ptr);
 }
 
-/// `limit`, or this machine's physical memory when it is 0: the default
-/// budget of a read.
+/// `limit`, or when it is 0 the default budget of a read: this machine's
+/// physical memory, or the process's address-space limit (`ulimit -v`) when
+/// that is lower, since an allocation beyond it fails however much memory
+/// the machine has.
 inline std::uint64_t memory_limit_or_physical(std::uint64_t limit) {
   if (limit) return limit;
+  std::uint64_t cap = std::numeric_limits<std::uint64_t>::max();
   const long pages = ::sysconf(_SC_PHYS_PAGES);
   const long page = ::sysconf(_SC_PAGE_SIZE);
-  if (pages > 0 && page > 0) return static_cast<std::uint64_t>(pages) * static_cast<std::uint64_t>(page);
-  return std::numeric_limits<std::uint64_t>::max();
+  if (pages > 0 && page > 0) cap = static_cast<std::uint64_t>(pages) * static_cast<std::uint64_t>(page);
+  struct rlimit as {};
+  if (::getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY)
+    cap = std::min<std::uint64_t>(cap, static_cast<std::uint64_t>(as.rlim_cur));
+  return cap;
 }
 
 /// A byte count as messages print it, in GiB with 3 significant digits.

@@ -23,8 +23,10 @@
 #include <vector>
 
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 namespace {
@@ -266,6 +268,34 @@ TEST(Hostile, ClaimedShapesArePricedBeforeAllocating) {
   if (double(pages) * double(page) < 64.0 * (1 << 30))
     expect_input_error([&] { (void)parse_matrix_market<double>(mm + "2147483647 2147483647 0\n", "d.mtx"); }, "d.mtx",
                        2, "memory limit");
+}
+
+TEST(Hostile, DefaultLimitHonoursTheAddressSpaceLimit) {
+#if defined(KFACTOR_SANITIZED)
+  GTEST_SKIP() << "AddressSanitizer needs an unlimited address space";
+#else
+  // Under `ulimit -v 4G` a claim of 8 GiB is refused by the default limit,
+  // whatever the machine's memory; in a child, so the limit stays there.
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    const rlimit as{rlim_t(4) << 30, rlim_t(4) << 30};
+    if (::setrlimit(RLIMIT_AS, &as) != 0) ::_exit(2);
+    try {
+      (void)parse_matrix_market<double>("%%MatrixMarket matrix coordinate real general\n268435456 268435456 1\n1 1 1\n",
+                                        "c.mtx");
+    } catch (const InputError& e) {
+      ::_exit(std::string(e.what()).find("memory limit of 4 GiB") != std::string::npos ? 0 : 3);
+    } catch (...) {
+      ::_exit(4);
+    }
+    ::_exit(5);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "2: setrlimit failed, 3: other message, 4: other exception, 5: accepted";
+#endif
 }
 
 TEST(Hostile, NumbersInMessagesAreShort) {

@@ -18,7 +18,7 @@
 ///   of the matrix is the factor row of id r (write_factor keeps no ids
 ///   there). Coordinate files are refused: a factor is dense.
 /// - Sizes: the file is read whole within `memory_limit` (0 = physical
-///   memory, as ReadOptions); rows x K is bounded by the file's own text, and
+///   memory or `ulimit -v`, the lower, as ReadOptions); rows x K is bounded by the file's own text, and
 ///   an array header's `rows cols` is checked before anything is allocated
 ///   from it.
 

@@ -29,7 +29,8 @@
 ///   allocated from them: dimensions must fit the 32-bit `ordinal_t`
 ///   (< 2^31), a claimed entry count must fit in the matrix and in the bytes
 ///   left in the file, and the memory the claim implies must fit in
-///   ReadOptions::memory_limit (default: physical memory). That memory counts
+///   ReadOptions::memory_limit (default: physical memory, or the address-space
+///   limit `ulimit -v` where that is lower). That memory counts
 ///   the text, 56 bytes per entry, and 16 bytes per row and per column (the
 ///   8-byte offsets of the CSR row maps of A and of A^T, and one double of a
 ///   rank-1 factor): a tiny file whose header claims 2^31 - 1 rows is refused
@@ -149,9 +150,10 @@ struct ReadOptions {
   /// Refuse negative values: InputError at the value's line (for solvers
   /// that need A >= 0, so the error names where the value is).
   bool non_negative = false;
-  /// Bytes a read may use (file text plus entries); 0 = this machine's
-  /// physical memory. Checked before reading a file and before trusting a
-  /// header's entry count.
+  /// Bytes a read and the matrix it makes may use (text, entries, row maps;
+  /// see the file comment); 0 = this machine's physical memory, or the
+  /// address-space limit (`ulimit -v`) where that is lower. Checked before
+  /// reading a file and before trusting a header's sizes.
   std::uint64_t memory_limit = 0;
 };
 
@@ -178,7 +180,7 @@ struct RatingData {
 /// Reads a whole regular file into memory; InputError (line 0) if it does
 /// not exist, is not a regular file (directory, device, FIFO, socket: refused
 /// before opening, the message says which), cannot be read or is larger than
-/// `memory_limit` (0 = physical memory).
+/// `memory_limit` (0 = physical memory or `ulimit -v`, the lower).
 std::string read_file(const std::string& path, std::uint64_t memory_limit = 0);
 
 /// The format of `text` by the rules in the file comment; `path` (may be

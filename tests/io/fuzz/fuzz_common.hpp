@@ -39,6 +39,7 @@ inline io::ReadOptions options(const std::uint8_t* data, std::size_t size) {
   o.symmetrize = (k >> 3) & 1;
   o.one_based = (k >> 4) & 1;
   o.keep_zeros = (k >> 5) & 1;
+  o.non_negative = (k >> 6) & 1;
   return o;
 }
 
