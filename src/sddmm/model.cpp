@@ -102,26 +102,6 @@ double amdahl_speedup(double fraction, double kernel_speedup) {
   return 1.0 / ((1.0 - fraction) + fraction / kernel_speedup);
 }
 
-std::vector<ordinal_t> balanced_column_blocks(const std::vector<offset_t>& column_counts, int parts) {
-  if (parts < 1) throw UsageError("balanced_column_blocks: need at least one part, got " + std::to_string(parts));
-  const auto n = static_cast<ordinal_t>(column_counts.size());
-  offset_t nnz = 0;
-  for (auto c : column_counts) nnz += c;
-  std::vector<ordinal_t> b(static_cast<std::size_t>(parts) + 1, n);
-  b[0] = 0;
-  // prefix = nonzeros in columns < col; part p starts at the first col with
-  // prefix * P >= p * nnz (exact integer arithmetic).
-  ordinal_t col = 0;
-  offset_t prefix = 0;
-  for (int p = 1; p < parts; ++p) {
-    const unsigned __int128 target = static_cast<unsigned __int128>(p) * nnz;
-    while (col < n && static_cast<unsigned __int128>(prefix) * parts < target) prefix += column_counts[col++];
-    b[p] = col;
-  }
-  b[parts] = n;
-  return b;
-}
-
 std::vector<ordinal_t> equal_column_blocks(ordinal_t num_cols, int parts) {
   if (parts < 1) throw UsageError("equal_column_blocks: need at least one part, got " + std::to_string(parts));
   std::vector<ordinal_t> b(static_cast<std::size_t>(parts) + 1);

@@ -12,6 +12,7 @@
 
 #include <kfactor/core/error.hpp>
 #include <kfactor/core/matrix.hpp>
+#include <kfactor/distributed/partition.hpp>
 
 #include <cstddef>
 #include <cstdint>
@@ -142,12 +143,8 @@ SddmmKernel choose_sddmm_kernel(bool gpu, double density, const SddmmOptions& op
 double amdahl_speedup(double fraction, double kernel_speedup);
 
 /// Contiguous column blocks balanced by nonzeros (the paper's non-symmetric
-/// partition): boundaries b_0 = 0 <= b_1 <= ... <= b_P = N, part p owning
-/// columns [b_p, b_{p+1}). b_p is the first column c whose prefix count
-/// (nonzeros in columns < c) reaches p * nnz / P, so every part has at most
-/// nnz / P + max column count nonzeros. Parts may be empty (P > N, or heavy
-/// columns).
-std::vector<ordinal_t> balanced_column_blocks(const std::vector<offset_t>& column_counts, int parts);
+/// partition), shared with the distributed solvers.
+using distributed::balanced_column_blocks;
 
 /// Equal-width split (the naive partition the paper compares against).
 std::vector<ordinal_t> equal_column_blocks(ordinal_t num_cols, int parts);
