@@ -197,11 +197,13 @@ CheckpointWriter::CheckpointWriter(const std::string& path, const CheckpointMeta
   m.tmp = broadcast(comm, m.tmp);
   try {
     if (m.collective) {
+#if defined(KFACTOR_HAVE_PARALLEL_HDF5)  // m.collective is never set without it
       auto fapl = ckpt::file_access(h5::Mode::write);
       h5::check(H5Pset_fapl_mpio(fapl, comm, MPI_INFO_NULL), h5::Mode::write, "selecting the MPI-IO driver");
       h5::check(H5Pset_all_coll_metadata_ops(fapl, true), h5::Mode::write, "collective metadata reads");
       h5::check(H5Pset_coll_metadata_write(fapl, true), h5::Mode::write, "collective metadata writes");
       m.open_file(fapl);
+#endif
     } else if (m.has_file) {
       auto fapl = WriterCore::memory_access();
       m.open_file(fapl);
