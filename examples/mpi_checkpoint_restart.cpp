@@ -28,10 +28,10 @@ int main(int argc, char** argv) {
       if (argc < 2) throw kfactor::UsageError("usage: mpi_checkpoint_restart A.mtx [K] [CHECKPOINT]");
       const Kokkos::DefaultExecutionSpace exec;
       const std::string path = argc > 3 ? argv[3] : "mpi_example.h5";
-      // Every rank reads the file; distribute() keeps this rank's row and
-      // column blocks, balanced by nonzeros.
+      // Every rank reads the file; make_problem() checks it on every rank and
+      // keeps this rank's row and column blocks, balanced by nonzeros.
       const auto A = kfactor::to_csr(exec, kfactor::io::read_matrix<double>(argv[1]));
-      const auto blocks = dnmf::distribute(exec, MPI_COMM_WORLD, A);
+      const auto problem = dnmf::make_problem(exec, MPI_COMM_WORLD, A);
 
       kfactor::nmf::Options options;
       options.rank = argc > 2 ? std::stoi(argv[2]) : 3;
@@ -43,21 +43,21 @@ int main(int argc, char** argv) {
 
       // First allocation: 20 iterations, a checkpoint every 10.
       options.stop.max_iterations = 20;
-      auto state = dnmf::init(exec, MPI_COMM_WORLD, blocks, options);
+      auto state = dnmf::init(exec, problem, options);
       auto saver = kfactor::distributed::checkpoint_observer(MPI_COMM_WORLD, path, 10, state, meta);
-      dnmf::resume(exec, blocks, options, state, saver);
+      dnmf::resume(exec, problem, options, state, saver);
       const double first = state.history.last().get("relative_error");
 
       // Second allocation: a fresh state, restored from the file, continued to 40.
       options.stop.max_iterations = 40;
-      auto restored = dnmf::init(exec, MPI_COMM_WORLD, blocks, options);
+      auto restored = dnmf::init(exec, problem, options);
       kfactor::load_checkpoint(MPI_COMM_WORLD, path, restored, meta, restored.row_blocks());
       restored.reset_workspace();
       const int from = restored.iteration;
-      dnmf::resume(exec, blocks, options, restored);
+      dnmf::resume(exec, problem, options, restored);
       if (rank == 0)
         std::printf("ranks %d: iteration 20 relative_error=%.6f; restarted at %d, iteration %d relative_error=%.6f\n",
-                    blocks.size, first, from, restored.iteration, restored.history.last().get("relative_error"));
+                    problem.size, first, from, restored.iteration, restored.history.last().get("relative_error"));
     } catch (const kfactor::Error& e) {
       std::fprintf(stderr, "rank %d: error: %s\n", rank, e.what());
       rc = 1;

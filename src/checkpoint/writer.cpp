@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstring>
 
 namespace kfactor::detail {
 
@@ -99,13 +100,21 @@ void WriterCore::close_file() {
 void WriterCore::publish_image() {
   h5::check(H5Fflush(file, H5F_SCOPE_GLOBAL), h5::Mode::write, "checkpoint: flushing " + tmp);
   const auto ranges = ckpt::raw_ranges(file, h5::Mode::write, path);
-  // The image HDF5 hands out starts at the superblock; the file has the
-  // user block (the seal's place) before it.
+  // The file has the user block (the seal's place) before the superblock.
+  // HDF5 1.14 hands out the image from the superblock on, 1.10 with the
+  // user block: find the superblock's signature to know which.
   const ssize_t size = H5Fget_file_image(file, nullptr, 0);
   if (size < 0) h5::fail(h5::Mode::write, "checkpoint: sizing the file image of " + path);
   std::vector<unsigned char> image(ckpt::seal_block + static_cast<std::size_t>(size));
   if (H5Fget_file_image(file, image.data() + ckpt::seal_block, static_cast<std::size_t>(size)) != size)
     h5::fail(h5::Mode::write, "checkpoint: copying the file image of " + path);
+  static constexpr unsigned char signature[8] = {0x89, 'H', 'D', 'F', '\r', '\n', 0x1a, '\n'};
+  const auto at = [&](std::size_t offset) {
+    return image.size() >= offset + 8 && std::memcmp(image.data() + offset, signature, 8) == 0;
+  };
+  if (!at(ckpt::seal_block) && at(2 * ckpt::seal_block))
+    image.erase(image.begin(), image.begin() + static_cast<std::ptrdiff_t>(ckpt::seal_block));
+  if (!at(ckpt::seal_block)) h5::fail(h5::Mode::write, "checkpoint: the file image of " + path + " has no superblock");
   close_file();
   ckpt::seal_image(image, ranges);
   io::detail::AtomicFile out(path, meta.input_files);
