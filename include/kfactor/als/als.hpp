@@ -68,6 +68,7 @@
 #include <kfactor/core/report.hpp>
 #include <kfactor/core/solver.hpp>
 #include <kfactor/core/spaces.hpp>
+#include <kfactor/core/timing.hpp>
 
 #include <Kokkos_Core.hpp>
 
@@ -501,24 +502,14 @@ std::pair<int, int> autotune_structure(const ExecutionSpace& exec, const CsrMatr
   for (const auto& [xb, yb] : cands) {
     auto S = make_structure(exec, Sd, Sh, xb > 0, xb > 0 ? xb : 1, yb, {}, {});
     Workspace<T, Mem> ws;
-    auto run = [&] {
-      const auto t0 = std::chrono::steady_clock::now();
-      half_step(exec, S, Y, X, f, T(lambda), true, 0, std::size_t(1) << 28, &ws);
-      exec.fence();
-      return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    };
-    // Best of three after a warm-up: robust to a busy machine. A tile far
-    // behind CSR stops early (3x on the warm-up, which also pays the first
-    // touch of its buffers; 1.5x on a timed run): it cannot come within
-    // the 10% it would need, and on hosts the losing tiles took most of
-    // the tuning time.
-    const double warm = run();
-    double t = 1e300;
-    for (int rep = 0; rep < 3; ++rep) {
-      if (xb > 0 && with_csr && (rep == 0 ? warm > 3 * csr_t : t > 1.5 * csr_t)) break;
-      t = std::min(t, run());
-    }
-    if (t == 1e300) t = warm;
+    auto run = [&] { half_step(exec, S, Y, X, f, T(lambda), true, 0, std::size_t(1) << 28, &ws); };
+    // Best of three after a timed warm-up (which also pays the first touch
+    // of the tile's buffers): robust to a busy machine. A tile whose warm-up
+    // is 3x behind CSR cannot come within the 10% it would need and is not
+    // timed further: on hosts the losing tiles took most of the tuning time.
+    const double warm = time_runs(exec, 1, 0, run).min;
+    const bool hopeless = xb > 0 && with_csr && warm > 3 * csr_t;
+    const double t = hopeless ? warm : time_runs(exec, 3, 0, run).min;
     if (log) *log += (xb > 0 ? std::to_string(xb) + "x" + std::to_string(yb) : std::string("csr")) + ":" + fmt(t * 1e3) + "ms ";
     if (xb == 0) {
       csr_t = t;
