@@ -7,7 +7,9 @@
 // keep their original 64-bit user and item ids (io::read_ratings remaps them
 // to 0..n-1 in ascending order); Matrix Market rows and columns are their
 // 0-based indices. --output PREFIX writes PREFIX_X.csv and PREFIX_Y.csv
-// (io::write_factor: `id,f0,...` with the original ids).
+// (io::write_factor: `id,f0,...` with the original ids) as one output set
+// (a `# kfactor-set` stamp line first); neither they nor a checkpoint may
+// replace an input file.
 //
 // Checkpoints: --checkpoint FILE saves the State every --checkpoint-every
 // iterations and at the end; --restart FILE continues a saved run to --iters.
@@ -33,7 +35,10 @@
 #include <kfactor/als/als.hpp>
 #include <kfactor/core/contract.hpp>
 #include <kfactor/core/error.hpp>
+#include <kfactor/core/planted.hpp>
 #include <kfactor/io/checkpoint.hpp>
+#include <kfactor/io/factor_file.hpp>
+#include <kfactor/io/ratings.hpp>
 #include <kfactor/io/read.hpp>
 #include <kfactor/io/write.hpp>
 
@@ -46,76 +51,37 @@
 #include <mpi.h>
 #endif
 
+#include <nlohmann/json.hpp>
+
 #include <algorithm>
-#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
-#include <string_view>
-#include <unordered_map>
 #include <vector>
 
 namespace kfactor::cli {
 namespace {
 
-/// Ratings with their original ids (empty: ids are the 0-based indices).
+/// Reads `path` through kfactor::io: rating files keep their original ids,
+/// other formats (Matrix Market, edge lists) leave the id lists empty (the id
+/// is the index).
 template <class T>
-struct Ratings {
-  CooMatrix<T> coo;
-  std::vector<std::int64_t> user_ids, item_ids;
-};
-
-/// Reads `path` through kfactor::io: rating files keep their ids, other
-/// formats (Matrix Market, edge lists) give indices.
-template <class T>
-Ratings<T> read_input(const std::string& path, const std::string& format_name) {
+io::RatingData<T> read_input(const std::string& path, const std::string& format_name) {
   const std::string text = io::read_file(path);
   io::Format f = io::parse_format(format_name);
   if (f == io::Format::automatic) f = io::detect_format(text, path);
-  Ratings<T> R;
-  if (f == io::Format::ratings) {
-    auto d = io::parse_ratings<T>(text, path);
-    R.coo = std::move(d.matrix);
-    R.user_ids = std::move(d.user_ids);
-    R.item_ids = std::move(d.item_ids);
-  } else {
-    R.coo = io::parse_matrix<T>(text, path, f);
-  }
-  if (R.coo.nnz() == 0) throw InputError(path + ": no ratings");
+  io::RatingData<T> R;
+  if (f == io::Format::ratings)
+    R = io::parse_ratings<T>(text, path);
+  else
+    R.matrix = io::parse_matrix<T>(text, path, f);
+  if (R.matrix.nnz() == 0) throw InputError(path + ": no ratings");
   return R;
-}
-
-/// Index of `id` in the ascending `ids` (empty: the id is the index, < n).
-std::int64_t index_of(const std::vector<std::int64_t>& ids, std::int64_t id, std::int64_t n) {
-  if (ids.empty()) return id >= 0 && id < n ? id : -1;
-  const auto it = std::lower_bound(ids.begin(), ids.end(), id);
-  return it != ids.end() && *it == id ? std::int64_t(it - ids.begin()) : -1;
-}
-
-/// A test set re-indexed into the training ratings' id space; unknown ids are
-/// an InputError.
-template <class T>
-CooMatrix<T> to_training_ids(const Ratings<T>& test, const Ratings<T>& train, const std::string& path) {
-  CooMatrix<T> out;
-  out.num_rows = train.coo.num_rows;
-  out.num_cols = train.coo.num_cols;
-  for (std::size_t e = 0; e < test.coo.nnz(); ++e) {
-    const std::int64_t uid = test.user_ids.empty() ? test.coo.rows[e] : test.user_ids[test.coo.rows[e]];
-    const std::int64_t iid = test.item_ids.empty() ? test.coo.cols[e] : test.item_ids[test.coo.cols[e]];
-    const auto u = index_of(train.user_ids, uid, train.coo.num_rows);
-    const auto i = index_of(train.item_ids, iid, train.coo.num_cols);
-    if (u < 0 || i < 0)
-      throw InputError(path + ": " + (u < 0 ? "user " + std::to_string(uid) : "item " + std::to_string(iid)) +
-                       " is not in the training ratings");
-    out.rows.push_back(ordinal_t(u));
-    out.cols.push_back(ordinal_t(i));
-    out.values.push_back(test.coo.values[e]);
-  }
-  return out;
 }
 
 struct AlsCli {
@@ -162,7 +128,7 @@ als::Options make_options(const AlsCli& a) {
 /// Training ratings (with ids) and the problem with its splits.
 template <class T>
 struct AlsInput {
-  Ratings<T> R;
+  io::RatingData<T> R;
   als::Problem<T, Kokkos::DefaultExecutionSpace::memory_space> problem;
   double read_seconds = 0.0;
 };
@@ -174,10 +140,32 @@ AlsInput<T> read_als_input(const AlsCli& a) {
   AlsInput<T> in;
   in.R = read_input<T>(a.common.input, a.common.format);
   std::optional<CooMatrix<T>> given;
-  if (!a.test_input.empty()) given = to_training_ids(read_input<T>(a.test_input, a.common.format), in.R, a.test_input);
+  if (!a.test_input.empty())
+    given = io::reindex_ratings(read_input<T>(a.test_input, a.common.format), in.R, io::UnknownIds::reject,
+                                a.test_input)
+                .matrix;
   in.read_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  in.problem = als::make_problem(exec, in.R.coo, a.test_fraction, a.split_seed, given ? &*given : nullptr);
+  in.problem = als::make_problem(exec, in.R.matrix, a.test_fraction, a.split_seed, given ? &*given : nullptr);
   return in;
+}
+
+/// The files the run reads: no output or checkpoint may replace one.
+std::vector<std::string> input_files(const AlsCli& a) {
+  std::vector<std::string> files{a.common.input};
+  if (!a.test_input.empty()) files.push_back(a.test_input);
+  return files;
+}
+
+/// Writes PREFIX_X.csv and PREFIX_Y.csv as one output set (io::OutputSet:
+/// a reader can tell that they come from the same run); returns their names.
+template <class T, class... P>
+std::string write_factors(const AlsCli& a, const Kokkos::View<T**, P...>& X, const Kokkos::View<T**, P...>& Y,
+                          const io::RatingData<T>& R) {
+  const std::string fx = a.common.output + "_X.csv", fy = a.common.output + "_Y.csv";
+  const io::OutputSet set(input_files(a), {"X", "Y"});
+  io::write_factor(fx, X, R.user_ids, {}, set["X"]);
+  io::write_factor(fy, Y, R.item_ids, {}, set["Y"]);
+  return fx + ", " + fy;
 }
 
 template <class T>
@@ -185,13 +173,15 @@ void run_als(const AlsCli& a) {
   using Space = Kokkos::DefaultExecutionSpace;
   const Space exec;
   const AlsInput<T> in = read_als_input<T>(a);
-  const Ratings<T>& R = in.R;
+  const io::RatingData<T>& R = in.R;
   const auto& problem = in.problem;
   const als::Options o = make_options(a);
   const bool checkpointing = !a.checkpoint.empty() || !a.restart.empty();
   CheckpointMeta meta;
-  if (checkpointing)
+  if (checkpointing) {
     meta = checkpoint_meta<T, Space>("als", option_values(o), fingerprint(exec, problem.train), o.rank);
+    meta.input_files = input_files(a);
+  }
 
   auto state = als::init(exec, problem, o);
   if (!a.restart.empty()) {
@@ -207,12 +197,7 @@ void run_als(const AlsCli& a) {
   report.info["input"] = a.common.input;
   if (!a.restart.empty()) report.info["restart"] = a.restart;
   if (!a.checkpoint.empty()) report.info["checkpoint"] = a.checkpoint;
-  if (!a.common.output.empty()) {
-    const std::string fx = a.common.output + "_X.csv", fy = a.common.output + "_Y.csv";
-    io::write_factor(fx, state.X, R.user_ids);
-    io::write_factor(fy, state.Y, R.item_ids);
-    report.info["factors"] = fx + ", " + fy;
-  }
+  if (!a.common.output.empty()) report.info["factors"] = write_factors(a, state.X, state.Y, R);
   print_report(a.common, report);
   print_info(a.common, report);
 }
@@ -242,14 +227,15 @@ void run_als_distributed(const AlsCli& a, MPI_Comm comm) {
     for (const auto& [k, v] : option_values(o)) all += " " + k + "=" + v;
     distributed::require_same(comm, std::hash<std::string>{}(all), "the als options");
   }
-  const CheckpointMeta meta = checkpoint_meta<T, Space>("als", option_values(o), fp, o.rank);
+  CheckpointMeta meta = checkpoint_meta<T, Space>("als", option_values(o), fp, o.rank);
+  meta.input_files = input_files(a);
   const auto lp = distributed::agree(comm, [&] { return da::distribute(exec, comm, in.problem); });
   auto state = distributed::agree(comm, [&] { return da::init(exec, comm, lp, o); });
   if (!a.restart.empty()) {
     load_checkpoint(comm, a.restart, state, meta, state.row_blocks());
     state.reset_workspace();
   }
-  Observer observer = rank == 0 ? progress_printer(a.common) : Observer{};
+  Observer observer = progress_printer(a.common, 1, comm);
   if (!a.checkpoint.empty())
     observer = chain(observer, distributed::checkpoint_observer(comm, a.checkpoint, a.checkpoint_every, state, meta));
   Report report = da::resume(exec, lp, o, state, observer);
@@ -265,10 +251,7 @@ void run_als_distributed(const AlsCli& a, MPI_Comm comm) {
   const auto& Y = factors.second;
   distributed::agree(comm, [&] {
     if (rank != 0 || a.common.output.empty()) return;
-    const std::string fx = a.common.output + "_X.csv", fy = a.common.output + "_Y.csv";
-    io::write_factor(fx, X, in.R.user_ids);
-    io::write_factor(fy, Y, in.R.item_ids);
-    report.info["factors"] = fx + ", " + fy;
+    report.info["factors"] = write_factors(a, X, Y, in.R);
   });
   if (rank == 0) {
     print_report(a.common, report);
@@ -356,54 +339,22 @@ const Registrar als_command{Command{
       };
     }}};
 
-struct PredictCli {
+/// A factor file `kfactor als --output` wrote. io::write_factor_csv puts the
+/// output-set stamp (`# kfactor-set ...`) on the first line, before the
+/// header that io::parse_factor_file expects first; the stamp line is blanked
+/// (not removed) so that the reader's line numbers stay those of the file.
+io::FactorFile read_factors(const std::string& path) {
+  std::string text = io::read_file(path);
+  if (text.starts_with("# kfactor-set")) {
+    const auto end = text.find('\n');
+    std::fill(text.begin(), end == std::string::npos ? text.end() : text.begin() + std::ptrdiff_t(end), ' ');
+  }
+  return io::parse_factor_file(text, path);
+}
+
+struct PredictCli : OutputOptions {
   std::string factors, pairs;
 };
-
-/// A factor file written by io::write_factor_csv: header `id,f0,...`, then
-/// `id,v0,...` lines. Returns id -> row.
-std::unordered_map<std::int64_t, std::vector<double>> read_factor_csv(const std::string& path) {
-  const std::string text = io::read_file(path);
-  std::unordered_map<std::int64_t, std::vector<double>> out;
-  std::size_t width = 0;
-  std::int64_t lineno = 0;
-  std::size_t pos = 0;
-  while (pos < text.size()) {
-    auto end = text.find('\n', pos);
-    if (end == std::string::npos) end = text.size();
-    std::string_view line(text.data() + pos, end - pos);
-    pos = end + 1;
-    ++lineno;
-    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-    if (line.empty()) continue;
-    auto fail = [&](const std::string& why) { return InputError(path + ":" + std::to_string(lineno) + ": " + why); };
-    std::vector<std::string_view> fields;
-    for (std::size_t p = 0;;) {
-      const auto q = line.find(',', p);
-      fields.push_back(line.substr(p, q == std::string_view::npos ? std::string_view::npos : q - p));
-      if (q == std::string_view::npos) break;
-      p = q + 1;
-    }
-    if (lineno == 1) {
-      if (fields.size() < 2 || fields[0] != "id") throw fail("expected the header `id,f0,...` of a factor CSV");
-      width = fields.size() - 1;
-      continue;
-    }
-    if (fields.size() != width + 1) throw fail("expected " + std::to_string(width + 1) + " fields");
-    std::int64_t id = 0;
-    auto r = std::from_chars(fields[0].data(), fields[0].data() + fields[0].size(), id);
-    if (r.ec != std::errc() || r.ptr != fields[0].data() + fields[0].size()) throw fail("bad id");
-    std::vector<double> v(width);
-    for (std::size_t k = 0; k < width; ++k) {
-      const auto& f = fields[k + 1];
-      auto rv = std::from_chars(f.data(), f.data() + f.size(), v[k]);
-      if (rv.ec != std::errc() || rv.ptr != f.data() + f.size() || !std::isfinite(v[k])) throw fail("bad value");
-    }
-    if (!out.emplace(id, std::move(v)).second) throw fail("id " + std::to_string(id) + " repeated");
-  }
-  if (width == 0) throw InputError(path + ": empty factor file");
-  return out;
-}
 
 const Registrar predict_command{Command{
     "predict",
@@ -413,26 +364,47 @@ const Registrar predict_command{Command{
       auto p = std::make_shared<PredictCli>();
       cmd.add_option("--factors", p->factors, "PREFIX of PREFIX_X.csv and PREFIX_Y.csv")->required();
       cmd.add_option("--pairs", p->pairs, "ratings-style file of `user item [rating ...]` lines")->required();
+      add_output_options(cmd, *p);
       return [p] {
-        const auto X = read_factor_csv(p->factors + "_X.csv");
-        const auto Y = read_factor_csv(p->factors + "_Y.csv");
-        if (X.begin()->second.size() != Y.begin()->second.size())
-          throw InputError(p->factors + "_X.csv and _Y.csv have different ranks");
+        const std::string xpath = p->factors + "_X.csv", ypath = p->factors + "_Y.csv";
+        const io::FactorFile X = read_factors(xpath);
+        const io::FactorFile Y = read_factors(ypath);
+        if (X.rank != Y.rank)
+          throw InputError(ypath, 1, "rank " + std::to_string(Y.rank) + " but " + xpath + " has rank " +
+                                         std::to_string(X.rank));
         io::ReadOptions ro;
         ro.duplicates = io::DuplicatePolicy::last;
         const auto pairs = io::read_ratings<double>(p->pairs, ro);
         const auto& c = pairs.matrix;
+        nlohmann::json users = nlohmann::json::array(), items = nlohmann::json::array(),
+                       scores = nlohmann::json::array();
+        std::size_t unknown = 0;
         for (std::size_t e = 0; e < c.nnz(); ++e) {
           const std::int64_t u = pairs.user_ids[c.rows[e]], i = pairs.item_ids[c.cols[e]];
           const auto xu = X.find(u);
           const auto yi = Y.find(i);
-          if (xu == X.end() || yi == Y.end()) {
-            std::printf("%lld\t%lld\tnan\n", (long long)u, (long long)i);
-            continue;
+          double s = std::numeric_limits<double>::quiet_NaN();
+          if (xu && yi) {
+            const auto x = X.row(*xu), y = Y.row(*yi);
+            s = 0;
+            for (std::size_t k = 0; k < x.size(); ++k) s += x[k] * y[k];
+          } else {
+            ++unknown;
           }
-          double s = 0;
-          for (std::size_t k = 0; k < xu->second.size(); ++k) s += xu->second[k] * yi->second[k];
-          std::printf("%lld\t%lld\t%.6g\n", (long long)u, (long long)i, s);
+          if (p->json) {
+            users.push_back(u);
+            items.push_back(i);
+            // JSON has no nan: an unknown id scores null.
+            scores.push_back(std::isnan(s) ? nlohmann::json(nullptr) : nlohmann::json(s));
+          } else {
+            std::printf("%lld\t%lld\t%.6g\n", (long long)u, (long long)i, s);
+          }
+        }
+        if (p->json) {
+          const nlohmann::json j = {{"command", "predict"}, {"factors", p->factors}, {"pairs", p->pairs},
+                                    {"rank", X.rank},       {"count", c.nnz()},       {"unknown", unknown},
+                                    {"user", users},        {"item", items},          {"score", scores}};
+          std::printf("%s\n", j.dump().c_str());
         }
       };
     }}};
@@ -441,24 +413,13 @@ const Registrar predict_command{Command{
 Report als_demo(std::uint64_t seed) {
   using T = float;
   const Kokkos::DefaultExecutionSpace exec;
-  const int m = 2000, n = 1000, r = 5;
-  const CounterRng rng(seed, RngStream::user);
-  std::vector<double> X0(std::size_t(m) * r), Y0(std::size_t(n) * r);
-  for (std::size_t i = 0; i < X0.size(); ++i) X0[i] = rng.uniform(std::uint64_t(i));
-  for (std::size_t i = 0; i < Y0.size(); ++i) Y0[i] = rng.uniform(std::uint64_t(1) << 40 | i);
+  const CooMatrix<double> planted = planted_ratings(2000, 1000, 5, 0.05, 0.1, seed).ratings;
   CooMatrix<T> coo;
-  coo.num_rows = m;
-  coo.num_cols = n;
-  for (int u = 0; u < m; ++u)
-    for (int i = 0; i < n; ++i) {
-      const std::uint64_t key = std::uint64_t(u) * n + i;
-      if (rng.uniform(std::uint64_t(2) << 40 | key) >= 0.05) continue;
-      double v = 0;
-      for (int k = 0; k < r; ++k) v += X0[std::size_t(u) * r + k] * Y0[std::size_t(i) * r + k];
-      coo.rows.push_back(u);
-      coo.cols.push_back(i);
-      coo.values.push_back(T(v + 0.1 * (rng.uniform(std::uint64_t(3) << 40 | key) - 0.5)));
-    }
+  coo.num_rows = planted.num_rows;
+  coo.num_cols = planted.num_cols;
+  coo.rows = planted.rows;
+  coo.cols = planted.cols;
+  coo.values.assign(planted.values.begin(), planted.values.end());
   auto problem = als::make_problem(exec, coo, 0.1, seed);
   als::Options o;
   o.rank = 8;

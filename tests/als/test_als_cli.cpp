@@ -39,6 +39,14 @@ std::string head_of_movielens(const TempDir& dir, int lines, const std::string& 
   return dir.file(name);
 }
 
+/// A factor file without its first line, the output-set stamp
+/// `# kfactor-set ...` (a fresh set id per run); fails the test without one.
+std::string without_stamp(const std::string& text) {
+  EXPECT_EQ(text.rfind("# kfactor-set ", 0), 0u) << text.substr(0, 40);
+  const auto end = text.find('\n');
+  return end == std::string::npos ? std::string() : text.substr(end + 1);
+}
+
 TEST(AlsCli, MovieLensThroughIoWithJson) {
   if (!std::filesystem::exists(movielens)) GTEST_SKIP() << "MovieLens latest-small not found";
   TempDir dir;
@@ -61,12 +69,12 @@ TEST(AlsCli, MovieLensThroughIoWithJson) {
   EXPECT_LT(double(j["train_rmse"]), rmse);
   EXPECT_EQ(j["history"]["iteration"].size(), 10u);
   // The factor files carry the original ids (user 1 .. 610; movie 1 first).
-  const auto X = slurp(dir.file("ml_X.csv"));
+  const auto X = without_stamp(slurp(dir.file("ml_X.csv")));
   EXPECT_EQ(X.rfind("id,f0,f1,", 0), 0u) << X.substr(0, 40);
   EXPECT_NE(X.find("\n1,"), std::string::npos);
   EXPECT_NE(X.find("\n610,"), std::string::npos);
   EXPECT_EQ(std::count(X.begin(), X.end(), '\n'), 611);
-  const auto Y = slurp(dir.file("ml_Y.csv"));
+  const auto Y = without_stamp(slurp(dir.file("ml_Y.csv")));
   EXPECT_EQ(std::count(Y.begin(), Y.end(), '\n'), 9725);
   EXPECT_NE(Y.find("\n193609,"), std::string::npos);  // the largest movieId
 }
@@ -91,7 +99,8 @@ TEST(AlsCli, RestartIsByteIdenticalAndPredictUsesTheFactors) {
   EXPECT_EQ(jb["history"]["iteration"].size(), 5u);  // history restored from the checkpoint
   EXPECT_EQ(ja["test_rmse"], jb["test_rmse"]);
   for (const char* side : {"_X.csv", "_Y.csv"}) {
-    const auto a = slurp(dir.file(std::string("a") + side)), b = slurp(dir.file(std::string("b") + side));
+    const auto a = without_stamp(slurp(dir.file(std::string("a") + side)));
+    const auto b = without_stamp(slurp(dir.file(std::string("b") + side)));
     ASSERT_FALSE(a.empty());
     EXPECT_TRUE(a == b) << side << " differs after restart";
   }
@@ -168,6 +177,103 @@ TEST(AlsCli, BadRatingsExit3NamingTheLine) {
   const auto r = run_kfactor("als --input " + quote(dir.file("bad.csv")) + " --quiet", dir);
   EXPECT_EQ(r.code, 3);
   EXPECT_NE(r.err.find("bad.csv:3"), std::string::npos) << r.err;
+}
+
+/// A 30 x 12 ratings file (ids 101.., 501..), every user rating 6 items.
+std::string small_ratings(const TempDir& dir, const std::string& name) {
+  std::ofstream f(dir.file(name));
+  f << "userId,movieId,rating\n";
+  for (int u = 0; u < 30; ++u)
+    for (int k = 0; k < 6; ++k) f << 101 + u << "," << 501 + (u + 2 * k) % 12 << "," << 1 + (u * 7 + k * 3) % 5 << "\n";
+  return dir.file(name);
+}
+
+// Factor files as predict reads them: a header-only file (no rows) and a
+// rank mismatch are InputErrors (exit 3) naming the file; --json prints one
+// object whose scores are the dot products of the rows, null for an
+// unknown id.
+TEST(PredictCli, RefusesBadFactorFilesAndPrintsOneJsonObject) {
+  TempDir dir;
+  auto write = [&](const std::string& name, const std::string& text) {
+    std::ofstream(dir.file(name)) << text;
+  };
+  write("pairs.txt", "1 5\n2 5\n7 5\n");
+  write("h_X.csv", "id,f0,f1\n");
+  write("h_Y.csv", "id,f0,f1\n5,3,4\n");
+  const auto header_only = run_kfactor("predict --factors " + quote(dir.file("h")) + " --pairs " +
+                                           quote(dir.file("pairs.txt")),
+                                       dir, "", 0);
+  EXPECT_EQ(header_only.code, 3) << header_only.err;
+  EXPECT_NE(header_only.err.find("h_X.csv"), std::string::npos) << header_only.err;
+
+  write("r_X.csv", "id,f0,f1\n1,1,2\n2,-1,0.5\n");
+  write("r_Y.csv", "id,f0,f1,f2\n5,3,4,1\n");
+  const auto ranks = run_kfactor("predict --factors " + quote(dir.file("r")) + " --pairs " +
+                                     quote(dir.file("pairs.txt")),
+                                 dir, "", 1);
+  EXPECT_EQ(ranks.code, 3) << ranks.err;
+  EXPECT_NE(ranks.err.find("r_Y.csv:1"), std::string::npos) << ranks.err;
+  EXPECT_NE(ranks.err.find("rank 3 but"), std::string::npos) << ranks.err;
+
+  write("g_X.csv", "id,f0,f1\n1,1,2\n2,-1,0.5\n");
+  write("g_Y.csv", "id,f0,f1\n5,3,4\n");
+  const auto j = run_kfactor("predict --json --factors " + quote(dir.file("g")) + " --pairs " +
+                                 quote(dir.file("pairs.txt")),
+                             dir, "", 2);
+  ASSERT_EQ(j.code, 0) << j.err;
+  const auto o = nlohmann::json::parse(j.out);  // exactly one object: parse refuses trailing text
+  EXPECT_EQ(o["command"], "predict");
+  EXPECT_EQ(o["rank"], 2);
+  EXPECT_EQ(o["count"], 3);
+  EXPECT_EQ(o["unknown"], 1);
+  EXPECT_EQ(o["user"], nlohmann::json::array({1, 2, 7}));
+  EXPECT_EQ(o["item"], nlohmann::json::array({5, 5, 5}));
+  EXPECT_EQ(o["score"][0], 11.0);
+  EXPECT_EQ(o["score"][1], -1.0);
+  EXPECT_TRUE(o["score"][2].is_null());
+}
+
+// --output writes X and Y as one stamped output set that predict still
+// reads; --test-input with an id the training ratings lack is exit 3 naming
+// the file and the id; an output over the input is refused (exit 2).
+TEST(AlsCli, OutputSetPredictsAndHeldOutIdsAreChecked) {
+  TempDir dir;
+  const std::string train = small_ratings(dir, "train.csv");
+  const std::string common = "als --input " + quote(train) + " --rank 3 --iters 3 --quiet";
+  const auto r = run_kfactor(common + " --output " + quote(dir.file("f")), dir, "", 0);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const std::string x = slurp(dir.file("f_X.csv")), y = slurp(dir.file("f_Y.csv"));
+  ASSERT_EQ(x.rfind("# kfactor-set ", 0), 0u) << x.substr(0, 80);
+  ASSERT_EQ(y.rfind("# kfactor-set ", 0), 0u) << y.substr(0, 80);
+  EXPECT_EQ(x.substr(14, 16), y.substr(14, 16)) << "one set id for X and Y";
+  {
+    std::ofstream p(dir.file("pairs.txt"));
+    p << "101 501\n";
+  }
+  const auto pr = run_kfactor("predict --factors " + quote(dir.file("f")) + " --pairs " + quote(dir.file("pairs.txt")),
+                              dir, "", 1);
+  ASSERT_EQ(pr.code, 0) << pr.err;
+  std::istringstream line(pr.out);
+  std::string u, i, s;
+  ASSERT_TRUE(line >> u >> i >> s) << pr.out;
+  EXPECT_EQ(u, "101");
+  EXPECT_TRUE(std::isfinite(std::stod(s))) << s;
+
+  {
+    std::ofstream t(dir.file("test.csv"));
+    t << "userId,movieId,rating\n101,501,3\n999,501,4\n";
+  }
+  const auto unknown = run_kfactor(common + " --test-input " + quote(dir.file("test.csv")), dir, "", 2);
+  EXPECT_EQ(unknown.code, 3) << unknown.err;
+  EXPECT_NE(unknown.err.find("test.csv"), std::string::npos) << unknown.err;
+  EXPECT_NE(unknown.err.find("999"), std::string::npos) << unknown.err;
+
+  std::filesystem::copy_file(train, dir.file("in_X.csv"));
+  const auto over = run_kfactor("als --input " + quote(dir.file("in_X.csv")) + " --rank 3 --iters 1 --quiet --output " +
+                                    quote(dir.file("in")),
+                                dir, "", 3);
+  EXPECT_EQ(over.code, 2) << over.err;
+  EXPECT_NE(over.err.find("in_X.csv"), std::string::npos) << over.err;
 }
 
 }  // namespace

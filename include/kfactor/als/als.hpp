@@ -68,6 +68,7 @@
 #include <kfactor/core/report.hpp>
 #include <kfactor/core/solver.hpp>
 #include <kfactor/core/spaces.hpp>
+#include <kfactor/core/timing.hpp>
 
 #include <Kokkos_Core.hpp>
 
@@ -498,29 +499,22 @@ std::pair<int, int> autotune_structure(const ExecutionSpace& exec, const CsrMatr
   fill_uniform(exec, Y, 7, RngStream::user, T(0), T(1));
   std::pair<int, int> best{0, 0};
   double best_t = 1e300, csr_t = 1e300;
+  // One half-step on the sample with the structure of tile xb x yb ({0, 0}: CSR).
   auto timer = [&](int xb, int yb) {
-    return [&, xb, yb, S = make_structure(exec, Sd, Sh, xb > 0, xb > 0 ? xb : 1, yb, {}, {}),
+    return [&, S = make_structure(exec, Sd, Sh, xb > 0, xb > 0 ? xb : 1, yb, {}, {}),
             ws = std::make_shared<Workspace<T, Mem>>()] {
-      const auto t0 = std::chrono::steady_clock::now();
       half_step(exec, S, Y, X, f, T(lambda), true, 0, std::size_t(1) << 28, ws.get());
-      exec.fence();
-      return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     };
   };
   for (const auto& [xb, yb] : cands) {
     auto run = timer(xb, yb);
-    // Best of three after a warm-up: robust to a busy machine. A tile far
-    // behind CSR stops early (3x on the warm-up, which also pays the first
-    // touch of its buffers; 1.5x on a timed run): it cannot come within
-    // the 10% it would need, and on hosts the losing tiles took most of
-    // the tuning time.
-    const double warm = run();
-    double t = 1e300;
-    for (int rep = 0; rep < 3; ++rep) {
-      if (xb > 0 && with_csr && (rep == 0 ? warm > 3 * csr_t : t > 1.5 * csr_t)) break;
-      t = std::min(t, run());
-    }
-    if (t == 1e300) t = warm;
+    // Best of three after a timed warm-up (which also pays the first touch
+    // of the tile's buffers): robust to a busy machine. A tile whose warm-up
+    // is 3x behind CSR cannot come within the 10% it would need and is not
+    // timed further: on hosts the losing tiles took most of the tuning time.
+    const double warm = time_runs(exec, 1, 0, run).min;
+    const bool hopeless = xb > 0 && with_csr && warm > 3 * csr_t;
+    const double t = hopeless ? warm : time_runs(exec, 3, 0, run).min;
     if (log) *log += (xb > 0 ? std::to_string(xb) + "x" + std::to_string(yb) : std::string("csr")) + ":" + fmt(t * 1e3) + "ms ";
     if (xb == 0) {
       csr_t = t;
@@ -537,8 +531,8 @@ std::pair<int, int> autotune_structure(const ExecutionSpace& exec, const CsrMatr
     auto csr_run = timer(0, 0), tile_run = timer(best.first, best.second);
     double csr_again = 1e300, tile_again = 1e300;
     for (int rep = 0; rep < 3; ++rep) {
-      csr_again = std::min(csr_again, csr_run());
-      tile_again = std::min(tile_again, tile_run());
+      csr_again = std::min(csr_again, time_runs(exec, 1, 0, csr_run).min);
+      tile_again = std::min(tile_again, time_runs(exec, 1, 0, tile_run).min);
     }
     if (log) *log += "confirm csr:" + fmt(csr_again * 1e3) + "ms tile:" + fmt(tile_again * 1e3) + "ms ";
     if (!(tile_again < 0.9 * csr_again)) return {0, 0};

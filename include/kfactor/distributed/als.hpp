@@ -14,7 +14,7 @@
 /// orderings) and the collectives are new here.
 ///
 /// **Layout.** Users (rows of R, m) and items (columns of R, n) are split
-/// into P contiguous blocks balanced by nonzeros (kfactor::
+/// into P contiguous blocks balanced by nonzeros (kfactor::distributed::
 /// balanced_column_blocks on the row and column counts, adjusted so no
 /// block is empty: P <= min(m, n)). Rank p owns
 ///   - rows [u_p, u_{p+1}) of R (LocalProblem::train, global item ids), the
@@ -118,6 +118,7 @@
 #include <kfactor/distributed/collective.hpp>
 #include <kfactor/distributed/detail/blocks.hpp>
 #include <kfactor/distributed/detail/collectives.hpp>
+#include <kfactor/distributed/partition.hpp>
 #include <kfactor/io/checkpoint.hpp>
 
 #include <mpi.h>

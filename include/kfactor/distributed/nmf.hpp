@@ -13,7 +13,7 @@
 ///
 /// **Layout (MPI-FAUN's 1D scheme, Kannan, Ballard & Park, PPoPP'16).**
 /// Rows and columns of A (V x D) are split into P contiguous blocks balanced
-/// by nonzeros (kfactor::balanced_column_blocks on the row counts and on the
+/// by nonzeros (kfactor::distributed::balanced_column_blocks on the row counts and on the
 /// column counts; dense A: equal blocks), adjusted so that no block is empty
 /// (P <= min(V, D) is required). Rank p owns
 ///   - rows [r_p, r_{p+1}) of A (Problem::rows, V_p x D) and the same rows of W;
@@ -95,6 +95,7 @@
 #include <kfactor/distributed/collective.hpp>
 #include <kfactor/distributed/detail/blocks.hpp>
 #include <kfactor/distributed/detail/collectives.hpp>
+#include <kfactor/distributed/partition.hpp>
 #include <kfactor/io/checkpoint.hpp>
 
 #include <mpi.h>

@@ -149,20 +149,6 @@ CheckpointMeta checkpoint_meta(std::string solver, std::map<std::string, std::st
   return m;
 }
 
-/// TRANSITIONAL (removed once every caller passes option_values()): options
-/// given as a flat JSON object text.
-std::map<std::string, std::string> options_from_json_text(const std::string& json_text);
-template <class T, class ExecutionSpace>
-CheckpointMeta checkpoint_meta(std::string solver, const std::string& options_json, const InputFingerprint& input,
-                               std::int64_t rank) {
-  return checkpoint_meta<T, ExecutionSpace>(std::move(solver), options_from_json_text(options_json), input, rank);
-}
-template <class T, class ExecutionSpace>
-CheckpointMeta checkpoint_meta(std::string solver, const char* options_json, const InputFingerprint& input,
-                               std::int64_t rank) {
-  return checkpoint_meta<T, ExecutionSpace>(std::move(solver), options_from_json_text(options_json), input, rank);
-}
-
 // ---- fingerprints -----------------------------------------------------------
 
 namespace detail {

@@ -17,6 +17,7 @@
 #include <kfactor/config.hpp>
 #include <kfactor/core/error.hpp>
 #include <kfactor/core/matrix.hpp>
+#include <kfactor/distributed/partition.hpp>
 #include <kfactor/sddmm/options.hpp>
 
 #if defined(KFACTOR_HAVE_MPI)
@@ -302,7 +303,7 @@ class Collectives {
 };
 
 /// P + 1 boundaries of contiguous blocks balanced by `counts` (nonzeros per
-/// row or column; kfactor::balanced_column_blocks), then moved so that every
+/// row or column; kfactor::distributed::balanced_column_blocks), then moved so that every
 /// block is non-empty (needs counts.size() >= parts).
 inline std::vector<ordinal_t> nonempty_balanced_blocks(const std::vector<offset_t>& counts, int parts) {
   const auto n = static_cast<ordinal_t>(counts.size());
