@@ -339,19 +339,6 @@ const Registrar als_command{Command{
       };
     }}};
 
-/// A factor file `kfactor als --output` wrote. io::write_factor_csv puts the
-/// output-set stamp (`# kfactor-set ...`) on the first line, before the
-/// header that io::parse_factor_file expects first; the stamp line is blanked
-/// (not removed) so that the reader's line numbers stay those of the file.
-io::FactorFile read_factors(const std::string& path) {
-  std::string text = io::read_file(path);
-  if (text.starts_with("# kfactor-set")) {
-    const auto end = text.find('\n');
-    std::fill(text.begin(), end == std::string::npos ? text.end() : text.begin() + std::ptrdiff_t(end), ' ');
-  }
-  return io::parse_factor_file(text, path);
-}
-
 struct PredictCli : OutputOptions {
   std::string factors, pairs;
 };
@@ -367,8 +354,9 @@ const Registrar predict_command{Command{
       add_output_options(cmd, *p);
       return [p] {
         const std::string xpath = p->factors + "_X.csv", ypath = p->factors + "_Y.csv";
-        const io::FactorFile X = read_factors(xpath);
-        const io::FactorFile Y = read_factors(ypath);
+        const io::FactorFile X = io::read_factor_file(xpath);
+        const io::FactorFile Y = io::read_factor_file(ypath);
+        io::verify_output_set({xpath, ypath});  // X and Y of one run, not of two
         if (X.rank != Y.rank)
           throw InputError(ypath, 1, "rank " + std::to_string(Y.rank) + " but " + xpath + " has rank " +
                                          std::to_string(X.rank));

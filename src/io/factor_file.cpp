@@ -85,9 +85,10 @@ FactorFile parse_factor_csv(std::string_view text, const std::string& name, std:
   const Context ctx{name};
   Lines lines(text);
   std::string_view line;
-  // The header is the first line, as the writer puts it (no comments).
+  // The header is the first line, as the writer puts it, after the stamp
+  // line of an output set (io/write.hpp) when it has one.
   while (lines.next(line))
-    if (!detail::trim(line).empty()) break;
+    if (!detail::trim(line).empty() && !line.starts_with("# kfactor-set ")) break;
   if (detail::trim(line).empty() || lines.number() == 0)
     ctx.fail(lines.number(), "empty factor file; expected the header 'id,f0,f1,...'");
   const std::int64_t header_line = lines.number();
