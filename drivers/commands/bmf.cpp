@@ -196,10 +196,7 @@ const Registrar bmf_command{Command{
         }
         const auto t1 = std::chrono::steady_clock::now();
         auto state = bmf::init(exec, problem, s);
-        if (!o->restart.empty()) {
-          load_checkpoint(o->restart, state, meta);
-          state.reset_workspace();
-        }
+        if (!o->restart.empty()) load_checkpoint(o->restart, state, meta);
         const double init_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
         Observer observer = progress_printer(o->common, 100);
         if (!o->checkpoint.empty())

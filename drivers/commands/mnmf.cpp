@@ -9,6 +9,7 @@
 #include <kfactor/core/contract.hpp>
 #include <kfactor/core/convert.hpp>
 #include <kfactor/core/metrics.hpp>
+#include <kfactor/core/planted.hpp>
 #include <kfactor/io/checkpoint.hpp>
 #include <kfactor/io/ratings.hpp>
 #include <kfactor/io/read.hpp>
@@ -187,7 +188,6 @@ void run(const MnmfCli& c) {
   const auto meta = checkpoint_meta<T, Exec>("mnmf", std::move(options), fingerprint(exec, problem.ratings), o.rank);
   if (!c.restart.empty()) {
     load_checkpoint(c.restart, state, meta);
-    state.reset_workspace();
     report.info["restart"] = c.restart;
     report.info["restart_iteration"] = std::to_string(state.iteration);
   }
@@ -295,26 +295,8 @@ const Registrar mnmf_command{Command{
 /// 12% of the ratings observed, 20% of those held out.
 Report demo(std::uint64_t seed) {
   const Exec exec;
-  const int m = 400, n = 300, r = 5, groups = 5;
-  const CounterRng rng(seed, RngStream::user);
-  std::uint64_t ctr = 0;
-  std::vector<double> W(m * r), H(n * r);
-  for (int i = 0; i < m; ++i)
-    for (int k = 0; k < r; ++k) W[i * r + k] = (k == i % groups ? 1.5 : 0.2) + 0.2 * rng.uniform(ctr++);
-  for (int j = 0; j < n; ++j)
-    for (int k = 0; k < r; ++k) H[j * r + k] = (k == j % groups ? 2.0 : 0.3) + 0.2 * rng.uniform(ctr++);
-  CooMatrix<double> all;
-  all.num_rows = m;
-  all.num_cols = n;
-  for (int i = 0; i < m; ++i)
-    for (int j = 0; j < n; ++j)
-      if (rng.uniform(ctr++) < 0.12) {
-        double v = 0;
-        for (int k = 0; k < r; ++k) v += W[i * r + k] * H[j * r + k];
-        all.rows.push_back(i);
-        all.cols.push_back(j);
-        all.values.push_back(v);
-      }
+  const int r = 5;
+  const auto all = planted_group_ratings(400, 300, r, 0.12, seed).ratings;
   auto [train, test] = split_train_test(all, 0.2, seed);
   const auto t0 = std::chrono::steady_clock::now();
   const auto R = to_csr(exec, train);

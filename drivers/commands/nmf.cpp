@@ -23,6 +23,7 @@
 
 #include <kfactor/core/convert.hpp>
 #include <kfactor/core/error.hpp>
+#include <kfactor/core/planted.hpp>
 #include <kfactor/io/checkpoint.hpp>
 #include <kfactor/io/read.hpp>
 #include <kfactor/io/write.hpp>
@@ -157,10 +158,7 @@ Report run_nmf(const NmfCliOptions& o, const NmfInput& input) {
     const auto meta = checkpoint_meta<T, Exec>("nmf", option_values(opt), fingerprint(exec, A), opt.rank);
     const auto problem = nmf::make_problem(exec, A);
     auto state = nmf::init(exec, problem, opt);
-    if (!o.restart.empty()) {
-      load_checkpoint(o.restart, state, meta);
-      state.reset_workspace();
-    }
+    if (!o.restart.empty()) load_checkpoint(o.restart, state, meta);
     Observer observer = progress_printer(o.common, o.every);
     if (!o.checkpoint.empty())
       observer = chain(std::move(observer), checkpoint_observer(o.checkpoint, o.checkpoint_every, state, meta));
@@ -196,11 +194,10 @@ Report run_nmf_distributed(const NmfCliOptions& o, const NmfInput& input, MPI_Co
     const auto meta = checkpoint_meta<T, Exec>("nmf", option_values(opt), fp, opt.rank);
     const auto problem = distributed::agree(comm, [&] { return dn::make_problem(exec, comm, A); });
     auto state = distributed::agree(comm, [&] { return dn::init(exec, problem, opt); });
-    if (!o.restart.empty()) {
-      load_checkpoint(comm, o.restart, state, meta, state.row_blocks());
-      state.reset_workspace();
-    }
-    Observer observer = rank == 0 ? progress_printer(o.common, o.every) : Observer{};
+    if (!o.restart.empty()) load_checkpoint(comm, o.restart, state, meta, state.row_blocks());
+    // Collective: every rank calls it each iteration so that all ranks stop
+    // together on SIGINT/SIGTERM; rank 0 prints.
+    Observer observer = progress_printer(o.common, o.every, comm);
     if (!o.checkpoint.empty())
       observer = chain(std::move(observer),
                        distributed::checkpoint_observer(comm, o.checkpoint, o.checkpoint_every, state, meta));
@@ -295,20 +292,11 @@ const Registrar nmf_demo{Demo{"nmf", [](std::uint64_t seed) {
                                 using Exec = Kokkos::DefaultExecutionSpace;
                                 const Exec exec;
                                 const int V = 200, D = 150, K = 6;
-                                const CounterRng rng(seed, RngStream::user);
-                                std::vector<double> W(V * K), H(K * D);
-                                for (std::size_t e = 0; e < W.size(); ++e)
-                                  W[e] = rng.uniform(2 * e) < 0.5 ? 0.0 : rng.uniform(2 * e + 1);
-                                for (std::size_t e = 0; e < H.size(); ++e)
-                                  H[e] = rng.uniform(1000000 + 2 * e) < 0.5 ? 0.0 : rng.uniform(1000001 + 2 * e);
+                                const auto planted = planted_nonnegative(V, D, K, 0.5, seed);
                                 DenseMatrix<double, Exec::memory_space> A("A", V, D);
                                 auto h = Kokkos::create_mirror_view(A);
                                 for (int i = 0; i < V; ++i)
-                                  for (int j = 0; j < D; ++j) {
-                                    double s = 0;
-                                    for (int k = 0; k < K; ++k) s += W[i * K + k] * H[k * D + j];
-                                    h(i, j) = s;
-                                  }
+                                  for (int j = 0; j < D; ++j) h(i, j) = planted.A[i * D + j];
                                 Kokkos::deep_copy(A, h);
                                 nmf::Options o;
                                 o.algorithm = nmf::Algorithm::alo;

@@ -114,10 +114,14 @@ TEST(ReportSchema, Als) {
 
 TEST(ReportSchema, Bmf) {
   const json j = run_json("bmf --input " + quote(inputs().binary) + " -k 3 -n 4 --quiet");
-  expect_report(j, "bmf", {"relative_error", "errors", "recall", "false_pos", "false_neg", "weighted_error"}, true);
-  // bmf's "precision" metric shares its name with the report's field: the
-  // field keeps its value, the metric stays in history.
+  expect_report(j, "bmf",
+                {"relative_error", "errors", "ones_precision", "ones_recall", "false_pos", "false_neg",
+                 "weighted_error"},
+                true);
+  // The metrics of the ones are named apart from the report's `precision`
+  // field, which keeps the element type.
   EXPECT_EQ(j.value("precision", ""), "bits");
+  EXPECT_FALSE(j.contains("recall"));
 }
 
 TEST(ReportSchema, Mnmf) {

@@ -4,11 +4,15 @@
 #include <kfactor/core/convert.hpp>
 #include <kfactor/core/metrics.hpp>
 #include <kfactor/core/random.hpp>
+#include <kfactor/io/checkpoint.hpp>
 #include <kfactor/nmf/nmf.hpp>
 
 #include "common/test_spaces.hpp"
 
+#include <unistd.h>
+
 #include <cmath>
+#include <cstdio>
 #include <functional>
 #include <limits>
 #include <map>
@@ -687,6 +691,38 @@ TYPED_TEST(NmfTest, ResetWorkspaceDropsProductsOfReplacedFields) {
     EXPECT_EQ(rel_diff(a.W, b.W), 0.0) << nmf::to_string(alg);
     EXPECT_EQ(rel_diff(a.Ht, b.Ht), 0.0) << nmf::to_string(alg);
   }
+}
+
+// load_checkpoint drops the workspace of the State it restores into: a state
+// that ran from another seed (its cached products belong to other factors)
+// continues, once restored, exactly like the run that was saved.
+TYPED_TEST(NmfTest, LoadCheckpointDropsTheWorkspace) {
+#if !defined(KFACTOR_HAVE_HDF5)
+  GTEST_SKIP() << "built without HDF5";
+#else
+  using Space = TypeParam;
+  const Space exec;
+  const auto csr = to_csr(exec, random_sparse<double>(40, 33, 0.3, 15));
+  const auto A = nmf::make_problem(exec, csr);
+  const std::string path = ::testing::TempDir() + "/kfactor_nmf_workspace_" + std::to_string(::getpid()) + ".h5";
+  for (auto alg : {nmf::Algorithm::hals, nmf::Algorithm::alo}) {
+    auto oa = options(alg, 5, 2), ob = oa;
+    ob.seed = 6;
+    oa.stop.max_iterations = ob.stop.max_iterations = 3;
+    const auto meta = checkpoint_meta<double, Space>("nmf", option_values(oa), fingerprint(exec, csr), oa.rank);
+    auto a = nmf::solve(exec, A, oa).state;
+    save_checkpoint(path, a, meta);
+    auto b = nmf::solve(exec, A, ob).state;
+    ASSERT_GT(rel_diff(a.W, b.W), 1e-3);
+    load_checkpoint(path, b, meta);
+    oa.stop.max_iterations = 5;
+    nmf::resume(exec, A, oa, a);
+    nmf::resume(exec, A, oa, b);
+    EXPECT_EQ(rel_diff(b.W, a.W), 0.0) << nmf::to_string(alg);
+    EXPECT_EQ(rel_diff(b.Ht, a.Ht), 0.0) << nmf::to_string(alg);
+  }
+  std::remove(path.c_str());
+#endif
 }
 
 // Checklist 11/12: the tile model and the data-movement formulas; a user tile is honoured.

@@ -326,8 +326,9 @@ void step(const ExecutionSpace& exec, const Problem<typename ExecutionSpace::mem
           const Options& options, State<typename ExecutionSpace::memory_space>& state);
 
 /// Metrics of the current factors from the tracked counts (no device work):
-/// relative_error, errors, precision, recall, false_pos, false_neg,
-/// weighted_error, temperature, accepted.
+/// relative_error, errors, ones_precision and ones_recall (of the ones of C;
+/// not `precision`, which names the report's element type), false_pos,
+/// false_neg, weighted_error, temperature, accepted.
 template <class ExecutionSpace>
 Metrics evaluate(const ExecutionSpace&, const Problem<typename ExecutionSpace::memory_space>&, const Options& options,
                  const State<typename ExecutionSpace::memory_space>& state) {
@@ -335,8 +336,8 @@ Metrics evaluate(const ExecutionSpace&, const Problem<typename ExecutionSpace::m
   Metrics m;
   m.set("relative_error", e.relative());
   m.set("errors", double(e.hamming()));
-  m.set("precision", e.precision());
-  m.set("recall", e.recall());
+  m.set("ones_precision", e.precision());
+  m.set("ones_recall", e.recall());
   m.set("false_pos", double(e.false_pos));
   m.set("false_neg", double(e.false_neg));
   m.set("weighted_error", e.weighted(options.weight_ones));

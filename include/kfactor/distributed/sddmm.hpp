@@ -10,6 +10,7 @@
 /// Any rank count works, including ranks that get no columns.
 
 #include <kfactor/config.hpp>
+#include <kfactor/core/timing.hpp>
 #include <kfactor/sddmm/sddmm.hpp>
 
 #if defined(KFACTOR_HAVE_MPI)
@@ -114,7 +115,7 @@ class SddmmRankPlan {
           const SddmmPlan<ExecutionSpace, T, TI> plan(exec, blk.local, K, options);
           Kokkos::View<TI**, Kokkos::LayoutRight, memory_space> B("kfactor::sddmm_timing_B", blk.end - blk.begin, K);
           Kokkos::View<T*, memory_space> out("kfactor::sddmm_timing_out", blk.local.nnz());
-          mine[0] = kfactor::detail::tune_time(exec, [&] { plan(exec, A, B, out); }, 3);  // autotune's timer
+          mine[0] = time_runs(exec, 3, 1, [&] { plan(exec, A, B, out); }).median;
         }
       }
       std::vector<double> all(2 * static_cast<std::size_t>(size_));

@@ -29,16 +29,19 @@
 /// target that is not a regular file or is one of CheckpointMeta::input_files,
 /// writes through a symbolic link, and holds an advisory lock on
 /// `path.lock` while it writes; checkpoint_observer() holds that lock for the
-/// whole run, so a second run aiming at the same checkpoint is refused. load_checkpoint throws kfactor::InputError, naming the file and
-/// the reason, for a missing, truncated or corrupt file (every dataset carries
-/// a checksum), another format version, solver, precision, rank K or input
+/// whole run, so a second run aiming at the same checkpoint is refused.
+/// load_checkpoint throws kfactor::InputError, naming the file and the
+/// reason, for a missing, truncated or corrupt file (every dataset carries a
+/// checksum), another format version, solver, precision, rank K or input
 /// matrix, a missing field, and a field whose element type or shape differs
-/// from the State's. These are all detected before anything is copied; only
-/// a checksum failure found while copying leaves the State partly overwritten.
+/// from the State's; and UsageError naming the option when an option that
+/// decides the iterates differs. These are all detected before anything is
+/// copied; only a checksum failure found while copying leaves the State
+/// partly overwritten.
 ///
-/// The file layout (readable with h5dump and h5py) is documented in README.md
-/// ("Checkpoints"): root attributes for the metadata, /input attributes for
-/// the fingerprint, /state/<name> datasets, /history/{iteration,values}.
+/// The file layout (readable with h5dump and h5py) is documented in
+/// docs/checkpoints.md: root attributes for the metadata, `/input` attributes
+/// for the fingerprint, `/state/<name>` datasets, `/history/{iteration,values}`.
 ///
 /// Distributed runs (KFACTOR_HAVE_MPI) name the row-partitioned fields in a
 /// RowBlocks map (kfactor/distributed/partition.hpp): one file is written
@@ -410,8 +413,9 @@ void save_checkpoint(const std::string& path, State& state, const CheckpointMeta
 
 /// Loads `path` into `state`, whose views must already have the stored shapes
 /// (e.g. a State from the solver's init(); unallocated views are allocated).
-/// Returns the metadata stored in the file. Throws InputError (see the file
-/// comment) when the file does not match `expected` or `state`.
+/// Returns the metadata stored in the file, after calling
+/// `state.reset_workspace()` when the State has one. Throws InputError (see
+/// the file comment) when the file does not match `expected` or `state`.
 template <class State>
 CheckpointMeta load_checkpoint(const std::string& path, State& state, const CheckpointMeta& expected) {
   detail::CheckpointReader r(path);
@@ -443,6 +447,9 @@ CheckpointMeta load_checkpoint(const std::string& path, State& state, const Chec
         x = tmp;
       },
       [&](MetricHistory& h) { h = r.read_history(); });
+  // Buffers derived from the replaced fields are stale now (the contract of
+  // State::reset_workspace in core/solver.hpp).
+  if constexpr (requires { state.reset_workspace(); }) state.reset_workspace();
   return r.meta();
 }
 
@@ -593,6 +600,8 @@ CheckpointMeta load_checkpoint(MPI_Comm comm, const std::string& path, State& st
         }
       });
   detail::agree(comm, error);
+  // As in the serial load: the derived buffers no longer match the fields.
+  if constexpr (requires { state.reset_workspace(); }) state.reset_workspace();
   return r->meta();
 }
 #endif

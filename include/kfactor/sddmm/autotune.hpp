@@ -47,15 +47,6 @@ void sddmm_tune_store(const std::string& key, const SddmmOptions& options, const
 /// Text form of the tuned fields ("kernel=rowsplit tiles=1 tile_cols=0 ...").
 std::string sddmm_options_string(const SddmmOptions& o);
 
-namespace detail {
-/// The autotuner's timer: median of `reps` fenced runs after one warm-up
-/// (time_runs). distributed/sddmm.hpp times its column split with it.
-template <class ExecutionSpace, class Fn>
-double tune_time(const ExecutionSpace& exec, Fn&& fn, int reps) {
-  return time_runs(exec, reps, 1, std::forward<Fn>(fn)).median;
-}
-}  // namespace detail
-
 /// Searches around the model's configuration for S and K; `base` supplies the
 /// fixed options (cache size, scratch, checks). `cache_file` empty: memory only.
 template <class ExecutionSpace, class T, class TI = T>
@@ -84,7 +75,8 @@ SddmmTuneResult sddmm_autotune(const ExecutionSpace& exec, const CsrMatrix<T, ty
   auto trial = [&](const std::string& what, SddmmOptions o) -> double {
     try {
       Plan plan(exec, S, K, o);
-      const double t = detail::tune_time(exec, [&] { plan(exec, A, B, out); }, reps);
+      // Median of `reps` fenced runs after one warm-up.
+      const double t = time_runs(exec, reps, 1, [&] { plan(exec, A, B, out); }).median;
       res.trials.push_back({what + " [" + sddmm_options_string(o) + "]", o, t});
       if (res.trials.size() == 1 || t < res.best_seconds) {
         res.best_seconds = t;
