@@ -52,7 +52,6 @@ int main(int argc, char** argv) {
       options.stop.max_iterations = 40;
       auto restored = dnmf::init(exec, problem, options);
       kfactor::load_checkpoint(MPI_COMM_WORLD, path, restored, meta, restored.row_blocks());
-      restored.reset_workspace();
       const int from = restored.iteration;
       dnmf::resume(exec, problem, options, restored);
       if (rank == 0)

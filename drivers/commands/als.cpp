@@ -186,7 +186,6 @@ void run_als(const AlsCli& a) {
   auto state = als::init(exec, problem, o);
   if (!a.restart.empty()) {
     load_checkpoint(a.restart, state, meta);
-    state.reset_workspace();
   }
   Observer observer = progress_printer(a.common);
   if (!a.checkpoint.empty())
@@ -233,7 +232,6 @@ void run_als_distributed(const AlsCli& a, MPI_Comm comm) {
   auto state = distributed::agree(comm, [&] { return da::init(exec, comm, lp, o); });
   if (!a.restart.empty()) {
     load_checkpoint(comm, a.restart, state, meta, state.row_blocks());
-    state.reset_workspace();
   }
   Observer observer = progress_printer(a.common, 1, comm);
   if (!a.checkpoint.empty())

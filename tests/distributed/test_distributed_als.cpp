@@ -390,7 +390,6 @@ TEST(DistributedAls, BlockedCheckpointRestartsOnOtherRanksAndLayouts) {
       o.factor_layout = layout;
       auto s = da::init(exec, c, lp, o);
       EXPECT_EQ(load_checkpoint(c, path, s, meta, s.row_blocks()).iteration, 3);
-      s.reset_workspace();
       const Report rep = da::resume(exec, lp, o, s);
       EXPECT_EQ(rep.info.at("continued_from"), "3");
       const auto X = da::gather_X(exec, s), Y = da::gather_Y(exec, s);
@@ -407,7 +406,6 @@ TEST(DistributedAls, BlockedCheckpointRestartsOnOtherRanksAndLayouts) {
     so.stop.max_iterations = 6;
     auto s = als::init(exec, problem, so);
     load_checkpoint(path, s, meta);
-    s.reset_workspace();
     als::resume(exec, problem, so, s);
     EXPECT_LE(relative_difference(s.X, ref.X), 1e-9);
     EXPECT_LE(relative_difference(s.Y, ref.Y), 1e-9);
@@ -448,7 +446,6 @@ TEST(DistributedAls, CheckpointOnTwoRanksRestartsOnThreeAndOnOne) {
     const auto stored = load_checkpoint(c, path, s, meta, s.row_blocks());
     EXPECT_EQ(stored.iteration, 3);
     EXPECT_EQ(s.iteration, 3);
-    s.reset_workspace();
     const Report rep = da::resume(exec, lp, o, s);
     EXPECT_EQ(rep.info.at("continued_from"), "3");
     const auto X2 = da::gather_X(exec, s);
@@ -463,7 +460,6 @@ TEST(DistributedAls, CheckpointOnTwoRanksRestartsOnThreeAndOnOne) {
     o.stop.max_iterations = 6;
     auto s = als::init(exec, problem, o);
     load_checkpoint(path, s, meta);
-    s.reset_workspace();
     als::resume(exec, problem, o, s);
     EXPECT_TRUE(bitwise_equal(s.X, X_full));
     EXPECT_TRUE(bitwise_equal(s.Y, Y_full));

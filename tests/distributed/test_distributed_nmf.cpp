@@ -257,7 +257,6 @@ TEST(DistributedNmf, CheckpointOnTwoRanksRestartsOnThreeAndOnOne) {
     o.stop.max_iterations = 12;
     auto s = dn::init(exec, b, o);
     const auto stored = load_checkpoint(c, path, s, meta, s.row_blocks());
-    s.reset_workspace();
     EXPECT_EQ(stored.iteration, 5);
     EXPECT_EQ(stored.mpi_ranks, writers);
     EXPECT_EQ(s.iteration, 5);
@@ -287,7 +286,6 @@ TEST(DistributedNmf, CheckpointOnTwoRanksRestartsOnThreeAndOnOne) {
     const auto problem = nmf::make_problem(exec, A);
     auto s = nmf::init(exec, problem, o);
     load_checkpoint(path, s, meta);
-    s.reset_workspace();
     EXPECT_EQ(s.iteration, 5);
     nmf::resume(exec, problem, o, s);
     EXPECT_LE(rel_diff(s.W, W_full), 1e-9);

@@ -103,8 +103,8 @@
 /// 1e-3 in the blocked one.
 ///
 /// **Checkpoints.** State::visit lists the rank's rows of X and Y under the
-/// single-rank names, in both layouts (call State::reset_workspace() after a
-/// restore: it marks the gathered replicas stale); with row_blocks() one file with the
+/// single-rank names, in both layouts (load_checkpoint calls
+/// State::reset_workspace(), which marks the gathered replicas stale); with row_blocks() one file with the
 /// full factors is written (kfactor::save_checkpoint(comm, ...)),
 /// restartable on any number of ranks, in either layout, or by the
 /// single-rank als.

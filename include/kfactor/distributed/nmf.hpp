@@ -80,8 +80,8 @@
 /// State::row_blocks(), kfactor::save_checkpoint(comm, ...) writes ONE file
 /// holding the full factors (collective parallel HDF5, or gathered to rank
 /// 0), which a single-rank nmf run, or a run on any number of ranks,
-/// restarts from (load_checkpoint(comm, ..., state.row_blocks()), then
-/// state.reset_workspace(), as for a single-rank State).
+/// restarts from (load_checkpoint(comm, ..., state.row_blocks()), which drops
+/// the state's workspace, as for a single-rank State).
 ///
 /// **Memory per rank:** nnz(A rows) + nnz(A cols) values (x2 for CSR
 /// indices) + (V + D) K (gathered factors) + 2 (V_p + D_p) K (alo/mu
