@@ -28,9 +28,9 @@ namespace {
 std::string version_text() {
   const auto b = kfactor::build_info();
   auto yn = [](bool v) { return v ? "yes" : "no"; };
-  return "kfactor " + b.version + " (Kokkos " + b.kokkos_version + "; spaces " + b.execution_spaces +
-         "; default " + b.default_space + "; Kokkos Kernels " + yn(b.kokkos_kernels) + ", CBLAS " + yn(b.cblas) +
-         ", MPI " + yn(b.mpi) + ", HDF5 " + yn(b.hdf5) + ")";
+  return "kfactor " + b.version + " (Kokkos " + b.kokkos_version + "; spaces " + b.execution_spaces + "; default " +
+         b.default_space + "; Kokkos Kernels " + yn(b.kokkos_kernels) + ", CBLAS " + yn(b.cblas) + ", MPI " +
+         yn(b.mpi) + ", HDF5 " + yn(b.hdf5) + ")";
 }
 
 /// Kokkos' integer options, with the values kfactor accepts: Kokkos aborts
@@ -42,8 +42,7 @@ struct KokkosIntOption {
 };
 // 1024 threads is more than any node's hardware threads today; a device id
 // past 1023 is a typo (Kokkos itself checks the id against the devices present).
-constexpr KokkosIntOption kokkos_int_options[] = {{"--kokkos-num-threads", 1, 1024},
-                                                  {"--kokkos-device-id", 0, 1023}};
+constexpr KokkosIntOption kokkos_int_options[] = {{"--kokkos-num-threads", 1, 1024}, {"--kokkos-device-id", 0, 1023}};
 
 /// Throws UsageError naming the option and its allowed range when a
 /// --kokkos-* argument is out of range or malformed.
@@ -52,8 +51,8 @@ void check_kokkos_argument(std::string_view arg) {
   const std::string_view name = arg.substr(0, eq);
   for (const auto& o : kokkos_int_options) {
     if (name != o.name) continue;
-    const std::string range = std::string(o.name) + " must be an integer in [" + std::to_string(o.lo) + ", " +
-                              std::to_string(o.hi) + "]";
+    const std::string range =
+        std::string(o.name) + " must be an integer in [" + std::to_string(o.lo) + ", " + std::to_string(o.hi) + "]";
     if (eq == std::string_view::npos) throw kfactor::UsageError(range + ", given as " + std::string(o.name) + "=N");
     const std::string_view text = arg.substr(eq + 1);
     long long v = 0;

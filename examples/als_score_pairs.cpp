@@ -29,8 +29,8 @@ int main(int argc, char** argv) {
     const auto problem = kfactor::als::make_problem(exec, ratings.matrix, 0.2, /*split_seed=*/1);
     auto [state, report] = kfactor::als::solve(exec, problem, options);
     const auto last = state.history.last();
-    std::printf("ALS f=%d: train_rmse=%.4f test_rmse=%.4f after %d iterations\n", options.rank,
-                last.get("train_rmse"), last.get("test_rmse"), state.iteration);
+    std::printf("ALS f=%d: train_rmse=%.4f test_rmse=%.4f after %d iterations\n", options.rank, last.get("train_rmse"),
+                last.get("test_rmse"), state.iteration);
 
     // The pairs to score, mapped to the factor rows.
     const auto pairs = kfactor::io::read_ratings<double>(argv[2]);

@@ -6,9 +6,9 @@
 //
 //   mpiexec -n 2 mpi_checkpoint_restart A.mtx [K] [CHECKPOINT]
 #include <kfactor/core/contract.hpp>
-#include <kfactor/kfactor.hpp>
 #include <kfactor/distributed/checkpoint.hpp>
 #include <kfactor/distributed/nmf.hpp>
+#include <kfactor/kfactor.hpp>
 
 #include <mpi.h>
 

@@ -46,8 +46,8 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <filesystem>
 #include <cstdio>
+#include <filesystem>
 #include <limits>
 #include <numeric>
 #include <random>
@@ -114,7 +114,7 @@ std::vector<double> zipf_cdf(std::int64_t k, double alpha, double shift = 0.0) {
 /// pair. Returns the sorted unique keys u * n + i.
 template <class Space>
 Kokkos::View<std::uint64_t*, typename Space::memory_space> generate_keys(const Space& exec, const Args& a,
-                                                                          std::int64_t samples) {
+                                                                         std::int64_t samples) {
   using Mem = typename Space::memory_space;
   const auto cu = zipf_cdf(a.users, a.alpha_users, a.shift_users), ci = zipf_cdf(a.items, a.alpha_items);
   std::vector<ordinal_t> pu(a.users), pi(a.items);
@@ -126,7 +126,9 @@ Kokkos::View<std::uint64_t*, typename Space::memory_space> generate_keys(const S
   auto to_dev = [&](const auto& v, const char* name) {
     using V = typename std::decay_t<decltype(v)>::value_type;
     Kokkos::View<V*, Mem> d(name, v.size());
-    Kokkos::deep_copy(exec, d, Kokkos::View<const V*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(v.data(), v.size()));
+    Kokkos::deep_copy(
+        exec, d,
+        Kokkos::View<const V*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(v.data(), v.size()));
     exec.fence();
     return d;
   };
@@ -143,7 +145,10 @@ Kokkos::View<std::uint64_t*, typename Space::memory_space> generate_keys(const S
           std::int64_t lo = 0, hi = k - 1;
           while (lo < hi) {
             const std::int64_t mid = (lo + hi) / 2;
-            if (c(mid) < x) lo = mid + 1; else hi = mid;
+            if (c(mid) < x)
+              lo = mid + 1;
+            else
+              hi = mid;
           }
           return lo;
         };
@@ -198,8 +203,8 @@ CsrMatrix<T, typename Space::memory_space> netflix_like(const Space& exec, const
         vals(e) = T(1 + Kokkos::floor(5.0 * rng.uniform(keys(e))));
       });
   keys = {};
-  auto R = kfactor::detail::csr_from_triplets<Space, T, Mem>(exec, rows, cols, vals, ordinal_t(a.users),
-                                                             ordinal_t(a.items));
+  auto R =
+      kfactor::detail::csr_from_triplets<Space, T, Mem>(exec, rows, cols, vals, ordinal_t(a.users), ordinal_t(a.items));
   exec.fence();
   return R;
 }
@@ -240,14 +245,17 @@ void export_ratings(const Space& exec, const CsrMatrix<T, typename Space::memory
   for (std::size_t u = 0; u + 1 < Rh.row_map.extent(0); ++u)
     for (auto e = Rh.row_map(u); e < Rh.row_map(u + 1); ++e) {
       rows[e] = std::int32_t(u);
-      if (e % 100 == 0) trow.push_back(std::int32_t(u)), tcol.push_back(std::int32_t(Rh.entries(e))), tval.push_back(float(Rh.values(e)));
+      if (e % 100 == 0)
+        trow.push_back(std::int32_t(u)), tcol.push_back(std::int32_t(Rh.entries(e))),
+            tval.push_back(float(Rh.values(e)));
     }
   write_array(dir, "R_train_coo.row.bin", rows);
   write_array(dir, "R_test_coo.row.bin", trow);
   write_array(dir, "R_test_coo.col.bin", tcol);
   write_array(dir, "R_test_coo.data.bin", tval);
-  std::fprintf(stderr, "bench_als: exported %lld x %lld, %zu ratings (%zu test) to %s\n", (long long)(Rh.row_map.extent(0) - 1),
-               (long long)Rh.num_cols, std::size_t(Rh.nnz()), tval.size(), dir.c_str());
+  std::fprintf(stderr, "bench_als: exported %lld x %lld, %zu ratings (%zu test) to %s\n",
+               (long long)(Rh.row_map.extent(0) - 1), (long long)Rh.num_cols, std::size_t(Rh.nnz()), tval.size(),
+               dir.c_str());
 }
 
 /// The layout options of a variant (auto, csr, bals, reorder).
@@ -269,7 +277,8 @@ als::Options variant_options(const std::string& variant) {
 
 /// Times every (f, variant) on one problem.
 template <class T>
-void bench_problem(const Args& a, const std::string& dataset, const als::Problem<T, Kokkos::DefaultExecutionSpace::memory_space>& problem) {
+void bench_problem(const Args& a, const std::string& dataset,
+                   const als::Problem<T, Kokkos::DefaultExecutionSpace::memory_space>& problem) {
   using Space = Kokkos::DefaultExecutionSpace;
   using Mem = Space::memory_space;
   const Space exec;
@@ -288,7 +297,8 @@ void bench_problem(const Args& a, const std::string& dataset, const als::Problem
         single, empty);
   }
   std::fprintf(stderr, "bench_als: %s: %lld x %lld, %lld ratings, %lld single-rating and %lld empty users\n",
-               dataset.c_str(), (long long)users, (long long)items, (long long)nnz, (long long)single, (long long)empty);
+               dataset.c_str(), (long long)users, (long long)items, (long long)nnz, (long long)single,
+               (long long)empty);
   for (int f : a.ranks)
     for (const auto& variant : a.variants) {
       als::Options o = variant_options(variant);
@@ -359,7 +369,8 @@ void run(const Args& a) {
   using Mem = Space::memory_space;
   const Space exec;
   if (!a.input.empty()) {
-    bench_problem<T>(a, a.input, als::make_problem(exec, io::read_matrix<T>(a.input, io::parse_format(a.format)), 0.0, 0));
+    bench_problem<T>(a, a.input,
+                     als::make_problem(exec, io::read_matrix<T>(a.input, io::parse_format(a.format)), 0.0, 0));
     return;
   }
   for (const auto& d : a.datasets) {
@@ -395,23 +406,40 @@ int main(int argc, char** argv) {
   Args a;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string k = argv[i], v = argv[i + 1];
-    if (k == "--preset") apply_preset(a, v);
-    else if (k == "--users") a.users = std::stoll(v);
-    else if (k == "--items") a.items = std::stoll(v);
-    else if (k == "--distinct") a.distinct = std::stoll(v);
-    else if (k == "--ranks") a.ranks = split_list<int>(v);
-    else if (k == "--iters") a.iters = std::stoi(v);
-    else if (k == "--variants") a.variants = split_list<std::string>(v);
-    else if (k == "--datasets") a.datasets = split_list<std::string>(v);
-    else if (k == "--movielens") a.movielens = v;
-    else if (k == "--precision") a.precision = v;
-    else if (k == "--alpha-users") a.alpha_users = std::stod(v);
-    else if (k == "--alpha-items") a.alpha_items = std::stod(v);
-    else if (k == "--shift-users") a.shift_users = std::stod(v);
-    else if (k == "--seed") a.seed = std::stoull(v);
-    else if (k == "--input") a.input = v;
-    else if (k == "--format") a.format = v;
-    else if (k == "--export") a.export_dir = v;
+    if (k == "--preset")
+      apply_preset(a, v);
+    else if (k == "--users")
+      a.users = std::stoll(v);
+    else if (k == "--items")
+      a.items = std::stoll(v);
+    else if (k == "--distinct")
+      a.distinct = std::stoll(v);
+    else if (k == "--ranks")
+      a.ranks = split_list<int>(v);
+    else if (k == "--iters")
+      a.iters = std::stoi(v);
+    else if (k == "--variants")
+      a.variants = split_list<std::string>(v);
+    else if (k == "--datasets")
+      a.datasets = split_list<std::string>(v);
+    else if (k == "--movielens")
+      a.movielens = v;
+    else if (k == "--precision")
+      a.precision = v;
+    else if (k == "--alpha-users")
+      a.alpha_users = std::stod(v);
+    else if (k == "--alpha-items")
+      a.alpha_items = std::stod(v);
+    else if (k == "--shift-users")
+      a.shift_users = std::stod(v);
+    else if (k == "--seed")
+      a.seed = std::stoull(v);
+    else if (k == "--input")
+      a.input = v;
+    else if (k == "--format")
+      a.format = v;
+    else if (k == "--export")
+      a.export_dir = v;
     else {
       std::fprintf(stderr, "bench_als: unknown option %s\n", k.c_str());
       return 2;

@@ -95,32 +95,46 @@ int main(int argc, char** argv) {
       if (i + 1 >= argc) throw UsageError("missing value for " + k);
       return argv[++i];
     };
-    if (k == "--data") a.data = next();
-    else if (k == "--seeds") a.seeds = std::stoi(next());
-    else if (k == "--planted") a.planted = std::stoll(next());
-    else if (k == "--only") a.only = next();
-    else if (k == "--files") a.files = next();
-    else if (k == "--batch") a.o.batch = std::stoi(next());
-    else if (k == "--flip-prob") a.o.flip_prob = std::stod(next());
-    else if (k == "--temperature") a.o.temperature = std::stod(next());
-    else if (k == "--temp-step") a.o.temp_step = std::stoi(next());
-    else if (k == "--temp-factor") a.o.temp_factor = std::stod(next());
-    else if (k == "--every-line-changed") a.o.every_line_changed = std::stoi(next());
-    else if (k == "--iters") a.o.stop.max_iterations = std::stoi(next());
+    if (k == "--data")
+      a.data = next();
+    else if (k == "--seeds")
+      a.seeds = std::stoi(next());
+    else if (k == "--planted")
+      a.planted = std::stoll(next());
+    else if (k == "--only")
+      a.only = next();
+    else if (k == "--files")
+      a.files = next();
+    else if (k == "--batch")
+      a.o.batch = std::stoi(next());
+    else if (k == "--flip-prob")
+      a.o.flip_prob = std::stod(next());
+    else if (k == "--temperature")
+      a.o.temperature = std::stod(next());
+    else if (k == "--temp-step")
+      a.o.temp_step = std::stoi(next());
+    else if (k == "--temp-factor")
+      a.o.temp_factor = std::stod(next());
+    else if (k == "--every-line-changed")
+      a.o.every_line_changed = std::stoi(next());
+    else if (k == "--iters")
+      a.o.stop.max_iterations = std::stoi(next());
     else if (k == "--init" || k == "--inits") {
       a.inits.clear();
       std::stringstream ss(next());
       for (std::string t; std::getline(ss, t, ',');) a.inits.push_back(bmf::parse_init(t));
       a.o.init = a.inits.front();
       a.init_given = true;
-    } else if (k == "--planted-density") a.planted_density = std::stod(next());
+    } else if (k == "--planted-density")
+      a.planted_density = std::stod(next());
     else if (k == "--planted-ks") {
       a.planted_ks.clear();
       std::stringstream ss(next());
       for (std::string t; std::getline(ss, t, ',');) a.planted_ks.push_back(std::stoi(t));
-    }
-    else if (k == "--dense-c") a.o.dense_c = bmf::parse_dense_c(next());
-    else if (k.rfind("--kokkos", 0) == 0) continue;
+    } else if (k == "--dense-c")
+      a.o.dense_c = bmf::parse_dense_c(next());
+    else if (k.rfind("--kokkos", 0) == 0)
+      continue;
     else {
       std::fprintf(stderr, "unknown argument %s\n", k.c_str());
       return 2;
@@ -128,47 +142,58 @@ int main(int argc, char** argv) {
   }
   a.o.validate();
   const Space exec;
-  std::fprintf(stderr, "%-18s %10s %10s %10s %9s %9s %8s %s\n", "case", "E_rec", "thesis", "DBP", "seconds",
-               "thesis_s", "iters", "stop");
+  std::fprintf(stderr, "%-18s %10s %10s %10s %9s %9s %8s %s\n", "case", "E_rec", "thesis", "DBP", "seconds", "thesis_s",
+               "iters", "stop");
 
   // Every data set with each start of --inits (default: CuBin's density100 and the cover start).
   auto run_case = [&](const std::string& name, const Ones& data, const bmf::Options& opts, int seeds, double t_err,
                       double t_secs, double dbp) {
     const auto prob = bmf::make_problem(exec, data.rows, data.cols, data.r, data.c, opts);
     for (const auto init : a.inits) {
-    auto base = opts;
-    base.init = init;
-    double err = 0, secs = 0, init_secs = 0, iters = 0, best = 1;
-    Report last;
-    for (int s = 0; s < seeds; ++s) {
-      auto o = base;
-      o.seed = 1000 + s;
-      auto r = bmf::solve(exec, prob, o);
-      const double e = r.report.metrics.get("relative_error");
-      err += e / seeds;
-      secs += r.report.seconds / seeds;
-      init_secs += r.report.timings.get("init") / seeds;
-      iters += double(r.report.iterations) / seeds;
-      best = std::min(best, e);
-      r.report.history = {};
-      r.report.info["dataset"] = name;
-      bench::emit(r.report, {{"bench", "bmf_dataset"}, {"dataset", name}, {"seed", o.seed}, {"init", bmf::to_string(init)}});
-      last = r.report;
-    }
-    bench::emit(last, {{"bench", "bmf_dataset_mean"}, {"dataset", name}, {"init", bmf::to_string(init)}, {"mean_relative_error", err},
-                       {"mean_seconds", secs}, {"mean_init_seconds", init_secs}, {"best_relative_error", best},
-                       {"seeds", seeds},
-                       {"thesis_relative_error", t_err}, {"thesis_seconds", t_secs}, {"dbp_relative_error", dbp},
-                       {"density", prob.density()}, {"c_storage", prob.dense ? "dense_bits" : "sparse_csr"}});
-    std::fprintf(stderr, "%-18s %10.5f %10.5f %10.5f %9.3f %9.2f %8.0f %s (init %s %.3f s, best %.5f, density %.5f)\n",
-                 name.c_str(), err, t_err, dbp, secs, t_secs, iters, last.stop_reason.c_str(), bmf::to_string(init),
-                 init_secs, best, prob.density());
+      auto base = opts;
+      base.init = init;
+      double err = 0, secs = 0, init_secs = 0, iters = 0, best = 1;
+      Report last;
+      for (int s = 0; s < seeds; ++s) {
+        auto o = base;
+        o.seed = 1000 + s;
+        auto r = bmf::solve(exec, prob, o);
+        const double e = r.report.metrics.get("relative_error");
+        err += e / seeds;
+        secs += r.report.seconds / seeds;
+        init_secs += r.report.timings.get("init") / seeds;
+        iters += double(r.report.iterations) / seeds;
+        best = std::min(best, e);
+        r.report.history = {};
+        r.report.info["dataset"] = name;
+        bench::emit(r.report,
+                    {{"bench", "bmf_dataset"}, {"dataset", name}, {"seed", o.seed}, {"init", bmf::to_string(init)}});
+        last = r.report;
+      }
+      bench::emit(last, {{"bench", "bmf_dataset_mean"},
+                         {"dataset", name},
+                         {"init", bmf::to_string(init)},
+                         {"mean_relative_error", err},
+                         {"mean_seconds", secs},
+                         {"mean_init_seconds", init_secs},
+                         {"best_relative_error", best},
+                         {"seeds", seeds},
+                         {"thesis_relative_error", t_err},
+                         {"thesis_seconds", t_secs},
+                         {"dbp_relative_error", dbp},
+                         {"density", prob.density()},
+                         {"c_storage", prob.dense ? "dense_bits" : "sparse_csr"}});
+      std::fprintf(stderr,
+                   "%-18s %10.5f %10.5f %10.5f %9.3f %9.2f %8.0f %s (init %s %.3f s, best %.5f, density %.5f)\n",
+                   name.c_str(), err, t_err, dbp, secs, t_secs, iters, last.stop_reason.c_str(), bmf::to_string(init),
+                   init_secs, best, prob.density());
     }
   };
 
   if (wanted(a, "files"))
     for (const auto& t : thesis) {
-      if (!a.files.empty() && ("," + a.files + ",").find(std::string(",") + t.name + ",") == std::string::npos) continue;
+      if (!a.files.empty() && ("," + a.files + ",").find(std::string(",") + t.name + ",") == std::string::npos)
+        continue;
       const std::string path = a.data + "/bmf/" + t.name + ".in";
       if (!std::ifstream(path)) {
         std::fprintf(stderr, "%-18s skipped: %s missing\n", t.name, path.c_str());
@@ -196,10 +221,12 @@ int main(int argc, char** argv) {
       auto r = bmf::solve(exec, prob, o);
       const double per = r.report.timings.get("iterations") / std::max(1, r.report.iterations);
       r.report.history = {};
-      bench::emit(r.report, {{"bench", "bmf_time_per_iteration"}, {"dataset", "c_salt_MovieRec"}, {"k", k},
+      bench::emit(r.report, {{"bench", "bmf_time_per_iteration"},
+                             {"dataset", "c_salt_MovieRec"},
+                             {"k", k},
                              {"seconds_per_iteration", per}});
-      std::fprintf(stderr, "k=%-16d %10.5f %10s %10s %9.5f s/iteration\n", k, r.report.metrics.get("relative_error"), "",
-                   "", per);
+      std::fprintf(stderr, "k=%-16d %10.5f %10s %10s %9.5f s/iteration\n", k, r.report.metrics.get("relative_error"),
+                   "", "", per);
     }
   }
 
@@ -220,7 +247,8 @@ int main(int argc, char** argv) {
     if (!a.init_given) base.init = bmf::Init::cover;
     const auto prob = bmf::make_problem(exec, pl.rows, pl.cols, pl.one_rows, pl.one_cols, base);
     const double setup = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    const auto truth = bmf::full_error(exec, prob, copy_to<Space::memory_space>(pl.A), copy_to<Space::memory_space>(pl.Bt));
+    const auto truth =
+        bmf::full_error(exec, prob, copy_to<Space::memory_space>(pl.A), copy_to<Space::memory_space>(pl.Bt));
     for (int k : a.planted_ks) {
       auto o = base;
       o.rank = k;
@@ -229,9 +257,14 @@ int main(int argc, char** argv) {
       auto r = bmf::solve(exec, prob, o);
       const double per = r.report.timings.get("iterations") / std::max(1, r.report.iterations);
       r.report.history = {};
-      bench::emit(r.report, {{"bench", "bmf_planted_sparse"}, {"n", n}, {"k", k}, {"density", prob.density()},
-                             {"c_storage", prob.dense ? "dense_bits" : "sparse_csr"}, {"setup_seconds", setup},
-                             {"init_seconds", r.report.timings.get("init")}, {"seconds_per_iteration", per},
+      bench::emit(r.report, {{"bench", "bmf_planted_sparse"},
+                             {"n", n},
+                             {"k", k},
+                             {"density", prob.density()},
+                             {"c_storage", prob.dense ? "dense_bits" : "sparse_csr"},
+                             {"setup_seconds", setup},
+                             {"init_seconds", r.report.timings.get("init")},
+                             {"seconds_per_iteration", per},
                              {"planted_relative_error", truth.relative()}});
       std::fprintf(stderr,
                    "planted %-10lld %10.3g %10.3g %10s %9.3f %9s %8d %s (k %d, %s, init %s %.3f s, %.5f s/iteration, "

@@ -53,15 +53,13 @@ void run(std::int64_t rows, int rank, int reps, const std::string& dir) {
   const std::string path = dir + "/bench_checkpoint_" + meta.precision + ".h5";
   const double bytes = double(s.W.size() + s.Ht.size()) * sizeof(T);
 
-  const double t_fp = kfactor::bench::median_seconds(exec, [&] { meta.input = kfactor::fingerprint(exec, s.W); },
-                                                     reps, 1);
-  const double t_save =
-      kfactor::bench::median_seconds(exec, [&] { kfactor::save_checkpoint(path, s, meta); }, reps, 1);
+  const double t_fp =
+      kfactor::bench::median_seconds(exec, [&] { meta.input = kfactor::fingerprint(exec, s.W); }, reps, 1);
+  const double t_save = kfactor::bench::median_seconds(exec, [&] { kfactor::save_checkpoint(path, s, meta); }, reps, 1);
   auto t = s;
   t.W = kfactor::DenseMatrix<T, Mem>("W2", rows, rank);
   t.Ht = kfactor::DenseMatrix<T, Mem>("Ht2", rows / 2, rank);
-  const double t_load =
-      kfactor::bench::median_seconds(exec, [&] { kfactor::load_checkpoint(path, t, meta); }, reps, 1);
+  const double t_load = kfactor::bench::median_seconds(exec, [&] { kfactor::load_checkpoint(path, t, meta); }, reps, 1);
   std::filesystem::remove(path);
 
   kfactor::Report r;
@@ -91,10 +89,14 @@ int main(int argc, char** argv) {
   std::string dir = std::filesystem::temp_directory_path().string();
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i];
-    if (a == "--rows") rows = std::atoll(argv[i + 1]);
-    else if (a == "--rank") rank = std::atoi(argv[i + 1]);
-    else if (a == "--reps") reps = std::atoi(argv[i + 1]);
-    else if (a == "--dir") dir = argv[i + 1];
+    if (a == "--rows")
+      rows = std::atoll(argv[i + 1]);
+    else if (a == "--rank")
+      rank = std::atoi(argv[i + 1]);
+    else if (a == "--reps")
+      reps = std::atoi(argv[i + 1]);
+    else if (a == "--dir")
+      dir = argv[i + 1];
   }
   Kokkos::ScopeGuard guard(argc, argv);
   try {

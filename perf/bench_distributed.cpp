@@ -91,19 +91,34 @@ Args parse(int argc, char** argv) {
   Args a;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string k = argv[i], v = argv[i + 1];
-    if (k.rfind("--kokkos", 0) == 0) { --i; continue; }
-    if (k == "--nmf") a.nmf = v;
-    else if (k == "--k") a.k = std::stoi(v);
-    else if (k == "--algs") a.algs = bench::split(v, ',');
-    else if (k == "--als") a.als = v;
-    else if (k == "--f") a.f = std::stoi(v);
-    else if (k == "--iters") a.iters = std::stoi(v);
-    else if (k == "--precision") a.precision = v;
-    else if (k == "--weak") a.weak = v != "0";
-    else if (k == "--strong") a.strong = v != "0";
-    else if (k == "--seed") a.seed = std::stoull(v);
-    else if (k == "--factor-layout") a.layouts = v == "both" ? std::vector<std::string>{"replicated", "blocked"} : bench::split(v, ',');
-    else if (k == "--max-batch-mb") a.max_batch_mb = std::stod(v);
+    if (k.rfind("--kokkos", 0) == 0) {
+      --i;
+      continue;
+    }
+    if (k == "--nmf")
+      a.nmf = v;
+    else if (k == "--k")
+      a.k = std::stoi(v);
+    else if (k == "--algs")
+      a.algs = bench::split(v, ',');
+    else if (k == "--als")
+      a.als = v;
+    else if (k == "--f")
+      a.f = std::stoi(v);
+    else if (k == "--iters")
+      a.iters = std::stoi(v);
+    else if (k == "--precision")
+      a.precision = v;
+    else if (k == "--weak")
+      a.weak = v != "0";
+    else if (k == "--strong")
+      a.strong = v != "0";
+    else if (k == "--seed")
+      a.seed = std::stoull(v);
+    else if (k == "--factor-layout")
+      a.layouts = v == "both" ? std::vector<std::string>{"replicated", "blocked"} : bench::split(v, ',');
+    else if (k == "--max-batch-mb")
+      a.max_batch_mb = std::stod(v);
     else {
       std::fprintf(stderr, "bench_distributed: unknown option %s\n", k.c_str());
       std::exit(2);
@@ -129,7 +144,8 @@ CooMatrix<T> synthetic(std::int64_t V, std::int64_t D, std::int64_t nnz, std::ui
     const std::int64_t n = std::min<std::int64_t>(D, std::int64_t(len));
     // n distinct columns: a random start and a stride coprime with D.
     const std::uint64_t start = rng.bits(2 * std::uint64_t(i)) % std::uint64_t(D);
-    std::uint64_t stride = 1 + 2 * (rng.bits(2 * std::uint64_t(i) + 1) % std::uint64_t(std::max<std::int64_t>(1, D / 2 - 1)));
+    std::uint64_t stride =
+        1 + 2 * (rng.bits(2 * std::uint64_t(i) + 1) % std::uint64_t(std::max<std::int64_t>(1, D / 2 - 1)));
     while (std::gcd(stride, std::uint64_t(D)) != 1) stride += 2;
     for (std::int64_t e = 0; e < n; ++e) {
       const std::uint64_t j = (start + std::uint64_t(e) * stride) % std::uint64_t(D);
@@ -184,7 +200,9 @@ struct Calibration {
     return calls * alpha * std::ceil(std::log2(double(p))) + payload * gamma;
   }
   [[nodiscard]] double gather(double calls, double bytes_in) const { return calls * gather_latency + bytes_in * beta; }
-  [[nodiscard]] double shift(double calls, double bytes_in) const { return calls * shift_latency + bytes_in * shift_beta; }
+  [[nodiscard]] double shift(double calls, double bytes_in) const {
+    return calls * shift_latency + bytes_in * shift_beta;
+  }
 };
 
 /// Least-squares line t = a + b x.
@@ -272,7 +290,7 @@ Calibration calibrate(MPI_Comm c, const Exec& exec) {
 }
 
 struct Measure {
-  double per_iter = 0;  ///< slowest rank, seconds per step
+  double per_iter = 0;                               ///< slowest rank, seconds per step
   double comm_max = 0, comm_min = 0, comm_mean = 0;  ///< transfer: the collectives alone
   double wait_max = 0, wait_mean = 0;                ///< barriers before them (imbalance)
   double compute_max = 0;
@@ -329,7 +347,9 @@ Measure measure(MPI_Comm c, const Exec& exec, int iters, distributed::detail::Co
       ++n_clean;
       clean_s += t[k];
       const auto& r = calls[k];
-      clean_model += r.kind == 'r' ? cal.reduce(1, r.bytes, p) : r.kind == 'g' ? cal.gather(1, r.bytes) : cal.shift(1, r.bytes);
+      clean_model += r.kind == 'r'   ? cal.reduce(1, r.bytes, p)
+                     : r.kind == 'g' ? cal.gather(1, r.bytes)
+                                     : cal.shift(1, r.bytes);
     }
     const auto s1 = stats();
     cs.push_back(s1.seconds - s0.seconds);
@@ -513,19 +533,18 @@ void run_als(MPI_Comm c, const Exec& exec, const Args& a, const std::string& sca
     o.factor_layout = da::parse_factor_layout(layout);
     auto s = da::init(exec, c, lp, o);
     s.coll->measure_wait = true;
-    const Measure m = measure(
-        c, exec, a.iters, *s.coll, cal, [&] { da::step(exec, lp, o, s); }, [&] { return s.comm_stats(); });
+    const Measure m =
+        measure(c, exec, a.iters, *s.coll, cal, [&] { da::step(exec, lp, o, s); }, [&] { return s.comm_stats(); });
     const auto v = s.iteration_volume();
     Model model;
     if (s.layout == da::FactorLayout::blocked)
       model.shift_s = cal.shift(v.collectives, v.bytes);
     else
       model.gather_s = cal.gather(v.collectives, v.bytes);
-    const std::string variant =
-        s.layout == da::FactorLayout::blocked
-            ? "bals-blocked(b=" + std::to_string(s.comm->ring->user_batches) + "," +
-                  std::to_string(s.comm->ring->item_batches) + ")"
-            : "bals";
+    const std::string variant = s.layout == da::FactorLayout::blocked
+                                    ? "bals-blocked(b=" + std::to_string(s.comm->ring->user_batches) + "," +
+                                          std::to_string(s.comm->ring->item_batches) + ")"
+                                    : "bals";
     emit(c, "als", scaling, variant, sizeof(T) == 4 ? "float" : "double", m_, n, lp.nnz, a.f, a.iters, m, v.bytes,
          model, cal);
   }

@@ -18,18 +18,22 @@ int main(int argc, char** argv) {
   Kokkos::ScopeGuard guard(argc, argv);
   // $KFACTOR_DATA, else ../shared/data beside this source tree.
   const char* env = std::getenv("KFACTOR_DATA");
-  std::string data = env && *env ? env
-                                 : (std::filesystem::path(__FILE__).parent_path().parent_path().parent_path() /
-                                    "shared" / "data")
-                                       .string();
+  std::string data =
+      env && *env
+          ? env
+          : (std::filesystem::path(__FILE__).parent_path().parent_path().parent_path() / "shared" / "data").string();
   int reps = 5;
   for (int a = 1; a + 1 < argc; a += 2) {
     if (!std::strcmp(argv[a], "--data")) data = argv[a + 1];
     if (!std::strcmp(argv[a], "--reps")) reps = std::atoi(argv[a + 1]);
   }
-  const char* files[] = {"snap/facebook_combined.txt", "snap/p2p-Gnutella08.txt",
-                         "movielens-latest-small/ratings.csv", "bmf/APatio.in",
-                         "bmf/AOffice.in", "bmf/ATools.in", "bmf/c_salt_MovieRec.in"};
+  const char* files[] = {"snap/facebook_combined.txt",
+                         "snap/p2p-Gnutella08.txt",
+                         "movielens-latest-small/ratings.csv",
+                         "bmf/APatio.in",
+                         "bmf/AOffice.in",
+                         "bmf/ATools.in",
+                         "bmf/c_salt_MovieRec.in"};
   const Kokkos::DefaultExecutionSpace exec;
   for (const char* rel : files) {
     const std::string path = data + "/" + rel;

@@ -44,13 +44,17 @@ Args parse(int argc, char** argv) {
     const std::string k = argv[i];
     if (i + 1 >= argc) break;
     const std::string v = argv[++i];
-    if (k == "--gemm") a.gemm = bench::split(v, ',');
-    else if (k == "--spmm") a.spmm = bench::split(v, ',');
+    if (k == "--gemm")
+      a.gemm = bench::split(v, ',');
+    else if (k == "--spmm")
+      a.spmm = bench::split(v, ',');
     else if (k == "--ks") {
       a.ks.clear();
       for (const auto& x : bench::split(v, ',')) a.ks.push_back(std::stoi(x));
-    } else if (k == "--precision") a.precision = v;
-    else if (k == "--reps") a.reps = std::stoi(v);
+    } else if (k == "--precision")
+      a.precision = v;
+    else if (k == "--reps")
+      a.reps = std::stoi(v);
   }
   return a;
 }
@@ -71,9 +75,9 @@ void emit(const char* kernel, const std::string& shape, const std::string& varia
   r.metrics.set("gbps", bytes / seconds / 1e9);
   r.info["variant"] = variant;
   bench::emit(r, {{"kernel", kernel}, {"case", shape}});
-  std::fprintf(stderr, "%-7s %-6s %-6s %-22s %-16s K=%-4d %10.3f ms %9.1f GFLOP/s %8.1f GB/s\n", backend_name<Space>().c_str(),
-               r.precision.c_str(), kernel, shape.c_str(), variant.c_str(), K, 1e3 * seconds, flops / seconds / 1e9,
-               bytes / seconds / 1e9);
+  std::fprintf(stderr, "%-7s %-6s %-6s %-22s %-16s K=%-4d %10.3f ms %9.1f GFLOP/s %8.1f GB/s\n",
+               backend_name<Space>().c_str(), r.precision.c_str(), kernel, shape.c_str(), variant.c_str(), K,
+               1e3 * seconds, flops / seconds / 1e9, bytes / seconds / 1e9);
 }
 
 template <class Space, class T>
@@ -89,12 +93,18 @@ void gemm_cases(const Space& exec, const Args& a) {
       fill_uniform(exec, X, 2, RngStream::user, T(0), T(1));
       fill_uniform(exec, Y, 3, RngStream::user, T(0), T(1));
       const double e = sizeof(T);
-      double t = bench::median_seconds(exec, [&] { gemm(exec, Trans::none, Trans::none, T(1), A, X, T(0), Y); }, a.reps, 2);
-      emit<Space, T>("gemm", shape, "A*X", M, N, 0, K, t, 2.0 * M * N * K, e * (double(M) * N + double(N) * K + double(M) * K));
-      t = bench::median_seconds(exec, [&] { gemm(exec, Trans::transpose, Trans::none, T(1), A, Y, T(0), X); }, a.reps, 2);
-      emit<Space, T>("gemm", shape, "At*Y", M, N, 0, K, t, 2.0 * M * N * K, e * (double(M) * N + double(N) * K + double(M) * K));
-      t = bench::median_seconds(exec, [&] { gemm(exec, Trans::transpose, Trans::none, T(1), Y, Y, T(0), G); }, a.reps, 2);
-      emit<Space, T>("gemm", shape, "gram Yt*Y", M, K, 0, K, t, 2.0 * M * K * double(K), e * (double(M) * K + double(K) * K));
+      double t =
+          bench::median_seconds(exec, [&] { gemm(exec, Trans::none, Trans::none, T(1), A, X, T(0), Y); }, a.reps, 2);
+      emit<Space, T>("gemm", shape, "A*X", M, N, 0, K, t, 2.0 * M * N * K,
+                     e * (double(M) * N + double(N) * K + double(M) * K));
+      t = bench::median_seconds(
+          exec, [&] { gemm(exec, Trans::transpose, Trans::none, T(1), A, Y, T(0), X); }, a.reps, 2);
+      emit<Space, T>("gemm", shape, "At*Y", M, N, 0, K, t, 2.0 * M * N * K,
+                     e * (double(M) * N + double(N) * K + double(M) * K));
+      t = bench::median_seconds(
+          exec, [&] { gemm(exec, Trans::transpose, Trans::none, T(1), Y, Y, T(0), G); }, a.reps, 2);
+      emit<Space, T>("gemm", shape, "gram Yt*Y", M, K, 0, K, t, 2.0 * M * K * double(K),
+                     e * (double(M) * K + double(K) * K));
     }
   }
 }

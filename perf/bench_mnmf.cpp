@@ -17,9 +17,9 @@
 // symmetric graphs with K neighbours per node (same structure, no build cost).
 // One JSON record per measurement (perf/common/bench.hpp), a table on stderr.
 #include <kfactor/core/convert.hpp>
-#include "../tests/mnmf/serial_reference.hpp"
 #include <kfactor/mnmf/knn_graph.hpp>
 #include <kfactor/mnmf/mnmf.hpp>
+#include "../tests/mnmf/serial_reference.hpp"
 
 #include "common/bench.hpp"
 
@@ -67,20 +67,34 @@ Args parse(int argc, char** argv) {
       if (i + 1 >= argc) throw UsageError("missing value after " + k);
       return argv[++i];
     };
-    if (k == "--preset") a.preset = val();
-    else if (k == "--m") a.m = std::stoll(val());
-    else if (k == "--n") a.n = std::stoll(val());
-    else if (k == "--nnz") a.nnz = std::stoll(val());
-    else if (k == "--ranks") a.ranks = parse_list(val());
-    else if (k == "--serial-ranks") a.serial_ranks = parse_list(val());
-    else if (k == "--objective") a.objective = val();
-    else if (k == "--lambda") a.lambda = std::stod(val());
-    else if (k == "--neighbors") a.neighbors = std::stoi(val());
-    else if (k == "--knn") a.knn = val();
-    else if (k == "--reps") a.reps = std::stoi(val());
-    else if (k == "--precision") a.precision = val();
-    else if (k.rfind("--kokkos", 0) == 0) continue;
-    else throw UsageError("unknown option " + k);
+    if (k == "--preset")
+      a.preset = val();
+    else if (k == "--m")
+      a.m = std::stoll(val());
+    else if (k == "--n")
+      a.n = std::stoll(val());
+    else if (k == "--nnz")
+      a.nnz = std::stoll(val());
+    else if (k == "--ranks")
+      a.ranks = parse_list(val());
+    else if (k == "--serial-ranks")
+      a.serial_ranks = parse_list(val());
+    else if (k == "--objective")
+      a.objective = val();
+    else if (k == "--lambda")
+      a.lambda = std::stod(val());
+    else if (k == "--neighbors")
+      a.neighbors = std::stoi(val());
+    else if (k == "--knn")
+      a.knn = val();
+    else if (k == "--reps")
+      a.reps = std::stoi(val());
+    else if (k == "--precision")
+      a.precision = val();
+    else if (k.rfind("--kokkos", 0) == 0)
+      continue;
+    else
+      throw UsageError("unknown option " + k);
   }
   if (a.preset == "ml10m") {
     if (!a.m) a.m = 71567;
@@ -115,7 +129,7 @@ CsrMatrix<T, Mem> synthetic(const Exec& exec, std::int64_t m, std::int64_t n, st
   Kokkos::View<std::size_t*, Mem> pos("pos", draws);
   Kokkos::parallel_scan(
       "bench_mnmf::unique", Kokkos::RangePolicy<Exec>(exec, 0, draws),
-      KOKKOS_LAMBDA(std::int64_t p, std::size_t & u, bool final) {
+      KOKKOS_LAMBDA(std::int64_t p, std::size_t& u, bool final) {
         const bool first = p == 0 || keys(p) != keys(p - 1);
         if (final) pos(p) = first ? u : ~std::size_t(0);
         if (first) ++u;

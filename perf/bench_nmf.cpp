@@ -56,17 +56,28 @@ Args parse(int argc, char** argv) {
   Args a;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string k = argv[i], v = argv[i + 1];
-    if (k == "--dense") a.dense = v;
-    else if (k == "--sparse") a.sparse = v;
-    else if (k == "--ks") a.ks = split_ints(v, ',');
-    else if (k == "--algs") a.algs = bench::split(v, ',');
-    else if (k == "--precision") a.precision = v;
-    else if (k == "--iters") a.iters = std::stoi(v);
-    else if (k == "--tiles") a.tiles = split_ints(v, ',');
-    else if (k == "--tile-k") a.tile_k = std::stoi(v);
-    else if (k == "--seed") a.seed = std::stoull(v);
-    else if (k == "--input") a.input = v;
-    else if (k == "--format") a.format = v;
+    if (k == "--dense")
+      a.dense = v;
+    else if (k == "--sparse")
+      a.sparse = v;
+    else if (k == "--ks")
+      a.ks = split_ints(v, ',');
+    else if (k == "--algs")
+      a.algs = bench::split(v, ',');
+    else if (k == "--precision")
+      a.precision = v;
+    else if (k == "--iters")
+      a.iters = std::stoi(v);
+    else if (k == "--tiles")
+      a.tiles = split_ints(v, ',');
+    else if (k == "--tile-k")
+      a.tile_k = std::stoi(v);
+    else if (k == "--seed")
+      a.seed = std::stoull(v);
+    else if (k == "--input")
+      a.input = v;
+    else if (k == "--format")
+      a.format = v;
     else {
       std::fprintf(stderr, "bench_nmf: unknown option %s\n", k.c_str());
       std::exit(2);
@@ -74,7 +85,6 @@ Args parse(int argc, char** argv) {
   }
   return a;
 }
-
 
 struct Timing {
   double per_iter = 0, products = 0, h = 0, w = 0, error = 0;
@@ -134,10 +144,13 @@ void run_case(const Exec& exec, const Args& args, const Matrix& input, const std
     // Useful flops of one epoch (sparse products counted by nnz, unlike the
     // paper's Table 3): R and P, the Grams S and Q, the two column sweeps.
     const double v = double(V), d = double(D), k = double(K), z = double(nnz);
-    const double flops = 4.0 * z * k + 2.0 * (v + d) * k * k + (2 * d * k * k + 3 * d * k) + (2 * v * k * k + 7 * v * k);
-    bench::emit(r, nlohmann::json{{"benchmark", what}, {"case", kind}, {"flops_per_epoch", flops},
-                                  {"gflops", flops / t.per_iter * 1e-9}});
-    std::fprintf(stderr, "%-10s %-6s %-7s %-6s K=%-5d T=%-4s %10.3f ms/iter  products %9.3f  H %9.3f  W %9.3f ms  err %.4f\n",
+    const double flops =
+        4.0 * z * k + 2.0 * (v + d) * k * k + (2 * d * k * k + 3 * d * k) + (2 * v * k * k + 7 * v * k);
+    bench::emit(
+        r, nlohmann::json{
+               {"benchmark", what}, {"case", kind}, {"flops_per_epoch", flops}, {"gflops", flops / t.per_iter * 1e-9}});
+    std::fprintf(stderr,
+                 "%-10s %-6s %-7s %-6s K=%-5d T=%-4s %10.3f ms/iter  products %9.3f  H %9.3f  W %9.3f ms  err %.4f\n",
                  what.c_str(), kind.c_str(), prec, alg.c_str(), K, alg == "alo" ? std::to_string(tile).c_str() : "-",
                  1e3 * t.per_iter, 1e3 * t.products, 1e3 * t.h, 1e3 * t.w, t.error);
   };

@@ -41,8 +41,8 @@ void measure(std::size_t mib, int n) {
     DenseMatrix<T, Mem> A("A", n, n), B("B", n, n), C("C", n, n);
     fill_uniform(exec, A, 1, RngStream::user, T(-1), T(1));
     fill_uniform(exec, B, 2, RngStream::user, T(-1), T(1));
-    const double t = bench::median_seconds(
-        exec, [&] { gemm(exec, Trans::none, Trans::none, T(1), A, B, T(0), C); }, 5, 1);
+    const double t =
+        bench::median_seconds(exec, [&] { gemm(exec, Trans::none, Trans::none, T(1), A, B, T(0), C); }, 5, 1);
     Report r;
     r.command = "peak_gemm";
     r.backend = backend_name<Space>();
@@ -50,7 +50,8 @@ void measure(std::size_t mib, int n) {
     r.rows = r.cols = n;
     r.seconds = t;
     r.metrics.set("gflops", 2.0 * n * double(n) * n / t / 1e9);
-    bench::emit(r, {{"kernel", "peak"}, {"case", "gemm"}, {"path", gemm_path<Space, decltype(A), decltype(B), decltype(C)>()}});
+    bench::emit(
+        r, {{"kernel", "peak"}, {"case", "gemm"}, {"path", gemm_path<Space, decltype(A), decltype(B), decltype(C)>()}});
   };
   if (is_host_space_v<Space>) n = std::min(n, 2048);  // host GEMMs are ~1000x slower
   gemm_rate(float{});
@@ -69,8 +70,10 @@ int main(int argc, char** argv) {
   std::size_t mib = 512;
   int n = 2048;
   for (int i = 1; i + 1 < argc; ++i) {
-    if (!std::strcmp(argv[i], "--mib")) mib = std::stoul(argv[++i]);
-    else if (!std::strcmp(argv[i], "--gemm")) n = std::stoi(argv[++i]);
+    if (!std::strcmp(argv[i], "--mib"))
+      mib = std::stoul(argv[++i]);
+    else if (!std::strcmp(argv[i], "--gemm"))
+      n = std::stoi(argv[++i]);
   }
   measure_all(static_cast<kfactor::EnabledExecutionSpaces*>(nullptr), mib, n);
   return 0;

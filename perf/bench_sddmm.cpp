@@ -54,13 +54,13 @@ struct Args {
   std::string facebook = "";
   std::string dump_dir = "";  ///< --dump-matrices: write each CSR here
   bool mechanisms = true, sweep = true, reference = true, cusparse = true;
-  int mech_k = 128;  ///< K of the mechanism on/off runs and the T_j sweep
-  std::vector<int> panels;    ///< --panels: staged rows per panel of the panels kernels to run (0 = its default)
+  int mech_k = 128;             ///< K of the mechanism on/off runs and the T_j sweep
+  std::vector<int> panels;      ///< --panels: staged rows per panel of the panels kernels to run (0 = its default)
   std::size_t panel_bytes = 0;  ///< --panel-bytes: SddmmOptions::panel_bytes of those runs
   std::int64_t panel_nnz = 0;   ///< --panel-nnz: SddmmOptions::panel_nnz of those runs
   int panel_lanes = 0;          ///< --panel-lanes: SddmmOptions::vector_length of those runs
   bool panel_wide = false;      ///< --panel-wide: SddmmOptions::compact_index = false in those runs
-  std::vector<double> hints;  ///< --hints: nzsplit L2-hint fractions to run (SddmmOptions::hot_cache_fraction)
+  std::vector<double> hints;    ///< --hints: nzsplit L2-hint fractions to run (SddmmOptions::hot_cache_fraction)
   std::vector<std::string> variants;  ///< --variants: run only these (NAME exactly, PREFIX* by prefix)
   bool wanted(const std::string& variant) const {
     if (variants.empty()) return true;
@@ -83,41 +83,58 @@ Args parse(int argc, char** argv) {
       a.matrices = bench::split(val());
       for (auto& m : a.matrices) {  // m1, m2, m3 in any case; anything else is an error, not M2
         for (auto& ch : m) ch = char(std::tolower(static_cast<unsigned char>(ch)));
-        if (m != "m1" && m != "m2" && m != "m3") throw UsageError("--matrices: unknown matrix '" + m + "' (m1, m2, m3)");
+        if (m != "m1" && m != "m2" && m != "m3")
+          throw UsageError("--matrices: unknown matrix '" + m + "' (m1, m2, m3)");
       }
-    }
-    else if (k == "--k") {
+    } else if (k == "--k") {
       a.ks.clear();
       for (auto& x : bench::split(val())) a.ks.push_back(std::stoi(x));
-    } else if (k == "--precisions") a.precisions = bench::split(val());
-    else if (k == "--reps") a.reps = std::stoi(val());
-    else if (k == "--scale") a.scale = std::stod(val());
-    else if (k == "--bin-dir") a.bin_dir = val();
-    else if (k == "--facebook") a.facebook = val();
-    else if (k == "--dump-matrices") a.dump_dir = val();
-    else if (k == "--mech-k") a.mech_k = std::stoi(val());
-    else if (k == "--variants") a.variants = bench::split(val());
+    } else if (k == "--precisions")
+      a.precisions = bench::split(val());
+    else if (k == "--reps")
+      a.reps = std::stoi(val());
+    else if (k == "--scale")
+      a.scale = std::stod(val());
+    else if (k == "--bin-dir")
+      a.bin_dir = val();
+    else if (k == "--facebook")
+      a.facebook = val();
+    else if (k == "--dump-matrices")
+      a.dump_dir = val();
+    else if (k == "--mech-k")
+      a.mech_k = std::stoi(val());
+    else if (k == "--variants")
+      a.variants = bench::split(val());
     else if (k == "--panels")
       for (auto& x : bench::split(val())) a.panels.push_back(std::stoi(x));
-    else if (k == "--panel-bytes") a.panel_bytes = std::stoull(val());
-    else if (k == "--panel-nnz") a.panel_nnz = std::stoll(val());
-    else if (k == "--panel-lanes") a.panel_lanes = std::stoi(val());
-    else if (k == "--panel-wide") a.panel_wide = true;
+    else if (k == "--panel-bytes")
+      a.panel_bytes = std::stoull(val());
+    else if (k == "--panel-nnz")
+      a.panel_nnz = std::stoll(val());
+    else if (k == "--panel-lanes")
+      a.panel_lanes = std::stoi(val());
+    else if (k == "--panel-wide")
+      a.panel_wide = true;
     else if (k == "--hints")
       for (auto& x : bench::split(val())) a.hints.push_back(std::stod(x));
-    else if (k == "--no-mechanisms") a.mechanisms = false;
-    else if (k == "--no-sweep") a.sweep = false;
-    else if (k == "--no-reference") a.reference = false;
-    else if (k == "--no-cusparse") a.cusparse = false;
+    else if (k == "--no-mechanisms")
+      a.mechanisms = false;
+    else if (k == "--no-sweep")
+      a.sweep = false;
+    else if (k == "--no-reference")
+      a.reference = false;
+    else if (k == "--no-cusparse")
+      a.cusparse = false;
     else if (k == "--help") {
-      std::puts("bench_sddmm [--matrices m1,m2,m3] [--k 32,128,512] [--precisions float,bf16] [--reps 20]\n"
-                "            [--scale F] [--bin-dir DIR] [--facebook FILE] [--mech-k 128] [--dump-matrices DIR]\n"
-                "            [--variants kfactor,nzsplit-lanes*,...] (only these; * = prefix)\n"
-                "            [--hints 0.25,0.5] (nzsplit with L2 hints, fractions of the cache kept)\n"
-                "            [--panels 0,64,128] [--panel-bytes B] [--panel-nnz N] [--panel-lanes V]\n"
-                "            [--panel-wide] (panels kernel: rows per panel, scratch, nonzeros per item, lanes,\n"
-                "            wide indices)\n"
-                "            [--no-mechanisms] [--no-sweep] [--no-reference] [--no-cusparse]");
+      std::puts(
+          "bench_sddmm [--matrices m1,m2,m3] [--k 32,128,512] [--precisions float,bf16] [--reps 20]\n"
+          "            [--scale F] [--bin-dir DIR] [--facebook FILE] [--mech-k 128] [--dump-matrices DIR]\n"
+          "            [--variants kfactor,nzsplit-lanes*,...] (only these; * = prefix)\n"
+          "            [--hints 0.25,0.5] (nzsplit with L2 hints, fractions of the cache kept)\n"
+          "            [--panels 0,64,128] [--panel-bytes B] [--panel-nnz N] [--panel-lanes V]\n"
+          "            [--panel-wide] (panels kernel: rows per panel, scratch, nonzeros per item, lanes,\n"
+          "            wide indices)\n"
+          "            [--no-mechanisms] [--no-sweep] [--no-reference] [--no-cusparse]");
       std::exit(0);
     } else
       throw UsageError("unknown argument " + k);
@@ -226,13 +243,20 @@ void run_plan(const Context& ctx, const CsrMatrix<T, Mem>& S, const DenseMatrix<
     const double t = bench::median_seconds(exec, call, ctx.args.reps, 3);
     const double td = bench::median_device_seconds(exec, call, ctx.args.reps, 3);
     const auto& in = plan.info();
-    nlohmann::json info = {{"kernel", to_string(in.kernel)}, {"staged", in.transposed ? "B" : "A"},
-                           {"tile_cols", in.tile_cols},      {"tiles", in.tiles},
-                           {"model_tile_cols", in.model_tile_cols}, {"tk", in.tk},
-                           {"ti", in.ti},                    {"chunk", in.chunk},
-                           {"lanes", in.vector_length},      {"items", in.items},
-                           {"staged_rows", in.staged_rows},  {"hot_rows", in.hot_rows},
-                           {"panel_rows", in.panel_rows},    {"blocks", in.blocks}};
+    nlohmann::json info = {{"kernel", to_string(in.kernel)},
+                           {"staged", in.transposed ? "B" : "A"},
+                           {"tile_cols", in.tile_cols},
+                           {"tiles", in.tiles},
+                           {"model_tile_cols", in.model_tile_cols},
+                           {"tk", in.tk},
+                           {"ti", in.ti},
+                           {"chunk", in.chunk},
+                           {"lanes", in.vector_length},
+                           {"items", in.items},
+                           {"staged_rows", in.staged_rows},
+                           {"hot_rows", in.hot_rows},
+                           {"panel_rows", in.panel_rows},
+                           {"blocks", in.blocks}};
     emit<T, TI>(ctx, S, K, variant, prec, t, in.build_seconds, info, td);
   } catch (const Error& e) {
     std::fprintf(stderr, "%s K=%d %s: skipped (%s)\n", ctx.matrix.c_str(), K, variant.c_str(), e.what());
@@ -240,9 +264,9 @@ void run_plan(const Context& ctx, const CsrMatrix<T, Mem>& S, const DenseMatrix<
 }
 
 #if defined(KOKKOS_ENABLE_CUDA) && defined(KFACTOR_BENCH_CUSPARSE)
-#define KF_CUSPARSE(call)                                                                  \
-  do {                                                                                     \
-    cusparseStatus_t st_ = (call);                                                         \
+#define KF_CUSPARSE(call)                                                                        \
+  do {                                                                                           \
+    cusparseStatus_t st_ = (call);                                                               \
     if (st_ != CUSPARSE_STATUS_SUCCESS) throw RuntimeFailure(std::string("cuSPARSE: ") + #call); \
   } while (0)
 

@@ -67,25 +67,35 @@ Args parse(int argc, char** argv) {
     const std::string k = argv[i];
     if (k.rfind("--kokkos", 0) == 0) continue;
     if (k == "--help") {
-      std::puts("mpiexec -n P bench_sddmm_mpi [--matrix m1|m2|m3] [--k 32,128,512] [--orders generated,degree]\n"
-                "    [--splits balanced,timed,equal] [--reps 20] [--precision float|bf16] [--bin-dir DIR]\n"
-                "    [--facebook FILE] [--scale F]");
+      std::puts(
+          "mpiexec -n P bench_sddmm_mpi [--matrix m1|m2|m3] [--k 32,128,512] [--orders generated,degree]\n"
+          "    [--splits balanced,timed,equal] [--reps 20] [--precision float|bf16] [--bin-dir DIR]\n"
+          "    [--facebook FILE] [--scale F]");
       std::exit(0);
     }
     if (i + 1 >= argc) throw UsageError("bench_sddmm_mpi: missing value after " + k);
     const std::string v = argv[++i];
-    if (k == "--matrix") a.matrix = v;
+    if (k == "--matrix")
+      a.matrix = v;
     else if (k == "--k") {
       a.ks.clear();
       for (const auto& x : bench::split(v)) a.ks.push_back(std::stoi(x));
-    } else if (k == "--orders") a.orders = bench::split(v);
-    else if (k == "--splits") a.splits = bench::split(v);
-    else if (k == "--reps") a.reps = std::max(1, std::stoi(v));
-    else if (k == "--precision") a.precision = v;
-    else if (k == "--bin-dir") a.source.bin_dir = v;
-    else if (k == "--facebook") a.source.facebook = v;
-    else if (k == "--scale") a.source.scale = std::stod(v);
-    else throw UsageError("bench_sddmm_mpi: unknown option " + k);
+    } else if (k == "--orders")
+      a.orders = bench::split(v);
+    else if (k == "--splits")
+      a.splits = bench::split(v);
+    else if (k == "--reps")
+      a.reps = std::max(1, std::stoi(v));
+    else if (k == "--precision")
+      a.precision = v;
+    else if (k == "--bin-dir")
+      a.source.bin_dir = v;
+    else if (k == "--facebook")
+      a.source.facebook = v;
+    else if (k == "--scale")
+      a.source.scale = std::stod(v);
+    else
+      throw UsageError("bench_sddmm_mpi: unknown option " + k);
   }
   for (const auto& o : a.orders)
     if (o != "generated" && o != "degree") throw UsageError("--orders: unknown order '" + o + "' (generated, degree)");
@@ -192,8 +202,8 @@ void run_order(const Args& a, const CsrMatrix<float, Mem>& S, const std::string&
             bench::emit(r, {{"ranks", ranks}, {"column_order", order}, {"column_split", split_name}, {"p", p}});
             std::fprintf(stderr,
                          "%s %-9s K=%-4d p=%d %-8s %9.1f GFLOP/s %8.3f ms  efficiency %.2f  (%s)  build %.2f s\n",
-                         a.matrix.c_str(), order.c_str(), K, p, split_name.c_str(), gflops, 1e3 * t.slowest,
-                         efficiency, shares.c_str(), build_max);
+                         a.matrix.c_str(), order.c_str(), K, p, split_name.c_str(), gflops, 1e3 * t.slowest, efficiency,
+                         shares.c_str(), build_max);
           }
         }
         MPI_Comm_free(&comm);
@@ -218,8 +228,8 @@ int run(int argc, char** argv) {
       if (order == "degree") bench::sort_columns_by_degree(coo);
       const auto S = to_csr(exec, coo);
       if (me == 0)
-        std::fprintf(stderr, "%s (%s columns): %lld x %d, %zu nnz from %s (%.1f s)\n", a.matrix.c_str(),
-                     order.c_str(), static_cast<long long>(S.num_rows()), S.num_cols, S.nnz(), source.c_str(),
+        std::fprintf(stderr, "%s (%s columns): %lld x %d, %zu nnz from %s (%.1f s)\n", a.matrix.c_str(), order.c_str(),
+                     static_cast<long long>(S.num_rows()), S.num_cols, S.nnz(), source.c_str(),
                      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
       if (a.precision == "bf16")
         run_order<Kokkos::Experimental::bhalf_t>(a, S, order, source, t_one);

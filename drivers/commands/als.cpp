@@ -141,9 +141,9 @@ AlsInput<T> read_als_input(const AlsCli& a) {
   in.R = read_input<T>(a.common.input, a.common.format);
   std::optional<CooMatrix<T>> given;
   if (!a.test_input.empty())
-    given = io::reindex_ratings(read_input<T>(a.test_input, a.common.format), in.R, io::UnknownIds::reject,
-                                a.test_input)
-                .matrix;
+    given =
+        io::reindex_ratings(read_input<T>(a.test_input, a.common.format), in.R, io::UnknownIds::reject, a.test_input)
+            .matrix;
   in.read_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   in.problem = als::make_problem(exec, in.R.matrix, a.test_fraction, a.split_seed, given ? &*given : nullptr);
   return in;
@@ -221,8 +221,8 @@ void run_als_distributed(const AlsCli& a, MPI_Comm comm) {
   {
     // The factor layout changes only rounding: not among the checkpoint's
     // options, but every rank must run the same one.
-    std::string all = a.factor_layout + " " + std::to_string(o.factor_memory_budget) + " " +
-                      std::to_string(o.stop.max_iterations);
+    std::string all =
+        a.factor_layout + " " + std::to_string(o.factor_memory_budget) + " " + std::to_string(o.stop.max_iterations);
     for (const auto& [k, v] : option_values(o)) all += " " + k + "=" + v;
     distributed::require_same(comm, std::hash<std::string>{}(all), "the als options");
   }
@@ -356,8 +356,8 @@ const Registrar predict_command{Command{
         const io::FactorFile Y = io::read_factor_file(ypath);
         io::verify_output_set({xpath, ypath});  // X and Y of one run, not of two
         if (X.rank != Y.rank)
-          throw InputError(ypath, 1, "rank " + std::to_string(Y.rank) + " but " + xpath + " has rank " +
-                                         std::to_string(X.rank));
+          throw InputError(ypath, 1,
+                           "rank " + std::to_string(Y.rank) + " but " + xpath + " has rank " + std::to_string(X.rank));
         io::ReadOptions ro;
         ro.duplicates = io::DuplicatePolicy::last;
         const auto pairs = io::read_ratings<double>(p->pairs, ro);
@@ -388,8 +388,8 @@ const Registrar predict_command{Command{
         }
         if (p->json) {
           const nlohmann::json j = {{"command", "predict"}, {"factors", p->factors}, {"pairs", p->pairs},
-                                    {"rank", X.rank},       {"count", c.nnz()},       {"unknown", unknown},
-                                    {"user", users},        {"item", items},          {"score", scores}};
+                                    {"rank", X.rank},       {"count", c.nnz()},      {"unknown", unknown},
+                                    {"user", users},        {"item", items},         {"score", scores}};
           std::printf("%s\n", j.dump().c_str());
         }
       };

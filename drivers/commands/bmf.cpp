@@ -27,7 +27,7 @@ namespace {
 /// The ones of the input (value >= threshold, or nonzero), with the ratings'
 /// original ids when the input was a ratings file.
 struct BooleanInput {
-  CooMatrix<double> ones;  ///< values all 1
+  CooMatrix<double> ones;                      ///< values all 1
   std::vector<std::int64_t> row_ids, col_ids;  ///< empty unless ratings
 };
 
@@ -144,8 +144,7 @@ const Registrar bmf_command{Command{
       cmd.add_option("--dense-limit-mb", o->dense_limit_mb,
                      "auto: dense bits up to this many MiB, [0, 2^30] (default 1024: fits any GPU)")
           ->capture_default_str();
-      cmd.add_option("--order", o->order,
-                     "columns-first (B then A: CuBin's code, the default) | rows-first")
+      cmd.add_option("--order", o->order, "columns-first (B then A: CuBin's code, the default) | rows-first")
           ->capture_default_str()
           ->check(CLI::IsMember({"columns-first", "rows-first"}));
       cmd.add_option("--proposal-group", s.proposal_group,

@@ -5,8 +5,8 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <memory>
 #include <iostream>
+#include <memory>
 
 namespace kfactor::cli {
 namespace {
@@ -43,8 +43,9 @@ const Registrar demo_command{Command{
                       r.iterations);
         }
         if (o->json)
-          std::cout << nlohmann::json{{"command", "demo"}, {"seed", o->seed}, {"seconds", seconds}, {"demos", all}}.dump()
-                    << std::endl;
+          std::cout
+              << nlohmann::json{{"command", "demo"}, {"seed", o->seed}, {"seconds", seconds}, {"demos", all}}.dump()
+              << std::endl;
       };
     }}};
 

@@ -95,8 +95,7 @@ const Registrar info_command{Command{
         std::printf("  %-20s %lld\n", "nnz", static_cast<long long>(r.nnz));
         for (const auto& [name, value] : r.metrics.items) std::printf("  %-20s %.6g\n", name.c_str(), value);
         for (const auto& key : {"header_count", "user_id_range", "item_id_range"})
-          if (auto it = r.info.find(key); it != r.info.end())
-            std::printf("  %-20s %s\n", key, it->second.c_str());
+          if (auto it = r.info.find(key); it != r.info.end()) std::printf("  %-20s %s\n", key, it->second.c_str());
         std::printf("  %-20s %.4f s\n", "read time", r.seconds);
       };
     }}};

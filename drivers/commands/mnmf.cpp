@@ -51,8 +51,9 @@ template <class T>
 CsrMatrix<T, Mem> read_graph_mm(const std::string& path, std::int64_t n) {
   const auto c = io::read_matrix<T>(path, io::Format::matrix_market);
   if (c.num_rows != n || c.num_cols != n)
-    throw InputError(path, 0, "graph is " + std::to_string(c.num_rows) + " x " + std::to_string(c.num_cols) +
-                                  ", expected " + std::to_string(n) + " x " + std::to_string(n));
+    throw InputError(path, 0,
+                     "graph is " + std::to_string(c.num_rows) + " x " + std::to_string(c.num_cols) + ", expected " +
+                         std::to_string(n) + " x " + std::to_string(n));
   return to_csr(Exec{}, c);
 }
 
@@ -82,8 +83,7 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 /// Range checks of the driver's own numeric options (the solver's and the
 /// graph's are checked by their validate()).
 void validate(const MnmfCli& c) {
-  if (!(c.test_fraction >= 0.0 && c.test_fraction < 1.0))
-    throw UsageError("mnmf: --test-fraction must be in [0, 1)");
+  if (!(c.test_fraction >= 0.0 && c.test_fraction < 1.0)) throw UsageError("mnmf: --test-fraction must be in [0, 1)");
   if (!(c.validation_fraction >= 0.0 && c.validation_fraction < 1.0))
     throw UsageError("mnmf: --validation-fraction must be in [0, 1)");
   if (!(c.knn_block_mb >= 0.001 && c.knn_block_mb <= double(1 << 30)))
@@ -135,13 +135,13 @@ void run(const MnmfCli& c) {
 
   if (!c.lambda_grid.empty()) {
     const auto t0 = std::chrono::steady_clock::now();
-    const auto chosen = mnmf::select_lambda(
-        exec, train, c.validation_fraction, c.common.seed + 1, g, o, c.lambda_grid,
-        [&](const mnmf::LambdaCandidate& x) {
-          if (!c.common.quiet)
-            std::fprintf(c.common.json ? stderr : stdout, "validation: lambda %g  rmse %.6g\n", x.lambda,
-                         x.validation_rmse);
-        });
+    const auto chosen =
+        mnmf::select_lambda(exec, train, c.validation_fraction, c.common.seed + 1, g, o, c.lambda_grid,
+                            [&](const mnmf::LambdaCandidate& x) {
+                              if (!c.common.quiet)
+                                std::fprintf(c.common.json ? stderr : stdout, "validation: lambda %g  rmse %.6g\n",
+                                             x.lambda, x.validation_rmse);
+                            });
     o.lambda_w = o.lambda_h = chosen.lambda;
     std::string tried;
     for (const auto& x : chosen.candidates)
@@ -170,9 +170,9 @@ void run(const MnmfCli& c) {
   }
   if (!c.save_graph_w.empty()) io::write_matrix_market(c.save_graph_w, P, "kfactor mnmf user kNN graph");
   if (!c.save_graph_h.empty()) io::write_matrix_market(c.save_graph_h, Pb, "kfactor mnmf item kNN graph");
-  const auto problem = mnmf::make_problem(exec, R, o.lambda_w > 0 ? P : CsrMatrix<T, Mem>{},
-                                          o.lambda_h > 0 ? Pb : CsrMatrix<T, Mem>{},
-                                          test.nnz() > 0 ? to_csr(exec, test) : CsrMatrix<T, Mem>{});
+  const auto problem =
+      mnmf::make_problem(exec, R, o.lambda_w > 0 ? P : CsrMatrix<T, Mem>{}, o.lambda_h > 0 ? Pb : CsrMatrix<T, Mem>{},
+                         test.nnz() > 0 ? to_csr(exec, test) : CsrMatrix<T, Mem>{});
   auto state = mnmf::init(exec, problem, o);
   // The solver's options, and the driver's that decide the graphs and the
   // held-out split (the fingerprint covers the training ratings only).
@@ -237,16 +237,14 @@ const Registrar mnmf_command{Command{
           ->capture_default_str();
       cmd.add_option("--neighbors", c->neighbors, "K of the kNN graphs, 1..1024 (default 15: the paper's)")
           ->capture_default_str();
-      cmd.add_option("--weighting", c->weighting,
-                     "binary|heat|dot (default binary: the paper's, no width to tune)")
+      cmd.add_option("--weighting", c->weighting, "binary|heat|dot (default binary: the paper's, no width to tune)")
           ->capture_default_str()
           ->check(CLI::IsMember({"binary", "heat", "dot"}));
       cmd.add_option("--sigma", c->sigma,
                      "heat-kernel width, finite (default 0, any value <= 0: the mean squared kNN distance, "
                      "which adapts to the data's scale)")
           ->capture_default_str();
-      cmd.add_option("--symmetrize", c->symmetrize,
-                     "or|and (default or: every row keeps at least its K neighbours)")
+      cmd.add_option("--symmetrize", c->symmetrize, "or|and (default or: every row keeps at least its K neighbours)")
           ->capture_default_str()
           ->check(CLI::IsMember({"or", "and"}));
       cmd.add_option("--test-fraction", c->test_fraction,
@@ -275,13 +273,15 @@ const Registrar mnmf_command{Command{
                      "memory bound of the kNN query blocks (MiB), [0.001, 2^30] (default 256: large blocks, "
                      "small next to a GPU's memory)")
           ->capture_default_str();
-      cmd.add_option("--checkpoint", c->checkpoint, "save the solver state (HDF5) here every --checkpoint-every "
-                                                    "iterations and at the end");
+      cmd.add_option("--checkpoint", c->checkpoint,
+                     "save the solver state (HDF5) here every --checkpoint-every "
+                     "iterations and at the end");
       cmd.add_option("--checkpoint-every", c->checkpoint_every,
                      "checkpoint interval (iterations; default 10: a small share of an epoch's time)")
           ->capture_default_str()
           ->check(CLI::PositiveNumber);
-      cmd.add_option("--restart", c->restart, "continue from this checkpoint (same input, options and rank) to --iters");
+      cmd.add_option("--restart", c->restart,
+                     "continue from this checkpoint (same input, options and rank) to --iters");
       return [c] {
         if (c->common.precision == "float")
           run<float>(*c);

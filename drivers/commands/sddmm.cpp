@@ -60,8 +60,8 @@ struct SddmmCliOptions {
   std::string generate = "powerlaw";
   std::int64_t rows = 20000, cols = 10000, nnz = 1000000;
   std::string tune_cache;
-  std::string output;        ///< Matrix Market file of P at S's pattern (rank 0 writes it)
-  bool distributed = false;  ///< under mpiexec: S's columns split over the ranks
+  std::string output;                     ///< Matrix Market file of P at S's pattern (rank 0 writes it)
+  bool distributed = false;               ///< under mpiexec: S's columns split over the ranks
   std::string column_split = "balanced";  ///< with --distributed: balanced|timed|equal
 };
 
@@ -265,8 +265,8 @@ std::optional<Report> run_sddmm_distributed(const SddmmCliOptions& o, const CooM
     // ends the job).
     if (!o.output.empty()) {
       io::write_sddmm_output(o.output, S, P,
-                         "kfactor sddmm --distributed (" + std::to_string(size) + " ranks): P = S o (A B^T), K = " +
-                             std::to_string(K));
+                             "kfactor sddmm --distributed (" + std::to_string(size) +
+                                 " ranks): P = S o (A B^T), K = " + std::to_string(K));
       r.info["output"] = o.output;
     }
   }
@@ -325,7 +325,9 @@ const Registrar sddmm_command{Command{
       cmd.add_option("-i,--input", o->common.input, "sparse matrix S (any io/ format); none: generate");
       cmd.add_option("--format", o->common.format, "input format: auto|mm|edges|ratings|bmf|dense")
           ->capture_default_str();
-      cmd.add_option("-k,--rank", o->common.rank, "inner dimension K")->capture_default_str()->check(CLI::PositiveNumber);
+      cmd.add_option("-k,--rank", o->common.rank, "inner dimension K")
+          ->capture_default_str()
+          ->check(CLI::PositiveNumber);
       cmd.add_option("--precision", o->common.precision, "float|double|bf16|fp16 (bf16/fp16: A and B stored so)")
           ->capture_default_str()
           ->check(CLI::IsMember({"float", "double", "bf16", "fp16"}));
@@ -336,7 +338,8 @@ const Registrar sddmm_command{Command{
       cmd.add_flag("--autotune", o->autotune, "search around the model's configuration first");
       cmd.add_option("--tune-cache", o->tune_cache, "autotune cache file (appended)");
       cmd.add_flag("--check", o->check, "compare with the reference kernel");
-      cmd.add_option("--kernel", o->kernel, "auto|reference|rowsplit|nzsplit|sm_l2|sm_sm|panels")->capture_default_str();
+      cmd.add_option("--kernel", o->kernel, "auto|reference|rowsplit|nzsplit|sm_l2|sm_sm|panels")
+          ->capture_default_str();
       cmd.add_flag("--no-tiles", o->no_tiles, "no column tiles");
       cmd.add_option("--tile-cols", o->tile_cols, "column-tile width T_j (0: model)");
       cmd.add_option("--tk", o->tk, "SM-L2 K-slice (multiple of 32; 0: auto)");
@@ -387,25 +390,26 @@ const Registrar sddmm_command{Command{
       };
     }}};
 
-const Registrar sddmm_demo{Demo{"sddmm", [](std::uint64_t seed) {
-  // A planted check: the tuned kernel against the reference kernel on a
-  // power-law pattern; the metric is their largest relative difference.
-  SddmmCliOptions o;
-  o.common.rank = 32;
-  o.common.precision = "float";
-  o.common.seed = seed;
-  o.reps = 5;
-  o.check = true;
-  const auto t0 = std::chrono::steady_clock::now();
-  auto coo = power_law_pattern<double>({4000, 3000, 150000, 1.0, 200.0, 1.0, 60.0, seed}, -1.0, 1.0);
-  Report r = dispatch(o, coo);
-  Metrics m;
-  m.set("max_diff_vs_reference", r.metrics.get("max_diff_vs_reference"));
-  m.set("gflops", r.metrics.get("gflops"));
-  r.metrics = m;
-  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  return r;
-}}};
+const Registrar sddmm_demo{
+    Demo{"sddmm", [](std::uint64_t seed) {
+           // A planted check: the tuned kernel against the reference kernel on a
+           // power-law pattern; the metric is their largest relative difference.
+           SddmmCliOptions o;
+           o.common.rank = 32;
+           o.common.precision = "float";
+           o.common.seed = seed;
+           o.reps = 5;
+           o.check = true;
+           const auto t0 = std::chrono::steady_clock::now();
+           auto coo = power_law_pattern<double>({4000, 3000, 150000, 1.0, 200.0, 1.0, 60.0, seed}, -1.0, 1.0);
+           Report r = dispatch(o, coo);
+           Metrics m;
+           m.set("max_diff_vs_reference", r.metrics.get("max_diff_vs_reference"));
+           m.set("gflops", r.metrics.get("gflops"));
+           r.metrics = m;
+           r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+           return r;
+         }}};
 
 }  // namespace
 }  // namespace kfactor::cli

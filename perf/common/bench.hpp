@@ -9,6 +9,7 @@
 
 #include <Kokkos_Core.hpp>
 
+#include <unistd.h>
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
@@ -18,7 +19,6 @@
 #include <thread>
 #include <type_traits>
 #include <utility>
-#include <unistd.h>
 #include <vector>
 
 namespace kfactor::bench {

@@ -28,8 +28,8 @@ CooMatrix<T> power_law(std::int64_t V, std::int64_t D, std::int64_t nnz, std::ui
   // Rows are shuffled by a multiplicative hash so heavy rows are spread out.
   for (std::int64_t r = 0; r < V; ++r) {
     const std::int64_t i = (r * 2654435761LL) % V;
-    const auto deg =
-        std::min<std::int64_t>(std::max<std::int64_t>(1, D / 4), std::max<std::int64_t>(1, std::llround(w[r] / total * double(nnz))));
+    const auto deg = std::min<std::int64_t>(std::max<std::int64_t>(1, D / 4),
+                                            std::max<std::int64_t>(1, std::llround(w[r] / total * double(nnz))));
     seen.clear();
     for (std::int64_t attempt = 0; static_cast<std::int64_t>(seen.size()) < deg && attempt < 50 * deg; ++attempt) {
       const double u = rng.uniform(counter++);

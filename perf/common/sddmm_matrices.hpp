@@ -90,8 +90,7 @@ inline CooMatrix<float> load_sddmm_matrix(const std::string& which, const SddmmM
 /// RngStream::factor_w for A, factor_h for B.
 template <class TI, class ExecutionSpace>
 DenseMatrix<TI, typename ExecutionSpace::memory_space> random_sddmm_factor(const ExecutionSpace& exec,
-                                                                           std::int64_t rows, int K,
-                                                                           RngStream stream) {
+                                                                           std::int64_t rows, int K, RngStream stream) {
   using Mem = typename ExecutionSpace::memory_space;
   DenseMatrix<float, Mem> x("factor_fp32", rows, K);
   fill_uniform(exec, x, 1, stream, -1.f, 1.f);

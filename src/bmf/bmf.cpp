@@ -4,8 +4,8 @@
 
 #include <climits>
 #include <cmath>
-#include <sstream>
 #include <span>
+#include <sstream>
 
 namespace kfactor::bmf {
 
@@ -61,10 +61,12 @@ void Options::validate() const {
     return os.str();
   };
   constexpr int billion = 1000000000;
-  if (rank < 1 || rank > detail::max_rank) range("rank", "1.." + std::to_string(detail::max_rank), std::to_string(rank));
+  if (rank < 1 || rank > detail::max_rank)
+    range("rank", "1.." + std::to_string(detail::max_rank), std::to_string(rank));
   if (stop.max_iterations < 0 || stop.max_iterations > billion)
     range("stop.max_iterations", "0..10^9", std::to_string(stop.max_iterations));
-  if (!(stop.tolerance >= 0.0 && stop.tolerance <= 1.0)) range("stop.tolerance", "[0, 1] (0: off)", num(stop.tolerance));
+  if (!(stop.tolerance >= 0.0 && stop.tolerance <= 1.0))
+    range("stop.tolerance", "[0, 1] (0: off)", num(stop.tolerance));
   if (!std::isnan(stop.target) && !(stop.target >= 0.0 && stop.target <= 1.0))
     range("stop.target", "[0, 1] (the relative error; NaN: off)", num(stop.target));
   if (batch < 1) range("batch", "1..2^31-1", std::to_string(batch));
@@ -94,9 +96,9 @@ struct CoverSide {
   bit_word_t* X = nullptr;
   bit_word_t* Y = nullptr;
   int W = 0;
-  bool done = false;                         ///< no candidate gained: its factor lines stay empty
-  std::vector<ordinal_t> cand;               ///< this factor line's candidates (P-lines)
-  std::vector<ordinal_t> best_S, best_R;     ///< the winner: pattern (Q-lines) and assigned P-lines
+  bool done = false;                      ///< no candidate gained: its factor lines stay empty
+  std::vector<ordinal_t> cand;            ///< this factor line's candidates (P-lines)
+  std::vector<ordinal_t> best_S, best_R;  ///< the winner: pattern (Q-lines) and assigned P-lines
   std::int64_t best = 0;
 
   /// Words of P-line i (in X) or Q-line j (in Y).
@@ -178,9 +180,7 @@ void sample_candidates(CoverSide& side, const CounterRng& rng, int l, int candid
 }
 
 /// P-line r's ones: the pattern (Q-lines) candidate r proposes.
-std::span<const ordinal_t> line_of(const HostCsr& P, ordinal_t r) {
-  return {P.idx + P.map[r], P.idx + P.map[r + 1]};
-}
+std::span<const ordinal_t> line_of(const HostCsr& P, ordinal_t r) { return {P.idx + P.map[r], P.idx + P.map[r + 1]}; }
 
 }  // namespace
 
@@ -371,15 +371,16 @@ Planted make_planted(std::int64_t m, std::int64_t n, int k, double factor_densit
   return p;
 }
 
-#define KFACTOR_BMF_INSTANTIATE(Space, T)                                                                          \
-  template Problem<Space::memory_space> make_problem<Space>(const Space&, std::int64_t, std::int64_t,             \
-                                                             const std::vector<ordinal_t>&,                         \
-                                                             const std::vector<ordinal_t>&, const Options&);        \
+#define KFACTOR_BMF_INSTANTIATE(Space, T)                                                                             \
+  template Problem<Space::memory_space> make_problem<Space>(const Space&, std::int64_t, std::int64_t,                 \
+                                                            const std::vector<ordinal_t>&,                            \
+                                                            const std::vector<ordinal_t>&, const Options&);           \
   template State<Space::memory_space> init<Space>(const Space&, const Problem<Space::memory_space>&, const Options&); \
-  template void step<Space>(const Space&, const Problem<Space::memory_space>&, const Options&,                    \
-                            State<Space::memory_space>&);                                                          \
-  template BooleanErrors full_error<Space>(const Space&, const Problem<Space::memory_space>&,                     \
-                                           const BitMatrix<Space::memory_space>&, const BitMatrix<Space::memory_space>&);
+  template void step<Space>(const Space&, const Problem<Space::memory_space>&, const Options&,                        \
+                            State<Space::memory_space>&);                                                             \
+  template BooleanErrors full_error<Space>(const Space&, const Problem<Space::memory_space>&,                         \
+                                           const BitMatrix<Space::memory_space>&,                                     \
+                                           const BitMatrix<Space::memory_space>&);
 KFACTOR_ETI_FOR_EACH_SPACE(KFACTOR_BMF_INSTANTIATE, void)
 
 }  // namespace kfactor::bmf

@@ -75,8 +75,7 @@ std::vector<RawRange> raw_ranges(hid_t file, h5::Mode mode, const std::string& w
       return 0;
     };
     hsize_t idx = 0;
-    h5::check(h5::link_iterate(g, H5_INDEX_NAME, H5_ITER_INC, &idx, cb, &names), mode,
-              where + ": listing /" + group);
+    h5::check(h5::link_iterate(g, H5_INDEX_NAME, H5_ITER_INC, &idx, cb, &names), mode, where + ": listing /" + group);
     for (const auto& n : names) {
       h5::Dataset ds(H5Dopen2(g, n.c_str(), H5P_DEFAULT), mode, where + ": opening " + n);
       // H5Dget_offset counts from the file start, user block included.
@@ -111,7 +110,8 @@ bool hash_file(int fd, std::uint64_t size, const std::vector<RawRange>& ranges, 
   return ok;
 }
 
-void fill_seal_block(unsigned char* block, std::uint64_t size, std::uint64_t hash, const std::vector<RawRange>& ranges) {
+void fill_seal_block(unsigned char* block, std::uint64_t size, std::uint64_t hash,
+                     const std::vector<RawRange>& ranges) {
   std::memset(block, 0, seal_block);
   std::memcpy(block, seal_magic, sizeof seal_magic);
   put_u64(block + 16, seal_version);
@@ -165,8 +165,9 @@ std::vector<RawRange> check_seal(const std::string& path) {
   std::vector<unsigned char> block(seal_block, 0);
   const ssize_t got = size > 0 ? ::pread(fd, block.data(), block.size(), 0) : 0;
   if (got < static_cast<ssize_t>(sizeof seal_magic) || std::memcmp(block.data(), seal_magic, sizeof seal_magic) != 0)
-    throw InputError(path + ": not a readable kfactor checkpoint (no kfactor seal at its start: another kind of file, "
-                            "a checkpoint of an older kfactor, or a damaged one)");
+    throw InputError(path +
+                     ": not a readable kfactor checkpoint (no kfactor seal at its start: another kind of file, "
+                     "a checkpoint of an older kfactor, or a damaged one)");
   if (got < static_cast<ssize_t>(seal_block))
     throw InputError(path + ": truncated checkpoint (" + std::to_string(size) + " bytes)");
   const auto version = get_u64(block.data() + 16);
@@ -174,8 +175,8 @@ std::vector<RawRange> check_seal(const std::string& path) {
     throw InputError(path + ": checkpoint seal version " + std::to_string(version) + " is not supported");
   const auto want_size = get_u64(block.data() + 24);
   if (want_size != static_cast<std::uint64_t>(size))
-    throw InputError(path + ": truncated or corrupt checkpoint (" + std::to_string(size) + " bytes; it was written with " +
-                     std::to_string(want_size) + ")");
+    throw InputError(path + ": truncated or corrupt checkpoint (" + std::to_string(size) +
+                     " bytes; it was written with " + std::to_string(want_size) + ")");
   const auto n = get_u64(block.data() + 40);
   if (n > seal_max_ranges) throw InputError(path + ": corrupt checkpoint seal (range count)");
   std::vector<RawRange> ranges(static_cast<std::size_t>(n));
@@ -202,9 +203,12 @@ bool stored_type(hid_t t, CheckpointType& out) {
   const auto cls = H5Tget_class(t);
   const auto size = H5Tget_size(t);
   if (cls == H5T_FLOAT) {
-    if (size == 4) out = CheckpointType::f32;
-    else if (size == 8) out = CheckpointType::f64;
-    else return false;
+    if (size == 4)
+      out = CheckpointType::f32;
+    else if (size == 8)
+      out = CheckpointType::f64;
+    else
+      return false;
     return true;
   }
   if (cls != H5T_INTEGER) return false;
@@ -259,11 +263,13 @@ struct CheckpointReader::Impl {
     std::int64_t elements = 0, bytes = 0;
     if (__builtin_mul_overflow(f.rows, f.cols, &elements) ||
         __builtin_mul_overflow(elements, static_cast<std::int64_t>(size_of(f.type)), &bytes))
-      bad(where + " '" + name + "' claims " + ckpt::dimensions(nd, f.rows, f.cols) + " elements, more than 2^63 bytes (corrupt file)");
+      bad(where + " '" + name + "' claims " + ckpt::dimensions(nd, f.rows, f.cols) +
+          " elements, more than 2^63 bytes (corrupt file)");
     const hsize_t stored = H5Dget_storage_size(ds);
     if (stored < static_cast<hsize_t>(bytes))
-      bad(where + " '" + name + "' claims " + ckpt::dimensions(nd, f.rows, f.cols) + " " + to_string(f.type) + " elements (" +
-          std::to_string(bytes) + " bytes) but stores " + std::to_string(stored) + " bytes (truncated or corrupt file)");
+      bad(where + " '" + name + "' claims " + ckpt::dimensions(nd, f.rows, f.cols) + " " + to_string(f.type) +
+          " elements (" + std::to_string(bytes) + " bytes) but stores " + std::to_string(stored) +
+          " bytes (truncated or corrupt file)");
     f.checksum = h5::read_uint_attribute(ds, "checksum", path + ": " + where + " '" + name + "'");
     return f;
   }
@@ -309,14 +315,12 @@ CheckpointReader::CheckpointReader(const std::string& path) : impl_(new Impl) {
   // The seal hashed everything but these ranges: they must be the datasets' raw data, nothing else.
   if (ckpt::raw_ranges(m.file, h5::Mode::read, path) != sealed_ranges)
     m.bad("the ranges its seal leaves out are not the raw data of its datasets (corrupt checkpoint)");
-  if (!h5::has_attribute(m.file, "format") ||
-      h5::read_string_attribute(m.file, "format", where) != ckpt::format_magic)
+  if (!h5::has_attribute(m.file, "format") || h5::read_string_attribute(m.file, "format", where) != ckpt::format_magic)
     throw InputError(path + ": not a kfactor checkpoint (no format=\"kfactor-checkpoint\" attribute)");
   const auto version = h5::read_int_attribute(m.file, "format_version", where);
   if (version != checkpoint_format_version)
     throw InputError(path + ": checkpoint format version " + std::to_string(version) +
-                     " is not supported (this build reads version " + std::to_string(checkpoint_format_version) +
-                     ")");
+                     " is not supported (this build reads version " + std::to_string(checkpoint_format_version) + ")");
   m.meta.format_version = static_cast<int>(version);
   m.meta.solver = h5::read_string_attribute(m.file, "solver", where);
   m.meta.precision = h5::read_string_attribute(m.file, "precision", where);
@@ -358,8 +362,8 @@ void CheckpointReader::expect(const CheckpointMeta& e) const {
     throw InputError(p + ": checkpoint holds " + s.precision + " factors; this run uses " + e.precision +
                      " (restart with --precision " + s.precision + ")");
   if (e.rank != 0 && e.rank != s.rank)
-    throw InputError(p + ": checkpoint has rank K = " + std::to_string(s.rank) + "; this run asks for K = " +
-                     std::to_string(e.rank));
+    throw InputError(p + ": checkpoint has rank K = " + std::to_string(s.rank) +
+                     "; this run asks for K = " + std::to_string(e.rank));
   if (!e.input.empty() && !(e.input == s.input))
     throw InputError(p + ": checkpoint was written for another input matrix (" + to_string(s.input) +
                      "); this input is " + to_string(e.input));
@@ -417,8 +421,7 @@ std::uint64_t CheckpointReader::read_field(const FieldBlock& want) const {
 }
 
 void CheckpointReader::verify_checksum(const std::string& name, std::uint64_t sum) const {
-  if (field(name).checksum != sum)
-    impl_->bad("field '" + name + "' fails its checksum (corrupt checkpoint)");
+  if (field(name).checksum != sum) impl_->bad("field '" + name + "' fails its checksum (corrupt checkpoint)");
 }
 
 bool CheckpointReader::has_history() const { return h5::exists(impl_->file, "history"); }

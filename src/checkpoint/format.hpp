@@ -90,7 +90,8 @@ inline std::string dimensions(int rank, std::int64_t rows, std::int64_t cols) {
 // ---- seal layout ----------------------------------------------------------------------
 
 constexpr hsize_t seal_block = 4096;  // user block size (a power of two >= 512)
-constexpr char seal_magic[16] = {'\x89', 'K', 'F', 'A', 'C', 'T', 'O', 'R', '-', 'S', 'E', 'A', 'L', '\r', '\n', '\x1a'};
+constexpr char seal_magic[16] = {'\x89', 'K', 'F', 'A', 'C', 'T',  'O',  'R',
+                                 '-',    'S', 'E', 'A', 'L', '\r', '\n', '\x1a'};
 constexpr std::uint64_t seal_version = 1;
 constexpr std::size_t seal_header = 16 + 4 * 8;  // magic, version, file size, hash, range count
 constexpr std::size_t seal_max_ranges = (seal_block - seal_header) / 16;

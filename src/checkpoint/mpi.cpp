@@ -36,8 +36,8 @@ void check_tiling(MPI_Comm comm, const FieldBlock& b) {
     if (global != b.global_rows || first != next)
       throw UsageError("checkpoint: the row blocks of field '" + b.name +
                        "' do not tile its rows in rank order (rank " + std::to_string(r) + " starts at row " +
-                       std::to_string(first) + ", expected " + std::to_string(next) + ", of " +
-                       std::to_string(global) + ")");
+                       std::to_string(first) + ", expected " + std::to_string(next) + ", of " + std::to_string(global) +
+                       ")");
     next += rows;
   }
   if (next != b.global_rows)

@@ -44,8 +44,8 @@ void WriterCore::open_file(hid_t fapl) {
             "tracking link creation order");
   h5::check(H5Pset_userblock(fcpl, ckpt::seal_block), h5::Mode::write, "reserving the seal's user block");
   // With the core driver the name only identifies the file inside HDF5.
-  file = h5::File(H5Fcreate(tmp.c_str(), H5F_ACC_TRUNC, fcpl, fapl), h5::Mode::write,
-                  "checkpoint: cannot create " + tmp);
+  file =
+      h5::File(H5Fcreate(tmp.c_str(), H5F_ACC_TRUNC, fcpl, fapl), h5::Mode::write, "checkpoint: cannot create " + tmp);
   auto gcpl = ckpt::ordered_group_creation(h5::Mode::write);
   write_meta();
   state = h5::Group(H5Gcreate2(file, "state", H5P_DEFAULT, gcpl, H5P_DEFAULT), h5::Mode::write,
@@ -77,9 +77,9 @@ void WriterCore::write_dataset(hid_t group, const FieldBlock& b, std::uint64_t c
   if (b.rank >= 1) dims.push_back(static_cast<hsize_t>(b.global_rows));
   if (b.rank == 2) dims.push_back(static_cast<hsize_t>(b.cols));
   auto fspace = h5::dataspace(h5::Mode::write, dims);
-  h5::Dataset ds(H5Dcreate2(group, b.name.c_str(), ckpt::file_type(b.type), fspace, H5P_DEFAULT, H5P_DEFAULT,
-                            H5P_DEFAULT),
-                 h5::Mode::write, "checkpoint: creating dataset '" + b.name + "'");
+  h5::Dataset ds(
+      H5Dcreate2(group, b.name.c_str(), ckpt::file_type(b.type), fspace, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
+      h5::Mode::write, "checkpoint: creating dataset '" + b.name + "'");
   h5::write_attribute(ds, "checksum", checksum);
   if (b.global_rows * b.cols == 0) return;
   if (collective) {
@@ -121,7 +121,6 @@ void WriterCore::publish_image() {
   out.write(image.data(), image.size());
   out.commit();
 }
-
 
 CheckpointWriter::CheckpointWriter(const std::string& path, const CheckpointMeta& meta) : impl_(new Impl) {
   auto& m = *impl_;

@@ -66,8 +66,8 @@ class MpiWrite final : public DistributedWrite {
       throw RuntimeFailure("checkpoint: field '" + block.name +
                            "' is too large (>2 GiB) to gather to rank 0; use parallel HDF5 (collective writes)");
     std::vector<unsigned char> whole(m.mpi_rank == 0 ? static_cast<std::size_t>(total) : 0);
-    MPI_Gatherv(block.data, static_cast<int>(bytes), MPI_BYTE, whole.data(), counts.data(), displs.data(), MPI_BYTE,
-                0, comm_);
+    MPI_Gatherv(block.data, static_cast<int>(bytes), MPI_BYTE, whole.data(), counts.data(), displs.data(), MPI_BYTE, 0,
+                comm_);
     if (m.has_file && !m.deferred) try {
         FieldBlock full = block;
         full.partitioned = false;
@@ -80,8 +80,7 @@ class MpiWrite final : public DistributedWrite {
       }
   }
 
-  void write_history(WriterCore& m, std::uint64_t& si, std::uint64_t& sv,
-                     const std::function<void()>& write) override {
+  void write_history(WriterCore& m, std::uint64_t& si, std::uint64_t& sv, const std::function<void()>& write) override {
     MPI_Bcast(&si, 1, MPI_UINT64_T, 0, comm_);
     MPI_Bcast(&sv, 1, MPI_UINT64_T, 0, comm_);
     if (m.collective) {
@@ -170,8 +169,7 @@ std::string broadcast(MPI_Comm comm, std::string s) {
 
 }  // namespace
 
-CheckpointWriter::CheckpointWriter(const std::string& path, const CheckpointMeta& meta, MPI_Comm comm,
-                                   DistributedIo io)
+CheckpointWriter::CheckpointWriter(const std::string& path, const CheckpointMeta& meta, MPI_Comm comm, DistributedIo io)
     : impl_(new Impl) {
   auto& m = *impl_;
   m.path = path;

@@ -18,8 +18,8 @@ std::string space_names(std::tuple<Spaces...>*) {
 BuildInfo build_info() {
   BuildInfo b;
   b.version = KFACTOR_VERSION_STRING;
-  b.kokkos_version = std::to_string(KOKKOS_VERSION / 10000) + "." + std::to_string(KOKKOS_VERSION / 100 % 100) +
-                     "." + std::to_string(KOKKOS_VERSION % 100);
+  b.kokkos_version = std::to_string(KOKKOS_VERSION / 10000) + "." + std::to_string(KOKKOS_VERSION / 100 % 100) + "." +
+                     std::to_string(KOKKOS_VERSION % 100);
   b.execution_spaces = space_names(static_cast<EnabledExecutionSpaces*>(nullptr));
   b.default_space = backend_name<Kokkos::DefaultExecutionSpace>();
 #if defined(KFACTOR_HAVE_KOKKOSKERNELS)

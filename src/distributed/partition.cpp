@@ -9,8 +9,8 @@ namespace kfactor::distributed {
 
 RowBlock balanced_row_block(std::int64_t global_rows, int nranks, int rank) {
   if (nranks <= 0 || rank < 0 || rank >= nranks || global_rows < 0)
-    throw UsageError("balanced_row_block: rank " + std::to_string(rank) + " of " + std::to_string(nranks) +
-                     " for " + std::to_string(global_rows) + " rows (need 0 <= rank < ranks and rows >= 0)");
+    throw UsageError("balanced_row_block: rank " + std::to_string(rank) + " of " + std::to_string(nranks) + " for " +
+                     std::to_string(global_rows) + " rows (need 0 <= rank < ranks and rows >= 0)");
   const std::int64_t base = global_rows / nranks, extra = global_rows % nranks;
   RowBlock b;
   b.global_rows = global_rows;

@@ -15,8 +15,8 @@ using detail::Fields;
 using detail::Lines;
 
 std::optional<std::size_t> FactorFile::find(std::int64_t id) const {
-  const auto it = std::lower_bound(by_id.begin(), by_id.end(), id,
-                                   [&](std::size_t r, std::int64_t v) { return ids[r] < v; });
+  const auto it =
+      std::lower_bound(by_id.begin(), by_id.end(), id, [&](std::size_t r, std::int64_t v) { return ids[r] < v; });
   if (it == by_id.end() || ids[*it] != id) return std::nullopt;
   return *it;
 }
@@ -53,8 +53,8 @@ FactorFile parse_factor_mm(std::string_view text, const std::string& name, std::
   ReadInfo info;
   const auto A = parse_matrix_market<double>(text, name, opt, &info);
   if (info.detail.rfind("array", 0) != 0 || info.detail.find("general") == std::string::npos)
-    ctx.fail(1, "a Matrix Market factor must be 'matrix array real general' (a dense factor), found '" +
-                    info.detail + "'");
+    ctx.fail(
+        1, "a Matrix Market factor must be 'matrix array real general' (a dense factor), found '" + info.detail + "'");
   // The size line: the first line after the banner that is not a comment.
   Lines lines(text);
   std::string_view line;
@@ -66,8 +66,8 @@ FactorFile parse_factor_mm(std::string_view text, const std::string& name, std::
       break;
     }
   if (A.num_rows == 0 || A.num_cols == 0)
-    ctx.fail(size_line, "the factor is empty (" + std::to_string(A.num_rows) + " x " + std::to_string(A.num_cols) +
-                            ")");
+    ctx.fail(size_line,
+             "the factor is empty (" + std::to_string(A.num_rows) + " x " + std::to_string(A.num_cols) + ")");
   FactorFile f;
   f.rank = A.num_cols;
   f.ids.resize(static_cast<std::size_t>(A.num_rows));
@@ -142,7 +142,8 @@ FactorFile parse_factor_csv(std::string_view text, const std::string& name, std:
                        ") has " + std::to_string(K + 1));
     where.push_back(ln);
   }
-  if (f.ids.empty()) ctx.fail(lines.number(), "no factor rows after the header (line " + std::to_string(header_line) + ")");
+  if (f.ids.empty())
+    ctx.fail(lines.number(), "no factor rows after the header (line " + std::to_string(header_line) + ")");
   index_ids(ctx, f, where);
   return f;
 }

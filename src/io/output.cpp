@@ -54,7 +54,7 @@ std::string resolve_write_target(const std::string& path) {
   fs::path p(path);
   // Linux follows at most 40 links in a path; a longer chain is a loop.
   for (int hops = 0; hops <= 40; ++hops) {
-    struct stat st {};
+    struct stat st{};
     if (::lstat(p.c_str(), &st) != 0 || !S_ISLNK(st.st_mode)) return p.string();
     std::error_code ec;
     const fs::path to = fs::read_symlink(p, ec);
@@ -66,7 +66,7 @@ std::string resolve_write_target(const std::string& path) {
 
 void check_write_target(const std::string& path, const std::vector<std::string>& inputs) {
   const std::string target = resolve_write_target(path);
-  struct stat st {};
+  struct stat st{};
   if (::stat(target.c_str(), &st) != 0) {
     if (errno == ENOENT) return;
     throw RuntimeFailure(path + ": cannot examine the output path: " + errno_text(errno));
@@ -75,7 +75,7 @@ void check_write_target(const std::string& path, const std::vector<std::string>&
     throw UsageError(path + (target != path ? " (-> " + target + ")" : std::string()) + " is " + kind_of(st.st_mode) +
                      ": kfactor writes an output file only where there is none or a regular file");
   for (const auto& input : inputs) {
-    struct stat in {};
+    struct stat in{};
     if (::stat(input.c_str(), &in) == 0 && in.st_dev == st.st_dev && in.st_ino == st.st_ino)
       throw UsageError(path + " is the input file " + input +
                        " of this run (same device and inode): writing it would destroy the input; choose another "
@@ -116,14 +116,13 @@ std::shared_ptr<OutputLock::Shared> acquire(const std::string& path, const std::
       char buf[32] = {};
       const ssize_t got = ::pread(fd, buf, sizeof buf - 1, 0);
       ::close(fd);
-      if (err != EWOULDBLOCK)
-        throw RuntimeFailure(path + ": cannot lock " + lock_path + ": " + errno_text(err));
+      if (err != EWOULDBLOCK) throw RuntimeFailure(path + ": cannot lock " + lock_path + ": " + errno_text(err));
       const std::string holder = got > 0 ? std::string(buf, static_cast<std::size_t>(got)) : std::string("?");
       throw UsageError(path + " is being written by another run (process " + holder.substr(0, holder.find('\n')) +
                        " holds " + lock_path + "); give each run its own output path");
     }
     // The holder may have unlinked the file between our open and flock.
-    struct stat by_fd {}, by_path {};
+    struct stat by_fd{}, by_path{};
     if (::fstat(fd, &by_fd) == 0 && ::stat(lock_path.c_str(), &by_path) == 0 && by_fd.st_dev == by_path.st_dev &&
         by_fd.st_ino == by_path.st_ino) {
       auto s = std::make_shared<OutputLock::Shared>();
@@ -229,13 +228,15 @@ std::string verify_output_set(const std::vector<std::string>& paths) {
   std::set<std::string> seen;
   for (const auto& p : paths) {
     const auto s = read_output_stamp(p);
-    if (s.set.empty()) throw InputError(p, 0, "carries no kfactor-set stamp: it was not written as part of a run's set");
+    if (s.set.empty())
+      throw InputError(p, 0, "carries no kfactor-set stamp: it was not written as part of a run's set");
     if (set.empty()) {
       set = s.set;
       expected = s.members;
     } else if (s.set != set) {
-      throw InputError(p, 0, "belongs to output set " + s.set + ", not to set " + set + " of " + paths.front() +
-                                 " (files of different runs)");
+      throw InputError(p, 0,
+                       "belongs to output set " + s.set + ", not to set " + set + " of " + paths.front() +
+                           " (files of different runs)");
     } else if (s.members != expected) {
       throw InputError(p, 0, "lists other members than " + paths.front() + " (corrupt stamp)");
     }
@@ -316,7 +317,8 @@ void AtomicFile::write(const void* data, std::size_t size) {
     const ssize_t n = ::write(fd_, p, size);
     if (n < 0) {
       if (errno == EINTR) continue;
-      throw RuntimeFailure(path_ + ": write failed: " + errno_text(errno) + " (the previous file, if any, is unchanged)");
+      throw RuntimeFailure(path_ + ": write failed: " + errno_text(errno) +
+                           " (the previous file, if any, is unchanged)");
     }
     p += n;
     size -= static_cast<std::size_t>(n);

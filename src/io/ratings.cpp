@@ -53,8 +53,8 @@ ReindexedRatings<T> reindex_ratings(const RatingData<T>& heldout, const RatingDa
       if (policy == UnknownIds::reject)
         throw InputError(source, 0,
                          "entry " + std::to_string(e + 1) + " (user " + std::to_string(uid) + ", item " +
-                             std::to_string(iid) + "): " +
-                             (u < 0 ? "user " + std::to_string(uid) : "item " + std::to_string(iid)) +
+                             std::to_string(iid) +
+                             "): " + (u < 0 ? "user " + std::to_string(uid) : "item " + std::to_string(iid)) +
                              " is not in the training ratings");
       ++out.dropped;
       continue;

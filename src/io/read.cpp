@@ -93,8 +93,7 @@ constexpr std::uint64_t bytes_per_dim = 16;
 void check_memory(const Context& ctx, std::int64_t line, std::int64_t m, std::int64_t n, std::uint64_t entries,
                   std::size_t text_size, const ReadOptions& opt, const std::string& claim) {
   const std::uint64_t limit = memory_limit(opt);
-  const long double need = static_cast<long double>(entries) * bytes_per_entry +
-                           static_cast<long double>(text_size) +
+  const long double need = static_cast<long double>(entries) * bytes_per_entry + static_cast<long double>(text_size) +
                            (static_cast<long double>(m) + static_cast<long double>(n) + 2) * bytes_per_dim;
   if (need > static_cast<long double>(limit))
     ctx.fail(line, claim + ": about " + gib(double(need)) +
@@ -197,8 +196,8 @@ CooMatrix<T> finalize(const Context& ctx, Entries& e, std::int64_t m, std::int64
     std::sort(kv.begin(), kv.end());
     for (std::size_t k = 0; k < nnz; ++k) order[k] = kv[k].second;
   }
-  const bool reject = opt.duplicates == DuplicatePolicy::error ||
-                      (opt.duplicates == DuplicatePolicy::automatic && !pattern);
+  const bool reject =
+      opt.duplicates == DuplicatePolicy::error || (opt.duplicates == DuplicatePolicy::automatic && !pattern);
   CooMatrix<T> out;
   out.num_rows = m;
   out.num_cols = n;
@@ -285,9 +284,10 @@ CooMatrix<T> parse_matrix_market(std::string_view text, const std::string& name,
     ctx.fail(1, "not a Matrix Market file: the first line must start with %%MatrixMarket, found " +
                     show(detail::trim(line)));
   if (h.n != 5)
-    ctx.fail(1, "the header needs 5 fields '%%MatrixMarket matrix coordinate|array real|integer|pattern "
-                "general|symmetric|skew-symmetric', found " +
-                    std::to_string(h.n));
+    ctx.fail(1,
+             "the header needs 5 fields '%%MatrixMarket matrix coordinate|array real|integer|pattern "
+             "general|symmetric|skew-symmetric', found " +
+                 std::to_string(h.n));
   if (!detail::iequals(h[1], "matrix")) ctx.fail(1, "unsupported Matrix Market object " + show(h[1]));
   bool coordinate = false;
   if (detail::iequals(h[2], "coordinate"))
@@ -307,7 +307,8 @@ CooMatrix<T> parse_matrix_market(std::string_view text, const std::string& name,
   else if (detail::iequals(h[4], "skew-symmetric"))
     sym = Symmetry::skew;
   else if (!detail::iequals(h[4], "general"))
-    ctx.fail(1, "unsupported Matrix Market symmetry " + show(h[4]) + " (expected general, symmetric or skew-symmetric)");
+    ctx.fail(1,
+             "unsupported Matrix Market symmetry " + show(h[4]) + " (expected general, symmetric or skew-symmetric)");
   if (pattern && !coordinate) ctx.fail(1, "a pattern matrix must use the coordinate format");
   if (pattern && sym == Symmetry::skew) ctx.fail(1, "a pattern matrix cannot be skew-symmetric");
 
@@ -317,15 +318,16 @@ CooMatrix<T> parse_matrix_market(std::string_view text, const std::string& name,
   const Fields s = detail::split_ws(line);
   const int want = coordinate ? 3 : 2;
   if (s.n != want)
-    ctx.fail(size_line, std::string("the size line needs ") + (coordinate ? "3 fields 'rows cols nnz'" : "2 fields 'rows cols'") +
-                            ", found " + std::to_string(s.n));
+    ctx.fail(size_line, std::string("the size line needs ") +
+                            (coordinate ? "3 fields 'rows cols nnz'" : "2 fields 'rows cols'") + ", found " +
+                            std::to_string(s.n));
   const std::int64_t m = ctx.integer(size_line, s[0], "row count");
   const std::int64_t n = ctx.integer(size_line, s[1], "column count");
   check_dim(ctx, size_line, m, "row count");
   check_dim(ctx, size_line, n, "column count");
   if (sym != Symmetry::general && m != n)
-    ctx.fail(size_line, "a symmetric matrix must be square, the header says " + std::to_string(m) + " x " +
-                            std::to_string(n));
+    ctx.fail(size_line,
+             "a symmetric matrix must be square, the header says " + std::to_string(m) + " x " + std::to_string(n));
   const auto um = static_cast<std::uint64_t>(m), un = static_cast<std::uint64_t>(n);
   const std::uint64_t capacity = sym == Symmetry::general     ? um * un
                                  : sym == Symmetry::symmetric ? un * (un + 1) / 2
@@ -333,8 +335,13 @@ CooMatrix<T> parse_matrix_market(std::string_view text, const std::string& name,
   const std::string cap_what = std::to_string(m) + " x " + std::to_string(n) +
                                (sym == Symmetry::general ? " matrix" : " matrix stored as a triangle");
   std::string detail = std::string(coordinate ? "coordinate " : "array ") +
-                       (pattern ? "pattern" : integer ? "integer" : "real") + " " +
-                       (sym == Symmetry::general ? "general" : sym == Symmetry::symmetric ? "symmetric" : "skew-symmetric");
+                       (pattern   ? "pattern"
+                        : integer ? "integer"
+                                  : "real") +
+                       " " +
+                       (sym == Symmetry::general     ? "general"
+                        : sym == Symmetry::symmetric ? "symmetric"
+                                                     : "skew-symmetric");
 
   const double sign = sym == Symmetry::skew ? -1.0 : 1.0;
   Entries e;
@@ -347,8 +354,8 @@ CooMatrix<T> parse_matrix_market(std::string_view text, const std::string& name,
 
   if (coordinate) {
     const std::int64_t nnz = ctx.integer(size_line, s[2], "entry count");
-    const std::size_t fit =
-        check_claim(ctx, size_line, m, n, nnz, capacity, cap_what, lines.remaining(), pattern ? 4 : 6, text.size(), opt);
+    const std::size_t fit = check_claim(ctx, size_line, m, n, nnz, capacity, cap_what, lines.remaining(),
+                                        pattern ? 4 : 6, text.size(), opt);
     e.reserve(fit * (sym == Symmetry::general ? 1 : 2));
     auto index = [&](std::int64_t ln, std::string_view t, std::int64_t bound, const char* what) {
       const std::int64_t i = ctx.integer(ln, t, what);
@@ -470,8 +477,7 @@ CooMatrix<T> parse_edges(std::string_view text, const std::string& name, const R
     if (opt.symmetrize && u != v) e.add(v, u, w, ln);
     ++count;
   }
-  if (count == 0)
-    ctx.fail(lines.number(), header_count ? "no edges after the count line" : "no edges (empty file)");
+  if (count == 0) ctx.fail(lines.number(), header_count ? "no edges after the count line" : "no edges (empty file)");
   const std::int64_t nodes = std::max(max_u, max_v) + 1;
   if (header_count && *header_count != count && *header_count > max_dim)
     ctx.fail(header_line, "the count line says " + std::to_string(*header_count) + ": not the " +
@@ -483,9 +489,9 @@ CooMatrix<T> parse_edges(std::string_view text, const std::string& name, const R
                               "); a leading count must be the edge count or a node count at least that large");
   std::int64_t m = max_u + 1, n = max_v + 1;
   if (opt.square || opt.symmetrize) m = n = std::max(m, n);
-  check_memory(ctx, max_id_line, m, n, e.size(), text.size(), opt,
-               "id " + std::to_string(nodes - 1 + base) + " makes the matrix " + std::to_string(m) + " x " +
-                   std::to_string(n));
+  check_memory(
+      ctx, max_id_line, m, n, e.size(), text.size(), opt,
+      "id " + std::to_string(nodes - 1 + base) + " makes the matrix " + std::to_string(m) + " x " + std::to_string(n));
   set_info(info, Format::edges,
            std::string(fields == 3 ? "weighted" : "unweighted") + (header_count ? ", leading count line" : "") +
                (opt.symmetrize ? ", symmetrized" : ""),
@@ -524,8 +530,8 @@ RatingData<T> parse_ratings(std::string_view text, const std::string& name, cons
       }
     }
     if (f.n < 2 || f.n > 4)
-      ctx.fail(ln, "expected 'user item rating [timestamp]' (2 to 4 fields), found " + std::to_string(f.n) +
-                       " fields" + (sep.empty() ? "" : " separated by '" + sep + "'"));
+      ctx.fail(ln, "expected 'user item rating [timestamp]' (2 to 4 fields), found " + std::to_string(f.n) + " fields" +
+                       (sep.empty() ? "" : " separated by '" + sep + "'"));
     if (fields == 0) fields = f.n;
     if (f.n != fields)
       ctx.fail(ln, "found " + std::to_string(f.n) + " fields but the first rating has " + std::to_string(fields));
@@ -569,10 +575,10 @@ RatingData<T> parse_ratings(std::string_view text, const std::string& name, cons
   std::vector<double>().swap(vals);
   std::vector<std::int64_t>().swap(where);
   const std::string sep_name = sep.empty() ? "whitespace" : "'" + sep + "'";
-  set_info(info, Format::ratings,
-           "ratings, " + sep_name + " separated, " + std::to_string(fields) + " fields" +
-               (header ? ", header line" : ""),
-           lines.number(), count);
+  set_info(
+      info, Format::ratings,
+      "ratings, " + sep_name + " separated, " + std::to_string(fields) + " fields" + (header ? ", header line" : ""),
+      lines.number(), count);
   out.matrix = finalize<T>(ctx, e, static_cast<std::int64_t>(out.user_ids.size()),
                            static_cast<std::int64_t>(out.item_ids.size()), fields == 2, opt, info,
                            IndexDisplay{0, &out.user_ids, &out.item_ids});
@@ -595,9 +601,9 @@ CooMatrix<T> parse_bmf(std::string_view text, const std::string& name, const Rea
   const std::int64_t nnz = ctx.integer(hl, h[2], "entry count");
   check_dim(ctx, hl, m, "row count");
   check_dim(ctx, hl, n, "column count");
-  const std::size_t fit = check_claim(ctx, hl, m, n, nnz, static_cast<std::uint64_t>(m) * static_cast<std::uint64_t>(n),
-                                      std::to_string(m) + " x " + std::to_string(n) + " matrix", lines.remaining(), 4,
-                                      text.size(), opt);
+  const std::size_t fit =
+      check_claim(ctx, hl, m, n, nnz, static_cast<std::uint64_t>(m) * static_cast<std::uint64_t>(n),
+                  std::to_string(m) + " x " + std::to_string(n) + " matrix", lines.remaining(), 4, text.size(), opt);
   Entries e;
   e.reserve(fit);
   std::int64_t count = 0;
@@ -738,8 +744,10 @@ const char* file_kind(mode_t mode) {
 }
 
 [[noreturn]] void refuse_kind(const std::string& path, mode_t mode) {
-  throw InputError(path, 0, std::string(file_kind(mode)) + ", not a regular file (inputs are read whole, so "
-                                                           "devices, pipes and directories are refused)");
+  throw InputError(path, 0,
+                   std::string(file_kind(mode)) +
+                       ", not a regular file (inputs are read whole, so "
+                       "devices, pipes and directories are refused)");
 }
 
 struct Fd {
@@ -755,7 +763,7 @@ std::string read_file(const std::string& path, std::uint64_t limit) {
   const std::uint64_t cap = memory_limit(o);
   // stat() before open(): opening a FIFO without a writer blocks, and a
   // device like /dev/zero never ends.
-  struct stat st {};
+  struct stat st{};
   if (::stat(path.c_str(), &st) != 0) throw InputError(path, 0, std::string("cannot open: ") + std::strerror(errno));
   if (!S_ISREG(st.st_mode)) refuse_kind(path, st.st_mode);
   // O_NONBLOCK: should the path become a FIFO after stat(), open() still
@@ -844,21 +852,19 @@ CooStats coo_stats(const CooMatrix<T>& A) {
   return s;
 }
 
-#define KFACTOR_IO_INSTANTIATE(T)                                                                                \
-  template CooMatrix<T> parse_matrix_market<T>(std::string_view, const std::string&, const ReadOptions&,        \
-                                               ReadInfo*);                                                      \
-  template CooMatrix<T> parse_edges<T>(std::string_view, const std::string&, const ReadOptions&, ReadInfo*);    \
-  template RatingData<T> parse_ratings<T>(std::string_view, const std::string&, const ReadOptions&, ReadInfo*); \
-  template CooMatrix<T> parse_bmf<T>(std::string_view, const std::string&, const ReadOptions&, ReadInfo*);      \
-  template CooMatrix<T> parse_dense<T>(std::string_view, const std::string&, const ReadOptions&, ReadInfo*);    \
-  template CooMatrix<T> parse_matrix<T>(std::string_view, const std::string&, Format, const ReadOptions&,       \
-                                        ReadInfo*);                                                             \
-  template CooMatrix<T> read_matrix_market<T>(const std::string&, const ReadOptions&, ReadInfo*);               \
-  template CooMatrix<T> read_edges<T>(const std::string&, const ReadOptions&, ReadInfo*);                       \
-  template RatingData<T> read_ratings<T>(const std::string&, const ReadOptions&, ReadInfo*);                    \
-  template CooMatrix<T> read_bmf<T>(const std::string&, const ReadOptions&, ReadInfo*);                         \
-  template CooMatrix<T> read_dense<T>(const std::string&, const ReadOptions&, ReadInfo*);                       \
-  template CooMatrix<T> read_matrix<T>(const std::string&, Format, const ReadOptions&, ReadInfo*);              \
+#define KFACTOR_IO_INSTANTIATE(T)                                                                                     \
+  template CooMatrix<T> parse_matrix_market<T>(std::string_view, const std::string&, const ReadOptions&, ReadInfo*);  \
+  template CooMatrix<T> parse_edges<T>(std::string_view, const std::string&, const ReadOptions&, ReadInfo*);          \
+  template RatingData<T> parse_ratings<T>(std::string_view, const std::string&, const ReadOptions&, ReadInfo*);       \
+  template CooMatrix<T> parse_bmf<T>(std::string_view, const std::string&, const ReadOptions&, ReadInfo*);            \
+  template CooMatrix<T> parse_dense<T>(std::string_view, const std::string&, const ReadOptions&, ReadInfo*);          \
+  template CooMatrix<T> parse_matrix<T>(std::string_view, const std::string&, Format, const ReadOptions&, ReadInfo*); \
+  template CooMatrix<T> read_matrix_market<T>(const std::string&, const ReadOptions&, ReadInfo*);                     \
+  template CooMatrix<T> read_edges<T>(const std::string&, const ReadOptions&, ReadInfo*);                             \
+  template RatingData<T> read_ratings<T>(const std::string&, const ReadOptions&, ReadInfo*);                          \
+  template CooMatrix<T> read_bmf<T>(const std::string&, const ReadOptions&, ReadInfo*);                               \
+  template CooMatrix<T> read_dense<T>(const std::string&, const ReadOptions&, ReadInfo*);                             \
+  template CooMatrix<T> read_matrix<T>(const std::string&, Format, const ReadOptions&, ReadInfo*);                    \
   template CooStats coo_stats<T>(const CooMatrix<T>&);
 KFACTOR_IO_INSTANTIATE(float)
 KFACTOR_IO_INSTANTIATE(double)

@@ -3,17 +3,17 @@
 // splitting, checked number parsing, and error construction. Host only.
 #include <kfactor/core/error.hpp>
 
-#include <array>
 #include <algorithm>
+#include <array>
 #include <charconv>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <string>
 #include <string_view>
-#include <limits>
 #include <system_error>
 
 #include <sys/resource.h>
@@ -76,7 +76,7 @@ inline std::uint64_t memory_limit_or_physical(std::uint64_t limit) {
   const long pages = ::sysconf(_SC_PHYS_PAGES);
   const long page = ::sysconf(_SC_PAGE_SIZE);
   if (pages > 0 && page > 0) cap = static_cast<std::uint64_t>(pages) * static_cast<std::uint64_t>(page);
-  struct rlimit as {};
+  struct rlimit as{};
   if (::getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY)
     cap = std::min<std::uint64_t>(cap, static_cast<std::uint64_t>(as.rlim_cur));
   return cap;

@@ -16,8 +16,7 @@ std::string stamp_text(const OutputStamp& s) {
 }
 }  // namespace
 
-TextWriter::TextWriter(const std::string& path, const OutputOptions& out)
-    : file_(path, out.inputs), stamp_(out.stamp) {
+TextWriter::TextWriter(const std::string& path, const OutputOptions& out) : file_(path, out.inputs), stamp_(out.stamp) {
   buffer_.reserve(flush_at + 256);
 }
 

@@ -25,16 +25,26 @@ bool parse_options(std::istringstream& in, SddmmOptions& o) {
     if (eq == std::string::npos) return false;
     const std::string k = field.substr(0, eq), v = field.substr(eq + 1);
     try {
-      if (k == "kernel") o.kernel = parse_sddmm_kernel(v);
-      else if (k == "tiles") o.column_tiles = v == "1";
-      else if (k == "tile_cols") o.tile_cols = std::stoi(v);
-      else if (k == "staged") o.staged = v == "A" ? SddmmStaged::a : v == "B" ? SddmmStaged::b : SddmmStaged::automatic;
-      else if (k == "tk") o.tk = std::stoi(v);
-      else if (k == "chunk") o.chunk = std::stoi(v);
-      else if (k == "lanes") o.vector_length = std::stoi(v);
-      else if (k == "active_rows") o.active_rows = v == "1";
-      else if (k == "sort") o.sort_items = std::stoi(v);
-      else continue;
+      if (k == "kernel")
+        o.kernel = parse_sddmm_kernel(v);
+      else if (k == "tiles")
+        o.column_tiles = v == "1";
+      else if (k == "tile_cols")
+        o.tile_cols = std::stoi(v);
+      else if (k == "staged")
+        o.staged = v == "A" ? SddmmStaged::a : v == "B" ? SddmmStaged::b : SddmmStaged::automatic;
+      else if (k == "tk")
+        o.tk = std::stoi(v);
+      else if (k == "chunk")
+        o.chunk = std::stoi(v);
+      else if (k == "lanes")
+        o.vector_length = std::stoi(v);
+      else if (k == "active_rows")
+        o.active_rows = v == "1";
+      else if (k == "sort")
+        o.sort_items = std::stoi(v);
+      else
+        continue;
     } catch (const std::exception&) {
       return false;
     }

@@ -105,8 +105,7 @@ double amdahl_speedup(double fraction, double kernel_speedup) {
 std::vector<ordinal_t> equal_column_blocks(ordinal_t num_cols, int parts) {
   if (parts < 1) throw UsageError("equal_column_blocks: need at least one part, got " + std::to_string(parts));
   std::vector<ordinal_t> b(static_cast<std::size_t>(parts) + 1);
-  for (int p = 0; p <= parts; ++p)
-    b[p] = static_cast<ordinal_t>(static_cast<std::int64_t>(num_cols) * p / parts);
+  for (int p = 0; p <= parts; ++p) b[p] = static_cast<ordinal_t>(static_cast<std::int64_t>(num_cols) * p / parts);
   return b;
 }
 

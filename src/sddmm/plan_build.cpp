@@ -12,19 +12,18 @@
 
 namespace kfactor::detail {
 
-void validate_sddmm_pattern(const offset_t* row_map, const ordinal_t* entries, ordinal_t m, ordinal_t n,
-                            offset_t nnz) {
+void validate_sddmm_pattern(const offset_t* row_map, const ordinal_t* entries, ordinal_t m, ordinal_t n, offset_t nnz) {
   if (m < 0 || n < 0) throw InputError("sddmm: S has a negative dimension");
   if (row_map[0] != 0) throw InputError("sddmm: S's row_map must start at 0");
   if (row_map[m] != nnz)
-    throw InputError("sddmm: S's row_map ends at " + std::to_string(row_map[m]) + " but S has " +
-                     std::to_string(nnz) + " column indices");
+    throw InputError("sddmm: S's row_map ends at " + std::to_string(row_map[m]) + " but S has " + std::to_string(nnz) +
+                     " column indices");
   for (ordinal_t i = 0; i < m; ++i) {
     if (row_map[i + 1] < row_map[i]) throw InputError("sddmm: S's row_map decreases at row " + std::to_string(i));
     for (offset_t e = row_map[i]; e < row_map[i + 1]; ++e) {
       if (entries[e] < 0 || entries[e] >= n)
-        throw InputError("sddmm: S's nonzero " + std::to_string(e) + " in row " + std::to_string(i) +
-                         " has column " + std::to_string(entries[e]) + ", outside 0.." + std::to_string(n - 1));
+        throw InputError("sddmm: S's nonzero " + std::to_string(e) + " in row " + std::to_string(i) + " has column " +
+                         std::to_string(entries[e]) + ", outside 0.." + std::to_string(n - 1));
       if (e > row_map[i] && entries[e] <= entries[e - 1])
         throw InputError("sddmm: S's row " + std::to_string(i) +
                          " has unsorted or duplicate column indices (sort and merge them first)");

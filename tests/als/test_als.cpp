@@ -335,9 +335,15 @@ TYPED_TEST(Als, BatchSizeAndTileChangeNothingBitwise) {
   auto problem = als::make_problem(exec, coo, 0.1, 4);
   std::vector<T> X0, Y0;
   int run = 0;
-  for (auto [tiled, xb, yb, batch] : std::vector<std::tuple<bool, int, int, int>>{
-           {true, 4, 8, 0}, {true, 4, 8, 4}, {true, 4, 8, 12}, {true, 4, 8, 28}, {false, 0, 0, 0}, {false, 0, 0, 1},
-           {false, 0, 0, 13}, {true, 1, 64, 3}, {true, 8, 5, 16}}) {
+  for (auto [tiled, xb, yb, batch] : std::vector<std::tuple<bool, int, int, int>>{{true, 4, 8, 0},
+                                                                                  {true, 4, 8, 4},
+                                                                                  {true, 4, 8, 12},
+                                                                                  {true, 4, 8, 28},
+                                                                                  {false, 0, 0, 0},
+                                                                                  {false, 0, 0, 1},
+                                                                                  {false, 0, 0, 13},
+                                                                                  {true, 1, 64, 3},
+                                                                                  {true, 8, 5, 16}}) {
     als::Options o;
     o.rank = 11;
     o.stop.max_iterations = 3;
@@ -707,13 +713,14 @@ TEST(AlsMovieLens, LatestSmallTestRmseAtF10) {
   o.stop.max_iterations = 10;
   o.lambda = 0.1;
   auto r = als::solve(exec, problem, o);
-  std::printf("preprocess %.3f s, autotune %.3f s, iterations %.3f s, tiles %s / %s\n", r.report.timings.get("preprocess"),
-              r.report.timings.get("autotune"), r.report.timings.get("iterations"), r.report.info["users_tile"].c_str(),
-              r.report.info["items_tile"].c_str());
+  std::printf("preprocess %.3f s, autotune %.3f s, iterations %.3f s, tiles %s / %s\n",
+              r.report.timings.get("preprocess"), r.report.timings.get("autotune"), r.report.timings.get("iterations"),
+              r.report.info["users_tile"].c_str(), r.report.info["items_tile"].c_str());
   const double rmse = r.report.metrics.get("test_rmse");
-  std::printf("MovieLens latest-small f=10 10 iterations: test RMSE %.4f (train %.4f, all test entries %.4f, cold %.4f)\n",
-              rmse, r.report.metrics.get("train_rmse"), r.report.metrics.get("test_rmse_all"),
-              r.report.metrics.get("test_cold_fraction"));
+  std::printf(
+      "MovieLens latest-small f=10 10 iterations: test RMSE %.4f (train %.4f, all test entries %.4f, cold %.4f)\n",
+      rmse, r.report.metrics.get("train_rmse"), r.report.metrics.get("test_rmse_all"),
+      r.report.metrics.get("test_cold_fraction"));
   EXPECT_LE(rmse, 0.90);
   EXPECT_GT(rmse, 0.5);
 }

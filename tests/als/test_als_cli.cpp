@@ -51,9 +51,9 @@ TEST(AlsCli, MovieLensThroughIoWithJson) {
   if (!std::filesystem::exists(movielens)) GTEST_SKIP() << "MovieLens latest-small not found";
   TempDir dir;
   const auto r = run_kfactor("als --input " + quote(movielens) +
-                             " --format ratings --rank 10 --iters 10 --lambda 0.1 --json --quiet --output " +
-                             quote(dir.file("ml")),
-                         dir);
+                                 " --format ratings --rank 10 --iters 10 --lambda 0.1 --json --quiet --output " +
+                                 quote(dir.file("ml")),
+                             dir);
   ASSERT_EQ(r.code, 0) << r.err;
   const auto j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["command"], "als");
@@ -91,8 +91,8 @@ TEST(AlsCli, RestartIsByteIdenticalAndPredictUsesTheFactors) {
   const auto first = run_kfactor(common + " --iters 2 --checkpoint " + quote(dir.file("c.h5")), dir);
   ASSERT_EQ(first.code, 0) << first.err;
   ASSERT_TRUE(std::filesystem::exists(dir.file("c.h5")));
-  const auto rest =
-      run_kfactor(common + " --iters 5 --restart " + quote(dir.file("c.h5")) + " --output " + quote(dir.file("b")), dir);
+  const auto rest = run_kfactor(
+      common + " --iters 5 --restart " + quote(dir.file("c.h5")) + " --output " + quote(dir.file("b")), dir);
   ASSERT_EQ(rest.code, 0) << rest.err;
   const auto ja = nlohmann::json::parse(straight.out), jb = nlohmann::json::parse(rest.out);
   EXPECT_EQ(jb["iterations"], 5);
@@ -111,7 +111,8 @@ TEST(AlsCli, RestartIsByteIdenticalAndPredictUsesTheFactors) {
     std::ofstream p(dir.file("pairs.txt"));
     p << "1 1\n1 3\n999999 1\n";
   }
-  const auto pr = run_kfactor("predict --factors " + quote(dir.file("a")) + " --pairs " + quote(dir.file("pairs.txt")), dir);
+  const auto pr =
+      run_kfactor("predict --factors " + quote(dir.file("a")) + " --pairs " + quote(dir.file("pairs.txt")), dir);
   ASSERT_EQ(pr.code, 0) << pr.err;
   std::istringstream lines(pr.out);
   std::string u, i, s;
@@ -136,19 +137,18 @@ TEST(AlsCli, RefusedRestartNamesWhatChangedAndKeepsTheCheckpoint) {
   const std::string small = head_of_movielens(dir, 3001, "small.csv");
   const std::string other = head_of_movielens(dir, 2501, "other.csv");
   const std::string ckpt = dir.file("c.h5");
-  const auto first = run_kfactor("als --input " + quote(small) + " --rank 4 --iters 2 --xb 4 --yb 64 --quiet --checkpoint " +
-                                 quote(ckpt),
-                             dir);
+  const auto first = run_kfactor(
+      "als --input " + quote(small) + " --rank 4 --iters 2 --xb 4 --yb 64 --quiet --checkpoint " + quote(ckpt), dir);
   ASSERT_EQ(first.code, 0) << first.err;
   const std::string before = slurp(ckpt);
   ASSERT_FALSE(before.empty());
   // Another input is an input error (3); another option a usage error (2)
   // naming the option.
   const std::pair<std::string, int> variants[] = {
-      {"als --input " + quote(other) + " --rank 4 --iters 4 --xb 4 --yb 64 --quiet", 3},                 // another matrix
-      {"als --input " + quote(small) + " --rank 5 --iters 4 --xb 4 --yb 64 --quiet", 3},                 // another rank
-      {"als --input " + quote(small) + " --rank 4 --iters 4 --xb 4 --yb 64 --quiet --lambda 0.2", 2},    // another option
-      {"als --input " + quote(small) + " --rank 4 --iters 4 --quiet --layout csr", 2},                   // another layout
+      {"als --input " + quote(other) + " --rank 4 --iters 4 --xb 4 --yb 64 --quiet", 3},               // another matrix
+      {"als --input " + quote(small) + " --rank 5 --iters 4 --xb 4 --yb 64 --quiet", 3},               // another rank
+      {"als --input " + quote(small) + " --rank 4 --iters 4 --xb 4 --yb 64 --quiet --lambda 0.2", 2},  // another option
+      {"als --input " + quote(small) + " --rank 4 --iters 4 --quiet --layout csr", 2},                 // another layout
   };
   for (const auto& [v, code] : variants) {
     SCOPED_TRACE(v);
@@ -156,13 +156,13 @@ TEST(AlsCli, RefusedRestartNamesWhatChangedAndKeepsTheCheckpoint) {
     const auto r = run_kfactor(v + " --restart " + quote(ckpt) + " --checkpoint " + quote(ckpt), dir);
     EXPECT_EQ(r.code, code) << r.err;
     EXPECT_NE(r.err.find(ckpt), std::string::npos) << r.err;
-    if (code == 2) EXPECT_NE(r.err.find(v.find("lambda") != std::string::npos ? "lambda" : "layout"), std::string::npos) << r.err;
+    if (code == 2)
+      EXPECT_NE(r.err.find(v.find("lambda") != std::string::npos ? "lambda" : "layout"), std::string::npos) << r.err;
     EXPECT_TRUE(slurp(ckpt) == before) << "checkpoint changed";
   }
   // A missing checkpoint is an input error too.
-  const auto missing = run_kfactor("als --input " + quote(small) + " --rank 4 --quiet --restart " +
-                                   quote(dir.file("none.h5")),
-                               dir);
+  const auto missing =
+      run_kfactor("als --input " + quote(small) + " --rank 4 --quiet --restart " + quote(dir.file("none.h5")), dir);
   EXPECT_EQ(missing.code, 3);
   EXPECT_NE(missing.err.find("none.h5"), std::string::npos) << missing.err;
 }
@@ -194,32 +194,27 @@ std::string small_ratings(const TempDir& dir, const std::string& name) {
 // unknown id.
 TEST(PredictCli, RefusesBadFactorFilesAndPrintsOneJsonObject) {
   TempDir dir;
-  auto write = [&](const std::string& name, const std::string& text) {
-    std::ofstream(dir.file(name)) << text;
-  };
+  auto write = [&](const std::string& name, const std::string& text) { std::ofstream(dir.file(name)) << text; };
   write("pairs.txt", "1 5\n2 5\n7 5\n");
   write("h_X.csv", "id,f0,f1\n");
   write("h_Y.csv", "id,f0,f1\n5,3,4\n");
-  const auto header_only = run_kfactor("predict --factors " + quote(dir.file("h")) + " --pairs " +
-                                           quote(dir.file("pairs.txt")),
-                                       dir, "", 0);
+  const auto header_only =
+      run_kfactor("predict --factors " + quote(dir.file("h")) + " --pairs " + quote(dir.file("pairs.txt")), dir, "", 0);
   EXPECT_EQ(header_only.code, 3) << header_only.err;
   EXPECT_NE(header_only.err.find("h_X.csv"), std::string::npos) << header_only.err;
 
   write("r_X.csv", "id,f0,f1\n1,1,2\n2,-1,0.5\n");
   write("r_Y.csv", "id,f0,f1,f2\n5,3,4,1\n");
-  const auto ranks = run_kfactor("predict --factors " + quote(dir.file("r")) + " --pairs " +
-                                     quote(dir.file("pairs.txt")),
-                                 dir, "", 1);
+  const auto ranks =
+      run_kfactor("predict --factors " + quote(dir.file("r")) + " --pairs " + quote(dir.file("pairs.txt")), dir, "", 1);
   EXPECT_EQ(ranks.code, 3) << ranks.err;
   EXPECT_NE(ranks.err.find("r_Y.csv:1"), std::string::npos) << ranks.err;
   EXPECT_NE(ranks.err.find("rank 3 but"), std::string::npos) << ranks.err;
 
   write("g_X.csv", "id,f0,f1\n1,1,2\n2,-1,0.5\n");
   write("g_Y.csv", "id,f0,f1\n5,3,4\n");
-  const auto j = run_kfactor("predict --json --factors " + quote(dir.file("g")) + " --pairs " +
-                                 quote(dir.file("pairs.txt")),
-                             dir, "", 2);
+  const auto j = run_kfactor(
+      "predict --json --factors " + quote(dir.file("g")) + " --pairs " + quote(dir.file("pairs.txt")), dir, "", 2);
   ASSERT_EQ(j.code, 0) << j.err;
   const auto o = nlohmann::json::parse(j.out);  // exactly one object: parse refuses trailing text
   EXPECT_EQ(o["command"], "predict");
@@ -250,8 +245,8 @@ TEST(AlsCli, OutputSetPredictsAndHeldOutIdsAreChecked) {
     std::ofstream p(dir.file("pairs.txt"));
     p << "101 501\n";
   }
-  const auto pr = run_kfactor("predict --factors " + quote(dir.file("f")) + " --pairs " + quote(dir.file("pairs.txt")),
-                              dir, "", 1);
+  const auto pr =
+      run_kfactor("predict --factors " + quote(dir.file("f")) + " --pairs " + quote(dir.file("pairs.txt")), dir, "", 1);
   ASSERT_EQ(pr.code, 0) << pr.err;
   std::istringstream line(pr.out);
   std::string u, i, s;
@@ -269,9 +264,9 @@ TEST(AlsCli, OutputSetPredictsAndHeldOutIdsAreChecked) {
   EXPECT_NE(unknown.err.find("999"), std::string::npos) << unknown.err;
 
   std::filesystem::copy_file(train, dir.file("in_X.csv"));
-  const auto over = run_kfactor("als --input " + quote(dir.file("in_X.csv")) + " --rank 3 --iters 1 --quiet --output " +
-                                    quote(dir.file("in")),
-                                dir, "", 3);
+  const auto over = run_kfactor(
+      "als --input " + quote(dir.file("in_X.csv")) + " --rank 3 --iters 1 --quiet --output " + quote(dir.file("in")),
+      dir, "", 3);
   EXPECT_EQ(over.code, 2) << over.err;
   EXPECT_NE(over.err.find("in_X.csv"), std::string::npos) << over.err;
 }

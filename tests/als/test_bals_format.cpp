@@ -40,8 +40,8 @@ CooMatrix<double> random_coo(int m, int n, double density, std::uint64_t seed, b
 }
 
 TEST(BalsFormat, SizesRoundTripAndFirstAppearanceOrder) {
-  for (auto [m, n, xb, yb] : std::vector<std::array<int, 4>>{{9, 6, 2, 3}, {37, 23, 4, 5}, {50, 41, 1, 7},
-                                                            {33, 64, 8, 16}, {5, 3, 8, 16}, {64, 64, 3, 64}}) {
+  for (auto [m, n, xb, yb] : std::vector<std::array<int, 4>>{
+           {9, 6, 2, 3}, {37, 23, 4, 5}, {50, 41, 1, 7}, {33, 64, 8, 16}, {5, 3, 8, 16}, {64, 64, 3, 64}}) {
     const auto A = host_csr(random_coo(m, n, 0.25, 100 + m + n));
     const auto B = build_bals_host(A, xb, yb);
     // 1: array sizes.
@@ -165,8 +165,8 @@ TEST(Reorder, DescendingCountsStableBijection) {
   check(pr, rc);
   check(pc, cc);
   // The permuted matrix holds the same entries under the new labels.
-  const auto P = copy_to<Kokkos::HostSpace>(permute(Kokkos::DefaultHostExecutionSpace{},
-                                                   copy_to<Kokkos::DefaultHostExecutionSpace::memory_space>(A), pr, pc));
+  const auto P = copy_to<Kokkos::HostSpace>(permute(
+      Kokkos::DefaultHostExecutionSpace{}, copy_to<Kokkos::DefaultHostExecutionSpace::memory_space>(A), pr, pc));
   std::set<std::tuple<int, int, double>> a, b;
   for (int r = 0; r < 80; ++r) {
     for (auto e = A.row_map(r); e < A.row_map(r + 1); ++e) a.insert({r, A.entries(e), A.values(e)});
@@ -181,8 +181,8 @@ TEST(Reorder, RaisesVacantTilesAndLowersVacantSegmentsOnSkewedMatrix) {
   // in the leading tiles, so empty space merges into whole vacant tiles.
   const auto A = host_csr(random_coo(400, 300, 0.0, 21, true));
   const auto [pr, pc] = count_orderings(A);
-  const auto P = copy_to<Kokkos::HostSpace>(permute(Kokkos::DefaultHostExecutionSpace{},
-                                                   copy_to<Kokkos::DefaultHostExecutionSpace::memory_space>(A), pr, pc));
+  const auto P = copy_to<Kokkos::HostSpace>(permute(
+      Kokkos::DefaultHostExecutionSpace{}, copy_to<Kokkos::DefaultHostExecutionSpace::memory_space>(A), pr, pc));
   const auto before = bals_stats(build_bals_host(A, 8, 16));
   const auto after = bals_stats(build_bals_host(P, 8, 16));
   EXPECT_GT(after.vacant_tiles_percent(), before.vacant_tiles_percent());
@@ -198,7 +198,8 @@ TEST(Autotune, CandidatesFitScratchAndTeam) {
     ASSERT_FALSE(c.empty());
     for (auto [xb, yb] : c) {
       EXPECT_LE((als::detail::normal_equation_scratch<Space, float>(true, f, xb, yb)), Tn::scratch_budget);
-      EXPECT_LE((als::detail::normal_equation_scratch<Space, float>(true, f, xb, yb)), als::detail::fast_scratch_bytes<Space>());
+      EXPECT_LE((als::detail::normal_equation_scratch<Space, float>(true, f, xb, yb)),
+                als::detail::fast_scratch_bytes<Space>());
       const als::detail::TileShape sh(f, Tn::block, xb);
       if (!is_host_space_v<Space> && xb > 1) EXPECT_LE(sh.total, Tn::max_team * Tn::tiles_per_thread);
       EXPECT_GE(xb, 1);

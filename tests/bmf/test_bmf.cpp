@@ -11,26 +11,26 @@
 
 #include <gtest/gtest.h>
 
+#include <unistd.h>
 #include <climits>
 #include <cmath>
 #include <cstdio>
-#include <functional>
-#include <limits>
-#include <utility>
-#include <vector>
 #include <cstdlib>
 #include <filesystem>
-#include <unistd.h>
 #include <fstream>
+#include <functional>
+#include <limits>
 #include <sstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace {
 using namespace kfactor;
 
-static_assert(kfactor::Solver<Kokkos::DefaultHostExecutionSpace,
-                              bmf::Problem<Kokkos::DefaultHostExecutionSpace::memory_space>, bmf::Options,
-                              bmf::State<Kokkos::DefaultHostExecutionSpace::memory_space>>);
+static_assert(
+    kfactor::Solver<Kokkos::DefaultHostExecutionSpace, bmf::Problem<Kokkos::DefaultHostExecutionSpace::memory_space>,
+                    bmf::Options, bmf::State<Kokkos::DefaultHostExecutionSpace::memory_space>>);
 
 template <class Space>
 class BmfTest : public ::testing::Test {};
@@ -464,32 +464,48 @@ TEST(BmfOptions, EveryNumericOptionHasARange) {
   };
   const double big_int = double(INT_MAX);
   const std::vector<Case> cases = {
-      {"rank", [](bmf::Options& o, double v) { o.rank = int(v); }, {{0, false}, {-1, false}, {big_int, false}, {1024, true}}},
-      {"stop.max_iterations", [](bmf::Options& o, double v) { o.stop.max_iterations = int(v); },
+      {"rank",
+       [](bmf::Options& o, double v) { o.rank = int(v); },
+       {{0, false}, {-1, false}, {big_int, false}, {1024, true}}},
+      {"stop.max_iterations",
+       [](bmf::Options& o, double v) { o.stop.max_iterations = int(v); },
        {{0, true}, {-1, false}, {big_int, false}}},
-      {"stop.tolerance", [](bmf::Options& o, double v) { o.stop.tolerance = v; },
+      {"stop.tolerance",
+       [](bmf::Options& o, double v) { o.stop.tolerance = v; },
        {{0, true}, {-1, false}, {nan, false}, {inf, false}, {1e300, false}}},
-      {"stop.target", [](bmf::Options& o, double v) { o.stop.target = v; },
+      {"stop.target",
+       [](bmf::Options& o, double v) { o.stop.target = v; },
        {{0, true}, {-1, false}, {nan, true}, {inf, false}, {1e300, false}}},
       {"batch", [](bmf::Options& o, double v) { o.batch = int(v); }, {{0, false}, {-1, false}, {big_int, true}}},
-      {"flip_prob", [](bmf::Options& o, double v) { o.flip_prob = v; },
+      {"flip_prob",
+       [](bmf::Options& o, double v) { o.flip_prob = v; },
        {{0, false}, {-1, false}, {nan, false}, {inf, false}, {1e300, false}, {1, true}}},
-      {"temperature", [](bmf::Options& o, double v) { o.temperature = v; },
+      {"temperature",
+       [](bmf::Options& o, double v) { o.temperature = v; },
        {{0, true}, {-1, false}, {nan, false}, {inf, false}, {1e300, false}}},
-      {"temp_step", [](bmf::Options& o, double v) { o.temp_step = int(v); }, {{0, false}, {-1, false}, {big_int, true}}},
-      {"temp_factor", [](bmf::Options& o, double v) { o.temp_factor = v; },
-       {{0, false}, {-1, false}, {nan, false}, {inf, false}, {1e300, false}, {1, true}}},
-      {"weight_ones", [](bmf::Options& o, double v) { o.weight_ones = v; },
-       {{0, false}, {-1, false}, {nan, false}, {inf, false}, {1e300, false}, {2, true}}},
-      {"every_line_changed", [](bmf::Options& o, double v) { o.every_line_changed = int(v); },
-       {{0, true}, {-1, false}, {big_int, false}}},
-      {"cover_candidates", [](bmf::Options& o, double v) { o.cover_candidates = int(v); },
-       {{0, false}, {-1, false}, {big_int, false}}},
-      {"proposal_group", [](bmf::Options& o, double v) { o.proposal_group = int(v); },
+      {"temp_step",
+       [](bmf::Options& o, double v) { o.temp_step = int(v); },
        {{0, false}, {-1, false}, {big_int, true}}},
-      {"index_min_lines", [](bmf::Options& o, double v) { o.index_min_lines = std::int64_t(v); },
+      {"temp_factor",
+       [](bmf::Options& o, double v) { o.temp_factor = v; },
+       {{0, false}, {-1, false}, {nan, false}, {inf, false}, {1e300, false}, {1, true}}},
+      {"weight_ones",
+       [](bmf::Options& o, double v) { o.weight_ones = v; },
+       {{0, false}, {-1, false}, {nan, false}, {inf, false}, {1e300, false}, {2, true}}},
+      {"every_line_changed",
+       [](bmf::Options& o, double v) { o.every_line_changed = int(v); },
+       {{0, true}, {-1, false}, {big_int, false}}},
+      {"cover_candidates",
+       [](bmf::Options& o, double v) { o.cover_candidates = int(v); },
+       {{0, false}, {-1, false}, {big_int, false}}},
+      {"proposal_group",
+       [](bmf::Options& o, double v) { o.proposal_group = int(v); },
+       {{0, false}, {-1, false}, {big_int, true}}},
+      {"index_min_lines",
+       [](bmf::Options& o, double v) { o.index_min_lines = std::int64_t(v); },
        {{0, true}, {-1, true}, {-2, false}, {1e15, true}}},
-      {"dense_limit_bytes", [](bmf::Options& o, double v) { o.dense_limit_bytes = std::size_t(v); },
+      {"dense_limit_bytes",
+       [](bmf::Options& o, double v) { o.dense_limit_bytes = std::size_t(v); },
        {{0, true}, {1e18, false}}},
   };
   for (const auto& c : cases)

@@ -31,7 +31,8 @@ using kfactor::test::slurp;
 using kfactor::test::TempDir;
 
 const std::string patio = kfactor::test::data_path("bmf/APatio.in");
-// Small, fast settings (dost init: dense enough start that the search moves) on the thesis's APatio (1686 x 962, 12080 ones).
+// Small, fast settings (dost init: dense enough start that the search moves) on the thesis's APatio (1686 x 962, 12080
+// ones).
 const std::string common = "bmf --input '" + patio + "' --rank 8 --batch 500 --quiet --seed 7 --init dost";
 
 TEST(BmfCli, RealFileThroughIoJson) {
@@ -50,7 +51,7 @@ TEST(BmfCli, RealFileThroughIoJson) {
   EXPECT_NEAR(err * 1686.0 * 962.0, double(j.at("errors")), 1e-6 * double(j.at("errors")));
   const auto& h = j.at("history").at("relative_error");
   for (std::size_t t = 1; t < h.size(); ++t) EXPECT_LE(double(h[t]), double(h[t - 1]));  // greedy: monotone
-  EXPECT_LT(double(h.back()), double(h.front()));  // and it moved
+  EXPECT_LT(double(h.back()), double(h.front()));                                        // and it moved
   EXPECT_EQ(double(j.at("errors")), double(j.at("false_pos")) + double(j.at("false_neg")));
   EXPECT_EQ(j.at("history").at("iteration").size(), 6u);
   // Factors: coordinate Matrix Market with the factor shapes.
@@ -58,9 +59,11 @@ TEST(BmfCli, RealFileThroughIoJson) {
   std::string line;
   std::getline(a, line);
   EXPECT_EQ(line, "%%MatrixMarket matrix coordinate real general");
-  while (std::getline(a, line) && line[0] == '%') {}
+  while (std::getline(a, line) && line[0] == '%') {
+  }
   EXPECT_EQ(line.substr(0, line.rfind(' ')), "1686 8");
-  while (std::getline(b, line) && line[0] == '%') {}
+  while (std::getline(b, line) && line[0] == '%') {
+  }
   EXPECT_EQ(line.substr(0, line.rfind(' ')), "8 962");
 }
 
@@ -68,14 +71,14 @@ TEST(BmfCli, RealFileThroughIoJson) {
 // divided by zero), before the input is read.
 TEST(BmfCli, OutOfRangeOptionsExitTwoNamingThem) {
   TempDir dir;
-  for (const auto& [arg, name] : std::vector<std::pair<std::string, std::string>>{
-           {"--proposal-group 0", "proposal_group"},
-           {"--flip-prob nan", "flip"},
-           {"--weight-ones inf", "weight"},
-           {"--cover-candidates -1", "cover_candidates"},
-           {"--target-error 2", "stop.target"},
-           {"--dense-limit-mb -1", "dense-limit-mb"},
-           {"--rank 1000", "rank"}}) {
+  for (const auto& [arg, name] :
+       std::vector<std::pair<std::string, std::string>>{{"--proposal-group 0", "proposal_group"},
+                                                        {"--flip-prob nan", "flip"},
+                                                        {"--weight-ones inf", "weight"},
+                                                        {"--cover-candidates -1", "cover_candidates"},
+                                                        {"--target-error 2", "stop.target"},
+                                                        {"--dense-limit-mb -1", "dense-limit-mb"},
+                                                        {"--rank 1000", "rank"}}) {
     SCOPED_TRACE(arg);
     const auto r = run_kfactor(common + " --iters 2 " + arg, dir);
     EXPECT_EQ(r.code, 2) << r.err;
@@ -86,14 +89,14 @@ TEST(BmfCli, OutOfRangeOptionsExitTwoNamingThem) {
 TEST(BmfCli, RatingsWithThresholdKeepIds) {
   TempDir dir;
   const std::string csv = kfactor::test::data_path("movielens-latest-small/ratings.csv");
-  const auto r = run_kfactor("bmf --input '" + csv + "' --threshold 4 --rank 4 --iters 2 --quiet --json --output '" +
-                             dir.file("m") + "'",
-                         dir);
+  const auto r = run_kfactor(
+      "bmf --input '" + csv + "' --threshold 4 --rank 4 --iters 2 --quiet --json --output '" + dir.file("m") + "'",
+      dir);
   ASSERT_EQ(r.code, 0) << r.err;
   const auto j = nlohmann::json::parse(r.out);
-  EXPECT_EQ(j.at("rows"), 610);    // users
-  EXPECT_EQ(j.at("cols"), 9724);   // rated movies
-  EXPECT_EQ(j.at("nnz"), 48580);   // ratings >= 4
+  EXPECT_EQ(j.at("rows"), 610);   // users
+  EXPECT_EQ(j.at("cols"), 9724);  // rated movies
+  EXPECT_EQ(j.at("nnz"), 48580);  // ratings >= 4
   std::istringstream a(slurp(dir.file("m_A.csv"))), b(slurp(dir.file("m_B.csv")));
   std::string line;
   std::getline(a, line);
@@ -156,16 +159,18 @@ TEST(BmfCli, RestartAgainstAnotherInputOrRankFails) {
     std::getline(in, line);  // drop the first one
     while (std::getline(in, line)) out << line << "\n";
   }
-  const std::string other = "bmf --input '" + dir.file("other.in") + "' --rank 8 --batch 500 --quiet --seed 7 --init dost";
+  const std::string other =
+      "bmf --input '" + dir.file("other.in") + "' --rank 8 --batch 500 --quiet --seed 7 --init dost";
   r = run_kfactor(other + " --iters 6 --restart '" + ck + "' --checkpoint '" + ck + "'", dir);
   EXPECT_EQ(r.code, 3) << r.err;
   EXPECT_NE(r.err.find(ck), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("another input matrix"), std::string::npos) << r.err;
   EXPECT_EQ(slurp(ck), before);
   // Another rank.
-  r = run_kfactor("bmf --input '" + patio + "' --rank 9 --batch 500 --quiet --seed 7 --init dost --iters 6 --restart '" + ck +
-                  "' --checkpoint '" + ck + "'",
-              dir);
+  r = run_kfactor("bmf --input '" + patio +
+                      "' --rank 9 --batch 500 --quiet --seed 7 --init dost --iters 6 --restart '" + ck +
+                      "' --checkpoint '" + ck + "'",
+                  dir);
   EXPECT_EQ(r.code, 3) << r.err;
   EXPECT_NE(r.err.find(ck), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("rank"), std::string::npos) << r.err;

@@ -61,8 +61,7 @@ void write_bytes(const std::string& path, const std::string& bytes) {
 }
 
 template <class T, class Exec>
-CheckpointMeta toy_meta(const Exec& exec, const DenseMatrix<T, typename Exec::memory_space>& A,
-                        const toy::Options& o) {
+CheckpointMeta toy_meta(const Exec& exec, const DenseMatrix<T, typename Exec::memory_space>& A, const toy::Options& o) {
   auto m = checkpoint_meta<T, Exec>("toy", option_values(o), fingerprint(exec, A), o.rank);
   EXPECT_EQ(m.precision, sizeof(T) == 4 ? "float" : "double");
   EXPECT_EQ(m.backend, backend_name<Exec>());
@@ -213,7 +212,7 @@ AllKinds<typename Exec::memory_space> make_all_kinds(const Exec& exec, std::uint
         if (e < 7) f1(e) = rng.uniformf(e);
         if (e < 15) d2(e / 3, e % 3) = rng.uniform(100 + e) - 0.5;
         if (e < 24) d2l(e % 4, e / 4) = rng.uniform(200 + e);
-        if (e < 9) i1(e) = static_cast<int>(rng.bits(300 + e)) ;
+        if (e < 9) i1(e) = static_cast<int>(rng.bits(300 + e));
         if (e < 10) l2(e / 5, e % 5) = static_cast<std::int64_t>(rng.bits(400 + e));
         if (e < 8) u1(e) = static_cast<std::uint32_t>(rng.bits(500 + e));
         if (e < 9) ul2(e / 3, e % 3) = rng.bits(600 + e);
@@ -238,9 +237,12 @@ std::vector<std::vector<unsigned char>> contents(const AllKinds<Mem>& s) {
     std::memcpy(v.data(), &x, sizeof(x));
     return v;
   };
-  return {bytes_of(s.f1), bytes_of(s.d2), bytes_of(s.d2_left), bytes_of(s.i1), bytes_of(s.l2), bytes_of(s.u1),
-          bytes_of(s.ul2), bytes_of(s.b1), bytes_of(strided), bytes_of(s.parent), raw(s.i), raw(s.d), raw(s.u),
-          raw(s.l), raw(s.f), raw(s.flag)};
+  return {bytes_of(s.f1),     bytes_of(s.d2), bytes_of(s.d2_left),
+          bytes_of(s.i1),     bytes_of(s.l2), bytes_of(s.u1),
+          bytes_of(s.ul2),    bytes_of(s.b1), bytes_of(strided),
+          bytes_of(s.parent), raw(s.i),       raw(s.d),
+          raw(s.u),           raw(s.l),       raw(s.f),
+          raw(s.flag)};
 }
 
 template <class Exec>
@@ -347,8 +349,7 @@ TEST(CheckpointRefusal, CorruptDataFailsItsChecksum) {
 /// B with one entry changed by 1e-9 (a free function: CUDA lambdas cannot live in a test body).
 template <class Exec, class View>
 View nudged(const Exec& exec, View B) {
-  Kokkos::parallel_for(
-      "nudge", Kokkos::RangePolicy<Exec>(exec, 0, 1), KOKKOS_LAMBDA(int) { B(7, 3) += 1e-9; });
+  Kokkos::parallel_for("nudge", Kokkos::RangePolicy<Exec>(exec, 0, 1), KOKKOS_LAMBDA(int) { B(7, 3) += 1e-9; });
   exec.fence();
   return B;
 }
@@ -403,8 +404,7 @@ TEST(CheckpointOptions, AChangedOptionIsRefusedByName) {
   jitter.jitter = 0.02;
   auto m = fx.meta;
   m.options = option_values(jitter);
-  expect_usage_error([&] { load_checkpoint(tmp / "c.h5", s, m); },
-                     {"jitter = 0.01", "this run has jitter = 0.02"});
+  expect_usage_error([&] { load_checkpoint(tmp / "c.h5", s, m); }, {"jitter = 0.01", "this run has jitter = 0.02"});
   toy::Options seed = fx.o;
   seed.seed = 8;
   m.options = option_values(seed);
@@ -657,7 +657,7 @@ TYPED_TEST(CheckpointFingerprint, SparseAndDenseAgreeAndEveryChangeShows) {
   EXPECT_EQ(f.nnz, static_cast<std::int64_t>(coo.nnz()));
   EXPECT_EQ(fingerprint(exec, to_dense(exec, A)), f);
   EXPECT_EQ(fingerprint(copy_to<Kokkos::HostSpace>(A)), f);  // host default space
-  EXPECT_EQ(fingerprint(exec, A), f);                          // stable
+  EXPECT_EQ(fingerprint(exec, A), f);                        // stable
 
   auto changed = coo;
   changed.values[17] = std::nextafter(changed.values[17], 2.0);

@@ -71,8 +71,9 @@ TEST(CheckpointKill, SigkillAtRandomPointsNeverLosesTheLastCheckpoint) {
   fs::create_directories(dir);
   const std::string ckpt = (dir / "run.h5").string(), final_path = (dir / "final.h5").string();
   const int iters = 400, m = 300, n = 200, k = 8;  // long enough that no child finishes before its kill
-  const std::vector<std::string> cmd = {KFACTOR_TOY_RUN, ckpt, final_path, std::to_string(iters),
-                                        std::to_string(m), std::to_string(n), std::to_string(k)};
+  const std::vector<std::string> cmd = {
+      KFACTOR_TOY_RUN,  ckpt, final_path, std::to_string(iters), std::to_string(m), std::to_string(n),
+      std::to_string(k)};
 
   using Exec = Kokkos::DefaultExecutionSpace;
   Exec exec;
@@ -100,8 +101,10 @@ TEST(CheckpointKill, SigkillAtRandomPointsNeverLosesTheLastCheckpoint) {
       ::kill(pid, SIGKILL);
       ASSERT_EQ(::waitpid(pid, &status, 0), pid);
     }
-    if (WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) ++killed;
-    else ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "child failed on its own";
+    if (WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL)
+      ++killed;
+    else
+      ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "child failed on its own";
     std::size_t temporaries = 0;
     for (const auto& e : fs::directory_iterator(dir))
       if (e.path().filename().string().rfind("run.h5.tmp.", 0) == 0) ++temporaries;

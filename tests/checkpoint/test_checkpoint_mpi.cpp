@@ -24,9 +24,9 @@ using Mem = Exec::memory_space;
 constexpr int m = 23, n = 9, K = 4;
 
 struct DistState {
-  DenseMatrix<double, Mem> W;       // row-partitioned: this rank's rows of m x K
-  Kokkos::View<int*, Mem> owner;    // row-partitioned rank-1 field
-  DenseMatrix<double, Mem> H;       // replicated n x K
+  DenseMatrix<double, Mem> W;     // row-partitioned: this rank's rows of m x K
+  Kokkos::View<int*, Mem> owner;  // row-partitioned rank-1 field
+  DenseMatrix<double, Mem> H;     // replicated n x K
   int iteration = 0;
   std::uint64_t counter = 0;
   MetricHistory history;
@@ -205,8 +205,7 @@ TEST(CheckpointMpi, RefusalsAreAgreedOnEveryRank) {
   // Blocks that do not tile the rows: every rank claims row 0 (with 1 rank, too few rows).
   RowBlock bad{m, 0};
   auto small = make_state(0, size == 1 ? m - 1 : rows, true);
-  EXPECT_THROW(load_checkpoint(MPI_COMM_WORLD, path, small, meta, RowBlocks{{"W", bad}, {"owner", bad}}),
-               UsageError);
+  EXPECT_THROW(load_checkpoint(MPI_COMM_WORLD, path, small, meta, RowBlocks{{"W", bad}, {"owner", bad}}), UsageError);
   EXPECT_THROW(save_checkpoint(MPI_COMM_WORLD, dir + "/bad.h5", small, meta, RowBlocks{{"W", bad}, {"owner", bad}}),
                UsageError);
   // Another rank K, a missing file: InputError everywhere.

@@ -76,8 +76,7 @@ DenseMatrix<T, typename Exec::memory_space> planted(const Exec& exec, int m, int
   fill_uniform(exec, H0, seed, RngStream::factor_h, T(0), T(1));
   const CounterRng noise(seed, RngStream::user);
   Kokkos::parallel_for(
-      "toy::planted", Kokkos::MDRangePolicy<Exec, Kokkos::Rank<2>>(exec, {0, 0}, {m, n}),
-      KOKKOS_LAMBDA(int i, int j) {
+      "toy::planted", Kokkos::MDRangePolicy<Exec, Kokkos::Rank<2>>(exec, {0, 0}, {m, n}), KOKKOS_LAMBDA(int i, int j) {
         T s = 0;
         for (int l = 0; l < k; ++l) s += W0(i, l) * H0(j, l);
         A(i, j) = s + T(0.01) * noise.uniform<T>(static_cast<std::uint64_t>(i) * n + j, T(0), T(1));
@@ -202,8 +201,8 @@ template <class T, class Exec>
 StopReason solve(const Exec& exec, const DenseMatrix<T, typename Exec::memory_space>& A, const Options& o,
                  State<T, typename Exec::memory_space>& s, const Observer& observer = nullptr) {
   return run_solver_loop(
-      s.iteration, s.history, StopRule{o.max_iterations, 0.0}, "relative_error", observer,
-      [&] { step(exec, A, o, s); }, [&] { return evaluate(exec, A, s); }, [](const Metrics&) { return false; });
+      s.iteration, s.history, StopRule{o.max_iterations, 0.0}, "relative_error", observer, [&] { step(exec, A, o, s); },
+      [&] { return evaluate(exec, A, s); }, [](const Metrics&) { return false; });
 }
 
 /// Bytes of a view's host copy in logical row-major order (for bitwise checks).

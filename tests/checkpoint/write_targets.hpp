@@ -39,9 +39,12 @@ inline std::map<std::string, std::string> snapshot(const fs::path& dir) {
   for (const auto& e : fs::directory_iterator(dir)) {
     const auto name = e.path().filename().string();
     const auto st = fs::symlink_status(e.path());
-    if (fs::is_symlink(st)) out[name] = "link -> " + fs::read_symlink(e.path()).string();
-    else if (fs::is_regular_file(st)) out[name] = file_bytes(e.path().string());
-    else out[name] = "kind " + std::to_string(static_cast<int>(st.type()));
+    if (fs::is_symlink(st))
+      out[name] = "link -> " + fs::read_symlink(e.path()).string();
+    else if (fs::is_regular_file(st))
+      out[name] = file_bytes(e.path().string());
+    else
+      out[name] = "kind " + std::to_string(static_cast<int>(st.type()));
   }
   return out;
 }
@@ -126,14 +129,16 @@ inline void check_write_targets(const fs::path& dir, const WriteFn& write_small,
   EXPECT_TRUE(leftovers(dir).empty());
 
   // An input of the run under another name (hard link) or through a link.
-  { std::ofstream(at("input.mtx")) << "%%MatrixMarket matrix coordinate real general\n1 1 1\n1 1 2\n"; }
+  {
+    std::ofstream(at("input.mtx")) << "%%MatrixMarket matrix coordinate real general\n1 1 1\n1 1 2\n";
+  }
   fs::create_hard_link(at("input.mtx"), at("hard.mtx"));
   fs::create_symlink("input.mtx", at("soft.mtx"));
   auto before = snapshot(dir);
   expect_error<UsageError>([&] { write_small(at("hard.mtx"), {at("input.mtx")}); }, "is the input file", "hard link");
   expect_error<UsageError>([&] { write_small(at("soft.mtx"), {at("input.mtx")}); }, "is the input file", "symlink");
-  expect_error<UsageError>([&] { write_small(at("input.mtx"), {(dir / "." / "hard.mtx").string()}); }, "is the input file",
-                           "same file, other spelling");
+  expect_error<UsageError>([&] { write_small(at("input.mtx"), {(dir / "." / "hard.mtx").string()}); },
+                           "is the input file", "same file, other spelling");
   EXPECT_EQ(snapshot(dir), before);
 
   // A symbolic link that is not an input: written through, the link stays.

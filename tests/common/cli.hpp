@@ -56,12 +56,11 @@ struct CliRun {
 /// Runs `[launcher] kfactor ARGS` (ARGS already shell-quoted where needed)
 /// with stdout and stderr captured in `dir`; `slot` keeps the captures of
 /// several runs apart.
-inline CliRun run_kfactor(const std::string& args, const TempDir& dir, const std::string& launcher = "",
-                          int slot = 0) {
+inline CliRun run_kfactor(const std::string& args, const TempDir& dir, const std::string& launcher = "", int slot = 0) {
   const std::string out = dir.file("stdout" + std::to_string(slot)), err = dir.file("stderr" + std::to_string(slot));
   const std::string cmd = "OMPI_MCA_pml=ob1 OMPI_MCA_btl=self,vader OMPI_MCA_osc=^ucx " + launcher + " " +
-                          quote(std::string(KFACTOR_BINARY_DIR) + "/kfactor") + " " + args + " >" + quote(out) +
-                          " 2>" + quote(err);
+                          quote(std::string(KFACTOR_BINARY_DIR) + "/kfactor") + " " + args + " >" + quote(out) + " 2>" +
+                          quote(err);
   const int status = std::system(cmd.c_str());
   CliRun r;
   r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);

@@ -2,8 +2,8 @@
 // initialised once around the whole run.
 #include <kfactor/config.hpp>
 
-#include <Kokkos_Core.hpp>
 #include <gtest/gtest.h>
+#include <Kokkos_Core.hpp>
 
 #if defined(KFACTOR_HAVE_MPI)
 #include <mpi.h>

@@ -23,7 +23,8 @@ template <int Bytes, class Space>
 std::vector<std::uint32_t> copy_through_scratch(const std::vector<std::uint32_t>& in, int teams) {
   using Mem = typename Space::memory_space;
   using Policy = Kokkos::TeamPolicy<Space>;
-  using Scratch = Kokkos::View<std::uint32_t*, typename Space::scratch_memory_space, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+  using Scratch =
+      Kokkos::View<std::uint32_t*, typename Space::scratch_memory_space, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
   constexpr int words = Bytes / 4;
   const int n = int(in.size()) / (2 * teams);  // words per team and round
   Kokkos::View<std::uint32_t*, Mem> src("src", in.size()), dst("dst", in.size());
@@ -45,9 +46,9 @@ std::vector<std::uint32_t> copy_through_scratch(const std::vector<std::uint32_t>
         }
       });
   std::vector<std::uint32_t> out(in.size());
-  Kokkos::deep_copy(Kokkos::View<std::uint32_t*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(
-                        out.data(), out.size()),
-                    dst);
+  Kokkos::deep_copy(
+      Kokkos::View<std::uint32_t*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(out.data(), out.size()),
+      dst);
   return out;
 }
 

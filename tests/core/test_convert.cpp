@@ -38,7 +38,8 @@ TYPED_TEST_SUITE(ConvertTest, kfactor::test::ExecutionSpaces, kfactor::test::Spa
 
 TYPED_TEST(ConvertTest, CooToCsrIsSortedAndComplete) {
   const TypeParam exec;
-  for (auto [m, n, d] : {std::tuple{53, 41, 0.1}, std::tuple{1, 9, 0.5}, std::tuple{9, 1, 0.5}, std::tuple{20, 30, 0.0}}) {
+  for (auto [m, n, d] :
+       {std::tuple{53, 41, 0.1}, std::tuple{1, 9, 0.5}, std::tuple{9, 1, 0.5}, std::tuple{20, 30, 0.0}}) {
     auto coo = random_coo(m, n, d, 99);
     auto A = to_csr(exec, coo);
     auto h = copy_to<Kokkos::HostSpace>(A);
@@ -80,8 +81,8 @@ template <class Space>
 CsrMatrix<double, typename Space::memory_space> select_block(const Space& exec,
                                                              const CsrMatrix<double, typename Space::memory_space>& A,
                                                              ordinal_t c0, ordinal_t c1) {
-  return select_entries(exec, A, c1 - c0, c0,
-                        KOKKOS_LAMBDA(ordinal_t r, ordinal_t c) { return r % 3 != 1 && c >= c0 && c < c1; });
+  return select_entries(
+      exec, A, c1 - c0, c0, KOKKOS_LAMBDA(ordinal_t r, ordinal_t c) { return r % 3 != 1 && c >= c0 && c < c1; });
 }
 
 TYPED_TEST(ConvertTest, SelectEntriesKeepsExactlyThePredicateInOrder) {

@@ -17,8 +17,7 @@ class Madd : public ::testing::Test {};
 template <class Space>
 double madd_on(double a, double b, double c) {
   Kokkos::View<double, typename Space::memory_space> out("out");
-  Kokkos::parallel_for(
-      Kokkos::RangePolicy<Space>(0, 1), KOKKOS_LAMBDA(int) { out() = madd(a, b, c); });
+  Kokkos::parallel_for(Kokkos::RangePolicy<Space>(0, 1), KOKKOS_LAMBDA(int) { out() = madd(a, b, c); });
   double got = 0;
   Kokkos::deep_copy(got, out);
   return got;

@@ -2,8 +2,8 @@
 // writer (io/sddmm_output.hpp): the generated data is what the factors say,
 // observed at the asked density, the same for a seed and different across
 // seeds; the written P reads back as S's pattern with the product's values.
-#include <kfactor/core/planted.hpp>
 #include <kfactor/core/convert.hpp>
+#include <kfactor/core/planted.hpp>
 #include <kfactor/io/read.hpp>
 #include <kfactor/io/sddmm_output.hpp>
 #include <kfactor/sddmm/planted.hpp>

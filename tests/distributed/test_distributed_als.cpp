@@ -7,7 +7,6 @@
 // it never allocates a whole factor; bad input is refused on every rank; a
 // checkpoint written on 2 ranks restarts on 3 and on one process (from
 // either layout, in either layout) and ends where the uninterrupted run ends.
-#include "mpi_test_util.hpp"
 #include <kfactor/als/als.hpp>
 #include <kfactor/config.hpp>
 #include <kfactor/core/contract.hpp>
@@ -15,11 +14,12 @@
 #include <kfactor/distributed/als.hpp>
 #include <kfactor/distributed/checkpoint.hpp>
 #include <kfactor/io/checkpoint.hpp>
+#include "mpi_test_util.hpp"
 
 #include <gtest/gtest.h>
-#include <impl/Kokkos_Profiling.hpp>
 #include <mpi.h>
 #include <unistd.h>
+#include <impl/Kokkos_Profiling.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -169,8 +169,8 @@ void expect_same_iterates(const Case& c, double metric_tol) {
 }
 
 TEST(DistributedAls, DoubleEqualsSingleRank) {
-  for (const Case c : {Case{true, false, 4, 16}, Case{false, false, 0, 0}, Case{true, true, 2, 32}, Case{false, true, 0, 0},
-                       Case{true, false, 0, 0} /* autotuned per rank */})
+  for (const Case c : {Case{true, false, 4, 16}, Case{false, false, 0, 0}, Case{true, true, 2, 32},
+                       Case{false, true, 0, 0}, Case{true, false, 0, 0} /* autotuned per rank */})
     expect_same_iterates<double>(c, 1e-12);
 }
 
@@ -181,11 +181,11 @@ TEST(DistributedAls, FloatEqualsSingleRank) {
 constexpr auto blocked = da::FactorLayout::blocked;
 
 TEST(DistributedAls, BlockedDoubleMatchesSingleRank) {
-  for (const Case c : {Case{true, false, 4, 16, blocked}, Case{false, false, 0, 0, blocked},
-                       Case{true, true, 2, 32, blocked}, Case{false, true, 0, 0, blocked},
-                       Case{true, false, 0, 0, blocked} /* autotuned on the own block */,
-                       Case{true, false, 2, 16, blocked, 6} /* several batches, different counts per rank */,
-                       Case{false, true, 0, 0, blocked, 1, 7} /* 7 users (3 cold): one or two per rank */})
+  for (const Case c :
+       {Case{true, false, 4, 16, blocked}, Case{false, false, 0, 0, blocked}, Case{true, true, 2, 32, blocked},
+        Case{false, true, 0, 0, blocked}, Case{true, false, 0, 0, blocked} /* autotuned on the own block */,
+        Case{true, false, 2, 16, blocked, 6} /* several batches, different counts per rank */,
+        Case{false, true, 0, 0, blocked, 1, 7} /* 7 users (3 cold): one or two per rank */})
     expect_same_iterates<double>(c, 1e-9);
 }
 

@@ -5,7 +5,6 @@
 // algorithm; the partition is non-empty and nnz-balanced; bad input is
 // refused on every rank; a checkpoint written on 2 ranks restarts on 3 (and
 // on one process) and ends where the uninterrupted run ends.
-#include "mpi_test_util.hpp"
 #include <kfactor/config.hpp>
 #include <kfactor/core/contract.hpp>
 #include <kfactor/core/convert.hpp>
@@ -14,6 +13,7 @@
 #include <kfactor/distributed/nmf.hpp>
 #include <kfactor/io/checkpoint.hpp>
 #include <kfactor/nmf/nmf.hpp>
+#include "mpi_test_util.hpp"
 
 #include <gtest/gtest.h>
 #include <mpi.h>
@@ -211,8 +211,9 @@ TEST(DistributedNmf, BadInputRefusedOnEveryRank) {
   EXPECT_THROW(dn::make_problem(exec, MPI_COMM_WORLD, to_csr(exec, coo)), InputError);
   nmf::Options o;
   o.rank = 25;  // > min(30, 20)
-  EXPECT_THROW(dn::init(exec, dn::make_problem(exec, MPI_COMM_WORLD, to_csr(exec, planted<double>(30, 20, true, 4))), o),
-               UsageError);
+  EXPECT_THROW(
+      dn::init(exec, dn::make_problem(exec, MPI_COMM_WORLD, to_csr(exec, planted<double>(30, 20, true, 4))), o),
+      UsageError);
   // More ranks than rows: refused on every rank.
   if (world_size() > 1) {
     const auto tiny = to_csr(exec, planted<double>(world_size() - 1, 8, false, 5));

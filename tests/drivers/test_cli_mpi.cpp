@@ -46,7 +46,7 @@ std::string kfactor_bin() { return std::string(KFACTOR_BINARY_DIR) + "/kfactor";
 std::string corpus(const std::string& name) { return std::string(KFACTOR_SOURCE_DIR) + "/tests/io/malformed/" + name; }
 
 struct Run {
-  int code = -1;                ///< mpiexec's (timeout's) exit code; 124: it hung
+  int code = -1;                 ///< mpiexec's (timeout's) exit code; 124: it hung
   std::map<int, int> rank_exit;  ///< rank -> kfactor's own exit code (ranks that ended normally)
   std::string out, err;
 };
@@ -93,11 +93,11 @@ Run mpirun(const TempDir& dir, int P, const std::string& input, const std::strin
       "r=${OMPI_COMM_WORLD_RANK:-${PMIX_RANK:-${PMI_RANK:-0}}}; in=\"$2\"; [ \"$r\" = \"$3\" ] && in=\"$4\"; "
       "\"$1\" sddmm --distributed --input \"$in\" $5; c=$?; echo \"$r $c\" >>\"$6\"; exit $c";
   const std::string cmd = "timeout -k 10 " + std::to_string(timeout_seconds) + " " + without_singleton_environment() +
-                          quote(KFACTOR_MPIEXEC) + " " +
-                          KFACTOR_MPIEXEC_NUMPROC_FLAG + " " + std::to_string(P) + " --oversubscribe sh -c " +
-                          quote(wrapper) + " sh " + quote(kfactor_bin()) + " " + quote(input) + " " +
-                          std::to_string(odd_rank) + " " + quote(odd_input.empty() ? input : odd_input) + " " +
-                          quote(args) + " " + quote(codes) + " >" + quote(out) + " 2>" + quote(err);
+                          quote(KFACTOR_MPIEXEC) + " " + KFACTOR_MPIEXEC_NUMPROC_FLAG + " " + std::to_string(P) +
+                          " --oversubscribe sh -c " + quote(wrapper) + " sh " + quote(kfactor_bin()) + " " +
+                          quote(input) + " " + std::to_string(odd_rank) + " " +
+                          quote(odd_input.empty() ? input : odd_input) + " " + quote(args) + " " + quote(codes) + " >" +
+                          quote(out) + " 2>" + quote(err);
   Run r;
   r.code = status_code(std::system(cmd.c_str()));
   r.out = slurp(out);
@@ -137,8 +137,8 @@ Run single(const TempDir& dir, const std::string& args) {
   static int serial = 0;
   const std::string tag = std::to_string(serial++);
   const std::string out = dir.file("sout" + tag), err = dir.file("serr" + tag);
-  const std::string cmd = "timeout " + std::to_string(timeout_seconds) + " " + quote(kfactor_bin()) + " sddmm " +
-                          args + " >" + quote(out) + " 2>" + quote(err);
+  const std::string cmd = "timeout " + std::to_string(timeout_seconds) + " " + quote(kfactor_bin()) + " sddmm " + args +
+                          " >" + quote(out) + " 2>" + quote(err);
   Run r;
   r.code = status_code(std::system(cmd.c_str()));
   r.out = slurp(out);
@@ -243,13 +243,17 @@ TEST_P(CliMpiAgree, DifferingCommandLinesExit3NamingTheOption) {
   const std::string nmf = "nmf --quiet -k 2 -n 2 --input " + in;
   const std::string odd_rank = "rank " + std::to_string(odd);
   const std::vector<std::pair<std::string, Disagreement>> cases = {
-      {base, {"sddmm --reps 1 -k 4 --input " + in, "ranks disagree on --distributed: rank 0 has '" }},
+      {base, {"sddmm --reps 1 -k 4 --input " + in, "ranks disagree on --distributed: rank 0 has '"}},
       {nmf + " --distributed", {nmf, "ranks disagree on --distributed"}},
-      {nmf + " --checkpoint " + quote(ck), {nmf, "ranks disagree on --checkpoint: rank 0 has '" + ck + "', " + odd_rank + " has none"}},
-      {nmf + " --checkpoint " + quote(ck), {nmf + " --checkpoint " + quote(other),
+      {nmf + " --checkpoint " + quote(ck),
+       {nmf, "ranks disagree on --checkpoint: rank 0 has '" + ck + "', " + odd_rank + " has none"}},
+      {nmf + " --checkpoint " + quote(ck),
+       {nmf + " --checkpoint " + quote(other),
         "ranks disagree on --checkpoint: rank 0 has '" + ck + "', " + odd_rank + " has '" + other + "'"}},
       {nmf, {"info --input " + in, "ranks disagree on the subcommand: rank 0 has 'nmf', " + odd_rank + " has 'info'"}},
-      {base, {"sddmm --distributed --reps 1 --rank 5 --input " + in, "ranks disagree on --rank: rank 0 has '4', " + odd_rank + " has '5'"}},
+      {base,
+       {"sddmm --distributed --reps 1 --rank 5 --input " + in,
+        "ranks disagree on --rank: rank 0 has '4', " + odd_rank + " has '5'"}},
   };
   for (const auto& [args, d] : cases) {
     SCOPED_TRACE(args + " | rank " + std::to_string(odd) + ": " + d.odd_args);
@@ -275,9 +279,7 @@ TEST_P(CliMpiAgree, NodeLocalInputCopiesAgree) {
 INSTANTIATE_TEST_SUITE_P(Ranks, CliMpiAgree, ::testing::Values(2, 3, 4));
 
 /// Values of a written P (Matrix Market coordinate), in file order.
-kfactor::CooMatrix<double> read_p(const std::string& path) {
-  return kfactor::io::read_matrix_market<double>(path);
-}
+kfactor::CooMatrix<double> read_p(const std::string& path) { return kfactor::io::read_matrix_market<double>(path); }
 
 TEST(CliMpiSddmm, DistributedEqualsSingleRank) {
   TempDir dir;

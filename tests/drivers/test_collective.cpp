@@ -117,8 +117,8 @@ TEST(Collective, RequireSameDetectsAMismatch) {
     distributed::require_same(MPI_COMM_WORLD, value, "input fingerprint");
     ADD_FAILURE() << "no mismatch found on rank " << rank_of();
   } catch (const InputError& e) {
-    EXPECT_EQ(std::string(e.what()), "ranks disagree on input fingerprint: rank 0 has 42, rank " +
-                                         std::to_string(odd) + " has 18446744073709551600");
+    EXPECT_EQ(std::string(e.what()), "ranks disagree on input fingerprint: rank 0 has 42, rank " + std::to_string(odd) +
+                                         " has 18446744073709551600");
     EXPECT_TRUE(distributed::is_agreed(e));
     EXPECT_EQ(e.exit_code(), 3);
   }

@@ -9,8 +9,8 @@
 //   naming the file; damaged raw data is still reported by field.
 #include "common/cli.hpp"
 
-#include <Kokkos_Macros.hpp>
 #include <gtest/gtest.h>
+#include <Kokkos_Macros.hpp>
 
 #include <sys/wait.h>
 #include <unistd.h>
@@ -140,8 +140,8 @@ TEST(Limits, DamagedSealedCheckpointsExit3) {
   superblock[4096 + 9] ^= 0x40;  // inside HDF5's superblock
   variant("superblock.h5", superblock, "fails the kfactor seal's checksum");
   // A restart from it fails the same way, before the solver starts.
-  const auto rr = kfactor(dir, "nmf --quiet --iters 4 -k 3 --input " + quote(input) + " --restart " +
-                                   quote(dir.file("superblock.h5")));
+  const auto rr = kfactor(
+      dir, "nmf --quiet --iters 4 -k 3 --input " + quote(input) + " --restart " + quote(dir.file("superblock.h5")));
   EXPECT_EQ(rr.code, 3) << rr.err;
   EXPECT_NE(rr.err.find("fails the kfactor seal's checksum"), std::string::npos) << rr.err;
   std::string magic = good;

@@ -68,8 +68,7 @@ json run_json(const std::string& args) {
 bool number_or_null(const json& v) { return v.is_number() || v.is_null(); }
 
 /// The fields every report has (docs/report-schema.md, "Every report").
-void expect_report(const json& j, const std::string& command, const std::vector<std::string>& metrics,
-                   bool iterative) {
+void expect_report(const json& j, const std::string& command, const std::vector<std::string>& metrics, bool iterative) {
   SCOPED_TRACE(command);
   ASSERT_TRUE(j.is_object());
   EXPECT_EQ(j.value("command", ""), command);
@@ -107,17 +106,16 @@ TEST(ReportSchema, Nmf) {
 }
 
 TEST(ReportSchema, Als) {
-  expect_report(run_json("als --input " + quote(inputs().ratings) +
-                         " --format ratings -k 3 -n 3 --test-fraction 0.2 --quiet"),
-                "als", {"train_rmse", "test_rmse", "loss"}, true);
+  expect_report(
+      run_json("als --input " + quote(inputs().ratings) + " --format ratings -k 3 -n 3 --test-fraction 0.2 --quiet"),
+      "als", {"train_rmse", "test_rmse", "loss"}, true);
 }
 
 TEST(ReportSchema, Bmf) {
   const json j = run_json("bmf --input " + quote(inputs().binary) + " -k 3 -n 4 --quiet");
-  expect_report(j, "bmf",
-                {"relative_error", "errors", "ones_precision", "ones_recall", "false_pos", "false_neg",
-                 "weighted_error"},
-                true);
+  expect_report(
+      j, "bmf",
+      {"relative_error", "errors", "ones_precision", "ones_recall", "false_pos", "false_neg", "weighted_error"}, true);
   // The metrics of the ones are named apart from the report's `precision`
   // field, which keeps the element type.
   EXPECT_EQ(j.value("precision", ""), "bits");

@@ -15,11 +15,11 @@
 namespace kfactor::test {
 
 struct CorpusFile {
-  std::string path;      ///< absolute path
-  std::string filename;  ///< name only
-  std::string format;    ///< --format value, or "factor"
-  bool ok = false;       ///< well-formed (must read)
-  std::int64_t line = 0; ///< expected error line (err files)
+  std::string path;       ///< absolute path
+  std::string filename;   ///< name only
+  std::string format;     ///< --format value, or "factor"
+  bool ok = false;        ///< well-formed (must read)
+  std::int64_t line = 0;  ///< expected error line (err files)
   bool strict_duplicates = false;
 };
 

@@ -30,7 +30,8 @@ void expect_input_error(F&& f, const std::string& name, std::int64_t line, const
     EXPECT_EQ(e.line(), line) << what;
     const std::string prefix = line > 0 ? name + ":" + std::to_string(line) + ": " : name + ": ";
     EXPECT_EQ(what.rfind(prefix, 0), 0u) << what;
-    if (!text.empty()) EXPECT_NE(what.find(text), std::string::npos) << "message '" << what << "' lacks '" << text << "'";
+    if (!text.empty())
+      EXPECT_NE(what.find(text), std::string::npos) << "message '" << what << "' lacks '" << text << "'";
   }
 }
 
@@ -53,8 +54,7 @@ void expect_canonical(const CooMatrix<T>& A) {
     ASSERT_LT(A.rows[e], A.num_rows);
     ASSERT_GE(A.cols[e], 0);
     ASSERT_LT(A.cols[e], A.num_cols);
-    if (e > 0)
-      ASSERT_TRUE(std::pair(A.rows[e - 1], A.cols[e - 1]) < std::pair(A.rows[e], A.cols[e])) << "entry " << e;
+    if (e > 0) ASSERT_TRUE(std::pair(A.rows[e - 1], A.cols[e - 1]) < std::pair(A.rows[e], A.cols[e])) << "entry " << e;
   }
 }
 

@@ -39,8 +39,7 @@ void check_file(const kfactor::test::CorpusFile& c) {
   ASSERT_GT(c.line, 0) << "err files name their expected line";
   kfactor::test::expect_input_error([&] { (void)io::read_matrix<T>(c.path, format, opt); }, c.path, c.line);
   const std::string text = io::read_file(c.path);
-  kfactor::test::expect_input_error([&] { (void)io::parse_matrix<T>(text, "buffer", format, opt); }, "buffer",
-                                    c.line);
+  kfactor::test::expect_input_error([&] { (void)io::parse_matrix<T>(text, "buffer", format, opt); }, "buffer", c.line);
   // Automatic detection may misjudge a broken file, but must fail cleanly or
   // produce a canonical matrix.
   try {
@@ -103,7 +102,8 @@ TEST(Corpus, WellFormedFilesHaveTheExpectedContent) {
   EXPECT_EQ(cr.num_rows, 3);
   EXPECT_EQ(cr.num_cols, 3);
   const auto ecr = io::read_edges<double>(dir + "edges_ok_cr_only_line_ends.txt", {}, &info);
-  EXPECT_EQ((kfactor::test::as_map(ecr)), (std::map<std::pair<int, int>, double>{{{0, 1}, 1}, {{1, 2}, 1}, {{2, 0}, 1}}));
+  EXPECT_EQ((kfactor::test::as_map(ecr)),
+            (std::map<std::pair<int, int>, double>{{{0, 1}, 1}, {{1, 2}, 1}, {{2, 0}, 1}}));
   EXPECT_EQ(info.lines, 3);
   const auto fac = io::read_factor_file(dir + "factor_ok_written.csv");
   ASSERT_EQ(fac.rank, 2);
@@ -116,8 +116,8 @@ TEST(Corpus, WellFormedFilesHaveTheExpectedContent) {
   EXPECT_EQ(arr.ids, (std::vector<std::int64_t>{0, 1}));
   EXPECT_EQ(arr.values, (std::vector<double>{1, 3, 2, 4}));  // column-major in the file
   // read_file refuses a file larger than the memory limit before reading it
-  kfactor::test::expect_input_error([&] { (void)io::read_file(dir + "mm_ok_crlf.mtx", 10); }, dir + "mm_ok_crlf.mtx",
-                                    0, "memory limit");
+  kfactor::test::expect_input_error([&] { (void)io::read_file(dir + "mm_ok_crlf.mtx", 10); }, dir + "mm_ok_crlf.mtx", 0,
+                                    "memory limit");
 }
 
 }  // namespace

@@ -103,10 +103,10 @@ TEST(RealData, BooleanThesisFiles) {
     const char* file;
     std::int64_t rows, cols, nnz, checksum;  // checksum: sum of 3*row + col
   };
-  for (const Case c : {Case{"bmf/APatio.in", 1686, 962, 12080, 34950944},
-                       Case{"bmf/AOffice.in", 4905, 2420, 50402, 383973433},
-                       Case{"bmf/ATools.in", 16638, 10217, 124371, 3413158623},
-                       Case{"bmf/c_salt_MovieRec.in", 4442, 1995, 326048, 2523375801}}) {
+  for (const Case c :
+       {Case{"bmf/APatio.in", 1686, 962, 12080, 34950944}, Case{"bmf/AOffice.in", 4905, 2420, 50402, 383973433},
+        Case{"bmf/ATools.in", 16638, 10217, 124371, 3413158623},
+        Case{"bmf/c_salt_MovieRec.in", 4442, 1995, 326048, 2523375801}}) {
     SCOPED_TRACE(c.file);
     if (!have_data(c.file)) continue;
     ReadInfo info;

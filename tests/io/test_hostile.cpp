@@ -71,8 +71,8 @@ std::string with_field(const std::string& line, std::size_t k, const std::string
 }
 
 /// The spellings of values no reader may accept as a finite number.
-const std::vector<std::string> bad_values = {"nan",  "NaN", "-nan", "inf",  "-inf", "Infinity", "1e999",
-                                             "-1e400", "0x10", "1.2.3", "4,5", "x", "1e",  "--1"};
+const std::vector<std::string> bad_values = {"nan",    "NaN",  "-nan",  "inf", "-inf", "Infinity", "1e999",
+                                             "-1e400", "0x10", "1.2.3", "4,5", "x",    "1e",       "--1"};
 
 /// A factor CSV as write_factor_csv writes it: `rows` rows of rank K with
 /// shuffled, sparse ids.
@@ -178,9 +178,7 @@ void expect_refused_fast(const std::string& path, const std::string& kind, const
                          const std::function<void(const std::string&)>& read, bool fifo) {
   SCOPED_TRACE(reader + " on " + path);
   const auto start = std::chrono::steady_clock::now();
-  auto done = std::async(std::launch::async, [&] {
-    expect_input_error([&] { read(path); }, path, 0, kind);
-  });
+  auto done = std::async(std::launch::async, [&] { expect_input_error([&] { read(path); }, path, 0, kind); });
   if (done.wait_for(std::chrono::seconds(10)) != std::future_status::ready) {
     ADD_FAILURE() << reader << " did not return within 10 s";
     if (fifo) {
@@ -243,8 +241,8 @@ TEST(Hostile, ClaimedShapesArePricedBeforeAllocating) {
     const std::string dims = std::to_string(m) + " " + std::to_string(n);
     const std::string claim = std::to_string(m) + " x " + std::to_string(n);
     SCOPED_TRACE(claim);
-    expect_input_error([&] { (void)parse_matrix_market<double>(mm + dims + " 1\n1 1 1\n", "c.mtx", one_gib); },
-                       "c.mtx", 2, claim);
+    expect_input_error([&] { (void)parse_matrix_market<double>(mm + dims + " 1\n1 1 1\n", "c.mtx", one_gib); }, "c.mtx",
+                       2, claim);
     expect_input_error([&] { (void)parse_matrix_market<double>(mm + "%c\n" + dims + " 1\n1 1 1\n", "c.mtx", one_gib); },
                        "c.mtx", 3, "memory limit");
     expect_input_error([&] { (void)parse_bmf<float>(dims + " 1\n0 0\n", "c.in", one_gib); }, "c.in", 1, claim);
@@ -467,11 +465,13 @@ TEST(Hostile, DetectionOnEveryDataSet) {
   // Every file of the shared data folder (its README lists them): the format
   // it is in. A file not listed here fails, so that a new data set gets its
   // detection checked.
-  const std::map<std::string, Format> expected = {
-      {"movielens-latest-small/ratings.csv", Format::ratings}, {"snap/facebook_combined.txt", Format::edges},
-      {"snap/p2p-Gnutella08.txt", Format::edges},             {"bmf/APatio.in", Format::bmf},
-      {"bmf/AOffice.in", Format::bmf},                        {"bmf/ATools.in", Format::bmf},
-      {"bmf/c_salt_MovieRec.in", Format::bmf}};
+  const std::map<std::string, Format> expected = {{"movielens-latest-small/ratings.csv", Format::ratings},
+                                                  {"snap/facebook_combined.txt", Format::edges},
+                                                  {"snap/p2p-Gnutella08.txt", Format::edges},
+                                                  {"bmf/APatio.in", Format::bmf},
+                                                  {"bmf/AOffice.in", Format::bmf},
+                                                  {"bmf/ATools.in", Format::bmf},
+                                                  {"bmf/c_salt_MovieRec.in", Format::bmf}};
   const std::filesystem::path root = kfactor::test::data_path("");
   if (!std::filesystem::exists(root)) GTEST_SKIP() << "missing " << root;
   int seen = 0;
@@ -501,8 +501,8 @@ TEST(Hostile, BadValuesNameTheirLineInEveryFormat) {
     char sep;
   };
   const std::vector<Valued> inputs = {
-      {"m.mtx", "%%MatrixMarket matrix coordinate real general\n3 4 3\n1 1 1.5\n3 4 2\n2 2 7\n",
-       Format::matrix_market, 2, 2, ' '},
+      {"m.mtx", "%%MatrixMarket matrix coordinate real general\n3 4 3\n1 1 1.5\n3 4 2\n2 2 7\n", Format::matrix_market,
+       2, 2, ' '},
       {"a.mtx", "%%MatrixMarket matrix array real general\n2 2\n1\n2\n3\n4\n", Format::matrix_market, 2, 0, ' '},
       {"w.txt", "0 1 0.5\n1 3 2\n3 0 1\n", Format::edges, 0, 2, ' '},
       {"r.csv", "u,i,r,t\n1,10,4.0,5\n2,10,3.5,6\n2,30,1,7\n", Format::ratings, 1, 2, ','},

@@ -77,9 +77,8 @@ TEST(RatingIds, DropKeepsExactlyTheKnownPairsWithTheirValues) {
     EXPECT_EQ(out.matrix.cols[e], std::get<1>(expected[e]));
     EXPECT_EQ(out.matrix.values[e], std::get<2>(expected[e]));
     // The value encodes the original ids: they survive the mapping.
-    EXPECT_EQ(out.matrix.values[e],
-              double(train.user_ids[std::size_t(out.matrix.rows[e])] * 1000 +
-                     train.item_ids[std::size_t(out.matrix.cols[e])]));
+    EXPECT_EQ(out.matrix.values[e], double(train.user_ids[std::size_t(out.matrix.rows[e])] * 1000 +
+                                           train.item_ids[std::size_t(out.matrix.cols[e])]));
   }
 }
 

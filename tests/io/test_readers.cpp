@@ -46,19 +46,21 @@ TEST(Readers, MatrixMarketSymmetricExpandsDiagonalOnce) {
   const std::string text = "%%MatrixMarket matrix coordinate integer symmetric\n3 3 3\n1 1 5\n3 1 -2\n2 3 7\n";
   const auto A = parse_matrix_market<double>(text, "s.mtx");
   expect_canonical(A);
-  const std::map<std::pair<int, int>, double> want{
-      {{0, 0}, 5}, {{2, 0}, -2}, {{0, 2}, -2}, {{1, 2}, 7}, {{2, 1}, 7}};
+  const std::map<std::pair<int, int>, double> want{{{0, 0}, 5}, {{2, 0}, -2}, {{0, 2}, -2}, {{1, 2}, 7}, {{2, 1}, 7}};
   EXPECT_EQ(as_map(A), want);
 }
 
 TEST(Readers, MatrixMarketSkewSymmetricNegatesMirror) {
-  const auto A = parse_matrix_market<double>(
-      "%%MatrixMarket matrix coordinate real skew-symmetric\n3 3 1\n3 1 2.5\n", "k.mtx");
+  const auto A =
+      parse_matrix_market<double>("%%MatrixMarket matrix coordinate real skew-symmetric\n3 3 1\n3 1 2.5\n", "k.mtx");
   const std::map<std::pair<int, int>, double> want{{{2, 0}, 2.5}, {{0, 2}, -2.5}};
   EXPECT_EQ(as_map(A), want);
-  expect_input_error([] {
-    (void)parse_matrix_market<double>("%%MatrixMarket matrix coordinate real skew-symmetric\n3 3 1\n2 2 1\n", "k.mtx");
-  }, "k.mtx", 3, "skew");
+  expect_input_error(
+      [] {
+        (void)parse_matrix_market<double>("%%MatrixMarket matrix coordinate real skew-symmetric\n3 3 1\n2 2 1\n",
+                                          "k.mtx");
+      },
+      "k.mtx", 3, "skew");
 }
 
 TEST(Readers, MatrixMarketPatternAndDuplicates) {
@@ -91,28 +93,30 @@ TEST(Readers, DuplicatePoliciesOnValuedInput) {
 
 TEST(Readers, MatrixMarketArrayGeneralAndSymmetric) {
   // 2 x 3, column-major: [[1, 0, 5], [2, 4, 6]]; several values per line allowed.
-  const auto A = parse_matrix_market<double>("%%MatrixMarket matrix array real general\n2 3\n1\n2\n0 4\n5\n6\n", "a.mtx");
+  const auto A =
+      parse_matrix_market<double>("%%MatrixMarket matrix array real general\n2 3\n1\n2\n0 4\n5\n6\n", "a.mtx");
   expect_canonical(A);
   EXPECT_EQ(A.num_rows, 2);
   EXPECT_EQ(A.num_cols, 3);
-  EXPECT_EQ((as_map(A)), (std::map<std::pair<int, int>, double>{
-                             {{0, 0}, 1}, {{1, 0}, 2}, {{1, 1}, 4}, {{0, 2}, 5}, {{1, 2}, 6}}));
+  EXPECT_EQ((as_map(A)),
+            (std::map<std::pair<int, int>, double>{{{0, 0}, 1}, {{1, 0}, 2}, {{1, 1}, 4}, {{0, 2}, 5}, {{1, 2}, 6}}));
   ReadOptions keep;
   keep.keep_zeros = true;
-  EXPECT_EQ(parse_matrix_market<double>("%%MatrixMarket matrix array real general\n2 3\n1\n2\n0 4\n5\n6\n", "a.mtx", keep)
-                .nnz(),
-            6u);
+  EXPECT_EQ(
+      parse_matrix_market<double>("%%MatrixMarket matrix array real general\n2 3\n1\n2\n0 4\n5\n6\n", "a.mtx", keep)
+          .nnz(),
+      6u);
   // symmetric 3 x 3, lower triangle by columns: a00 a10 a20 a11 a21 a22
   const auto S = parse_matrix_market<double>("%%MatrixMarket matrix array real symmetric\n3 3\n1 2 3 4 5 6\n", "s.mtx");
   EXPECT_EQ((as_map(S)), (std::map<std::pair<int, int>, double>{{{0, 0}, 1},
-                                                                 {{1, 0}, 2},
-                                                                 {{0, 1}, 2},
-                                                                 {{2, 0}, 3},
-                                                                 {{0, 2}, 3},
-                                                                 {{1, 1}, 4},
-                                                                 {{2, 1}, 5},
-                                                                 {{1, 2}, 5},
-                                                                 {{2, 2}, 6}}));
+                                                                {{1, 0}, 2},
+                                                                {{0, 1}, 2},
+                                                                {{2, 0}, 3},
+                                                                {{0, 2}, 3},
+                                                                {{1, 1}, 4},
+                                                                {{2, 1}, 5},
+                                                                {{1, 2}, 5},
+                                                                {{2, 2}, 6}}));
   // skew-symmetric 3 x 3, strictly lower: a10 a20 a21
   const auto K =
       parse_matrix_market<double>("%%MatrixMarket matrix array real skew-symmetric\n3 3\n1\n2\n3\n", "k.mtx");
@@ -122,8 +126,7 @@ TEST(Readers, MatrixMarketArrayGeneralAndSymmetric) {
 
 TEST(Readers, MatrixMarketErrorsNameLine) {
   const std::string h = "%%MatrixMarket matrix coordinate real general\n";
-  expect_input_error([&] { (void)parse_matrix_market<double>(h + "3 3 1\n0 1 1\n", "x.mtx"); }, "x.mtx", 3,
-                     "1-based");
+  expect_input_error([&] { (void)parse_matrix_market<double>(h + "3 3 1\n0 1 1\n", "x.mtx"); }, "x.mtx", 3, "1-based");
   expect_input_error([&] { (void)parse_matrix_market<double>(h + "3 3 1\n1 4 1\n", "x.mtx"); }, "x.mtx", 3,
                      "out of range 1..3");
   expect_input_error([&] { (void)parse_matrix_market<double>(h + "3 3 1\n1 1 nan\n", "x.mtx"); }, "x.mtx", 3, "NaN");
@@ -132,11 +135,11 @@ TEST(Readers, MatrixMarketErrorsNameLine) {
   expect_input_error([&] { (void)parse_matrix_market<double>(h + "%c\n3 3 1\n1 1 1\n1 2 1\n", "x.mtx"); }, "x.mtx", 5,
                      "more entries");
   expect_input_error([&] { (void)parse_matrix_market<double>("", "x.mtx"); }, "x.mtx", 1, "empty");
-  expect_input_error([&] { (void)parse_matrix_market<float>(h + "1 1 1\n1 1 1e300\n", "x.mtx"); }, "x.mtx", 3,
-                     "float");
-  for (auto [tok, msg] : {std::pair{"99999999999999999999", "64-bit integer range"}, std::pair{"1.5", "must be an integer"},
-                          std::pair{"abc", "not a number"}, std::pair{"-", "not a number"},
-                          std::pair{"inf", "NaN or Inf"}, std::pair{"\x01\x02", "'\\x01\\x02'"}})
+  expect_input_error([&] { (void)parse_matrix_market<float>(h + "1 1 1\n1 1 1e300\n", "x.mtx"); }, "x.mtx", 3, "float");
+  for (auto [tok, msg] :
+       {std::pair{"99999999999999999999", "64-bit integer range"}, std::pair{"1.5", "must be an integer"},
+        std::pair{"abc", "not a number"}, std::pair{"-", "not a number"}, std::pair{"inf", "NaN or Inf"},
+        std::pair{"\x01\x02", "'\\x01\\x02'"}})
     expect_input_error([&] { (void)parse_matrix_market<double>(h + "3 3 1\n1 " + tok + " 1\n", "t.mtx"); }, "t.mtx", 3,
                        msg);
   // the same value is fine in double
@@ -146,8 +149,9 @@ TEST(Readers, MatrixMarketErrorsNameLine) {
 TEST(Readers, HeaderClaimsAreCheckedBeforeAllocating) {
   const std::string h = "%%MatrixMarket matrix coordinate real general\n";
   // 10^12 entries: more than memory (and than the file), refused at the size line.
-  expect_input_error([&] { (void)parse_matrix_market<double>(h + "1000000 1000000 1000000000000\n1 1 1\n", "big.mtx"); },
-                     "big.mtx", 2, "memory limit");
+  expect_input_error(
+      [&] { (void)parse_matrix_market<double>(h + "1000000 1000000 1000000000000\n1 1 1\n", "big.mtx"); }, "big.mtx", 2,
+      "memory limit");
   // a plausible count in a small memory budget
   ReadOptions small;
   small.memory_limit = 1 << 20;
@@ -158,8 +162,7 @@ TEST(Readers, HeaderClaimsAreCheckedBeforeAllocating) {
   expect_input_error([&] { (void)parse_matrix_market<double>(h + "10000 10000 10000000\n1 1 1\n", "b.mtx"); }, "b.mtx",
                      3, "file ends after 1 of the 10000000");
   // 32-bit index overflow
-  expect_input_error([&] { (void)parse_matrix_market<double>(h + "2147483648 1 0\n", "o.mtx"); }, "o.mtx", 2,
-                     "32-bit");
+  expect_input_error([&] { (void)parse_matrix_market<double>(h + "2147483648 1 0\n", "o.mtx"); }, "o.mtx", 2, "32-bit");
   expect_input_error([&] { (void)parse_bmf<double>("10 10 1000000000000\n0 0\n", "c.in"); }, "c.in", 1,
                      "holds at most 100");
   // the largest legal dimension is fine when nothing is stored and the
@@ -222,7 +225,8 @@ TEST(Readers, EdgesWeighted) {
 // ---- ratings --------------------------------------------------------------------------
 
 TYPED_TEST(ReadersTyped, RatingsCsvRemapsIdsAscending) {
-  const std::string text = "userId,movieId,rating,timestamp\r\n30,500,4.0,1\r\n7,20,3.5,2\r\n30,20,5,3\r\n7,9999,0.5,4\r\n";
+  const std::string text =
+      "userId,movieId,rating,timestamp\r\n30,500,4.0,1\r\n7,20,3.5,2\r\n30,20,5,3\r\n7,9999,0.5,4\r\n";
   ReadInfo info;
   const auto R = parse_ratings<TypeParam>(text, "r.csv", {}, &info);
   expect_canonical(R.matrix);
@@ -286,7 +290,10 @@ TEST(Readers, DetectFormat) {
   expect_input_error([] { (void)detect_format("# w\n0 1 0.5\n1 2 3\n", "g.txt"); }, "g.txt", 2, "--format");
   EXPECT_EQ(detect_format("# c\n6350\n0\t1\n"), Format::edges);
   EXPECT_EQ(detect_format("0 1\n"), Format::edges);
-  EXPECT_EQ(detect_format(std::string_view("\x7f""ELF\x00\x01 2\n", 9)), Format::dense);  // binary: not a header, not ids
+  EXPECT_EQ(detect_format(std::string_view("\x7f"
+                                           "ELF\x00\x01 2\n",
+                                           9)),
+            Format::dense);  // binary: not a header, not ids
   EXPECT_EQ(detect_format("0 1 1 0 1\n1 1 0 0 1\n"), Format::dense);
   EXPECT_EQ(detect_format("1 2", "r.csv"), Format::ratings);
   for (auto f : {Format::automatic, Format::matrix_market, Format::edges, Format::ratings, Format::bmf, Format::dense})

@@ -193,7 +193,9 @@ TEST(SafeWrite, EveryTargetKindEndsWithTheRightErrorAndNoDamage) {
 
 TEST(SafeWrite, CheckWriteTargetComparesFilesNotNames) {
   TempDir dir;
-  { std::ofstream(dir.file("a")) << "x"; }
+  {
+    std::ofstream(dir.file("a")) << "x";
+  }
   EXPECT_NO_THROW(io::check_write_target(dir.file("new"), {dir.file("a")}));
   EXPECT_NO_THROW(io::check_write_target(dir.file("a"), {dir.file("missing")}));
   EXPECT_THROW(io::check_write_target(dir.file("a"), {dir.file("missing"), dir.file("a")}), UsageError);
@@ -249,8 +251,7 @@ TEST(SafeWrite, OutputLockRefusesASecondProcess) {
     ADD_FAILURE() << "a second run got the lock";
   } catch (const UsageError& e) {
     const std::string what = e.what();
-    EXPECT_NE(what.find(path + " is being written by another run (process " + std::to_string(child)),
-              std::string::npos)
+    EXPECT_NE(what.find(path + " is being written by another run (process " + std::to_string(child)), std::string::npos)
         << what;
   }
   (void)!::write(done[1], "x", 1);
@@ -284,8 +285,8 @@ TEST(SafeWrite, OutputSetsTieTheFilesOfOneRun) {
   const io::OutputSet other({}, {"W", "H"});
   EXPECT_NE(other.id(), run.id());
   io::write_factor(dir.file("H2.mtx"), H, {}, {}, other["H"]);
-  test::expect_input_error([&] { io::verify_output_set({dir.file("W.mtx"), dir.file("H2.mtx")}); },
-                           dir.file("H2.mtx"), 0, "belongs to output set " + other.id());
+  test::expect_input_error([&] { io::verify_output_set({dir.file("W.mtx"), dir.file("H2.mtx")}); }, dir.file("H2.mtx"),
+                           0, "belongs to output set " + other.id());
   test::expect_input_error([&] { io::verify_output_set({dir.file("W.mtx")}); }, dir.file("W.mtx"), 0,
                            "misses its member 'H'");
   io::write_factor(dir.file("plain.mtx"), H);

@@ -36,7 +36,8 @@ BitMatrix<typename Space::memory_space> to_bits(const HostDense& X) {
 
 TYPED_TEST(BitMatrixTest, PackUnpackRoundTripsForOddSizes) {
   using Space = TypeParam;
-  for (auto [r, c] : std::vector<std::pair<int, int>>{{1, 1}, {7, 31}, {5, 33}, {3, 63}, {4, 65}, {9, 130}, {33, 200}}) {
+  for (auto [r, c] :
+       std::vector<std::pair<int, int>>{{1, 1}, {7, 31}, {5, 33}, {3, 63}, {4, 65}, {9, 130}, {33, 200}}) {
     const auto X = random01(r, c, 0.5, 11 + r * 1000 + c);
     auto B = to_bits<Space>(X);
     EXPECT_EQ(B.words_per_line(), (c + 63) / 64);

@@ -102,21 +102,23 @@ TYPED_TEST(GemmTest, ColumnBlocksOfRowMajorFactors) {
             ASSERT_NEAR(hX(i, j), ref, tol * (1 + std::abs(ref))) << path << " width " << width << " t0 " << t0;
           }
       };
-      run_path([&](const auto& A, const auto& B, const auto& C) { gemm(exec, Trans::none, Trans::none, T(-1), A, B, T(1), C); },
+      run_path([&](const auto& A, const auto& B,
+                   const auto& C) { gemm(exec, Trans::none, Trans::none, T(-1), A, B, T(1), C); },
                "dispatch");
-      run_path([&](const auto& A, const auto& B, const auto& C) { detail::gemm_portable(exec, false, false, T(-1), A, B, T(1), C); },
+      run_path([&](const auto& A, const auto& B,
+                   const auto& C) { detail::gemm_portable(exec, false, false, T(-1), A, B, T(1), C); },
                "portable");
 #if defined(KFACTOR_HAVE_CBLAS)
       if constexpr (detail::cblas_applicable_v<Space, decltype(X0), decltype(G), decltype(X0)>)
-        run_path([&](const auto& A, const auto& B, const auto& C) {
-          ASSERT_TRUE(detail::gemm_cblas(exec, false, false, T(-1), A, B, T(1), C));
-        }, "cblas");
+        run_path([&](const auto& A, const auto& B,
+                     const auto& C) { ASSERT_TRUE(detail::gemm_cblas(exec, false, false, T(-1), A, B, T(1), C)); },
+                 "cblas");
 #endif
 #if defined(KFACTOR_HAVE_CUBLAS)
       if constexpr (detail::cublas_applicable_v<Space, decltype(X0), decltype(G), decltype(X0)>)
-        run_path([&](const auto& A, const auto& B, const auto& C) {
-          ASSERT_TRUE(detail::gemm_cublas(exec, false, false, T(-1), A, B, T(1), C));
-        }, "cublas");
+        run_path([&](const auto& A, const auto& B,
+                     const auto& C) { ASSERT_TRUE(detail::gemm_cublas(exec, false, false, T(-1), A, B, T(1), C)); },
+                 "cublas");
 #endif
     }
 }

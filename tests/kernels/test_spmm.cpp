@@ -72,11 +72,13 @@ TYPED_TEST(SpmmTest, MatchesFloat64Reference) {
       // Column-major operands take the Kokkos Kernels path where it exists.
       Kokkos::View<T**, Kokkos::LayoutLeft, Mem> BL("BL", n, k), CL("CL", m, k);
       Kokkos::deep_copy(BL, B);
-      check([&](auto& C) {
-        Kokkos::deep_copy(CL, C);
-        spmm(exec, alpha, A, BL, beta, CL);
-        Kokkos::deep_copy(C, CL);
-      }, "dispatch-column-major");
+      check(
+          [&](auto& C) {
+            Kokkos::deep_copy(CL, C);
+            spmm(exec, alpha, A, BL, beta, CL);
+            Kokkos::deep_copy(C, CL);
+          },
+          "dispatch-column-major");
     }
   }
 }

@@ -3,9 +3,9 @@
 // graphs, host copies, and conversions to the serial reference's CSR.
 #include <kfactor/core/convert.hpp>
 #include <kfactor/core/random.hpp>
-#include "serial_reference.hpp"
 #include <kfactor/mnmf/knn_graph.hpp>
 #include <kfactor/mnmf/mnmf.hpp>
+#include "serial_reference.hpp"
 
 #include "common/test_spaces.hpp"
 

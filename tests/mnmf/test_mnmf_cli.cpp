@@ -52,9 +52,10 @@ const std::string common_args = " --rank 4 --neighbors 5 --lambda-w 0.5 --lambda
 TEST(MnmfCli, MovieLensThroughIo) {
   TempDir dir;
   const std::string input = kfactor::test::data_path("movielens-latest-small/ratings.csv");
-  const auto r = run_kfactor("mnmf --input '" + input + "' --format ratings --rank 3 --iters 2 --lambda-w 1 --lambda-h 0" +
-                             " --neighbors 5 --test-fraction 0.1 --json --output '" + dir.file("ml.csv") + "'",
-                         dir);
+  const auto r =
+      run_kfactor("mnmf --input '" + input + "' --format ratings --rank 3 --iters 2 --lambda-w 1 --lambda-h 0" +
+                      " --neighbors 5 --test-fraction 0.1 --json --output '" + dir.file("ml.csv") + "'",
+                  dir);
   ASSERT_EQ(r.code, 0) << r.err;
   const auto j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["command"].get<std::string>(), "mnmf");
@@ -108,9 +109,9 @@ TEST(MnmfCli, HeldOutIdsAndLambdaSelection) {
   EXPECT_NE(r.err.find(t), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("entry "), std::string::npos) << r.err;
   EXPECT_TRUE(r.err.find("user 9999") != std::string::npos || r.err.find("item 5 ") != std::string::npos) << r.err;
-  r = run_kfactor("mnmf --input '" + a + "'" + common_args +
-                      " --iters 3 --json --validation-fraction 0.2 --lambda-grid 0,0.5",
-                  dir);
+  r = run_kfactor(
+      "mnmf --input '" + a + "'" + common_args + " --iters 3 --json --validation-fraction 0.2 --lambda-grid 0,0.5",
+      dir);
   ASSERT_EQ(r.code, 0) << r.err;
   j = nlohmann::json::parse(r.out);
   const std::string chosen = j["info"]["lambda_selected"].get<std::string>();
@@ -138,7 +139,8 @@ TEST(MnmfCli, RestartIsBitIdenticalAndRefusesOtherInputs) {
     r = run_kfactor("mnmf " + args + " --iters 4 --checkpoint '" + ck + "' --checkpoint-every 2", dir);
     ASSERT_EQ(r.code, 0) << r.err;
     ASSERT_TRUE(std::filesystem::exists(ck));
-    r = run_kfactor("mnmf " + args + " --iters 9 --restart '" + ck + "' --json --output '" + dir.file("restarted") + "'", dir);
+    r = run_kfactor(
+        "mnmf " + args + " --iters 9 --restart '" + ck + "' --json --output '" + dir.file("restarted") + "'", dir);
     ASSERT_EQ(r.code, 0) << r.err;
     const auto j = nlohmann::json::parse(r.out);
     EXPECT_EQ(j["iterations"].get<int>(), 9);
@@ -159,17 +161,18 @@ TEST(MnmfCli, RestartIsBitIdenticalAndRefusesOtherInputs) {
       int code;
       const char* names;
     };
-    for (const Bad& bad : {Bad{common_args + " --objective " + objective + " --input '" + b + "'", 3, "input"},
-                           Bad{" --rank 5 --neighbors 5 --lambda-w 0.5 --lambda-h 0.5 --seed 3 --quiet --objective " +
-                                   objective + " --input '" + a + "'",
-                               3, "rank"},
-                           Bad{common_args + " --objective " + objective_other + " --input '" + a + "'", 2, "objective"},
-                           Bad{" --rank 4 --neighbors 5 --lambda-w 0.7 --lambda-h 0.5 --seed 3 --quiet --objective " +
-                                   objective + " --input '" + a + "'",
-                               2, "lambda_w"},
-                           Bad{" --rank 4 --neighbors 6 --lambda-w 0.5 --lambda-h 0.5 --seed 3 --quiet --objective " +
-                                   objective + " --input '" + a + "'",
-                               2, "neighbors"}}) {
+    for (const Bad& bad :
+         {Bad{common_args + " --objective " + objective + " --input '" + b + "'", 3, "input"},
+          Bad{" --rank 5 --neighbors 5 --lambda-w 0.5 --lambda-h 0.5 --seed 3 --quiet --objective " + objective +
+                  " --input '" + a + "'",
+              3, "rank"},
+          Bad{common_args + " --objective " + objective_other + " --input '" + a + "'", 2, "objective"},
+          Bad{" --rank 4 --neighbors 5 --lambda-w 0.7 --lambda-h 0.5 --seed 3 --quiet --objective " + objective +
+                  " --input '" + a + "'",
+              2, "lambda_w"},
+          Bad{" --rank 4 --neighbors 6 --lambda-w 0.5 --lambda-h 0.5 --seed 3 --quiet --objective " + objective +
+                  " --input '" + a + "'",
+              2, "neighbors"}}) {
       SCOPED_TRACE(bad.args);
       r = run_kfactor("mnmf " + bad.args + " --iters 9 --restart '" + ck + "' --checkpoint '" + ck + "'", dir);
       EXPECT_EQ(r.code, bad.code) << r.err;

@@ -17,8 +17,8 @@ TYPED_TEST_SUITE(KnnTest, kfactor::test::ExecutionSpaces, kfactor::test::SpaceNa
 /// Brute-force host reference of the pinned definition (knn_graph.hpp):
 /// dense rows, d2 = max(0, (|a|^2 + |b|^2) - 2 a.b), the K smallest (d2, l),
 /// l != i, OR / AND symmetrization, weights per undirected edge.
-std::map<std::pair<int, int>, double> reference_graph(const std::vector<std::vector<double>>& rows, int K,
-                                                      Weighting w, double sigma, Symmetrization sym) {
+std::map<std::pair<int, int>, double> reference_graph(const std::vector<std::vector<double>>& rows, int K, Weighting w,
+                                                      double sigma, Symmetrization sym) {
   const int m = int(rows.size());
   K = std::min(K, m - 1);
   auto dot = [&](int a, int b) {

@@ -8,6 +8,7 @@
 #include <kfactor/io/checkpoint.hpp>
 #include <kfactor/mnmf/model_selection.hpp>
 
+#include <unistd.h>
 #include <climits>
 #include <cstdio>
 #include <functional>
@@ -15,7 +16,6 @@
 #include <numeric>
 #include <string>
 #include <type_traits>
-#include <unistd.h>
 
 namespace {
 using namespace kfactor;
@@ -37,8 +37,8 @@ TYPED_TEST_SUITE(MnmfSpace, kfactor::test::ExecutionSpaces, kfactor::test::Space
 
 template <class Space, class T>
 Problem<T, typename Space::memory_space> small_problem(const Space& exec, int m, int n, double density,
-                                                        std::uint64_t seed, int K, bool knn = true,
-                                                        std::set<int> empty_rows = {}, std::set<int> empty_cols = {}) {
+                                                       std::uint64_t seed, int K, bool knn = true,
+                                                       std::set<int> empty_rows = {}, std::set<int> empty_cols = {}) {
   auto R = to_csr(exec, random_ratings<T>(m, n, density, seed, empty_rows, empty_cols));
   GraphOptions g;
   g.neighbors = K;
@@ -235,8 +235,8 @@ TYPED_TEST(MnmfSpace, MatchesSerialReferenceAnyRank) {
       const int epochs = r >= 257 ? 2 : 10;
       for (int e = 0; e < epochs; ++e) {
         step(exec, pr, o, s);
-        mnmf::detail::serial_epoch(obj == Objective::kl, Rr, Rtr, W, H, r, Pr, q, T(o.lambda_w), Pbr, qb,
-                                   T(o.lambda_h), T(o.kl_floor), up, dn);
+        mnmf::detail::serial_epoch(obj == Objective::kl, Rr, Rtr, W, H, r, Pr, q, T(o.lambda_w), Pbr, qb, T(o.lambda_h),
+                                   T(o.kl_floor), up, dn);
       }
       // host: same summation order as the serial reference, except that
       // Kokkos may vectorize the r-reduction; a device reduces in a tree
@@ -422,23 +422,33 @@ TEST(MnmfOptions, EveryNumericOptionHasARange) {
     std::vector<std::pair<double, bool>> values;  // value, accepted
   };
   const std::vector<Case> cases = {
-      {"rank", [](Options& o, double v) { o.rank = int(v); }, {{0, false}, {-1, false}, {big_int, false}, {1024, true}}},
-      {"lambda_w", [](Options& o, double v) { o.lambda_w = v; },
+      {"rank",
+       [](Options& o, double v) { o.rank = int(v); },
+       {{0, false}, {-1, false}, {big_int, false}, {1024, true}}},
+      {"lambda_w",
+       [](Options& o, double v) { o.lambda_w = v; },
        {{0, true}, {-1, false}, {nan, false}, {inf, false}, {1e300, false}, {1e3, true}}},
-      {"lambda_h", [](Options& o, double v) { o.lambda_h = v; },
+      {"lambda_h",
+       [](Options& o, double v) { o.lambda_h = v; },
        {{0, true}, {-1, false}, {nan, false}, {inf, false}, {1e300, false}}},
-      {"stop.max_iterations", [](Options& o, double v) { o.stop.max_iterations = int(v); },
+      {"stop.max_iterations",
+       [](Options& o, double v) { o.stop.max_iterations = int(v); },
        {{0, true}, {-1, false}, {big_int, false}}},
-      {"stop.tolerance", [](Options& o, double v) { o.stop.tolerance = v; },
+      {"stop.tolerance",
+       [](Options& o, double v) { o.stop.tolerance = v; },
        {{0, true}, {-1, false}, {nan, false}, {inf, false}, {1e300, false}}},
       {"stop.target", [](Options& o, double v) { o.stop.target = v; }, {{0, true}, {nan, true}, {inf, false}}},
-      {"init_low", [](Options& o, double v) { o.init_low = v; },
+      {"init_low",
+       [](Options& o, double v) { o.init_low = v; },
        {{0, false}, {-1, false}, {nan, false}, {inf, false}, {1e300, false}, {1, true}}},
-      {"init_high", [](Options& o, double v) { o.init_high = v; },
+      {"init_high",
+       [](Options& o, double v) { o.init_high = v; },
        {{0, false}, {-1, false}, {nan, false}, {inf, false}, {1e300, false}, {10, true}}},
-      {"init_scale", [](Options& o, double v) { o.init_scale = v; },
+      {"init_scale",
+       [](Options& o, double v) { o.init_scale = v; },
        {{0, true}, {-1, false}, {nan, false}, {inf, false}, {1e300, false}, {2, true}}},
-      {"kl_floor", [](Options& o, double v) { o.kl_floor = v; },
+      {"kl_floor",
+       [](Options& o, double v) { o.kl_floor = v; },
        {{0, false}, {-1, false}, {nan, false}, {inf, false}, {1e300, false}, {1e-9, true}}},
   };
   for (const auto& c : cases)
@@ -522,7 +532,8 @@ TYPED_TEST(MnmfSpace, RestartWithAChangedOptionIsRefusedNamingIt) {
   using Space = TypeParam;
   const Space exec;
   auto R = to_csr(exec, random_ratings<T>(40, 30, 0.3, 211));
-  auto problem = make_problem(exec, R, to_csr(exec, random_graph<T>(40, 3, 212)), to_csr(exec, random_graph<T>(30, 3, 213)));
+  auto problem =
+      make_problem(exec, R, to_csr(exec, random_graph<T>(40, 3, 212)), to_csr(exec, random_graph<T>(30, 3, 213)));
   Options o;
   o.rank = 5;
   o.lambda_w = o.lambda_h = 0.5;
@@ -586,8 +597,8 @@ TYPED_TEST(MnmfSpace, SelectLambdaPicksTheLowestValidationRmse) {
   const std::vector<double> grid = {0.0, 0.3, 3.0, 0.3};
   auto [fit, validation] = split_train_test(train, 0.2, 7);
   const auto R = to_csr(exec, fit);
-  const auto problem = make_problem(exec, R, knn_graph(exec, R, g), knn_graph(exec, transpose(exec, R), g),
-                                    to_csr(exec, validation));
+  const auto problem =
+      make_problem(exec, R, knn_graph(exec, R, g), knn_graph(exec, transpose(exec, R), g), to_csr(exec, validation));
   int seen = 0;
   const auto chosen = select_lambda(exec, problem, o, grid, [&](const LambdaCandidate&) { ++seen; });
   EXPECT_EQ(seen, 4);
@@ -631,7 +642,8 @@ TYPED_TEST(MnmfRestart, StateRebuiltFromVisitContinuesBitForBit) {
   using Mem = typename TypeParam::memory_space;
   const TypeParam exec;
   auto R = to_csr(exec, random_ratings<T>(40, 30, 0.3, 111));
-  auto problem = make_problem(exec, R, to_csr(exec, random_graph<T>(40, 3, 112)), to_csr(exec, random_graph<T>(30, 3, 113)));
+  auto problem =
+      make_problem(exec, R, to_csr(exec, random_graph<T>(40, 3, 112)), to_csr(exec, random_graph<T>(30, 3, 113)));
   for (const auto obj : {Objective::euclid, Objective::kl}) {
     Options o;
     o.objective = obj;
@@ -655,8 +667,10 @@ TYPED_TEST(MnmfRestart, StateRebuiltFromVisitContinuesBitForBit) {
         const X value = x;
         const std::string n = name;
         copies.push_back([n, value](State<T, Mem>& s) {
-          if constexpr (std::is_same_v<X, int>) s.iteration = value;
-          else s.seed = static_cast<std::uint64_t>(value);
+          if constexpr (std::is_same_v<X, int>)
+            s.iteration = value;
+          else
+            s.seed = static_cast<std::uint64_t>(value);
         });
       }
     });

@@ -73,8 +73,7 @@ HostMatrix<T> planted(int m, int n, int K, std::uint64_t seed) {
   const CounterRng rng(seed, RngStream::user);
   std::vector<double> W(std::size_t(m) * K), H(std::size_t(K) * n);
   for (std::size_t e = 0; e < W.size(); ++e) W[e] = rng.uniform(e) < 0.5 ? 0.0 : rng.uniform(e + 1000000);
-  for (std::size_t e = 0; e < H.size(); ++e)
-    H[e] = rng.uniform(e + 2000000) < 0.5 ? 0.0 : rng.uniform(e + 3000000);
+  for (std::size_t e = 0; e < H.size(); ++e) H[e] = rng.uniform(e + 2000000) < 0.5 ? 0.0 : rng.uniform(e + 3000000);
   HostMatrix<T> A("A", m, n);
   for (int i = 0; i < m; ++i)
     for (int j = 0; j < n; ++j) {
@@ -231,8 +230,7 @@ TYPED_TEST(NmfTest, ColumnSweepEqualsColumnSteps) {
     auto B = to_space<Space>(hB), G = to_space<Space>(hG), Acc = to_space<Space>(hAcc);
     auto steps = to_space<Space>(hX), sweep = to_space<Space>(hX), again = to_space<Space>(hX);
     Kokkos::View<double*, Mem> n_steps("n_steps", K), n_sweep("n_sweep", K), n_again("n_again", K);
-    for (int t = t0; t < t1; ++t)
-      d::column_step(exec, steps, Acc, d::Base::accumulated, B, G, t0, t1, t, eps, n_steps);
+    for (int t = t0; t < t1; ++t) d::column_step(exec, steps, Acc, d::Base::accumulated, B, G, t0, t1, t, eps, n_steps);
     d::scale_column(exec, steps, t1 - 1, n_steps);
     for (const auto& [X, norms] : {std::pair{sweep, n_sweep}, std::pair{again, n_again}}) {
       barrier.reset(exec);
@@ -312,7 +310,8 @@ TYPED_TEST(NmfTest, AloAndHalsTracesAgreeAndInvariantsHold) {
       for (int d = 0; d < D; ++d) EXPECT_GE(Ht(d, k), eps);
     }
   }
-  if (collapsed_at >= 0) std::printf("note: a W column collapsed at epoch %d (traces compared before it)\n", collapsed_at);
+  if (collapsed_at >= 0)
+    std::printf("note: a W column collapsed at epoch %d (traces compared before it)\n", collapsed_at);
   EXPECT_NE(collapsed_at, 0);
 }
 
@@ -383,8 +382,8 @@ TYPED_TEST(NmfTest, CheapErrorEqualsExplicitError) {
       const double cheap = nmf::evaluate(exec, Acsr, o, s).get("relative_error");
       EXPECT_NEAR(cheap, relative_error(exec, Adense.A, s.W, s.Ht), 1e-10);
       EXPECT_NEAR(cheap, relative_error(exec, Acsr.A, s.W, s.Ht), 1e-10);
-      EXPECT_NEAR(nmf::evaluate(exec, Adense, o, sd).get("relative_error"),
-                  relative_error(exec, Adense.A, sd.W, sd.Ht), 1e-10);
+      EXPECT_NEAR(nmf::evaluate(exec, Adense, o, sd).get("relative_error"), relative_error(exec, Adense.A, sd.W, sd.Ht),
+                  1e-10);
     }
   }
 }
@@ -588,8 +587,7 @@ TEST(NmfOptions, EveryNumericOptionHasARange) {
   for (int v : {-1, 17, std::numeric_limits<int>::max()}) refused(with([&](nmf::Options& o) { o.tile = v; }), "tile");
   for (int v : {0, 1, 16}) EXPECT_NO_THROW(with([&](nmf::Options& o) { o.tile = v; }).validate()) << v;
   // epsilon in [0, max_epsilon]
-  for (double v : {-1.0, nan, inf, -inf, 1.0, 1e300})
-    refused(with([&](nmf::Options& o) { o.epsilon = v; }), "epsilon");
+  for (double v : {-1.0, nan, inf, -inf, 1.0, 1e300}) refused(with([&](nmf::Options& o) { o.epsilon = v; }), "epsilon");
   for (double v : {0.0, 1e-300, nmf::max_epsilon})
     EXPECT_NO_THROW(with([&](nmf::Options& o) { o.epsilon = v; }).validate()) << v;
   // stop.max_iterations >= 0 (any int above: tolerance, target or an observer end the run)
@@ -599,10 +597,12 @@ TEST(NmfOptions, EveryNumericOptionHasARange) {
   // stop.tolerance in [0, 1)
   for (double v : {-1.0, nan, inf, 1.0, 1e300})
     refused(with([&](nmf::Options& o) { o.stop.tolerance = v; }), "tolerance");
-  for (double v : {0.0, 1e-12, 0.5}) EXPECT_NO_THROW(with([&](nmf::Options& o) { o.stop.tolerance = v; }).validate()) << v;
+  for (double v : {0.0, 1e-12, 0.5})
+    EXPECT_NO_THROW(with([&](nmf::Options& o) { o.stop.tolerance = v; }).validate()) << v;
   // stop.target in [0, 1] or NaN
   for (double v : {-1.0, inf, -inf, 1.5, 1e300}) refused(with([&](nmf::Options& o) { o.stop.target = v; }), "target");
-  for (double v : {nan, 0.0, 1e-6, 1.0}) EXPECT_NO_THROW(with([&](nmf::Options& o) { o.stop.target = v; }).validate()) << v;
+  for (double v : {nan, 0.0, 1e-6, 1.0})
+    EXPECT_NO_THROW(with([&](nmf::Options& o) { o.stop.target = v; }).validate()) << v;
   // every seed
   for (std::uint64_t v : {std::uint64_t(0), ~std::uint64_t(0)})
     EXPECT_NO_THROW(with([&](nmf::Options& o) { o.seed = v; }).validate());

@@ -34,8 +34,10 @@ const std::string facebook = kfactor::test::data_path("snap/facebook_combined.tx
 
 TEST(NmfCli, JsonReportOnSnapGraph) {
   TempDir dir;
-  const auto r = run_kfactor("nmf --input " + quote(gnutella) + " --format edges --rank 4 --iters 5 --seed 3 --json "
-                             "--output " + quote(dir.file("g")),
+  const auto r = run_kfactor("nmf --input " + quote(gnutella) +
+                                 " --format edges --rank 4 --iters 5 --seed 3 --json "
+                                 "--output " +
+                                 quote(dir.file("g")),
                              dir);
   ASSERT_EQ(r.code, 0) << r.err;
   const auto j = nlohmann::json::parse(r.out);
@@ -91,8 +93,8 @@ TEST(NmfCli, RestartGivesByteIdenticalFactors) {
 TEST(NmfCli, MismatchedRestartExits3AndKeepsCheckpoint) {
   TempDir dir;
   const std::string ckpt = dir.file("c.h5");
-  auto r = run_kfactor("nmf --input " + quote(gnutella) + " --rank 4 --iters 2 --quiet --checkpoint " + quote(ckpt),
-                       dir);
+  auto r =
+      run_kfactor("nmf --input " + quote(gnutella) + " --rank 4 --iters 2 --quiet --checkpoint " + quote(ckpt), dir);
   ASSERT_EQ(r.code, 0) << r.err;
   const std::string before = slurp(ckpt);
   ASSERT_FALSE(before.empty());
@@ -113,7 +115,8 @@ TEST(NmfCli, MismatchedRestartExits3AndKeepsCheckpoint) {
   // Another option that decides the iterates is a usage error naming it.
   // (Rank 4's default tile is 2.)
   for (const auto& [flag, name] : {std::pair<std::string, std::string>{"--algorithm mu", "algorithm"},
-                                   {"--seed 9", "seed"}, {"--tile 1", "tile"}}) {
+                                   {"--seed 9", "seed"},
+                                   {"--tile 1", "tile"}}) {
     SCOPED_TRACE(flag);
     r = run_kfactor("nmf --input " + quote(gnutella) + " --rank 4 --iters 4 --quiet " + flag + " --restart " +
                         quote(ckpt) + " --checkpoint " + quote(ckpt),
@@ -128,9 +131,8 @@ TEST(NmfCli, MismatchedRestartExits3AndKeepsCheckpoint) {
                   dir);
   EXPECT_EQ(r.code, 0) << r.err;
   // A missing checkpoint is an input error too.
-  r = run_kfactor("nmf --input " + quote(gnutella) + " --rank 4 --iters 4 --quiet --restart " +
-                      quote(dir.file("missing.h5")),
-                  dir);
+  r = run_kfactor(
+      "nmf --input " + quote(gnutella) + " --rank 4 --iters 4 --quiet --restart " + quote(dir.file("missing.h5")), dir);
   EXPECT_EQ(r.code, 3) << r.err;
 }
 

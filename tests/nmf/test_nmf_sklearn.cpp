@@ -63,8 +63,8 @@ TEST(NmfSklearn, FinalErrorWithinHalfPercentOfScikitLearn) {
         o.seed = seed;
         ours.push_back(nmf::solve(exec, A, o).report.metrics.get("relative_error"));
       }
-      std::printf("%s %s: kfactor median %.6f, scikit-learn cd median %.6f\n", name, nmf::to_string(alg),
-                  median(ours), median(ref));
+      std::printf("%s %s: kfactor median %.6f, scikit-learn cd median %.6f\n", name, nmf::to_string(alg), median(ours),
+                  median(ref));
       EXPECT_LE(median(ours), 1.005 * median(ref)) << name << " " << nmf::to_string(alg);
     }
   }

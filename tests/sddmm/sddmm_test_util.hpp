@@ -56,8 +56,9 @@ struct HostReference {
 
 /// random_sddmm_pattern's matrix as a CSR of T in exec's memory space.
 template <class T, class ExecutionSpace>
-CsrMatrix<T, typename ExecutionSpace::memory_space> random_sddmm_csr(const ExecutionSpace& exec, int m, int n, double avg,
-                                                                     std::uint64_t seed, bool empties = true) {
+CsrMatrix<T, typename ExecutionSpace::memory_space> random_sddmm_csr(const ExecutionSpace& exec, int m, int n,
+                                                                     double avg, std::uint64_t seed,
+                                                                     bool empties = true) {
   const auto c = random_sddmm_pattern(m, n, avg, seed, empties);
   CooMatrix<T> ct{c.num_rows, c.num_cols, c.rows, c.cols, {}};
   for (double v : c.values) ct.values.push_back(T(v));

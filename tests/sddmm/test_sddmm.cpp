@@ -80,7 +80,7 @@ std::vector<std::pair<std::string, SddmmOptions>> configurations() {
     o.cache_bytes = 8192;
   });
   add("nzsplit-l2-hints-auto", [](SddmmOptions& o) {  // one tile larger than the cache: hints, and
-    o.kernel = SddmmKernel::nzsplit;                   // 32 lanes from 32 packs on
+    o.kernel = SddmmKernel::nzsplit;                  // 32 lanes from 32 packs on
     o.column_tiles = false;
     o.cache_bytes = 4096;  // keeps 2 (fp64) or 4 (fp32) streamed rows at K = 128
   });
@@ -289,7 +289,7 @@ TYPED_TEST(SddmmTest, SmSmChosenAboveThresholdAndAgreesWithSmL2) {
   EXPECT_EQ(choose_sddmm_kernel(true, automatic.info().density, o, 20, true, true), SddmmKernel::sm_sm);
   EXPECT_EQ(choose_sddmm_kernel(true, 0.049, o, 20, true, true), SddmmKernel::nzsplit);
   EXPECT_EQ(choose_sddmm_kernel(true, 0.049, o, 20, true, false), SddmmKernel::rowsplit);  // K not whole packs
-  EXPECT_EQ(choose_sddmm_kernel(true, 0.2, o, 20, false, true), SddmmKernel::nzsplit);  // does not fit
+  EXPECT_EQ(choose_sddmm_kernel(true, 0.2, o, 20, false, true), SddmmKernel::nzsplit);     // does not fit
   EXPECT_EQ(choose_sddmm_kernel(false, 0.2, o, 20, true, true), SddmmKernel::rowsplit);
   o.kernel = SddmmKernel::sm_sm;
   SddmmPlan<Space, T> forced(exec, S, K, o);
@@ -327,11 +327,11 @@ TYPED_TEST(SddmmTest, EdgeShapes) {
     std::vector<int> r, c;
   };
   std::vector<Case> cases = {
-      {9, 8, {4}, {6}},                                  // single nonzero
-      {1, 40, {0, 0, 0, 0}, {0, 5, 17, 39}},             // M = 1
-      {40, 1, {0, 3, 17, 39}, {0, 0, 0, 0}},             // N = 1
-      {12, 12, {}, {}},                                  // no nonzeros
-      {30, 30, {0, 29, 29, 15}, {29, 0, 29, 15}},        // mostly empty rows and columns
+      {9, 8, {4}, {6}},                            // single nonzero
+      {1, 40, {0, 0, 0, 0}, {0, 5, 17, 39}},       // M = 1
+      {40, 1, {0, 3, 17, 39}, {0, 0, 0, 0}},       // N = 1
+      {12, 12, {}, {}},                            // no nonzeros
+      {30, 30, {0, 29, 29, 15}, {29, 0, 29, 15}},  // mostly empty rows and columns
   };
   for (const auto& cs : cases) {
     CooMatrix<T> coo{cs.m, cs.n, cs.r, cs.c, {}};
@@ -671,8 +671,8 @@ TEST(SddmmLayout, PanelLayoutOrdersRowsByCountAndPanelsByStreamedIndex) {
           ++seen[d];
           const auto a = static_cast<std::size_t>(L.lrow[e]);
           ASSERT_TRUE(a >= a0 && a < a1) << e;
-          const ordinal_t i = static_cast<ordinal_t>(std::upper_bound(row_map.begin(), row_map.end(), d) -
-                                                     row_map.begin() - 1);
+          const ordinal_t i =
+              static_cast<ordinal_t>(std::upper_bound(row_map.begin(), row_map.end(), d) - row_map.begin() - 1);
           EXPECT_EQ(transposed ? L.cols[e] : L.active_rows[a], i) << e;
           EXPECT_EQ(transposed ? L.active_rows[a] : L.cols[e], entries[d]) << e;
           EXPECT_EQ(L.cols[e] / tile_cols, t) << e;
@@ -750,7 +750,7 @@ TEST(SddmmLayout, ShortRowsRunInOneWaveOnDevices) {
   const std::int64_t multiprocessors = std::max<std::int64_t>(exec.concurrency() / 2048, 1);
   struct Case {
     int m, n, K;
-    double hints;      // hot_cache_fraction: -1 automatic (none here), 0.5 the hinted form
+    double hints;       // hot_cache_fraction: -1 automatic (none here), 0.5 the hinted form
     int lanes, per_mp;  // expected lanes, resident teams per multiprocessor
   };
   for (const Case c : {Case{200000, 200000, 32, -1.0, 8, 2}, Case{40000, 20000, 128, 0.5, 32, 1}}) {
@@ -779,8 +779,8 @@ TEST(SddmmLayout, MarkOneRowBatchesFlagsExactlyTheOneRowBatches) {
   const ordinal_t one = detail::sddmm_one_row_bit;
   std::vector<ordinal_t> rows = {0, 0, 0, 0, 0, 0, 1, 1, 5, 9, 2, 5, 7, 7, 7, 7, 3, 3};
   detail::mark_one_row_batches(rows, 4);
-  EXPECT_EQ(rows, (std::vector<ordinal_t>{0 | one, 0 | one, 0 | one, 0 | one, 0, 0, 1, 1, 5, 9, 2, 5, 7 | one,
-                                          7 | one, 7 | one, 7 | one, 3 | one, 3 | one}));
+  EXPECT_EQ(rows, (std::vector<ordinal_t>{0 | one, 0 | one, 0 | one, 0 | one, 0, 0, 1, 1, 5, 9, 2, 5, 7 | one, 7 | one,
+                                          7 | one, 7 | one, 3 | one, 3 | one}));
   std::vector<ordinal_t> single = {4, 2};
   detail::mark_one_row_batches(single, 1);
   EXPECT_EQ(single, (std::vector<ordinal_t>{4 | one, 2 | one}));
@@ -800,8 +800,7 @@ TEST(SddmmGenerate, PowerLawPatternIsPinnedSortedAndDistinct) {
   std::uint64_t h = 1469598103934665603ull;  // FNV-1a over (row, col)
   for (std::size_t e = 0; e < c.rows.size(); ++e) {
     ASSERT_TRUE(c.rows[e] >= 0 && c.rows[e] < spec.m && c.cols[e] >= 0 && c.cols[e] < spec.n) << e;
-    if (e > 0)
-      ASSERT_TRUE(c.rows[e - 1] < c.rows[e] || (c.rows[e - 1] == c.rows[e] && c.cols[e - 1] < c.cols[e])) << e;
+    if (e > 0) ASSERT_TRUE(c.rows[e - 1] < c.rows[e] || (c.rows[e - 1] == c.rows[e] && c.cols[e - 1] < c.cols[e])) << e;
     ++per_col[c.cols[e]];
     h = (h ^ std::uint64_t(c.rows[e])) * 1099511628211ull;
     h = (h ^ std::uint64_t(c.cols[e])) * 1099511628211ull;

@@ -60,8 +60,8 @@ TYPED_TEST(SddmmDataTest, SnapGraphsMatchReference) {
       Kokkos::View<float*, Mem> out("out", S.nnz());
       SddmmPlan<Space, float> plan(exec, S, K, o);
       plan.apply(exec, A, B, out);
-      EXPECT_LE(scaled_error(out, ref, K, eps), 1.0) << name << " " << to_string(o.kernel) << " lanes "
-                                                     << o.vector_length << " tiles " << plan.info().tiles;
+      EXPECT_LE(scaled_error(out, ref, K, eps), 1.0)
+          << name << " " << to_string(o.kernel) << " lanes " << o.vector_length << " tiles " << plan.info().tiles;
     }
   }
 }

@@ -1,7 +1,7 @@
 // The paper's models and the column partition (digest 004, checklist items
 // 3, 4, 5, 10, 11, 15). Host-only arithmetic.
-#include <kfactor/sddmm/options.hpp>
 #include <kfactor/core/random.hpp>
+#include <kfactor/sddmm/options.hpp>
 
 #include <gtest/gtest.h>
 

@@ -57,7 +57,8 @@ TEST(SddmmMpi, GatheredRanksEqualSingleRun) {
       SddmmPlan<Space, double>(exec, S, K, o).apply(exec, A, B, full);
       auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, full);
       ASSERT_EQ(gathered.size(), S.nnz());
-      for (std::size_t e = 0; e < S.nnz(); ++e) ASSERT_EQ(gathered[e], h(e)) << "P=" << size << " e=" << e << " " << to_string(split);
+      for (std::size_t e = 0; e < S.nnz(); ++e)
+        ASSERT_EQ(gathered[e], h(e)) << "P=" << size << " e=" << e << " " << to_string(split);
     }
   }
 }

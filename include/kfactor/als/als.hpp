@@ -102,9 +102,7 @@ enum class Layout {
   bals,       ///< BALS tiles (CSR only where no tile fits the segment bound)
   csr         ///< plain CSR
 };
-inline const char* to_string(Layout l) {
-  return l == Layout::automatic ? "auto" : l == Layout::bals ? "bals" : "csr";
-}
+inline const char* to_string(Layout l) { return l == Layout::automatic ? "auto" : l == Layout::bals ? "bals" : "csr"; }
 inline Layout parse_layout(const std::string& s) {
   if (s == "auto") return Layout::automatic;
   if (s == "bals") return Layout::bals;
@@ -113,18 +111,18 @@ inline Layout parse_layout(const std::string& s) {
 }
 
 struct Options {
-  int rank = 10;                 ///< f, in 1..1024 (and <= min(users, items), checked by init)
-  StopRule stop{10};             ///< primary metric: test_rmse, else given_test_rmse, else train_rmse
-  double lambda = 0.1;           ///< regularization, in (0, 1e6]
+  int rank = 10;        ///< f, in 1..1024 (and <= min(users, items), checked by init)
+  StopRule stop{10};    ///< primary metric: test_rmse, else given_test_rmse, else train_rmse
+  double lambda = 0.1;  ///< regularization, in (0, 1e6]
   LambdaWeighting weighting = LambdaWeighting::nnz;
   Layout layout = Layout::automatic;
-  bool reorder = false;          ///< visit rows/columns by descending count
-  int xb = 0, yb = 0;            ///< BALS tile (xb in 0..64, yb in 0..65536); 0, 0: autotune each half-step
-  std::int64_t batch_rows = 0;   ///< rows per batch of normal equations, in 0..2^31-1; 0: from max_batch_bytes
+  bool reorder = false;         ///< visit rows/columns by descending count
+  int xb = 0, yb = 0;           ///< BALS tile (xb in 0..64, yb in 0..65536); 0, 0: autotune each half-step
+  std::int64_t batch_rows = 0;  ///< rows per batch of normal equations, in 0..2^31-1; 0: from max_batch_bytes
   /// Bytes of normal equations per batch, at most 2^40; 0: 1 GiB on devices,
   /// 32 MiB on hosts (a batch that stays in cache).
   std::size_t max_batch_bytes = 0;
-  std::uint64_t seed = 42;       ///< initial Y
+  std::uint64_t seed = 42;  ///< initial Y
   /// Largest sample (nonzeros) the autotuner times per candidate, in
   /// 0..2^31-1; 0: a default per space.
   std::int64_t autotune_sample_nnz = 0;
@@ -141,7 +139,8 @@ struct Options {
     if ((xb > 0) && layout == Layout::csr) throw UsageError("ALS xb and yb are BALS tiles: not with layout csr");
     constexpr std::int64_t max32 = std::numeric_limits<std::int32_t>::max();
     if (batch_rows < 0 || batch_rows > max32)
-      throw UsageError("ALS batch_rows must be in 0..2^31-1 (0: from max_batch_bytes), got " + std::to_string(batch_rows));
+      throw UsageError("ALS batch_rows must be in 0..2^31-1 (0: from max_batch_bytes), got " +
+                       std::to_string(batch_rows));
     if (max_batch_bytes > (std::size_t(1) << 40))
       throw UsageError("ALS max_batch_bytes must be in 0..2^40 (0: per space), got " + std::to_string(max_batch_bytes));
     if (autotune_sample_nnz < 0 || autotune_sample_nnz > max32)
@@ -179,15 +178,14 @@ struct Problem {
 /// a test set larger than the ratings; UsageError for a bad test_fraction.
 template <class ExecutionSpace, class T>
 Problem<T, typename ExecutionSpace::memory_space> make_problem(const ExecutionSpace& exec, const CooMatrix<T>& all,
-                                                                double test_fraction, std::uint64_t split_seed,
-                                                                const CooMatrix<T>* given_test = nullptr) {
+                                                               double test_fraction, std::uint64_t split_seed,
+                                                               const CooMatrix<T>* given_test = nullptr) {
   if (!(test_fraction >= 0.0 && test_fraction < 1.0))
     throw UsageError("ALS test fraction must be in [0, 1), got " + std::to_string(test_fraction));
   if (all.values.empty()) throw InputError("ALS: no ratings");
   bool any_nonzero = false;
   for (std::size_t e = 0; e < all.values.size(); ++e) {
-    if (!std::isfinite(double(all.values[e])))
-      throw InputError("rating " + std::to_string(e) + " is not finite");
+    if (!std::isfinite(double(all.values[e]))) throw InputError("rating " + std::to_string(e) + " is not finite");
     any_nonzero = any_nonzero || all.values[e] != T(0);
   }
   if (!any_nonzero) throw InputError("ALS: every rating is zero; there is nothing to factorize");
@@ -305,8 +303,9 @@ struct LaunchSchedule {
   Kokkos::View<std::int64_t*, MemorySpace> segments;  ///< segment_ptr on the device
 };
 template <class ExecutionSpace, class MemorySpace>
-LaunchSchedule<MemorySpace> launch_schedule(const ExecutionSpace& exec, const Kokkos::View<int*, MemorySpace>& row_count,
-                                            int xb, std::int64_t long_from) {
+LaunchSchedule<MemorySpace> launch_schedule(const ExecutionSpace& exec,
+                                            const Kokkos::View<int*, MemorySpace>& row_count, int xb,
+                                            std::int64_t long_from) {
   const std::int64_t rows = std::int64_t(row_count.extent(0)), blocks = (rows + xb - 1) / xb;
   const auto count = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, row_count);
   std::vector<std::int64_t> load(blocks, 0);
@@ -318,16 +317,17 @@ LaunchSchedule<MemorySpace> launch_schedule(const ExecutionSpace& exec, const Ko
   out.order = Kokkos::View<ordinal_t*, MemorySpace>(
       Kokkos::view_alloc(exec, Kokkos::WithoutInitializing, "kfactor::als::schedule"), blocks);
   using Unmanaged = Kokkos::MemoryTraits<Kokkos::Unmanaged>;
-  Kokkos::deep_copy(exec, out.order, Kokkos::View<const ordinal_t*, Kokkos::HostSpace, Unmanaged>(order.data(), blocks));
+  Kokkos::deep_copy(exec, out.order,
+                    Kokkos::View<const ordinal_t*, Kokkos::HostSpace, Unmanaged>(order.data(), blocks));
   while (out.long_blocks < blocks && load[order[out.long_blocks]] >= long_from) {
     const std::int64_t l = load[order[out.long_blocks++]];
     out.segment_ptr.push_back(out.segment_ptr.back() + (l + long_from - 1) / long_from);
   }
   out.segments = Kokkos::View<std::int64_t*, MemorySpace>(
       Kokkos::view_alloc(exec, Kokkos::WithoutInitializing, "kfactor::als::segments"), out.segment_ptr.size());
-  Kokkos::deep_copy(exec, out.segments,
-                    Kokkos::View<const std::int64_t*, Kokkos::HostSpace, Unmanaged>(out.segment_ptr.data(),
-                                                                                     out.segment_ptr.size()));
+  Kokkos::deep_copy(
+      exec, out.segments,
+      Kokkos::View<const std::int64_t*, Kokkos::HostSpace, Unmanaged>(out.segment_ptr.data(), out.segment_ptr.size()));
   exec.fence();
   return out;
 }
@@ -348,8 +348,9 @@ HalfStepStructure<T, MemorySpace> make_structure(const ExecutionSpace& exec, con
   S.row_orig = Kokkos::View<ordinal_t*, MemorySpace>("kfactor::als::row_orig", S.rows);
   if (rows_new_to_old.empty()) {
     auto ro = S.row_orig;
-    Kokkos::parallel_for("kfactor::als::iota", Kokkos::RangePolicy<ExecutionSpace>(exec, 0, S.rows),
-                         KOKKOS_LAMBDA(ordinal_t r) { ro(r) = r; });
+    Kokkos::parallel_for(
+        "kfactor::als::iota", Kokkos::RangePolicy<ExecutionSpace>(exec, 0, S.rows),
+        KOKKOS_LAMBDA(ordinal_t r) { ro(r) = r; });
   } else {
     Kokkos::deep_copy(exec, S.row_orig,
                       Kokkos::View<const ordinal_t*, Kokkos::HostSpace, Unmanaged>(rows_new_to_old.data(), S.rows));
@@ -358,8 +359,9 @@ HalfStepStructure<T, MemorySpace> make_structure(const ExecutionSpace& exec, con
   {
     auto rc = S.row_count;
     auto rm = A.row_map;
-    Kokkos::parallel_for("kfactor::als::row_count", Kokkos::RangePolicy<ExecutionSpace>(exec, 0, S.rows),
-                         KOKKOS_LAMBDA(ordinal_t r) { rc(r) = int(rm(r + 1) - rm(r)); });
+    Kokkos::parallel_for(
+        "kfactor::als::row_count", Kokkos::RangePolicy<ExecutionSpace>(exec, 0, S.rows),
+        KOKKOS_LAMBDA(ordinal_t r) { rc(r) = int(rm(r + 1) - rm(r)); });
   }
   if (tiled) {
     auto Bh = build_bals_host(Ah, xb, yb, cols_new_to_old);
@@ -383,22 +385,24 @@ HalfStepStructure<T, MemorySpace> make_structure(const ExecutionSpace& exec, con
     if (cols_new_to_old.empty()) {
       S.tile_colidx = A.entries;
     } else {
-      Kokkos::View<ordinal_t*, MemorySpace> cmap(Kokkos::view_alloc(exec, Kokkos::WithoutInitializing, "kfactor::als::cmap"),
-                                                 cols_new_to_old.size());
-      Kokkos::deep_copy(exec, cmap, Kokkos::View<const ordinal_t*, Kokkos::HostSpace, Unmanaged>(
-                                        cols_new_to_old.data(), cols_new_to_old.size()));
+      Kokkos::View<ordinal_t*, MemorySpace> cmap(
+          Kokkos::view_alloc(exec, Kokkos::WithoutInitializing, "kfactor::als::cmap"), cols_new_to_old.size());
+      Kokkos::deep_copy(
+          exec, cmap,
+          Kokkos::View<const ordinal_t*, Kokkos::HostSpace, Unmanaged>(cols_new_to_old.data(), cols_new_to_old.size()));
       S.tile_colidx = Kokkos::View<ordinal_t*, MemorySpace>(
           Kokkos::view_alloc(exec, Kokkos::WithoutInitializing, "kfactor::als::colidx"), A.nnz());
       auto out = S.tile_colidx;
       auto ent = A.entries;
-      Kokkos::parallel_for("kfactor::als::map_cols", Kokkos::RangePolicy<ExecutionSpace>(exec, 0, A.nnz()),
-                           KOKKOS_LAMBDA(offset_t e) { out(e) = cmap(ent(e)); });
+      Kokkos::parallel_for(
+          "kfactor::als::map_cols", Kokkos::RangePolicy<ExecutionSpace>(exec, 0, A.nnz()),
+          KOKKOS_LAMBDA(offset_t e) { out(e) = cmap(ent(e)); });
     }
   }
   // CSR rows long enough to split come first; tiles are never split.
-  const auto schedule = launch_schedule(exec, S.row_count, tiled ? xb : 1,
-                                        tiled ? std::numeric_limits<std::int64_t>::max()
-                                              : std::int64_t(Tuning<ExecutionSpace>::split_from));
+  const auto schedule = launch_schedule(
+      exec, S.row_count, tiled ? xb : 1,
+      tiled ? std::numeric_limits<std::int64_t>::max() : std::int64_t(Tuning<ExecutionSpace>::split_from));
   S.schedule = schedule.order;
   S.long_blocks = schedule.long_blocks;
   S.segment_ptr = schedule.segment_ptr;
@@ -454,7 +458,6 @@ std::vector<std::pair<int, int>> tile_candidates(std::int64_t m, std::int64_t n,
   return out;
 }
 
-
 /// The autotuner: times one half-step on an evenly strided sample of 8-row
 /// blocks for every candidate structure and returns the fastest tile, or
 /// {0, 0} for plain CSR. Candidates: `tile` when given (xb > 0), else
@@ -468,7 +471,8 @@ std::pair<int, int> autotune_structure(const ExecutionSpace& exec, const CsrMatr
                                        std::string* log) {
   using Mem = typename ExecutionSpace::memory_space;
   const std::int64_t m = Ah.num_rows(), n = Ah.num_cols, nnz = std::int64_t(Ah.nnz());
-  auto cands = tile.first > 0 ? std::vector<std::pair<int, int>>{tile} : tile_candidates<ExecutionSpace, T>(m, n, nnz, f);
+  auto cands =
+      tile.first > 0 ? std::vector<std::pair<int, int>>{tile} : tile_candidates<ExecutionSpace, T>(m, n, nnz, f);
   if (cands.empty()) {
     if (log) *log += "csr: no tile within " + std::to_string(segment_bound(nnz)) + " segments";
     return {0, 0};
@@ -515,7 +519,9 @@ std::pair<int, int> autotune_structure(const ExecutionSpace& exec, const CsrMatr
     const double warm = time_runs(exec, 1, 0, run).min;
     const bool hopeless = xb > 0 && with_csr && warm > 3 * csr_t;
     const double t = hopeless ? warm : time_runs(exec, 3, 0, run).min;
-    if (log) *log += (xb > 0 ? std::to_string(xb) + "x" + std::to_string(yb) : std::string("csr")) + ":" + fmt(t * 1e3) + "ms ";
+    if (log)
+      *log +=
+          (xb > 0 ? std::to_string(xb) + "x" + std::to_string(yb) : std::string("csr")) + ":" + fmt(t * 1e3) + "ms ";
     if (xb == 0) {
       csr_t = t;
     } else if (t < best_t) {
@@ -543,12 +549,13 @@ std::pair<int, int> autotune_structure(const ExecutionSpace& exec, const CsrMatr
 /// The entries of a test set whose user and item both have training ratings.
 template <class ExecutionSpace, class T, class MemorySpace>
 CsrMatrix<T, MemorySpace> warm_entries(const ExecutionSpace& exec, const CsrMatrix<T, MemorySpace>& A,
-                                       const Kokkos::View<int*, MemorySpace>& uc, const Kokkos::View<int*, MemorySpace>& ic) {
+                                       const Kokkos::View<int*, MemorySpace>& uc,
+                                       const Kokkos::View<int*, MemorySpace>& ic) {
   if (A.nnz() == 0) return A;
   const ordinal_t mu = ordinal_t(uc.extent(0)), ni = ordinal_t(ic.extent(0));
-  return select_entries(exec, A, A.num_cols, 0, KOKKOS_LAMBDA(ordinal_t r, ordinal_t c) {
-    return r < mu && c < ni && uc(r) > 0 && ic(c) > 0;
-  });
+  return select_entries(
+      exec, A, A.num_cols, 0,
+      KOKKOS_LAMBDA(ordinal_t r, ordinal_t c) { return r < mu && c < ni && uc(r) > 0 && ic(c) > 0; });
 }
 
 /// sum_r w_r |F_r|^2 with w_r = cnt(r) (nnz weighting) or 1, in double.
@@ -566,7 +573,6 @@ double weighted_norm2(const ExecutionSpace& exec, const DenseMatrix<T, MemorySpa
       out);
   return out;
 }
-
 
 template <class ExecutionSpace, class T, class MemorySpace>
 void record_structure(std::map<std::string, std::string>& info, const std::string& side,
@@ -601,7 +607,7 @@ void plan_parameters(Plan<T, MemorySpace>& plan, const Options& options) {
   plan.weight_nnz = options.weighting == LambdaWeighting::nnz;
   plan.rank = options.rank;
   plan.batch_rows = options.batch_rows;
-  plan.max_batch_bytes = options.max_batch_bytes > 0 ? options.max_batch_bytes
+  plan.max_batch_bytes = options.max_batch_bytes > 0       ? options.max_batch_bytes
                          : is_host_space_v<ExecutionSpace> ? std::size_t(32) << 20
                                                            : std::size_t(1) << 30;
 }
@@ -656,10 +662,12 @@ std::shared_ptr<const Plan<T, MemorySpace>> prepare(const ExecutionSpace& exec, 
   {
     auto uc = plan->user_count, ic = plan->item_count;
     auto rm = R.row_map, tm = Rt.row_map;
-    Kokkos::parallel_for("kfactor::als::user_count", Kokkos::RangePolicy<ExecutionSpace>(exec, 0, R.num_rows()),
-                         KOKKOS_LAMBDA(ordinal_t r) { uc(r) = int(rm(r + 1) - rm(r)); });
-    Kokkos::parallel_for("kfactor::als::item_count", Kokkos::RangePolicy<ExecutionSpace>(exec, 0, R.num_cols),
-                         KOKKOS_LAMBDA(ordinal_t r) { ic(r) = int(tm(r + 1) - tm(r)); });
+    Kokkos::parallel_for(
+        "kfactor::als::user_count", Kokkos::RangePolicy<ExecutionSpace>(exec, 0, R.num_rows()),
+        KOKKOS_LAMBDA(ordinal_t r) { uc(r) = int(rm(r + 1) - rm(r)); });
+    Kokkos::parallel_for(
+        "kfactor::als::item_count", Kokkos::RangePolicy<ExecutionSpace>(exec, 0, R.num_cols),
+        KOKKOS_LAMBDA(ordinal_t r) { ic(r) = int(tm(r + 1) - tm(r)); });
   }
   plan->test_warm = detail::warm_entries(exec, problem.test, plan->user_count, plan->item_count);
   plan->given_test_warm = detail::warm_entries(exec, problem.given_test, plan->user_count, plan->item_count);
@@ -687,9 +695,9 @@ State<T, MemorySpace> init(const ExecutionSpace& exec, const Problem<T, MemorySp
   options.validate();
   const std::int64_t m = problem.train.num_rows(), n = problem.train.num_cols;
   if (options.rank > std::min(m, n))
-    throw UsageError("ALS rank " + std::to_string(options.rank) + " exceeds min(users, items) = " +
-                     std::to_string(std::min(m, n)) + " of the " + std::to_string(m) + " x " + std::to_string(n) +
-                     " ratings");
+    throw UsageError("ALS rank " + std::to_string(options.rank) +
+                     " exceeds min(users, items) = " + std::to_string(std::min(m, n)) + " of the " + std::to_string(m) +
+                     " x " + std::to_string(n) + " ratings");
   State<T, MemorySpace> s;
   s.plan = prepare(exec, problem, options);
   const int f = options.rank;
@@ -867,12 +875,12 @@ Report run(const Options& options, State<T, MemorySpace>& s, const RunShape& sha
     r.info["gflops"] = fmt(flops_per_iteration(r.nnz, options.rank) * its / step_seconds / 1e9);
   }
   if (first_iteration > 0) r.info["continued_from"] = std::to_string(first_iteration);
-  r.info["split"] = shape.test_nnz > 0 ? "fraction " + fmt(shape.test_fraction) + ", seed " + std::to_string(shape.split_seed)
-                                       : "none";
+  r.info["split"] = shape.test_nnz > 0
+                        ? "fraction " + fmt(shape.test_fraction) + ", seed " + std::to_string(shape.split_seed)
+                        : "none";
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return r;
 }
-
 
 }  // namespace detail
 
@@ -927,9 +935,12 @@ Report resume(const ExecutionSpace& exec, const Problem<T, MemorySpace>& problem
   if (state.X.extent(0) != std::size_t(problem.train.num_rows()) ||
       state.Y.extent(0) != std::size_t(problem.train.num_cols))
     throw UsageError("als::resume: state shapes do not match the problem");
-  const detail::RunShape shape{problem.train.num_rows(),           problem.train.num_cols,
-                               std::int64_t(problem.train.nnz()),  std::int64_t(problem.test.nnz()),
-                               std::int64_t(problem.given_test.nnz()), problem.test_fraction,
+  const detail::RunShape shape{problem.train.num_rows(),
+                               problem.train.num_cols,
+                               std::int64_t(problem.train.nnz()),
+                               std::int64_t(problem.test.nnz()),
+                               std::int64_t(problem.given_test.nnz()),
+                               problem.test_fraction,
                                problem.split_seed};
   return detail::run<ExecutionSpace>(
       options, state, shape, observer,
@@ -957,18 +968,18 @@ Result<State<T, MemorySpace>> solve(const ExecutionSpace& exec, const Problem<T,
 // and double), so drivers, tests and benchmarks link the solver instead of
 // compiling its kernels again.
 #include <kfactor/core/detail/eti.hpp>
-#define KFACTOR_ALS_ETI(EXTERN, S, T)                                                                               \
-  EXTERN template Problem<T, S::memory_space> make_problem<S, T>(const S&, const CooMatrix<T>&, double,            \
-                                                                 std::uint64_t, const CooMatrix<T>*);              \
-  EXTERN template State<T, S::memory_space> init<S, T, S::memory_space>(const S&, const Problem<T, S::memory_space>&, \
-                                                                        const Options&);                            \
-  EXTERN template void step<S, T, S::memory_space>(const S&, const Problem<T, S::memory_space>&, const Options&,    \
-                                                   State<T, S::memory_space>&);                                     \
-  EXTERN template Metrics evaluate<S, T, S::memory_space>(const S&, const Problem<T, S::memory_space>&,             \
-                                                          const Options&, State<T, S::memory_space>&);              \
-  EXTERN template Report resume<S, T, S::memory_space>(const S&, const Problem<T, S::memory_space>&, const Options&, \
-                                                       State<T, S::memory_space>&, const Observer&);                \
-  EXTERN template Result<State<T, S::memory_space>> solve<S, T, S::memory_space>(                                   \
+#define KFACTOR_ALS_ETI(EXTERN, S, T)                                                                                  \
+  EXTERN template Problem<T, S::memory_space> make_problem<S, T>(const S&, const CooMatrix<T>&, double, std::uint64_t, \
+                                                                 const CooMatrix<T>*);                                 \
+  EXTERN template State<T, S::memory_space> init<S, T, S::memory_space>(const S&, const Problem<T, S::memory_space>&,  \
+                                                                        const Options&);                               \
+  EXTERN template void step<S, T, S::memory_space>(const S&, const Problem<T, S::memory_space>&, const Options&,       \
+                                                   State<T, S::memory_space>&);                                        \
+  EXTERN template Metrics evaluate<S, T, S::memory_space>(const S&, const Problem<T, S::memory_space>&,                \
+                                                          const Options&, State<T, S::memory_space>&);                 \
+  EXTERN template Report resume<S, T, S::memory_space>(const S&, const Problem<T, S::memory_space>&, const Options&,   \
+                                                       State<T, S::memory_space>&, const Observer&);                   \
+  EXTERN template Result<State<T, S::memory_space>> solve<S, T, S::memory_space>(                                      \
       const S&, const Problem<T, S::memory_space>&, const Options&, const Observer&);
 #define KFACTOR_ALS_EXTERN(S, T) KFACTOR_ALS_ETI(extern, S, T)
 #if !defined(KFACTOR_ALS_INSTANTIATING)

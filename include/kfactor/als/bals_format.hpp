@@ -58,10 +58,10 @@ struct BalsMatrix {
 struct BalsStats {
   std::int64_t tiles = 0;
   std::int64_t vacant_tiles = 0;
-  std::int64_t segments_in_occupied_tiles = 0;   ///< xb * (tiles - vacant tiles), real rows only
-  std::int64_t vacant_segments = 0;              ///< vacant segments of occupied tiles (real rows only)
-  std::int64_t distinct_tile_columns = 0;        ///< tile_ptr[last]: Y-row loads per half-step
-  std::int64_t redundancy = 0;                   ///< nnz - distinct_tile_columns
+  std::int64_t segments_in_occupied_tiles = 0;  ///< xb * (tiles - vacant tiles), real rows only
+  std::int64_t vacant_segments = 0;             ///< vacant segments of occupied tiles (real rows only)
+  std::int64_t distinct_tile_columns = 0;       ///< tile_ptr[last]: Y-row loads per half-step
+  std::int64_t redundancy = 0;                  ///< nnz - distinct_tile_columns
   [[nodiscard]] double vacant_tiles_percent() const { return tiles ? 100.0 * vacant_tiles / tiles : 0.0; }
   [[nodiscard]] double vacant_segments_percent() const {
     return segments_in_occupied_tiles ? 100.0 * vacant_segments / segments_in_occupied_tiles : 0.0;
@@ -74,7 +74,8 @@ struct BalsStats {
 template <class T>
 BalsMatrix<T, Kokkos::HostSpace> build_bals_host(const CsrMatrix<T, Kokkos::HostSpace>& A, int xb, int yb,
                                                  const std::vector<ordinal_t>& col_map = {}) {
-  if (xb < 1 || yb < 1) throw UsageError("BALS tile must be at least 1 x 1, got " + std::to_string(xb) + " x " + std::to_string(yb));
+  if (xb < 1 || yb < 1)
+    throw UsageError("BALS tile must be at least 1 x 1, got " + std::to_string(xb) + " x " + std::to_string(yb));
   BalsMatrix<T, Kokkos::HostSpace> B;
   const ordinal_t m = A.num_rows(), n = A.num_cols;
   B.num_rows = m;
@@ -91,42 +92,43 @@ BalsMatrix<T, Kokkos::HostSpace> build_bals_host(const CsrMatrix<T, Kokkos::Host
   auto val = A.values;
   B.tile_ptr = Kokkos::View<offset_t*, Kokkos::HostSpace>("kfactor::bals::tile_ptr", tiles + 1);
   B.seg_ptr = Kokkos::View<offset_t*, Kokkos::HostSpace>("kfactor::bals::seg_ptr", tiles * xb + 1);
-  B.value = Kokkos::View<T*, Kokkos::HostSpace>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kfactor::bals::value"), nnz);
-  B.seg_colidx = Kokkos::View<int*, Kokkos::HostSpace>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kfactor::bals::seg_colidx"), nnz);
+  B.value =
+      Kokkos::View<T*, Kokkos::HostSpace>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kfactor::bals::value"), nnz);
+  B.seg_colidx = Kokkos::View<int*, Kokkos::HostSpace>(
+      Kokkos::view_alloc(Kokkos::WithoutInitializing, "kfactor::bals::seg_colidx"), nnz);
   auto tile_ptr = B.tile_ptr;
   auto seg_ptr = B.seg_ptr;
   using HostExec = Kokkos::DefaultHostExecutionSpace;
   // Pass 1, per row block: segment lengths and distinct columns per tile.
   // Columns of a row are sorted, so a row's segment of tile column tc is a
   // contiguous run of its entries.
-  Kokkos::parallel_for(
-      "kfactor::bals::count", Kokkos::RangePolicy<HostExec>(0, nrb), [&](std::int64_t rb) {
-        std::vector<int> seen(yb, -1);
-        const ordinal_t r0 = ordinal_t(rb * xb);
-        const ordinal_t r1 = std::min<ordinal_t>(m, ordinal_t(r0 + xb));
-        std::vector<offset_t> cursor(xb);
-        for (ordinal_t r = r0; r < r1; ++r) cursor[r - r0] = rm(r);
-        for (std::int64_t tc = 0; tc < ntc; ++tc) {
-          const std::int64_t t = rb * ntc + tc;
-          const ordinal_t c1 = ordinal_t(std::min<std::int64_t>(n, (tc + 1) * yb));
-          std::int64_t distinct = 0;
-          for (ordinal_t r = r0; r < r1; ++r) {
-            offset_t e = cursor[r - r0];
-            const offset_t e0 = e;
-            while (e < rm(r + 1) && ent(e) < c1) {
-              const int lc = int(ent(e) - tc * yb);
-              if (seen[lc] != int(tc)) {
-                seen[lc] = int(tc);
-                ++distinct;
-              }
-              ++e;
-            }
-            seg_ptr(t * xb + (r - r0) + 1) = e - e0;
-            cursor[r - r0] = e;
+  Kokkos::parallel_for("kfactor::bals::count", Kokkos::RangePolicy<HostExec>(0, nrb), [&](std::int64_t rb) {
+    std::vector<int> seen(yb, -1);
+    const ordinal_t r0 = ordinal_t(rb * xb);
+    const ordinal_t r1 = std::min<ordinal_t>(m, ordinal_t(r0 + xb));
+    std::vector<offset_t> cursor(xb);
+    for (ordinal_t r = r0; r < r1; ++r) cursor[r - r0] = rm(r);
+    for (std::int64_t tc = 0; tc < ntc; ++tc) {
+      const std::int64_t t = rb * ntc + tc;
+      const ordinal_t c1 = ordinal_t(std::min<std::int64_t>(n, (tc + 1) * yb));
+      std::int64_t distinct = 0;
+      for (ordinal_t r = r0; r < r1; ++r) {
+        offset_t e = cursor[r - r0];
+        const offset_t e0 = e;
+        while (e < rm(r + 1) && ent(e) < c1) {
+          const int lc = int(ent(e) - tc * yb);
+          if (seen[lc] != int(tc)) {
+            seen[lc] = int(tc);
+            ++distinct;
           }
-          tile_ptr(t + 1) = offset_t(distinct);
+          ++e;
         }
-      });
+        seg_ptr(t * xb + (r - r0) + 1) = e - e0;
+        cursor[r - r0] = e;
+      }
+      tile_ptr(t + 1) = offset_t(distinct);
+    }
+  });
   // Prefix sums (sequential: deterministic and cheap next to the passes).
   for (std::int64_t t = 0; t < tiles; ++t) tile_ptr(t + 1) += tile_ptr(t);
   for (std::int64_t s = 0; s < tiles * xb; ++s) seg_ptr(s + 1) += seg_ptr(s);

@@ -48,16 +48,24 @@ std::pair<Permutation, Permutation> count_orderings(const CsrMatrix<T, Kokkos::H
 /// P_r A P_c^T as a sorted CSR in ExecutionSpace's memory: row i of the result
 /// is row rows.new_to_old[i] of A, column j is column cols.new_to_old[j].
 template <class ExecutionSpace, class T, class MemorySpace>
-CsrMatrix<T, MemorySpace> permute(const ExecutionSpace& exec, const CsrMatrix<T, MemorySpace>& A, const Permutation& rows,
-                                  const Permutation& cols) {
+CsrMatrix<T, MemorySpace> permute(const ExecutionSpace& exec, const CsrMatrix<T, MemorySpace>& A,
+                                  const Permutation& rows, const Permutation& cols) {
   using Unmanaged = Kokkos::MemoryTraits<Kokkos::Unmanaged>;
-  Kokkos::View<ordinal_t*, MemorySpace> r2n(Kokkos::view_alloc(exec, Kokkos::WithoutInitializing, "kfactor::perm_r"), rows.old_to_new.size());
-  Kokkos::View<ordinal_t*, MemorySpace> c2n(Kokkos::view_alloc(exec, Kokkos::WithoutInitializing, "kfactor::perm_c"), cols.old_to_new.size());
-  Kokkos::deep_copy(exec, r2n, Kokkos::View<const ordinal_t*, Kokkos::HostSpace, Unmanaged>(rows.old_to_new.data(), rows.old_to_new.size()));
-  Kokkos::deep_copy(exec, c2n, Kokkos::View<const ordinal_t*, Kokkos::HostSpace, Unmanaged>(cols.old_to_new.data(), cols.old_to_new.size()));
+  Kokkos::View<ordinal_t*, MemorySpace> r2n(Kokkos::view_alloc(exec, Kokkos::WithoutInitializing, "kfactor::perm_r"),
+                                            rows.old_to_new.size());
+  Kokkos::View<ordinal_t*, MemorySpace> c2n(Kokkos::view_alloc(exec, Kokkos::WithoutInitializing, "kfactor::perm_c"),
+                                            cols.old_to_new.size());
+  Kokkos::deep_copy(
+      exec, r2n,
+      Kokkos::View<const ordinal_t*, Kokkos::HostSpace, Unmanaged>(rows.old_to_new.data(), rows.old_to_new.size()));
+  Kokkos::deep_copy(
+      exec, c2n,
+      Kokkos::View<const ordinal_t*, Kokkos::HostSpace, Unmanaged>(cols.old_to_new.data(), cols.old_to_new.size()));
   auto orig_rows = expand_rows(exec, A);
-  Kokkos::View<ordinal_t*, MemorySpace> nr(Kokkos::view_alloc(exec, Kokkos::WithoutInitializing, "kfactor::perm_rows"), A.nnz());
-  Kokkos::View<ordinal_t*, MemorySpace> nc(Kokkos::view_alloc(exec, Kokkos::WithoutInitializing, "kfactor::perm_cols"), A.nnz());
+  Kokkos::View<ordinal_t*, MemorySpace> nr(Kokkos::view_alloc(exec, Kokkos::WithoutInitializing, "kfactor::perm_rows"),
+                                           A.nnz());
+  Kokkos::View<ordinal_t*, MemorySpace> nc(Kokkos::view_alloc(exec, Kokkos::WithoutInitializing, "kfactor::perm_cols"),
+                                           A.nnz());
   auto entries = A.entries;
   Kokkos::parallel_for(
       "kfactor::als::permute", Kokkos::RangePolicy<ExecutionSpace>(exec, 0, A.nnz()), KOKKOS_LAMBDA(offset_t e) {

@@ -52,11 +52,11 @@
 /// are returned (keep_best).
 
 #include <kfactor/bmf/detail/phase.hpp>
+#include <kfactor/core/contract.hpp>
 #include <kfactor/core/error.hpp>
 #include <kfactor/core/matrix.hpp>
 #include <kfactor/core/random.hpp>
 #include <kfactor/core/report.hpp>
-#include <kfactor/core/contract.hpp>
 #include <kfactor/core/solver.hpp>
 #include <kfactor/core/spaces.hpp>
 #include <kfactor/kernels/bit_matrix.hpp>
@@ -109,7 +109,7 @@ enum class Order { columns_first, rows_first };
 const char* to_string(Init v);
 const char* to_string(DenseC v);
 const char* to_string(Order v);
-Init parse_init(const std::string& s);     ///< "dost" | "density100" | "density" | "rows" | "cover"; UsageError otherwise
+Init parse_init(const std::string& s);  ///< "dost" | "density100" | "density" | "rows" | "cover"; UsageError otherwise
 DenseC parse_dense_c(const std::string& s);  ///< "auto" | "on" | "off"
 Order parse_order(const std::string& s);     ///< "columns-first" | "rows-first"
 
@@ -120,18 +120,18 @@ Order parse_order(const std::string& s);     ///< "columns-first" | "rows-first"
 /// choices dense_c, dense_limit_bytes and index_min_lines (the factors are the
 /// same whatever they are).
 struct Options {
-  int rank = 20;                       ///< k, 1..1024 (and at most min(m, n): make_problem)
+  int rank = 20;  ///< k, 1..1024 (and at most min(m, n): make_problem)
   /// max_iterations: CuBin's gpuIterations (0..10^9); target: stop when the
   /// relative error E_rec <= target (CuBin's threshold; NaN: off); tolerance:
   /// relative change of E_rec between iterations (0: off). An exact
   /// factorization (E_rec = 0) always stops: no proposal can lower it.
   StopRule stop{10000, 0.0};
-  int batch = 4000;                    ///< L = CuBin's linesAtOnce, 1..2^31-1
-  double flip_prob = 0.125;            ///< per-bit flip probability of a proposal, (0, 1] (CuBin's code: 1/8)
-  double temperature = 0.0;            ///< T0, [0, 1e12]; 0 = greedy (strict improvement only)
-  int temp_step = INT_MAX;             ///< T *= temp_factor every temp_step iterations, >= 1
-  double temp_factor = 0.99;           ///< (0, 1]
-  double weight_ones = 1.0;            ///< cost of a missed one (a spurious one costs 1), (0, 1e6]
+  int batch = 4000;           ///< L = CuBin's linesAtOnce, 1..2^31-1
+  double flip_prob = 0.125;   ///< per-bit flip probability of a proposal, (0, 1] (CuBin's code: 1/8)
+  double temperature = 0.0;   ///< T0, [0, 1e12]; 0 = greedy (strict improvement only)
+  int temp_step = INT_MAX;    ///< T *= temp_factor every temp_step iterations, >= 1
+  double temp_factor = 0.99;  ///< (0, 1]
+  double weight_ones = 1.0;   ///< cost of a missed one (a spurious one costs 1), (0, 1e6]
   /// The start; see Init. Default cover, the start after which the search
   /// ends lowest: on the CuBin thesis files at k = 20 (perf/bench_bmf.cpp,
   /// 300 iterations, mean relative error E_rec of 3 seeds) APatio ends at
@@ -148,9 +148,9 @@ struct Options {
   Order order = Order::columns_first;
   /// No-improvement stop factor, 0..10^9 (0 disables the rule).
   int every_line_changed = 1000;
-  bool keep_best = true;               ///< with T0 > 0: return the best factors seen
+  bool keep_best = true;  ///< with T0 > 0: return the best factors seen
   std::uint64_t seed = 42;
-  int cover_candidates = 64;           ///< Init::cover: candidate lines per factor line, 1..10^6
+  int cover_candidates = 64;  ///< Init::cover: candidate lines per factor line, 1..10^6
   /// Lines i with equal i / proposal_group share one flip mask per phase
   /// (coordinated proposals; 1 = every line its own mask), 1..2^31-1.
   int proposal_group = 1;
@@ -238,8 +238,8 @@ struct State {
   BitMatrix<MemorySpace> Bt;  ///< n lines of k bits (B's columns)
   int iteration = 0;          ///< iterations done; step() performs number iteration + 1
   std::uint64_t seed = 0;
-  double temperature = 0.0;   ///< current T
-  int no_improve = 0;         ///< iterations since the last new lowest weighted error
+  double temperature = 0.0;                    ///< current T
+  int no_improve = 0;                          ///< iterations since the last new lowest weighted error
   std::uint64_t false_pos = 0, false_neg = 0;  ///< exact counts for (A, Bt)
   std::uint64_t accepted = 0;                  ///< accepted line changes so far
   /// Best seen; the copies exist only with keep_best and T0 > 0 (init sets

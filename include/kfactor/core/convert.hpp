@@ -11,9 +11,9 @@
 #include <Kokkos_Core.hpp>
 #include <Kokkos_Sort.hpp>
 
+#include <algorithm>
 #include <cstdint>
 #include <limits>
-#include <algorithm>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -29,8 +29,8 @@ template <class ExecutionSpace, class T, class MemorySpace>
 CsrMatrix<T, MemorySpace> csr_from_triplets(const ExecutionSpace& exec,
                                             Kokkos::View<const ordinal_t*, MemorySpace> rows,
                                             Kokkos::View<const ordinal_t*, MemorySpace> cols,
-                                            Kokkos::View<const T*, MemorySpace> vals,
-                                            ordinal_t num_rows, ordinal_t num_cols) {
+                                            Kokkos::View<const T*, MemorySpace> vals, ordinal_t num_rows,
+                                            ordinal_t num_cols) {
   using size_type = offset_t;
   const size_type nnz = rows.extent(0);
   Kokkos::View<std::uint64_t*, MemorySpace> keys(Kokkos::view_alloc(exec, "kfactor::csr_keys"), nnz);
@@ -107,8 +107,10 @@ CsrMatrix<T, typename ExecutionSpace::memory_space> to_csr(const ExecutionSpace&
   CsrMatrix<T, Kokkos::HostSpace> h;
   h.num_cols = static_cast<ordinal_t>(coo.num_cols);
   h.row_map = Kokkos::View<offset_t*, Kokkos::HostSpace>("kfactor::row_map", m + 1);
-  h.entries = Kokkos::View<ordinal_t*, Kokkos::HostSpace>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kfactor::entries"), nnz);
-  h.values = Kokkos::View<T*, Kokkos::HostSpace>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kfactor::values"), nnz);
+  h.entries = Kokkos::View<ordinal_t*, Kokkos::HostSpace>(
+      Kokkos::view_alloc(Kokkos::WithoutInitializing, "kfactor::entries"), nnz);
+  h.values =
+      Kokkos::View<T*, Kokkos::HostSpace>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kfactor::values"), nnz);
   for (std::size_t e = 0; e < nnz; ++e) ++h.row_map(static_cast<std::size_t>(coo.rows[e]) + 1);
   for (std::size_t i = 0; i < m; ++i) h.row_map(i + 1) += h.row_map(i);
   std::vector<offset_t> cursor(h.row_map.data(), h.row_map.data() + m);
@@ -175,7 +177,7 @@ CsrMatrix<T, MemorySpace> select_entries(const ExecutionSpace& exec, const CsrMa
       });
   Kokkos::parallel_scan(
       "kfactor::select_scan", Kokkos::RangePolicy<ExecutionSpace>(exec, 0, m + 1),
-      KOKKOS_LAMBDA(ordinal_t i, offset_t& acc, bool final) {
+      KOKKOS_LAMBDA(ordinal_t i, offset_t & acc, bool final) {
         acc += orm(i);
         if (final) orm(i) = acc;
       });
@@ -215,7 +217,8 @@ CsrMatrix<T, MemorySpace> transpose(const ExecutionSpace& exec, const CsrMatrix<
   const std::size_t nnz = A.nnz(), n = static_cast<std::size_t>(A.num_cols);
   const ordinal_t m = A.num_rows();
   Kokkos::View<offset_t*, Kokkos::HostSpace> row_map("kfactor::row_map", n + 1);
-  Kokkos::View<ordinal_t*, Kokkos::HostSpace> entries(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kfactor::entries"), nnz);
+  Kokkos::View<ordinal_t*, Kokkos::HostSpace> entries(
+      Kokkos::view_alloc(Kokkos::WithoutInitializing, "kfactor::entries"), nnz);
   Kokkos::View<T*, Kokkos::HostSpace> values(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kfactor::values"), nnz);
   const bool has_values = va.extent(0) == nnz;
   for (std::size_t e = 0; e < nnz; ++e) ++row_map(static_cast<std::size_t>(en(e)) + 1);

@@ -30,8 +30,7 @@ class InputError : public Error {
  public:
   explicit InputError(const std::string& what) : Error(what) {}
   InputError(const std::string& file, std::int64_t line, const std::string& what)
-      : Error(file + (line > 0 ? ":" + std::to_string(line) : std::string()) + ": " + what),
-        file_(file), line_(line) {}
+      : Error(file + (line > 0 ? ":" + std::to_string(line) : std::string()) + ": " + what), file_(file), line_(line) {}
   [[nodiscard]] int exit_code() const noexcept override { return 3; }
   [[nodiscard]] const std::string& file() const noexcept { return file_; }
   [[nodiscard]] std::int64_t line() const noexcept { return line_; }

@@ -21,9 +21,10 @@
 // illegal addresses; kokkos/mdspan#434, kokkos/kokkos#8615). Refuse to build
 // against such a Kokkos rather than compute garbage.
 #if defined(__NVCC__) && (__CUDACC_VER_MAJOR__ * 100 + __CUDACC_VER_MINOR__ * 10 >= 1290) && \
-    defined(MDSPAN_IMPL_USE_ATTRIBUTE_NO_UNIQUE_ADDRESS) && \
+    defined(MDSPAN_IMPL_USE_ATTRIBUTE_NO_UNIQUE_ADDRESS) &&                                  \
     !defined(MDSPAN_IMPL_USE_FAKE_ATTRIBUTE_NO_UNIQUE_ADDRESS) && !defined(KOKKOS_ENABLE_IMPL_VIEW_LEGACY)
-#error "kfactor: this Kokkos enables [[no_unique_address]] in View under nvcc >= 12.9, which breaks View layout between host and device; use a Kokkos that includes kokkos/kokkos#8615 (or disable the attribute in its mdspan config.hpp)"
+#error \
+    "kfactor: this Kokkos enables [[no_unique_address]] in View under nvcc >= 12.9, which breaks View layout between host and device; use a Kokkos that includes kokkos/kokkos#8615 (or disable the attribute in its mdspan config.hpp)"
 #endif
 
 #include <cstdint>
@@ -31,8 +32,8 @@
 
 namespace kfactor {
 
-using ordinal_t = int;          ///< row/column index type
-using offset_t = std::size_t;   ///< CSR row offset type (64-bit nnz)
+using ordinal_t = int;         ///< row/column index type
+using offset_t = std::size_t;  ///< CSR row offset type (64-bit nnz)
 
 /// Dense row-major matrix in MemorySpace.
 template <class T, class MemorySpace = Kokkos::DefaultExecutionSpace::memory_space>
@@ -47,9 +48,9 @@ struct CsrMatrix {
   using size_type = offset_t;
   using memory_space = MemorySpace;
 
-  Kokkos::View<size_type*, MemorySpace> row_map;   ///< num_rows()+1 offsets
+  Kokkos::View<size_type*, MemorySpace> row_map;     ///< num_rows()+1 offsets
   Kokkos::View<ordinal_type*, MemorySpace> entries;  ///< column index per nonzero
-  Kokkos::View<T*, MemorySpace> values;             ///< value per nonzero
+  Kokkos::View<T*, MemorySpace> values;              ///< value per nonzero
   ordinal_type num_cols = 0;
 
   CsrMatrix() = default;

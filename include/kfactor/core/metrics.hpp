@@ -89,8 +89,7 @@ double relative_error(const ExecutionSpace& exec, const AView& A, const WView& W
 /// K x K Grams. The last term cancels against the others when the error is
 /// small; in double it is exact to about 1e-7 relative.
 template <class ExecutionSpace, class T, class MemorySpace, class WView, class HView>
-double relative_error(const ExecutionSpace& exec, const CsrMatrix<T, MemorySpace>& A, const WView& W,
-                      const HView& Ht) {
+double relative_error(const ExecutionSpace& exec, const CsrMatrix<T, MemorySpace>& A, const WView& W, const HView& Ht) {
   detail::check_factor_shapes(A.num_rows(), A.num_cols, W, Ht);
   auto row_map = A.row_map;
   auto entries = A.entries;

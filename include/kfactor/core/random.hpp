@@ -19,13 +19,13 @@ namespace kfactor {
 
 /// Named streams, so that independent uses of one seed never share values.
 enum class RngStream : std::uint64_t {
-  factor_w = 1,     ///< left factor (W, X, A of BMF)
-  factor_h = 2,     ///< right factor (H, Y, B of BMF)
-  split = 3,        ///< train/test split
-  proposal = 4,     ///< BMF bit-flip proposals
-  acceptance = 5,   ///< Metropolis acceptance draws
-  graph = 6,        ///< kNN tie-breaking or sampling
-  user = 1000,      ///< first stream free for applications
+  factor_w = 1,    ///< left factor (W, X, A of BMF)
+  factor_h = 2,    ///< right factor (H, Y, B of BMF)
+  split = 3,       ///< train/test split
+  proposal = 4,    ///< BMF bit-flip proposals
+  acceptance = 5,  ///< Metropolis acceptance draws
+  graph = 6,       ///< kNN tie-breaking or sampling
+  user = 1000,     ///< first stream free for applications
 };
 
 /// Counter-based generator keyed by (seed, stream).
@@ -46,9 +46,7 @@ struct CounterRng {
       : CounterRng(seed, static_cast<std::uint64_t>(stream)) {}
 
   /// 64 random bits for `counter`.
-  KOKKOS_INLINE_FUNCTION constexpr std::uint64_t bits(std::uint64_t counter) const {
-    return mix(key ^ mix(counter));
-  }
+  KOKKOS_INLINE_FUNCTION constexpr std::uint64_t bits(std::uint64_t counter) const { return mix(key ^ mix(counter)); }
   /// Uniform double in [0, 1) with 53 random bits.
   KOKKOS_INLINE_FUNCTION constexpr double uniform(std::uint64_t counter) const {
     return static_cast<double>(bits(counter) >> 11) * 0x1.0p-53;

@@ -12,18 +12,18 @@
 namespace kfactor {
 
 struct Report {
-  std::string command;   ///< "nmf", "als", "bmf", "mnmf", "sddmm", "demo", ...
-  std::string backend;   ///< execution space name, e.g. "openmp", "cuda"
+  std::string command;  ///< "nmf", "als", "bmf", "mnmf", "sddmm", "demo", ...
+  std::string backend;  ///< execution space name, e.g. "openmp", "cuda"
   std::string precision = "double";
   std::int64_t rows = 0, cols = 0, nnz = 0;
   int rank = 0;
   int iterations = 0;
-  double seconds = 0.0;                   ///< total wall time of the solve
+  double seconds = 0.0;  ///< total wall time of the solve
   std::string stop_reason;
-  Metrics metrics;                        ///< final metrics (relative_error, rmse, ...)
-  Metrics timings;                        ///< named phases in seconds (preprocess, graph, ...)
+  Metrics metrics;                          ///< final metrics (relative_error, rmse, ...)
+  Metrics timings;                          ///< named phases in seconds (preprocess, graph, ...)
   std::map<std::string, std::string> info;  ///< free-form facts (algorithm, tile, paths)
-  MetricHistory history;                  ///< per-iteration metrics
+  MetricHistory history;                    ///< per-iteration metrics
 };
 
 }  // namespace kfactor

@@ -110,8 +110,8 @@ struct MetricHistory {
 
 /// What the observer sees after each iteration.
 struct IterationEvent {
-  int iteration = 0;       ///< iterations completed so far (1-based after the first step)
-  double seconds = 0.0;    ///< wall time of the loop so far (this run only)
+  int iteration = 0;     ///< iterations completed so far (1-based after the first step)
+  double seconds = 0.0;  ///< wall time of the loop so far (this run only)
   const Metrics* metrics = nullptr;
 };
 
@@ -146,8 +146,7 @@ struct StopRule {
   /// Throws UsageError naming the field: max_iterations >= 0, tolerance
   /// finite and >= 0, target finite or NaN.
   void validate() const {
-    if (max_iterations < 0)
-      throw UsageError("stop.max_iterations must be >= 0, got " + std::to_string(max_iterations));
+    if (max_iterations < 0) throw UsageError("stop.max_iterations must be >= 0, got " + std::to_string(max_iterations));
     if (!(tolerance >= 0.0) || !std::isfinite(tolerance))
       throw UsageError("stop.tolerance must be finite and >= 0 (0 disables the rule)");
     if (std::isinf(target)) throw UsageError("stop.target must be finite (or NaN to disable it)");
@@ -161,8 +160,7 @@ inline Observer chain(Observer a, Observer b) {
   return [a = std::move(a), b = std::move(b)](const IterationEvent& e) {
     const auto ra = a(e);
     const auto rb = b(e);
-    return ra == ObserverAction::stop || rb == ObserverAction::stop ? ObserverAction::stop
-                                                                    : ObserverAction::proceed;
+    return ra == ObserverAction::stop || rb == ObserverAction::stop ? ObserverAction::stop : ObserverAction::proceed;
   };
 }
 
@@ -173,9 +171,9 @@ inline Observer chain(Observer a, Observer b) {
 /// `iteration` is a reference to the state's own counter so a restarted state
 /// continues where it left off; `history` is the state's history.
 template <class StepFn, class EvaluateFn, class ExtraStopFn>
-StopReason run_solver_loop(int& iteration, MetricHistory& history, const StopRule& rule,
-                           const std::string& primary, const Observer& observer, StepFn&& step,
-                           EvaluateFn&& evaluate, ExtraStopFn&& extra_stop, double* seconds_out = nullptr) {
+StopReason run_solver_loop(int& iteration, MetricHistory& history, const StopRule& rule, const std::string& primary,
+                           const Observer& observer, StepFn&& step, EvaluateFn&& evaluate, ExtraStopFn&& extra_stop,
+                           double* seconds_out = nullptr) {
   const auto t0 = std::chrono::steady_clock::now();
   if (seconds_out) *seconds_out = 0.0;
   StopReason reason = StopReason::max_iterations;

@@ -6,11 +6,11 @@
 
 #include <Kokkos_Core.hpp>
 
+#include <cctype>
 #include <string>
 #include <tuple>
 #include <type_traits>
 #include <utility>
-#include <cctype>
 
 namespace kfactor {
 

@@ -174,10 +174,10 @@ inline FactorLayout resolve_layout(const Options& o, std::int64_t m, std::int64_
 /// One rank's share of an als::Problem (see the file comment).
 template <class T, class MemorySpace>
 struct LocalProblem {
-  CsrMatrix<T, MemorySpace> train;       ///< rows [u_p, u_{p+1}) of R: m_p x n
-  CsrMatrix<T, MemorySpace> train_t;     ///< rows [i_p, i_{p+1}) of R^T: n_p x m
-  CsrMatrix<T, MemorySpace> test;        ///< rows [u_p, u_{p+1}) of the held-out split (empty: none)
-  CsrMatrix<T, MemorySpace> given_test;  ///< the same rows of the user-given test set (empty: none)
+  CsrMatrix<T, MemorySpace> train;                  ///< rows [u_p, u_{p+1}) of R: m_p x n
+  CsrMatrix<T, MemorySpace> train_t;                ///< rows [i_p, i_{p+1}) of R^T: n_p x m
+  CsrMatrix<T, MemorySpace> test;                   ///< rows [u_p, u_{p+1}) of the held-out split (empty: none)
+  CsrMatrix<T, MemorySpace> given_test;             ///< the same rows of the user-given test set (empty: none)
   std::vector<ordinal_t> user_bounds, item_bounds;  ///< P + 1 each
   std::int64_t users = 0, items = 0, nnz = 0, test_nnz = 0, given_test_nnz = 0;
   double test_fraction = 0.0;
@@ -283,7 +283,7 @@ struct MpiPolicy {
   DenseMatrix<T, Mem> X_all, Y_all;  ///< replicated: full replicas (alias X and Y on one rank); blocked: empty
   bool y_current = false;            ///< Y_all holds the gathered Y
   std::shared_ptr<const RingPlan<T, Mem>> ring;  ///< blocked only
-  DenseMatrix<T, Mem> ring_buffer[2];             ///< blocked only: the other factor's blocks in transit
+  DenseMatrix<T, Mem> ring_buffer[2];            ///< blocked only: the other factor's blocks in transit
 
   template <class ExecutionSpace>
   void gather_y(const ExecutionSpace& exec, const DenseMatrix<T, Mem>& Y) {
@@ -400,7 +400,8 @@ struct State : kfactor::als::State<T, MemorySpace> {
   [[nodiscard]] IterationVolume iteration_volume() const {
     const bool blocked = layout == FactorLayout::blocked;
     return als::iteration_volume(users, items, int(this->X.extent(1)), int(comm->user_bounds.size()) - 1, sizeof(T),
-                                 layout, blocked ? comm->ring->user_batches : 1, blocked ? comm->ring->item_batches : 1);
+                                 layout, blocked ? comm->ring->user_batches : 1,
+                                 blocked ? comm->ring->item_batches : 1);
   }
 };
 
@@ -410,8 +411,9 @@ template <class ExecutionSpace, class T, class Mem>
 Kokkos::View<int*, Mem> counts_of(const ExecutionSpace& exec, const CsrMatrix<T, Mem>& A, const char* label) {
   Kokkos::View<int*, Mem> c(label, A.num_rows());
   auto rm = A.row_map;
-  Kokkos::parallel_for(label, Kokkos::RangePolicy<ExecutionSpace>(exec, 0, A.num_rows()),
-                       KOKKOS_LAMBDA(ordinal_t r) { c(r) = int(rm(r + 1) - rm(r)); });
+  Kokkos::parallel_for(
+      label, Kokkos::RangePolicy<ExecutionSpace>(exec, 0, A.num_rows()),
+      KOKKOS_LAMBDA(ordinal_t r) { c(r) = int(rm(r + 1) - rm(r)); });
   return c;
 }
 
@@ -432,9 +434,9 @@ std::shared_ptr<const kfactor::als::Plan<T, Mem>> prepare(const ExecutionSpace& 
   {
     auto vals = lp.train.values;
     double bad = 0;
-    Kokkos::parallel_reduce("kfactor::als::check", Kokkos::RangePolicy<ExecutionSpace>(exec, 0, lp.train.nnz()),
-                            KOKKOS_LAMBDA(offset_t e, double& b) { b += Kokkos::isfinite(double(vals(e))) ? 0 : 1; },
-                            bad);
+    Kokkos::parallel_reduce(
+        "kfactor::als::check", Kokkos::RangePolicy<ExecutionSpace>(exec, 0, lp.train.nnz()),
+        KOKKOS_LAMBDA(offset_t e, double& b) { b += Kokkos::isfinite(double(vals(e))) ? 0 : 1; }, bad);
     coll.allreduce_sum_host(&bad, 1);
     if (bad > 0) throw InputError(std::to_string(static_cast<std::int64_t>(bad)) + " ratings are not finite");
   }
@@ -474,7 +476,8 @@ std::shared_ptr<const kfactor::als::Plan<T, Mem>> prepare(const ExecutionSpace& 
     const auto counts = local_counts(A);
     Permutation prow;
     if (options.reorder) prow = kfactor::als::order_by_count(counts);
-    Kokkos::View<int*, Mem> rc(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kfactor::als::row_count"), counts.size());
+    Kokkos::View<int*, Mem> rc(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kfactor::als::row_count"),
+                               counts.size());
     {
       auto h = Kokkos::create_mirror_view(rc);
       for (std::size_t r = 0; r < counts.size(); ++r) h(r) = int(counts[options.reorder ? prow.new_to_old[r] : r]);
@@ -489,7 +492,8 @@ std::shared_ptr<const kfactor::als::Plan<T, Mem>> prepare(const ExecutionSpace& 
       if (column_blocks) (*column_blocks)[q] = Aq;
       Permutation pcol;
       if (options.reorder) {
-        pcol = kfactor::als::order_by_count(std::vector<std::int64_t>(other_counts.begin() + c0, other_counts.begin() + c1));
+        pcol = kfactor::als::order_by_count(
+            std::vector<std::int64_t>(other_counts.begin() + c0, other_counts.begin() + c1));
         Aq = kfactor::als::permute(exec, Aq, prow, pcol);
       }
       CsrMatrix<T, Kokkos::HostSpace> Ah;
@@ -501,8 +505,8 @@ std::shared_ptr<const kfactor::als::Plan<T, Mem>> prepare(const ExecutionSpace& 
     }
     // One launch order for every column block (from the rows' whole
     // counts): the blocks' partial sums meet in the same batch slots.
-    const auto schedule = ad::launch_schedule(exec, rc, out[me].tiled ? out[me].xb : 1,
-                                              std::numeric_limits<std::int64_t>::max());
+    const auto schedule =
+        ad::launch_schedule(exec, rc, out[me].tiled ? out[me].xb : 1, std::numeric_limits<std::int64_t>::max());
     for (auto& S : out) {
       S.schedule = schedule.order;
       S.long_blocks = 0;  // the blocks' rows differ in length: no split
@@ -568,8 +572,8 @@ template <class ExecutionSpace, class T, class Mem>
 State<T, Mem> init(const ExecutionSpace& exec, MPI_Comm comm, const LocalProblem<T, Mem>& lp, const Options& options) {
   options.validate();
   if (options.rank > std::min(lp.users, lp.items))
-    throw UsageError("ALS rank " + std::to_string(options.rank) + " exceeds min(users, items) = " +
-                     std::to_string(std::min(lp.users, lp.items)));
+    throw UsageError("ALS rank " + std::to_string(options.rank) +
+                     " exceeds min(users, items) = " + std::to_string(std::min(lp.users, lp.items)));
   State<T, Mem> s;
   s.coll = std::make_shared<distributed::detail::Collectives>(comm);
   if (s.coll->size() != lp.size) throw UsageError("distributed als: problem was split for another communicator size");
@@ -604,8 +608,10 @@ State<T, Mem> init(const ExecutionSpace& exec, MPI_Comm comm, const LocalProblem
       for (const auto* S : {&pl.users, &pl.items})
         kfactor::als::detail::reserve_workspace(*S, f, pl.batch_rows, pl.max_batch_bytes, s.workspace);
     } else if (s.coll->size() > 1) {
-      pol.X_all = DenseMatrix<T, Mem>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kfactor::als::X_all"), lp.users, f);
-      pol.Y_all = DenseMatrix<T, Mem>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kfactor::als::Y_all"), lp.items, f);
+      pol.X_all =
+          DenseMatrix<T, Mem>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kfactor::als::X_all"), lp.users, f);
+      pol.Y_all =
+          DenseMatrix<T, Mem>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kfactor::als::Y_all"), lp.items, f);
     } else {
       pol.X_all = s.X;
       pol.Y_all = s.Y;
@@ -618,7 +624,8 @@ State<T, Mem> init(const ExecutionSpace& exec, MPI_Comm comm, const LocalProblem
     const std::uint64_t r0 = static_cast<std::uint64_t>(s.item_begin), nf = static_cast<std::uint64_t>(f);
     auto Y = s.Y;
     Kokkos::parallel_for(
-        "kfactor::als::init_y", Kokkos::MDRangePolicy<ExecutionSpace, Kokkos::Rank<2>>(exec, {0, 0}, {Y.extent(0), Y.extent(1)}),
+        "kfactor::als::init_y",
+        Kokkos::MDRangePolicy<ExecutionSpace, Kokkos::Rank<2>>(exec, {0, 0}, {Y.extent(0), Y.extent(1)}),
         KOKKOS_LAMBDA(std::size_t i, std::size_t j) { Y(i, j) = rng.uniform<T>((r0 + i) * nf + j, T(0), hi); });
   }
   pol.gather_y(exec, s.Y);
@@ -659,7 +666,7 @@ Report resume(const ExecutionSpace& exec, const LocalProblem<T, Mem>& lp, const 
   const int first_iteration = s.iteration;
   const auto before = s.coll->stats;
   double comm_in_steps = 0.0;
-  const kfactor::als::detail::RunShape shape{lp.users,    lp.items,      lp.nnz,       lp.test_nnz,
+  const kfactor::als::detail::RunShape shape{lp.users,          lp.items,         lp.nnz,       lp.test_nnz,
                                              lp.given_test_nnz, lp.test_fraction, lp.split_seed};
   Report r = kfactor::als::detail::run<ExecutionSpace>(
       options, s, shape, observer,
@@ -713,7 +720,8 @@ DenseMatrix<T, Mem> gather_Y(const ExecutionSpace& exec, State<T, Mem>& s) {
 /// through MPI_Gatherv: for writing the factors without replicating them.
 /// Collective.
 template <class ExecutionSpace, class T, class Mem>
-std::pair<Kokkos::View<T**, Kokkos::LayoutRight, Kokkos::HostSpace>, Kokkos::View<T**, Kokkos::LayoutRight, Kokkos::HostSpace>>
+std::pair<Kokkos::View<T**, Kokkos::LayoutRight, Kokkos::HostSpace>,
+          Kokkos::View<T**, Kokkos::LayoutRight, Kokkos::HostSpace>>
 gather_factors_to(const ExecutionSpace& exec, State<T, Mem>& s, int root) {
   return {s.coll->gather_rows_to(exec, s.X, s.comm->user_bounds, root),
           s.coll->gather_rows_to(exec, s.Y, s.comm->item_bounds, root)};
@@ -723,24 +731,22 @@ gather_factors_to(const ExecutionSpace& exec, State<T, Mem>& s, int root) {
 
 // Explicit instantiations live in src/distributed/distributed.cpp.
 #include <kfactor/core/detail/eti.hpp>
-#define KFACTOR_DISTRIBUTED_ALS_ETI(EXTERN, S, T)                                                                   \
-  EXTERN template LocalProblem<T, S::memory_space> distribute<S, T, S::memory_space>(                              \
-      const S&, MPI_Comm, const kfactor::als::Problem<T, S::memory_space>&);                                       \
-  EXTERN template State<T, S::memory_space> init<S, T, S::memory_space>(                                           \
-      const S&, MPI_Comm, const LocalProblem<T, S::memory_space>&, const Options&);                                \
-  EXTERN template void step<S, T, S::memory_space>(const S&, const LocalProblem<T, S::memory_space>&,              \
-                                                   const Options&, State<T, S::memory_space>&);                    \
-  EXTERN template Metrics evaluate<S, T, S::memory_space>(const S&, const LocalProblem<T, S::memory_space>&,       \
-                                                          const Options&, State<T, S::memory_space>&);             \
-  EXTERN template Report resume<S, T, S::memory_space>(const S&, const LocalProblem<T, S::memory_space>&,          \
-                                                       const Options&, State<T, S::memory_space>&,                 \
-                                                       const Observer&);                                           \
-  EXTERN template Result<State<T, S::memory_space>> solve<S, T, S::memory_space>(                                  \
-      const S&, MPI_Comm, const LocalProblem<T, S::memory_space>&, const Options&, const Observer&);               \
-  EXTERN template DenseMatrix<T, S::memory_space> gather_X<S, T, S::memory_space>(const S&,                        \
-                                                                                  State<T, S::memory_space>&);     \
-  EXTERN template DenseMatrix<T, S::memory_space> gather_Y<S, T, S::memory_space>(const S&,                        \
-                                                                                  State<T, S::memory_space>&);
+#define KFACTOR_DISTRIBUTED_ALS_ETI(EXTERN, S, T)                                                                     \
+  EXTERN template LocalProblem<T, S::memory_space> distribute<S, T, S::memory_space>(                                 \
+      const S&, MPI_Comm, const kfactor::als::Problem<T, S::memory_space>&);                                          \
+  EXTERN template State<T, S::memory_space> init<S, T, S::memory_space>(                                              \
+      const S&, MPI_Comm, const LocalProblem<T, S::memory_space>&, const Options&);                                   \
+  EXTERN template void step<S, T, S::memory_space>(const S&, const LocalProblem<T, S::memory_space>&, const Options&, \
+                                                   State<T, S::memory_space>&);                                       \
+  EXTERN template Metrics evaluate<S, T, S::memory_space>(const S&, const LocalProblem<T, S::memory_space>&,          \
+                                                          const Options&, State<T, S::memory_space>&);                \
+  EXTERN template Report resume<S, T, S::memory_space>(const S&, const LocalProblem<T, S::memory_space>&,             \
+                                                       const Options&, State<T, S::memory_space>&, const Observer&);  \
+  EXTERN template Result<State<T, S::memory_space>> solve<S, T, S::memory_space>(                                     \
+      const S&, MPI_Comm, const LocalProblem<T, S::memory_space>&, const Options&, const Observer&);                  \
+  EXTERN template DenseMatrix<T, S::memory_space> gather_X<S, T, S::memory_space>(const S&,                           \
+                                                                                  State<T, S::memory_space>&);        \
+  EXTERN template DenseMatrix<T, S::memory_space> gather_Y<S, T, S::memory_space>(const S&, State<T, S::memory_space>&);
 #define KFACTOR_DISTRIBUTED_ALS_EXTERN(S, T) KFACTOR_DISTRIBUTED_ALS_ETI(extern, S, T)
 #if !defined(KFACTOR_DISTRIBUTED_INSTANTIATING)
 namespace kfactor::distributed::als {

@@ -118,8 +118,8 @@ using kfactor::nmf::Options;
 /// CsrMatrix<T, Mem>.
 template <class Matrix>
 struct Problem {
-  Matrix rows;  ///< A(r_p:r_{p+1}, :), V_p x D
-  Matrix cols;  ///< dense: A(:, c_p:c_{p+1}), V x D_p; CSR: its transpose, D_p x V
+  Matrix rows;                                    ///< A(r_p:r_{p+1}, :), V_p x D
+  Matrix cols;                                    ///< dense: A(:, c_p:c_{p+1}), V x D_p; CSR: its transpose, D_p x V
   std::vector<ordinal_t> row_bounds, col_bounds;  ///< P + 1 boundaries each
   std::int64_t global_rows = 0, global_cols = 0, global_nnz = 0;
   double norm2 = 0.0;  ///< ||A||_F^2 (sum of the row blocks' sums)
@@ -233,11 +233,11 @@ using StateFor = State<typename MatrixTraits<Matrix>::value_type, typename Matri
 
 /// The modelled communication of one epoch per rank (file comment).
 struct EpochVolume {
-  double gather_words = 0;     ///< words of T received through the two all-gathers
-  double gram_words = 0;       ///< words of T moved per rank by the two K x K all-reductions
+  double gather_words = 0;       ///< words of T received through the two all-gathers
+  double gram_words = 0;         ///< words of T moved per rank by the two K x K all-reductions
   double scalar_reductions = 0;  ///< all-reductions of one double
-  double collectives = 0;      ///< collective calls
-  double bytes = 0;            ///< total bytes per rank
+  double collectives = 0;        ///< collective calls
+  double bytes = 0;              ///< total bytes per rank
   /// collectives * alpha * ceil(log2 P) + bytes * beta.
   [[nodiscard]] double seconds(double alpha, double beta, int P) const {
     return P <= 1 ? 0.0 : collectives * alpha * std::ceil(std::log2(double(P))) + bytes * beta;
@@ -315,8 +315,8 @@ Metrics evaluate(const ExecutionSpace& exec, const Problem<Matrix>& A, const Opt
 template <class ExecutionSpace, class Matrix, class T, class Mem>
 Report resume(const ExecutionSpace& exec, const Problem<Matrix>& A, const Options& options, State<T, Mem>& state,
               const Observer& observer = {}) {
-  Report header = kfactor::nmf::detail::report_header<ExecutionSpace, Matrix>(options, A.global_rows, A.global_cols,
-                                                                             A.global_nnz);
+  Report header =
+      kfactor::nmf::detail::report_header<ExecutionSpace, Matrix>(options, A.global_rows, A.global_cols, A.global_nnz);
   header.info["mpi_ranks"] = std::to_string(A.size);
   header.info["distribution"] = "1D: rows of A and W, columns of A and H per rank, nnz-balanced";
   const auto before = state.comm->coll->stats;
@@ -363,22 +363,22 @@ DenseMatrix<T, Mem> gather_Ht(const ExecutionSpace& exec, State<T, Mem>& state) 
 // Explicit instantiations live in src/distributed/distributed.cpp (dense and
 // CSR input).
 #include <kfactor/core/detail/eti.hpp>
-#define KFACTOR_DISTRIBUTED_NMF_ETI_MATRIX(EXTERN, S, T, M)                                                         \
-  EXTERN template Problem<M> make_problem<S, M>(const S&, MPI_Comm, const M&);                                     \
-  EXTERN template StateFor<M> init<S, M>(const S&, const Problem<M>&, const Options&);                             \
-  EXTERN template void step<S, M, T, S::memory_space>(const S&, const Problem<M>&, const Options&,                \
-                                                      State<T, S::memory_space>&);                                 \
-  EXTERN template Metrics evaluate<S, M, T, S::memory_space>(const S&, const Problem<M>&, const Options&,         \
-                                                             State<T, S::memory_space>&);                          \
-  EXTERN template Report resume<S, M, T, S::memory_space>(const S&, const Problem<M>&, const Options&,            \
-                                                          State<T, S::memory_space>&, const Observer&);            \
+#define KFACTOR_DISTRIBUTED_NMF_ETI_MATRIX(EXTERN, S, T, M)                                               \
+  EXTERN template Problem<M> make_problem<S, M>(const S&, MPI_Comm, const M&);                            \
+  EXTERN template StateFor<M> init<S, M>(const S&, const Problem<M>&, const Options&);                    \
+  EXTERN template void step<S, M, T, S::memory_space>(const S&, const Problem<M>&, const Options&,        \
+                                                      State<T, S::memory_space>&);                        \
+  EXTERN template Metrics evaluate<S, M, T, S::memory_space>(const S&, const Problem<M>&, const Options&, \
+                                                             State<T, S::memory_space>&);                 \
+  EXTERN template Report resume<S, M, T, S::memory_space>(const S&, const Problem<M>&, const Options&,    \
+                                                          State<T, S::memory_space>&, const Observer&);   \
   EXTERN template Result<StateFor<M>> solve<S, M>(const S&, const Problem<M>&, const Options&, const Observer&);
-#define KFACTOR_DISTRIBUTED_NMF_ETI(EXTERN, S, T)                                                                   \
-  KFACTOR_DISTRIBUTED_NMF_ETI_MATRIX(EXTERN, S, T, KFACTOR_NMF_DENSE(T, S::memory_space))                         \
-  KFACTOR_DISTRIBUTED_NMF_ETI_MATRIX(EXTERN, S, T, KFACTOR_NMF_CSR(T, S::memory_space))                           \
-  EXTERN template DenseMatrix<T, S::memory_space> gather_W<S, T, S::memory_space>(const S&,                        \
-                                                                                  State<T, S::memory_space>&);     \
-  EXTERN template DenseMatrix<T, S::memory_space> gather_Ht<S, T, S::memory_space>(const S&,                       \
+#define KFACTOR_DISTRIBUTED_NMF_ETI(EXTERN, S, T)                                                              \
+  KFACTOR_DISTRIBUTED_NMF_ETI_MATRIX(EXTERN, S, T, KFACTOR_NMF_DENSE(T, S::memory_space))                      \
+  KFACTOR_DISTRIBUTED_NMF_ETI_MATRIX(EXTERN, S, T, KFACTOR_NMF_CSR(T, S::memory_space))                        \
+  EXTERN template DenseMatrix<T, S::memory_space> gather_W<S, T, S::memory_space>(const S&,                    \
+                                                                                  State<T, S::memory_space>&); \
+  EXTERN template DenseMatrix<T, S::memory_space> gather_Ht<S, T, S::memory_space>(const S&,                   \
                                                                                    State<T, S::memory_space>&);
 #define KFACTOR_DISTRIBUTED_NMF_EXTERN(S, T) KFACTOR_DISTRIBUTED_NMF_ETI(extern, S, T)
 #if !defined(KFACTOR_DISTRIBUTED_INSTANTIATING)

@@ -42,7 +42,8 @@ class SddmmRankPlan {
       : comm_(comm), nnz_(S.nnz()) {
     MPI_Comm_rank(comm, &rank_);
     MPI_Comm_size(comm, &size_);
-    bounds_ = split == ColumnSplit::equal_width ? equal_column_blocks(S.num_cols, size_) : balanced_column_blocks(S, size_);
+    bounds_ =
+        split == ColumnSplit::equal_width ? equal_column_blocks(S.num_cols, size_) : balanced_column_blocks(S, size_);
     if (split == ColumnSplit::timed && size_ > 1) balance_by_time(exec, S, K, options, timing_rounds);
     block_ = extract_column_block(S, bounds_[rank_], bounds_[rank_ + 1]);
     if (block_.local.nnz() > 0) plan_ = SddmmPlan<ExecutionSpace, T, TI>(exec, block_.local, K, options);
@@ -59,11 +60,11 @@ class SddmmRankPlan {
   /// out_local (local_nnz()) = the rank's share of the SDDMM. A: M x K (all
   /// rows, replicated); B_local: (end() - begin()) x K (the rank's B rows).
   template <class AV, class BV>
-  void apply(const ExecutionSpace& exec, const AV& A, const BV& B_local, const Kokkos::View<T*, memory_space>& out_local,
-             bool scaled = true) const {
+  void apply(const ExecutionSpace& exec, const AV& A, const BV& B_local,
+             const Kokkos::View<T*, memory_space>& out_local, bool scaled = true) const {
     if (B_local.extent(0) != static_cast<std::size_t>(end() - begin()))
-      throw UsageError("distributed sddmm: rank " + std::to_string(rank_) + " owns " +
-                       std::to_string(end() - begin()) + " rows of B, got " + std::to_string(B_local.extent(0)));
+      throw UsageError("distributed sddmm: rank " + std::to_string(rank_) + " owns " + std::to_string(end() - begin()) +
+                       " rows of B, got " + std::to_string(B_local.extent(0)));
     if (out_local.extent(0) != local_nnz())
       throw UsageError("distributed sddmm: out_local needs " + std::to_string(local_nnz()) + " entries");
     if (local_nnz() > 0) plan_(exec, A, B_local, out_local, scaled);
@@ -90,7 +91,8 @@ class SddmmRankPlan {
     MPI_Gatherv(pos.data(), mine, MPI_LONG_LONG, all_pos.data(), counts.data(), displs.data(), MPI_LONG_LONG, root,
                 comm_);
     std::vector<T> out(rank_ == root ? nnz_ : 0);
-    for (std::size_t e = 0; e < all_vals.size(); ++e) out[static_cast<std::size_t>(all_pos[e])] = static_cast<T>(all_vals[e]);
+    for (std::size_t e = 0; e < all_vals.size(); ++e)
+      out[static_cast<std::size_t>(all_pos[e])] = static_cast<T>(all_vals[e]);
     return out;
   }
 

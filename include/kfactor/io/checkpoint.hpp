@@ -104,26 +104,26 @@ struct InputFingerprint {
 inline std::string to_string(const InputFingerprint& f) {
   char hex[32];
   std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(f.checksum));
-  return std::to_string(f.rows) + " x " + std::to_string(f.cols) + ", nnz " + std::to_string(f.nnz) +
-         ", checksum 0x" + hex;
+  return std::to_string(f.rows) + " x " + std::to_string(f.cols) + ", nnz " + std::to_string(f.nnz) + ", checksum 0x" +
+         hex;
 }
 
 /// What a checkpoint records besides the State, and what load_checkpoint()
 /// checks. In the `expected` argument of load_checkpoint() an empty string,
 /// rank 0 or an empty fingerprint means "do not check this item".
 struct CheckpointMeta {
-  std::string solver;                 ///< "nmf", "als", "bmf", "mnmf", ...
+  std::string solver;  ///< "nmf", "als", "bmf", "mnmf", ...
   int format_version = checkpoint_format_version;
   /// The options that decide the iterates (kfactor::option_values()). On
   /// restart, every key the expected meta lists must be in the file with the
   /// same text: a difference is a UsageError naming the option.
   std::map<std::string, std::string> options;
-  InputFingerprint input;             ///< fingerprint of the input matrix
-  std::string precision;              ///< "float" | "double"
-  std::int64_t rank = 0;              ///< factorization rank K
-  std::string backend;                ///< execution space, e.g. "openmp", "cuda" (recorded, not checked)
-  std::int64_t iteration = -1;        ///< filled by save from State::iteration when it has one
-  int mpi_ranks = 1;                  ///< number of ranks that wrote the file (filled by save)
+  InputFingerprint input;       ///< fingerprint of the input matrix
+  std::string precision;        ///< "float" | "double"
+  std::int64_t rank = 0;        ///< factorization rank K
+  std::string backend;          ///< execution space, e.g. "openmp", "cuda" (recorded, not checked)
+  std::int64_t iteration = -1;  ///< filled by save from State::iteration when it has one
+  int mpi_ranks = 1;            ///< number of ranks that wrote the file (filled by save)
   /// The run's input files (neither stored nor compared): a save refuses to
   /// write over one of them (io::check_write_target(), device and inode).
   std::vector<std::string> input_files;
@@ -132,9 +132,12 @@ struct CheckpointMeta {
 /// "float", "double" (else the checkpoint element type's name).
 template <class T>
 std::string precision_name() {
-  if constexpr (std::is_same_v<std::remove_cv_t<T>, float>) return "float";
-  else if constexpr (std::is_same_v<std::remove_cv_t<T>, double>) return "double";
-  else return detail::to_string(detail::checkpoint_type_of<T>());
+  if constexpr (std::is_same_v<std::remove_cv_t<T>, float>)
+    return "float";
+  else if constexpr (std::is_same_v<std::remove_cv_t<T>, double>)
+    return "double";
+  else
+    return detail::to_string(detail::checkpoint_type_of<T>());
 }
 
 /// Metadata for a solver running in ExecutionSpace on T factors: fills
@@ -355,8 +358,9 @@ void for_each_field(State& state, OnView&& on_view, OnScalar&& on_scalar, OnHist
       static_assert(std::is_lvalue_reference_v<decltype(x)>, "visit must pass scalar fields as lvalues");
       on_scalar(name, x);
     } else {
-      static_assert(dependent_false_v<B>, "checkpoint fields are Kokkos Views, arithmetic scalars, CounterRng or "
-                                          "MetricHistory");
+      static_assert(dependent_false_v<B>,
+                    "checkpoint fields are Kokkos Views, arithmetic scalars, CounterRng or "
+                    "MetricHistory");
     }
   });
   if constexpr (has_history_member_v<State>)

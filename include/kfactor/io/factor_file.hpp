@@ -35,10 +35,10 @@ namespace kfactor::io {
 
 /// A dense factor with the original id of each row.
 struct FactorFile {
-  std::int64_t rank = 0;             ///< K: values per row (>= 1)
-  std::vector<std::int64_t> ids;     ///< row r's id, in file order
-  std::vector<double> values;        ///< row-major, ids.size() x rank
-  std::vector<std::size_t> by_id;    ///< row numbers in ascending id order (for find)
+  std::int64_t rank = 0;           ///< K: values per row (>= 1)
+  std::vector<std::int64_t> ids;   ///< row r's id, in file order
+  std::vector<double> values;      ///< row-major, ids.size() x rank
+  std::vector<std::size_t> by_id;  ///< row numbers in ascending id order (for find)
 
   [[nodiscard]] std::size_t rows() const { return ids.size(); }
   /// The K values of row r.

@@ -35,8 +35,8 @@ UnknownIds parse_unknown_ids(const std::string& s);  ///< "reject" | "drop"; Usa
 /// Held-out ratings in the training index space.
 template <class T>
 struct ReindexedRatings {
-  CooMatrix<T> matrix;       ///< training shape; entries in the held-out order, unknown ones left out under drop
-  std::size_t dropped = 0;   ///< entries left out (always 0 under reject)
+  CooMatrix<T> matrix;      ///< training shape; entries in the held-out order, unknown ones left out under drop
+  std::size_t dropped = 0;  ///< entries left out (always 0 under reject)
 };
 
 /// Re-indexes `heldout` (with its own ids) into the index space of

@@ -159,12 +159,12 @@ struct ReadOptions {
 
 /// What a reader saw, for `kfactor info` and diagnostics.
 struct ReadInfo {
-  Format format = Format::automatic;  ///< the format actually parsed
-  std::string detail;                 ///< e.g. "coordinate real symmetric", "ratings ',' with header"
-  std::int64_t lines = 0;             ///< lines in the input
-  std::int64_t entries_read = 0;      ///< entries in the file (before mirroring and duplicate handling)
-  std::int64_t duplicates = 0;        ///< entries merged away by the duplicate policy
-  bool pattern = false;               ///< the file has no values (all 1)
+  Format format = Format::automatic;         ///< the format actually parsed
+  std::string detail;                        ///< e.g. "coordinate real symmetric", "ratings ',' with header"
+  std::int64_t lines = 0;                    ///< lines in the input
+  std::int64_t entries_read = 0;             ///< entries in the file (before mirroring and duplicate handling)
+  std::int64_t duplicates = 0;               ///< entries merged away by the duplicate policy
+  bool pattern = false;                      ///< the file has no values (all 1)
   std::optional<std::int64_t> header_count;  ///< edges: the skipped leading count line
 };
 
@@ -242,25 +242,21 @@ struct CooStats {
 template <class T>
 CooStats coo_stats(const CooMatrix<T>& A);
 
-#define KFACTOR_IO_EXTERN(T)                                                                                  \
-  extern template CooMatrix<T> parse_matrix_market<T>(std::string_view, const std::string&, const ReadOptions&, \
-                                                      ReadInfo*);                                             \
-  extern template CooMatrix<T> parse_edges<T>(std::string_view, const std::string&, const ReadOptions&,       \
-                                              ReadInfo*);                                                     \
-  extern template RatingData<T> parse_ratings<T>(std::string_view, const std::string&, const ReadOptions&,    \
-                                                 ReadInfo*);                                                  \
-  extern template CooMatrix<T> parse_bmf<T>(std::string_view, const std::string&, const ReadOptions&,         \
-                                            ReadInfo*);                                                       \
-  extern template CooMatrix<T> parse_dense<T>(std::string_view, const std::string&, const ReadOptions&,       \
-                                              ReadInfo*);                                                     \
-  extern template CooMatrix<T> parse_matrix<T>(std::string_view, const std::string&, Format,                  \
-                                               const ReadOptions&, ReadInfo*);                                \
-  extern template CooMatrix<T> read_matrix_market<T>(const std::string&, const ReadOptions&, ReadInfo*);      \
-  extern template CooMatrix<T> read_edges<T>(const std::string&, const ReadOptions&, ReadInfo*);              \
-  extern template RatingData<T> read_ratings<T>(const std::string&, const ReadOptions&, ReadInfo*);           \
-  extern template CooMatrix<T> read_bmf<T>(const std::string&, const ReadOptions&, ReadInfo*);                \
-  extern template CooMatrix<T> read_dense<T>(const std::string&, const ReadOptions&, ReadInfo*);              \
-  extern template CooMatrix<T> read_matrix<T>(const std::string&, Format, const ReadOptions&, ReadInfo*);     \
+#define KFACTOR_IO_EXTERN(T)                                                                                           \
+  extern template CooMatrix<T> parse_matrix_market<T>(std::string_view, const std::string&, const ReadOptions&,        \
+                                                      ReadInfo*);                                                      \
+  extern template CooMatrix<T> parse_edges<T>(std::string_view, const std::string&, const ReadOptions&, ReadInfo*);    \
+  extern template RatingData<T> parse_ratings<T>(std::string_view, const std::string&, const ReadOptions&, ReadInfo*); \
+  extern template CooMatrix<T> parse_bmf<T>(std::string_view, const std::string&, const ReadOptions&, ReadInfo*);      \
+  extern template CooMatrix<T> parse_dense<T>(std::string_view, const std::string&, const ReadOptions&, ReadInfo*);    \
+  extern template CooMatrix<T> parse_matrix<T>(std::string_view, const std::string&, Format, const ReadOptions&,       \
+                                               ReadInfo*);                                                             \
+  extern template CooMatrix<T> read_matrix_market<T>(const std::string&, const ReadOptions&, ReadInfo*);               \
+  extern template CooMatrix<T> read_edges<T>(const std::string&, const ReadOptions&, ReadInfo*);                       \
+  extern template RatingData<T> read_ratings<T>(const std::string&, const ReadOptions&, ReadInfo*);                    \
+  extern template CooMatrix<T> read_bmf<T>(const std::string&, const ReadOptions&, ReadInfo*);                         \
+  extern template CooMatrix<T> read_dense<T>(const std::string&, const ReadOptions&, ReadInfo*);                       \
+  extern template CooMatrix<T> read_matrix<T>(const std::string&, Format, const ReadOptions&, ReadInfo*);              \
   extern template CooStats coo_stats<T>(const CooMatrix<T>&);
 KFACTOR_IO_EXTERN(float)
 KFACTOR_IO_EXTERN(double)

@@ -323,7 +323,8 @@ int batched_cholesky_solve(const ExecutionSpace& exec, const AView& A, const BVi
   if (batch == 0 || n == 0) return 0;
   using Policy = Kokkos::TeamPolicy<ExecutionSpace>;
   using Team = typename Policy::member_type;
-  using Scratch = Kokkos::View<T*, typename ExecutionSpace::scratch_memory_space, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+  using Scratch =
+      Kokkos::View<T*, typename ExecutionSpace::scratch_memory_space, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
   const bool staged = (detail::packed_size(n) + n) * sizeof(T) <= detail::cholesky_scratch_limit;
   const std::size_t bytes = staged ? Scratch::shmem_size(detail::packed_size(n) + n) : 0;
   if (!staged && (A.stride(2) != 1 || A.stride(1) != std::size_t(n) || B.stride(1) != 1))

@@ -42,14 +42,15 @@ template <class MemorySpace = Kokkos::DefaultExecutionSpace::memory_space>
 struct BitMatrix {
   using memory_space = MemorySpace;
   using words_type = Kokkos::View<bit_word_t**, Kokkos::LayoutRight, MemorySpace>;
-  words_type words;   ///< lines x words_per_line
+  words_type words;  ///< lines x words_per_line
   std::int64_t lines = 0;
   std::int64_t bits = 0;
 
   BitMatrix() = default;
   BitMatrix(const std::string& label, std::int64_t lines_, std::int64_t bits_)
       : words(label, static_cast<std::size_t>(lines_), static_cast<std::size_t>(bit_words(bits_))),
-        lines(lines_), bits(bits_) {}
+        lines(lines_),
+        bits(bits_) {}
 
   [[nodiscard]] int words_per_line() const { return static_cast<int>(words.extent(1)); }
   /// Bit (r, l); host-accessible memory only.
@@ -135,8 +136,8 @@ BitMatrix<typename ExecutionSpace::memory_space> pack_bits(const ExecutionSpace&
 /// Unpacks a BitMatrix into a dense 0/1 matrix of `T` (lines x bits).
 template <class T, class ExecutionSpace, class MemorySpace>
 DenseMatrix<T, MemorySpace> unpack_bits(const ExecutionSpace& exec, const BitMatrix<MemorySpace>& X) {
-  DenseMatrix<T, MemorySpace> out(Kokkos::view_alloc(exec, Kokkos::WithoutInitializing, "kfactor::unpacked"),
-                                  X.lines, X.bits);
+  DenseMatrix<T, MemorySpace> out(Kokkos::view_alloc(exec, Kokkos::WithoutInitializing, "kfactor::unpacked"), X.lines,
+                                  X.bits);
   auto words = X.words;
   Kokkos::parallel_for(
       "kfactor::unpack_bits",
@@ -230,7 +231,9 @@ struct BooleanErrors {
     return mn > 0 ? double(hamming()) / mn : 0.0;
   }
   /// Weighted error: a missed one costs `weight_ones`, a spurious one 1.
-  [[nodiscard]] double weighted(double weight_ones) const { return double(false_pos) + weight_ones * double(false_neg); }
+  [[nodiscard]] double weighted(double weight_ones) const {
+    return double(false_pos) + weight_ones * double(false_neg);
+  }
   /// TP / (TP + FP); 1 when C' has no ones.
   [[nodiscard]] double precision() const {
     const double tp = double(ones - false_neg);
@@ -242,8 +245,8 @@ struct BooleanErrors {
 
 /// d(C, A o B) with C a dense BitMatrix (m lines of n bits). O(m n k / 64).
 template <class ExecutionSpace, class MemorySpace>
-BooleanErrors hamming_error(const ExecutionSpace& exec, const BitMatrix<MemorySpace>& C, const BitMatrix<MemorySpace>& A,
-                            const BitMatrix<MemorySpace>& Bt) {
+BooleanErrors hamming_error(const ExecutionSpace& exec, const BitMatrix<MemorySpace>& C,
+                            const BitMatrix<MemorySpace>& A, const BitMatrix<MemorySpace>& Bt) {
   if (A.lines != C.lines || Bt.lines != C.bits || A.bits != Bt.bits)
     throw UsageError("hamming_error: factor shapes do not fit C");
   auto a = A.words;
@@ -282,8 +285,8 @@ Kokkos::View<std::int64_t*, MemorySpace> nonzero_lines(const ExecutionSpace& exe
                                                        std::int64_t& count) {
   auto words = X.words;
   const int W = X.words_per_line();
-  Kokkos::View<std::int64_t*, MemorySpace> idx(Kokkos::view_alloc(exec, Kokkos::WithoutInitializing, "kfactor::nz_lines"),
-                                               X.lines);
+  Kokkos::View<std::int64_t*, MemorySpace> idx(
+      Kokkos::view_alloc(exec, Kokkos::WithoutInitializing, "kfactor::nz_lines"), X.lines);
   std::int64_t total = 0;
   Kokkos::parallel_scan(
       "kfactor::nonzero_lines", Kokkos::RangePolicy<ExecutionSpace>(exec, 0, X.lines),

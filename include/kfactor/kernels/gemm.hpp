@@ -40,18 +40,16 @@ void check_gemm_shapes(Trans ta, Trans tb, const AV& A, const BV& B, const CV& C
   const auto n = tb == Trans::none ? B.extent(1) : B.extent(0);
   if (k != kb || C.extent(0) != m || C.extent(1) != n)
     throw UsageError("gemm: op(A) is " + std::to_string(m) + " x " + std::to_string(k) + ", op(B) is " +
-                     std::to_string(kb) + " x " + std::to_string(n) + ", C is " + std::to_string(C.extent(0)) +
-                     " x " + std::to_string(C.extent(1)));
+                     std::to_string(kb) + " x " + std::to_string(n) + ", C is " + std::to_string(C.extent(0)) + " x " +
+                     std::to_string(C.extent(1)));
 }
 }  // namespace detail
 
 /// Which implementation kfactor::gemm uses for these operand types.
 template <class ExecutionSpace, class AV, class BV, class CV>
 std::string gemm_path() {
-  if constexpr (detail::cblas_applicable_v<ExecutionSpace, AV, BV, CV>)
-    return "cblas";
-  if constexpr (detail::cublas_applicable_v<ExecutionSpace, AV, BV, CV>)
-    return "cublas";
+  if constexpr (detail::cblas_applicable_v<ExecutionSpace, AV, BV, CV>) return "cblas";
+  if constexpr (detail::cublas_applicable_v<ExecutionSpace, AV, BV, CV>) return "cublas";
 #if defined(KFACTOR_HAVE_KOKKOSKERNELS)
   return "kokkos-kernels";
 #else

@@ -32,11 +32,10 @@ void check_sddmm_shapes(const CsrMatrix<T, Mem>& S, const AV& A, const BV& B, co
   if (A.extent(0) != m || B.extent(0) != n || A.extent(1) != B.extent(1))
     throw UsageError("sddmm: S is " + std::to_string(m) + " x " + std::to_string(n) + " but A is " +
                      std::to_string(A.extent(0)) + " x " + std::to_string(A.extent(1)) + " and B is " +
-                     std::to_string(B.extent(0)) + " x " + std::to_string(B.extent(1)) +
-                     " (need A: M x K, B: N x K)");
+                     std::to_string(B.extent(0)) + " x " + std::to_string(B.extent(1)) + " (need A: M x K, B: N x K)");
   if (out.extent(0) != S.nnz())
-    throw UsageError("sddmm: out has " + std::to_string(out.extent(0)) + " entries, S has " +
-                     std::to_string(S.nnz()) + " nonzeros");
+    throw UsageError("sddmm: out has " + std::to_string(out.extent(0)) + " entries, S has " + std::to_string(S.nnz()) +
+                     " nonzeros");
 }
 
 }  // namespace detail

@@ -114,10 +114,9 @@ KOKKOS_INLINE_FUNCTION double sparse_row_dot(const RowMap& row_map, const Cols& 
 
 /// K nearest neighbours of every row (m x K, sorted by (d2, index)).
 template <class ExecutionSpace, class T, class MemorySpace>
-Kokkos::View<ordinal_t**, Kokkos::LayoutRight, MemorySpace> knn_select(const ExecutionSpace& exec,
-                                                                      const CsrMatrix<T, MemorySpace>& V, int K,
-                                                                      std::size_t block_bytes,
-                                                                      const Kokkos::View<double*, MemorySpace>& norms) {
+Kokkos::View<ordinal_t**, Kokkos::LayoutRight, MemorySpace> knn_select(
+    const ExecutionSpace& exec, const CsrMatrix<T, MemorySpace>& V, int K, std::size_t block_bytes,
+    const Kokkos::View<double*, MemorySpace>& norms) {
   using Member = typename Kokkos::TeamPolicy<ExecutionSpace>::member_type;
   const ordinal_t m = V.num_rows();
   const ordinal_t n = V.num_cols;
@@ -308,7 +307,8 @@ CsrMatrix<T, MemorySpace> graph_from_neighbors(const ExecutionSpace& exec, const
   auto vals = V.values;
   // undirected edge keys min * m + max, sorted
   const std::size_t E = std::size_t(m) * K;
-  Kokkos::View<std::uint64_t*, MemorySpace> keys(Kokkos::view_alloc(exec, Kokkos::WithoutInitializing, "kfactor::mnmf::knn_keys"), E);
+  Kokkos::View<std::uint64_t*, MemorySpace> keys(
+      Kokkos::view_alloc(exec, Kokkos::WithoutInitializing, "kfactor::mnmf::knn_keys"), E);
   const auto m64 = static_cast<std::uint64_t>(m);
   Kokkos::parallel_for(
       "kfactor::mnmf::knn_keys", Kokkos::RangePolicy<ExecutionSpace>(exec, 0, E), KOKKOS_LAMBDA(std::size_t p) {
@@ -320,10 +320,11 @@ CsrMatrix<T, MemorySpace> graph_from_neighbors(const ExecutionSpace& exec, const
   const bool keep_or = options.symmetrization == Symmetrization::union_or;
   // compact: OR keeps every distinct key, AND keeps keys present twice
   std::size_t U = 0;
-  Kokkos::View<std::size_t*, MemorySpace> pos(Kokkos::view_alloc(exec, Kokkos::WithoutInitializing, "kfactor::mnmf::knn_pos"), E);
+  Kokkos::View<std::size_t*, MemorySpace> pos(
+      Kokkos::view_alloc(exec, Kokkos::WithoutInitializing, "kfactor::mnmf::knn_pos"), E);
   Kokkos::parallel_scan(
       "kfactor::mnmf::knn_unique", Kokkos::RangePolicy<ExecutionSpace>(exec, 0, E),
-      KOKKOS_LAMBDA(std::size_t p, std::size_t & u, bool final) {
+      KOKKOS_LAMBDA(std::size_t p, std::size_t& u, bool final) {
         const bool first = p == 0 || keys(p) != keys(p - 1);
         const bool twice = p + 1 < E && keys(p + 1) == keys(p);
         const bool keep = first && (keep_or || twice);
@@ -331,11 +332,15 @@ CsrMatrix<T, MemorySpace> graph_from_neighbors(const ExecutionSpace& exec, const
         if (keep) ++u;
       },
       U);
-  Kokkos::View<ordinal_t*, MemorySpace> ra(Kokkos::view_alloc(exec, Kokkos::WithoutInitializing, "kfactor::mnmf::g_r"), 2 * U);
-  Kokkos::View<ordinal_t*, MemorySpace> ca(Kokkos::view_alloc(exec, Kokkos::WithoutInitializing, "kfactor::mnmf::g_c"), 2 * U);
+  Kokkos::View<ordinal_t*, MemorySpace> ra(Kokkos::view_alloc(exec, Kokkos::WithoutInitializing, "kfactor::mnmf::g_r"),
+                                           2 * U);
+  Kokkos::View<ordinal_t*, MemorySpace> ca(Kokkos::view_alloc(exec, Kokkos::WithoutInitializing, "kfactor::mnmf::g_c"),
+                                           2 * U);
   Kokkos::View<T*, MemorySpace> va(Kokkos::view_alloc(exec, Kokkos::WithoutInitializing, "kfactor::mnmf::g_v"), 2 * U);
-  Kokkos::View<double*, MemorySpace> d2(Kokkos::view_alloc(exec, Kokkos::WithoutInitializing, "kfactor::mnmf::g_d2"), U);
-  Kokkos::View<double*, MemorySpace> dots(Kokkos::view_alloc(exec, Kokkos::WithoutInitializing, "kfactor::mnmf::g_dot"), U);
+  Kokkos::View<double*, MemorySpace> d2(Kokkos::view_alloc(exec, Kokkos::WithoutInitializing, "kfactor::mnmf::g_d2"),
+                                        U);
+  Kokkos::View<double*, MemorySpace> dots(Kokkos::view_alloc(exec, Kokkos::WithoutInitializing, "kfactor::mnmf::g_dot"),
+                                          U);
   Kokkos::parallel_for(
       "kfactor::mnmf::knn_edges", Kokkos::RangePolicy<ExecutionSpace>(exec, 0, E), KOKKOS_LAMBDA(std::size_t p) {
         const std::size_t u = pos(p);
@@ -394,8 +399,8 @@ CsrMatrix<T, MemorySpace> knn_graph(const ExecutionSpace& exec, const CsrMatrix<
 }  // namespace kfactor::mnmf
 
 #include <kfactor/core/detail/eti.hpp>
-#define KFACTOR_MNMF_KNN_ETI(EXTERN, S, T)                                                      \
-  EXTERN template kfactor::CsrMatrix<T, S::memory_space> kfactor::mnmf::knn_graph(              \
+#define KFACTOR_MNMF_KNN_ETI(EXTERN, S, T)                                         \
+  EXTERN template kfactor::CsrMatrix<T, S::memory_space> kfactor::mnmf::knn_graph( \
       const S&, const kfactor::CsrMatrix<T, S::memory_space>&, const kfactor::mnmf::GraphOptions&);
 #define KFACTOR_MNMF_KNN_EXTERN(S, T) KFACTOR_MNMF_KNN_ETI(extern, S, T)
 KFACTOR_ETI_FOR_EACH(KFACTOR_MNMF_KNN_EXTERN)

@@ -88,8 +88,8 @@ struct Options {
   /// (NaN: off).
   StopRule stop{100, 0.0};
   std::uint64_t seed = 42;
-  double init_low = 0.5;   ///< init entries uniform in [init_low, init_high) * scale; 0 < init_low < init_high
-  double init_high = 1.5;  ///< <= 1e6
+  double init_low = 0.5;    ///< init entries uniform in [init_low, init_high) * scale; 0 < init_low < init_high
+  double init_high = 1.5;   ///< <= 1e6
   double init_scale = 0.0;  ///< 0: sqrt(mean training rating / rank); else in (0, 1e12]
   double kl_floor = 1e-12;  ///< floor of vt under KL (guard for vt = 0), (0, 1]
 
@@ -133,10 +133,10 @@ struct Options {
 /// their degree vectors, the row bins, and optional held-out ratings.
 template <class T, class MemorySpace>
 struct Problem {
-  CsrMatrix<T, MemorySpace> ratings;     ///< m x n training ratings
-  CsrMatrix<T, MemorySpace> ratings_t;   ///< n x m, the CSC of `ratings`
-  CsrMatrix<T, MemorySpace> user_graph;  ///< P, m x m symmetric (empty: none)
-  CsrMatrix<T, MemorySpace> item_graph;  ///< Pb, n x n symmetric (empty: none)
+  CsrMatrix<T, MemorySpace> ratings;          ///< m x n training ratings
+  CsrMatrix<T, MemorySpace> ratings_t;        ///< n x m, the CSC of `ratings`
+  CsrMatrix<T, MemorySpace> user_graph;       ///< P, m x m symmetric (empty: none)
+  CsrMatrix<T, MemorySpace> item_graph;       ///< Pb, n x n symmetric (empty: none)
   Kokkos::View<T*, MemorySpace> user_degree;  ///< q_ii
   Kokkos::View<T*, MemorySpace> item_degree;  ///< qb_jj
   detail::RowBins<MemorySpace> user_bins, item_bins;
@@ -217,7 +217,8 @@ void check_graph(const ExecutionSpace& exec, const CsrMatrix<T, MemorySpace>& G,
           }
       },
       asym);
-  if (asym) throw InputError(std::string("mnmf: ") + what + " is not symmetric (" + std::to_string(asym) + " rows differ)");
+  if (asym)
+    throw InputError(std::string("mnmf: ") + what + " is not symmetric (" + std::to_string(asym) + " rows differ)");
 }
 
 template <class ExecutionSpace, class T, class MemorySpace>
@@ -232,7 +233,8 @@ double check_ratings(const ExecutionSpace& exec, const CsrMatrix<T, MemorySpace>
         s += double(vals(e));
       },
       bad, sum);
-  if (bad) throw InputError(std::string("mnmf: ") + what + " has " + std::to_string(bad) + " negative or non-finite ratings");
+  if (bad)
+    throw InputError(std::string("mnmf: ") + what + " has " + std::to_string(bad) + " negative or non-finite ratings");
   return R.nnz() > 0 ? sum / double(R.nnz()) : 0.0;
 }
 }  // namespace detail
@@ -248,8 +250,7 @@ Problem<T, MemorySpace> make_problem(const ExecutionSpace& exec, const CsrMatrix
                                      const CsrMatrix<T, MemorySpace>& test = {}) {
   Problem<T, MemorySpace> p;
   p.ratings = ratings;
-  if (ratings.row_map.extent(0) == 0 || ratings.nnz() == 0)
-    throw InputError("mnmf: there are no training ratings");
+  if (ratings.row_map.extent(0) == 0 || ratings.nnz() == 0) throw InputError("mnmf: there are no training ratings");
   p.mean_rating = detail::check_ratings(exec, ratings, "ratings");
   // Nonnegative ratings with mean 0 are all 0: W H^T = 0 fits them exactly.
   if (!(p.mean_rating > 0.0)) throw InputError("mnmf: every training rating is 0 (nothing to factorize)");
@@ -415,9 +416,8 @@ Report resume(const ExecutionSpace& exec, const Problem<T, MemorySpace>& problem
   detail::check_step_inputs(problem, options, state);
   double seconds = 0.0;
   const StopReason reason = run_solver_loop(
-      state.iteration, state.history, options.stop, "objective", observer,
-      [&] { step(exec, problem, options, state); }, [&] { return evaluate(exec, problem, options, state); },
-      [](const Metrics&) { return false; }, &seconds);
+      state.iteration, state.history, options.stop, "objective", observer, [&] { step(exec, problem, options, state); },
+      [&] { return evaluate(exec, problem, options, state); }, [](const Metrics&) { return false; }, &seconds);
   Report r;
   r.command = "mnmf";
   r.backend = backend_name<ExecutionSpace>();
@@ -453,12 +453,12 @@ kfactor::Result<State<T, MemorySpace>> solve(const ExecutionSpace& exec, const P
 // Explicit instantiations live in src/mnmf/mnmf.cpp (every enabled space,
 // float and double, memory space = the execution space's).
 #include <kfactor/core/detail/eti.hpp>
-#define KFACTOR_MNMF_ETI(EXTERN, S, T)                                                                          \
-  EXTERN template kfactor::mnmf::Problem<T, S::memory_space> kfactor::mnmf::make_problem(                     \
-      const S&, const kfactor::CsrMatrix<T, S::memory_space>&, const kfactor::CsrMatrix<T, S::memory_space>&,   \
+#define KFACTOR_MNMF_ETI(EXTERN, S, T)                                                                         \
+  EXTERN template kfactor::mnmf::Problem<T, S::memory_space> kfactor::mnmf::make_problem(                      \
+      const S&, const kfactor::CsrMatrix<T, S::memory_space>&, const kfactor::CsrMatrix<T, S::memory_space>&,  \
       const kfactor::CsrMatrix<T, S::memory_space>&, const kfactor::CsrMatrix<T, S::memory_space>&);           \
-  EXTERN template kfactor::mnmf::State<T, S::memory_space> kfactor::mnmf::init(                               \
-      const S&, const kfactor::mnmf::Problem<T, S::memory_space>&, const kfactor::mnmf::Options&);            \
+  EXTERN template kfactor::mnmf::State<T, S::memory_space> kfactor::mnmf::init(                                \
+      const S&, const kfactor::mnmf::Problem<T, S::memory_space>&, const kfactor::mnmf::Options&);             \
   EXTERN template void kfactor::mnmf::update_w(const S&, const kfactor::mnmf::Problem<T, S::memory_space>&,    \
                                                const kfactor::mnmf::Options&,                                  \
                                                kfactor::mnmf::State<T, S::memory_space>&);                     \
@@ -468,11 +468,11 @@ kfactor::Result<State<T, MemorySpace>> solve(const ExecutionSpace& exec, const P
   EXTERN template double kfactor::mnmf::objective(const S&, const kfactor::mnmf::Problem<T, S::memory_space>&, \
                                                   const kfactor::mnmf::Options&,                               \
                                                   const kfactor::mnmf::State<T, S::memory_space>&);            \
-  EXTERN template kfactor::Metrics kfactor::mnmf::evaluate(                                                   \
-      const S&, const kfactor::mnmf::Problem<T, S::memory_space>&, const kfactor::mnmf::Options&,             \
+  EXTERN template kfactor::Metrics kfactor::mnmf::evaluate(                                                    \
+      const S&, const kfactor::mnmf::Problem<T, S::memory_space>&, const kfactor::mnmf::Options&,              \
       const kfactor::mnmf::State<T, S::memory_space>&);                                                        \
-  EXTERN template kfactor::Report kfactor::mnmf::resume(                                                      \
-      const S&, const kfactor::mnmf::Problem<T, S::memory_space>&, const kfactor::mnmf::Options&,             \
+  EXTERN template kfactor::Report kfactor::mnmf::resume(                                                       \
+      const S&, const kfactor::mnmf::Problem<T, S::memory_space>&, const kfactor::mnmf::Options&,              \
       kfactor::mnmf::State<T, S::memory_space>&, const kfactor::Observer&);
 #define KFACTOR_MNMF_EXTERN(S, T) KFACTOR_MNMF_ETI(extern, S, T)
 KFACTOR_ETI_FOR_EACH(KFACTOR_MNMF_EXTERN)

@@ -66,8 +66,7 @@ LambdaSelection select_lambda(const ExecutionSpace& exec, const Problem<T, Memor
                               const Options& options, const std::vector<double>& grid,
                               const LambdaObserver& observer = {}) {
   detail::check_grid(grid);
-  if (!problem.has_test())
-    throw UsageError("mnmf: lambda selection needs held-out validation ratings in the problem");
+  if (!problem.has_test()) throw UsageError("mnmf: lambda selection needs held-out validation ratings in the problem");
   LambdaSelection out;
   for (double lambda : grid) {
     auto o = options;

@@ -89,11 +89,11 @@
 /// header.
 
 #include <kfactor/core/contract.hpp>
+#include <kfactor/core/detail/eti.hpp>
 #include <kfactor/core/error.hpp>
 #include <kfactor/core/matrix.hpp>
 #include <kfactor/core/report.hpp>
 #include <kfactor/core/solver.hpp>
-#include <kfactor/core/detail/eti.hpp>
 
 #include <Kokkos_Core.hpp>
 
@@ -143,9 +143,9 @@ inline constexpr double max_epsilon = 1e-3;
 /// seed is valid.
 struct Options {
   Algorithm algorithm = Algorithm::alo;
-  int rank = 10;               ///< K
-  int tile = 0;                ///< ALO tile size T; 0 = default_tile(K)
-  double epsilon = 0.0;        ///< floor of H and W (hals/alo), denominator guard (mu); 0 = machine epsilon of T
+  int rank = 10;         ///< K
+  int tile = 0;          ///< ALO tile size T; 0 = default_tile(K)
+  double epsilon = 0.0;  ///< floor of H and W (hals/alo), denominator guard (mu); 0 = machine epsilon of T
   std::uint64_t seed = 42;
   /// Epochs (max_iterations), relative change of the relative error
   /// (tolerance, 0: never) and a relative error to reach (target, NaN: none).
@@ -255,11 +255,10 @@ StateFor<Matrix> init(const ExecutionSpace& exec, const Problem<Matrix>& problem
 
 /// Same, with given starting factors (copied as they are: no normalisation).
 template <class ExecutionSpace, class Matrix>
-StateFor<Matrix> init_with(const ExecutionSpace& exec, const Problem<Matrix>& problem, const Options& options,
-                           const DenseMatrix<typename MatrixTraits<Matrix>::value_type,
-                                             typename MatrixTraits<Matrix>::memory_space>& W0,
-                           const DenseMatrix<typename MatrixTraits<Matrix>::value_type,
-                                             typename MatrixTraits<Matrix>::memory_space>& Ht0);
+StateFor<Matrix> init_with(
+    const ExecutionSpace& exec, const Problem<Matrix>& problem, const Options& options,
+    const DenseMatrix<typename MatrixTraits<Matrix>::value_type, typename MatrixTraits<Matrix>::memory_space>& W0,
+    const DenseMatrix<typename MatrixTraits<Matrix>::value_type, typename MatrixTraits<Matrix>::memory_space>& Ht0);
 
 /// One epoch (H then W) and the cheap error pieces. No I/O. Like every
 /// kfactor solver, step() leaves state.iteration to the caller
@@ -292,20 +291,20 @@ Report resume(const ExecutionSpace& exec, const Problem<Matrix>& problem, const 
 
 // Explicit instantiations live in src/nmf/nmf.cpp (every enabled space,
 // float and double, dense and CSR input).
-#define KFACTOR_NMF_ETI_MATRIX(EXTERN, S, T, M)                                                                      \
-  EXTERN template Problem<M> make_problem<S, M>(const S&, const M&);                                               \
-  EXTERN template StateFor<M> init<S, M>(const S&, const Problem<M>&, const Options&);                             \
-  EXTERN template StateFor<M> init_with<S, M>(const S&, const Problem<M>&, const Options&,                         \
-                                               const DenseMatrix<T, S::memory_space>&,                             \
-                                               const DenseMatrix<T, S::memory_space>&);                            \
-  EXTERN template void step<S, M, T, S::memory_space>(const S&, const Problem<M>&, const Options&,                 \
-                                                      State<T, S::memory_space>&);                                 \
-  EXTERN template Metrics evaluate<S, M, T, S::memory_space>(const S&, const Problem<M>&, const Options&,          \
-                                                             State<T, S::memory_space>&);                          \
-  EXTERN template Report resume<S, M, T, S::memory_space>(const S&, const Problem<M>&, const Options&,             \
-                                                          State<T, S::memory_space>&, const Observer&);            \
+#define KFACTOR_NMF_ETI_MATRIX(EXTERN, S, T, M)                                                           \
+  EXTERN template Problem<M> make_problem<S, M>(const S&, const M&);                                      \
+  EXTERN template StateFor<M> init<S, M>(const S&, const Problem<M>&, const Options&);                    \
+  EXTERN template StateFor<M> init_with<S, M>(const S&, const Problem<M>&, const Options&,                \
+                                              const DenseMatrix<T, S::memory_space>&,                     \
+                                              const DenseMatrix<T, S::memory_space>&);                    \
+  EXTERN template void step<S, M, T, S::memory_space>(const S&, const Problem<M>&, const Options&,        \
+                                                      State<T, S::memory_space>&);                        \
+  EXTERN template Metrics evaluate<S, M, T, S::memory_space>(const S&, const Problem<M>&, const Options&, \
+                                                             State<T, S::memory_space>&);                 \
+  EXTERN template Report resume<S, M, T, S::memory_space>(const S&, const Problem<M>&, const Options&,    \
+                                                          State<T, S::memory_space>&, const Observer&);   \
   EXTERN template Result<StateFor<M>> solve<S, M>(const S&, const Problem<M>&, const Options&, const Observer&);
-#define KFACTOR_NMF_ETI(EXTERN, S, T)                                        \
+#define KFACTOR_NMF_ETI(EXTERN, S, T)                                         \
   KFACTOR_NMF_ETI_MATRIX(EXTERN, S, T, KFACTOR_NMF_DENSE(T, S::memory_space)) \
   KFACTOR_NMF_ETI_MATRIX(EXTERN, S, T, KFACTOR_NMF_CSR(T, S::memory_space))
 #define KFACTOR_NMF_DENSE(T, M) ::kfactor::DenseMatrix<T, M>

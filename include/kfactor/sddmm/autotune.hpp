@@ -26,7 +26,7 @@ namespace kfactor {
 struct SddmmTuneTrial {
   std::string description;
   SddmmOptions options;
-  double seconds = 0.0;   ///< median apply time
+  double seconds = 0.0;  ///< median apply time
 };
 
 struct SddmmTuneResult {
@@ -51,8 +51,7 @@ std::string sddmm_options_string(const SddmmOptions& o);
 /// fixed options (cache size, scratch, checks). `cache_file` empty: memory only.
 template <class ExecutionSpace, class T, class TI = T>
 SddmmTuneResult sddmm_autotune(const ExecutionSpace& exec, const CsrMatrix<T, typename ExecutionSpace::memory_space>& S,
-                               int K, const SddmmOptions& base = {}, const std::string& cache_file = "",
-                               int reps = 5) {
+                               int K, const SddmmOptions& base = {}, const std::string& cache_file = "", int reps = 5) {
   using Mem = typename ExecutionSpace::memory_space;
   using Plan = SddmmPlan<ExecutionSpace, T, TI>;
   SddmmTuneResult res;

@@ -103,7 +103,8 @@ CooMatrix<T> power_law_pattern(const PowerLawSpec& spec, T lo = T(1), T hi = T(1
     draw = static_cast<std::size_t>(deficit / std::max(gained / double(draw), 0.02) * 1.05) + 1000;
   }
   if (count > target) {  // drop a random excess: keep the keys with the `target` smallest hashes
-    Kokkos::View<std::uint64_t*, Mem> hash(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kfactor::power_law_hash"), count);
+    Kokkos::View<std::uint64_t*, Mem> hash(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kfactor::power_law_hash"),
+                                           count);
     auto hashes_of = KOKKOS_LAMBDA(std::size_t e) { return rng.bits((std::uint64_t(1) << 62) + e); };
     Kokkos::parallel_for(
         "kfactor::power_law_hash", Kokkos::RangePolicy<Exec>(exec, 0, count),
@@ -112,7 +113,8 @@ CooMatrix<T> power_law_pattern(const PowerLawSpec& spec, T lo = T(1), T hi = T(1
     std::uint64_t threshold = 0;
     Kokkos::deep_copy(exec, threshold, Kokkos::subview(hash, target - 1));
     exec.fence();
-    Kokkos::View<std::int64_t*, Mem> kept(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kfactor::power_law_keys"), target);
+    Kokkos::View<std::int64_t*, Mem> kept(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kfactor::power_law_keys"),
+                                          target);
     // A stable compaction keeps the keys sorted; a (2^-64-rare) tie at the
     // threshold keeps the smaller keys.
     Kokkos::parallel_scan(
@@ -132,7 +134,8 @@ CooMatrix<T> power_law_pattern(const PowerLawSpec& spec, T lo = T(1), T hi = T(1
       std::swap(p(i), p(static_cast<std::int64_t>(rng.uniform(base + i) * double(i + 1))));
     return Kokkos::create_mirror_view_and_copy(Mem{}, p);
   };
-  const auto pr = permutation(m, std::uint64_t(1) << 61), pc = permutation(n, (std::uint64_t(1) << 61) + (std::uint64_t(1) << 40));
+  const auto pr = permutation(m, std::uint64_t(1) << 61),
+             pc = permutation(n, (std::uint64_t(1) << 61) + (std::uint64_t(1) << 40));
   Kokkos::parallel_for(
       "kfactor::power_law_relabel", Kokkos::RangePolicy<Exec>(exec, 0, count),
       KOKKOS_LAMBDA(std::size_t e) { keys(e) = pr(keys(e) / n) * n + pc(keys(e) % n); });

@@ -53,50 +53,50 @@ struct SddmmOptions {
   SddmmKernel kernel = SddmmKernel::automatic;
 
   // --- column tiles (§III, eq. 6) -------------------------------------------
-  bool column_tiles = true;      ///< tile the streamed matrix's rows (S's columns) into panels of T_j
-  ordinal_t tile_cols = 0;       ///< T_j; 0 = model sqrt(L2 / (c rho)), rounded (see model_tile_cols)
-  double model_c = 3.0;          ///< words moved per nonzero in the model (COO: 3)
-  ordinal_t tile_round = 5000;   ///< round the model's T_j up to a multiple of this (the paper: 5,000)
-  std::size_t cache_bytes = 0;   ///< "L2" of the model in bytes; 0 = the device's (kernels/detail/sddmm_traits.hpp)
-  bool cap_tile_to_cache = true; ///< also keep one T_j x K tile of the streamed matrix within the cache
+  bool column_tiles = true;       ///< tile the streamed matrix's rows (S's columns) into panels of T_j
+  ordinal_t tile_cols = 0;        ///< T_j; 0 = model sqrt(L2 / (c rho)), rounded (see model_tile_cols)
+  double model_c = 3.0;           ///< words moved per nonzero in the model (COO: 3)
+  ordinal_t tile_round = 5000;    ///< round the model's T_j up to a multiple of this (the paper: 5,000)
+  std::size_t cache_bytes = 0;    ///< "L2" of the model in bytes; 0 = the device's (kernels/detail/sddmm_traits.hpp)
+  bool cap_tile_to_cache = true;  ///< also keep one T_j x K tile of the streamed matrix within the cache
 
   // --- which matrix is staged (eq. 4) ---------------------------------------
   SddmmStaged staged = SddmmStaged::automatic;
 
   // --- SM-L2: active rows in team scratch, K-slices ---------------------------
-  bool active_rows = true;       ///< stage only the rows that have nonzeros in the tile (off: all rows)
-  int tk = 0;                    ///< K-slice width T_k (a multiple of 32, or >= K); 0 = min(K, 128)
-  std::size_t scratch_bytes = 0; ///< team scratch per team; 0 = the space's default (48 KB GPU, 32 KB CPU)
+  bool active_rows = true;        ///< stage only the rows that have nonzeros in the tile (off: all rows)
+  int tk = 0;                     ///< K-slice width T_k (a multiple of 32, or >= K); 0 = min(K, 128)
+  std::size_t scratch_bytes = 0;  ///< team scratch per team; 0 = the space's default (48 KB GPU, 32 KB CPU)
 
   // --- SM-SM ------------------------------------------------------------------
-  double smsm_density = 0.05;    ///< on GPUs automatic picks sm_sm above this density (<= 0 never);
-                                 ///< on CPUs automatic never does (measured 2x slower than rowsplit)
-  int smsm_tile = 0;             ///< T_i = T_j of SM-SM; 0 = the largest with (T_i + T_j) K sizeof <= scratch
+  double smsm_density = 0.05;  ///< on GPUs automatic picks sm_sm above this density (<= 0 never);
+                               ///< on CPUs automatic never does (measured 2x slower than rowsplit)
+  int smsm_tile = 0;           ///< T_i = T_j of SM-SM; 0 = the largest with (T_i + T_j) K sizeof <= scratch
 
   // --- row-split kernel (beyond the paper) ----------------------------------
-  int chunk = 0;                 ///< max nonzeros per work item; 0 = 32 on GPUs, 128 on CPUs
-  int vector_length = 0;         ///< lanes per work item; 0 = packs of K rounded to 2^p, <= 32 (GPU) / 1 (CPU);
-                                 ///< nzsplit: 4, 8 or 32 (GPU), 0 = 4 up to 4 16-byte packs of K, 8 up
-                                 ///< to 64, else 32 (and 32 from 32 packs with L2 hints, below)
-  int team_size = 0;             ///< work items in flight per team; 0 = 256 / lanes (GPU) / 1 (CPU)
-  int sort_items = -1;           ///< order each tile's items longest first: 1 yes, 0 no, -1 GPUs only
-                                 ///< (balance of lane groups in a warp; CPUs keep S's order for locality)
-  double hot_cache_fraction = -1; ///< nzsplit's 32-lane form on CUDA: the streamed rows of the most used
-                                  ///< streamed indices, up to this fraction of the cache, are loaded to
-                                  ///< stay in L2, the others and the staged rows to leave it first;
-                                  ///< 0 = plain loads; -1 = 0.5 when one tile of the streamed matrix
-                                  ///< exceeds twice the cache (automatic plans then run 32 lanes from 32
-                                  ///< packs of K for 4- and 8-byte inputs), else 0
+  int chunk = 0;                   ///< max nonzeros per work item; 0 = 32 on GPUs, 128 on CPUs
+  int vector_length = 0;           ///< lanes per work item; 0 = packs of K rounded to 2^p, <= 32 (GPU) / 1 (CPU);
+                                   ///< nzsplit: 4, 8 or 32 (GPU), 0 = 4 up to 4 16-byte packs of K, 8 up
+                                   ///< to 64, else 32 (and 32 from 32 packs with L2 hints, below)
+  int team_size = 0;               ///< work items in flight per team; 0 = 256 / lanes (GPU) / 1 (CPU)
+  int sort_items = -1;             ///< order each tile's items longest first: 1 yes, 0 no, -1 GPUs only
+                                   ///< (balance of lane groups in a warp; CPUs keep S's order for locality)
+  double hot_cache_fraction = -1;  ///< nzsplit's 32-lane form on CUDA: the streamed rows of the most used
+                                   ///< streamed indices, up to this fraction of the cache, are loaded to
+                                   ///< stay in L2, the others and the staged rows to leave it first;
+                                   ///< 0 = plain loads; -1 = 0.5 when one tile of the streamed matrix
+                                   ///< exceeds twice the cache (automatic plans then run 32 lanes from 32
+                                   ///< packs of K for 4- and 8-byte inputs), else 0
 
   // --- panels ------------------------------------------------------------------
-  int panel_rows = 0;            ///< staged rows per panel; 0 = as many as panel_bytes holds, <= 256
-  std::size_t panel_bytes = 0;   ///< team scratch for a panel's staged rows; 0 = 32 KB (at most the device's)
-  std::int64_t panel_nnz = 0;    ///< max nonzeros per work item (longer panels are cut); 0 = 32768
-  bool compact_index = true;     ///< devices: 4 bytes of indices per nonzero instead of 16 where the
-                                 ///< streamed indices fit 24 bits and nnz 32 (false: tests of the wide form)
+  int panel_rows = 0;           ///< staged rows per panel; 0 = as many as panel_bytes holds, <= 256
+  std::size_t panel_bytes = 0;  ///< team scratch for a panel's staged rows; 0 = 32 KB (at most the device's)
+  std::int64_t panel_nnz = 0;   ///< max nonzeros per work item (longer panels are cut); 0 = 32768
+  bool compact_index = true;    ///< devices: 4 bytes of indices per nonzero instead of 16 where the
+                                ///< streamed indices fit 24 bits and nnz 32 (false: tests of the wide form)
 
   // --- checks ----------------------------------------------------------------
-  bool check_inputs = true;      ///< apply() rejects NaN/Inf in A and B (one pass over each)
+  bool check_inputs = true;  ///< apply() rejects NaN/Inf in A and B (one pass over each)
 
   /// Throws UsageError for out-of-range values.
   void validate() const;

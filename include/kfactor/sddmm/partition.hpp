@@ -61,8 +61,8 @@ ColumnBlock<T, Mem> extract_column_block(const CsrMatrix<T, Mem>& S, ordinal_t b
   auto up = [](const auto& v, const char* label) {
     using V = typename std::decay_t<decltype(v)>::value_type;
     Kokkos::View<V*, Mem> d(std::string(label), v.size());
-    Kokkos::deep_copy(d, Kokkos::View<const V*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(
-                             v.data(), v.size()));
+    Kokkos::deep_copy(
+        d, Kokkos::View<const V*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(v.data(), v.size()));
     return d;
   };
   ColumnBlock<T, Mem> b;

@@ -65,17 +65,17 @@ namespace kfactor {
 /// What a plan chose, for reports and tests.
 struct SddmmPlanInfo {
   SddmmKernel kernel = SddmmKernel::rowsplit;
-  bool transposed = false;       ///< staged matrix is B (eq. 4 or options)
-  double density = 0.0;          ///< nnz / (M N)
+  bool transposed = false;           ///< staged matrix is B (eq. 4 or options)
+  double density = 0.0;              ///< nnz / (M N)
   std::int64_t model_tile_cols = 0;  ///< the model's raw T_j (before rounding and capping)
-  ordinal_t tile_cols = 0;       ///< T_j used (== streamed rows: no tiling)
+  ordinal_t tile_cols = 0;           ///< T_j used (== streamed rows: no tiling)
   std::int64_t tiles = 1;
-  int tk = 0, ti = 0;            ///< SM-L2 K-slice and rows per block
-  int panel_rows = 0;            ///< panels: staged rows per panel
-  bool compact_index = false;    ///< panels: 32-bit packed indices (SddmmPanelIndex)
-  int smsm_tile = 0;             ///< SM-SM T_i = T_j
+  int tk = 0, ti = 0;          ///< SM-L2 K-slice and rows per block
+  int panel_rows = 0;          ///< panels: staged rows per panel
+  bool compact_index = false;  ///< panels: 32-bit packed indices (SddmmPanelIndex)
+  int smsm_tile = 0;           ///< SM-SM T_i = T_j
   int chunk = 0, vector_length = 1, team_size = 1, items_per_team = 1;
-  std::int64_t hot_rows = -1;    ///< nzsplit with L2 hints: streamed indices kept in L2 (-1: no hints)
+  std::int64_t hot_rows = -1;  ///< nzsplit with L2 hints: streamed indices kept in L2 (-1: no hints)
   std::int64_t items = 0, blocks = 0;
   std::int64_t staged_rows = 0;  ///< SM-L2: sum over tiles of the active rows staged
   bool identity_layout = true;
@@ -159,7 +159,8 @@ namespace detail {
 template <class Mem, class V>
 Kokkos::View<V*, Mem> upload(const std::vector<V>& h, const char* label) {
   Kokkos::View<V*, Mem> d(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string(label)), h.size());
-  Kokkos::deep_copy(d, Kokkos::View<const V*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(h.data(), h.size()));
+  Kokkos::deep_copy(
+      d, Kokkos::View<const V*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(h.data(), h.size()));
   return d;
 }
 
@@ -235,8 +236,8 @@ SddmmPlan<ExecutionSpace, T, TI>::SddmmPlan(const ExecutionSpace& exec, const cs
   constexpr int W = detail::SddmmPack<TI>::width;
   kernel = choose_sddmm_kernel(Traits::gpu, info_.density, options, smsm_t, smsm_fits, K % W == 0);
   if (kernel == SddmmKernel::sm_sm && !smsm_fits)
-    throw UsageError("sddmm: SM-SM needs (T_i + T_j) K sizeof <= scratch: K = " + std::to_string(K) +
-                     ", scratch " + std::to_string(info_.scratch_bytes) + " bytes");
+    throw UsageError("sddmm: SM-SM needs (T_i + T_j) K sizeof <= scratch: K = " + std::to_string(K) + ", scratch " +
+                     std::to_string(info_.scratch_bytes) + " bytes");
 
   // Staged matrix (eq. 4) and column tiles (eq. 6).
   const bool tiled_kernel = kernel == SddmmKernel::rowsplit || kernel == SddmmKernel::nzsplit ||
@@ -244,10 +245,9 @@ SddmmPlan<ExecutionSpace, T, TI>::SddmmPlan(const ExecutionSpace& exec, const cs
   // Eq. 4 saves K (N - M) words by staging B when N > M; the transposed
   // layout costs about 2 words per nonzero (its output/value positions), so
   // automatic staging takes B only when the saving exceeds that.
-  const bool eq4_b = eq4_choice(m, n) == SddmmStaged::b &&
-                     double(K) * (double(n) - double(m)) > 2.0 * double(nnz);
-  info_.transposed = tiled_kernel && (options.staged == SddmmStaged::automatic ? eq4_b
-                                                                               : options.staged == SddmmStaged::b);
+  const bool eq4_b = eq4_choice(m, n) == SddmmStaged::b && double(K) * (double(n) - double(m)) > 2.0 * double(nnz);
+  info_.transposed =
+      tiled_kernel && (options.staged == SddmmStaged::automatic ? eq4_b : options.staged == SddmmStaged::b);
   const ordinal_t C = info_.transposed ? m : n;
   const double per_staged_row = double(nnz) / double(std::max<ordinal_t>(info_.transposed ? n : m, 1));
   // Automatic plans take panels over nzsplit on long rows (64 or more per
@@ -272,8 +272,7 @@ SddmmPlan<ExecutionSpace, T, TI>::SddmmPlan(const ExecutionSpace& exec, const cs
     if (options.tile_cols > 0) {
       tj = options.tile_cols;
     } else {
-      tj = round_tile_cols(std::min<std::int64_t>(info_.model_tile_cols, std::int64_t(1) << 40), options.tile_round,
-                           C);
+      tj = round_tile_cols(std::min<std::int64_t>(info_.model_tile_cols, std::int64_t(1) << 40), options.tile_round, C);
       if (options.cap_tile_to_cache) {
         const auto cap = static_cast<std::int64_t>(info_.cache_bytes / (std::size_t(K) * esize));
         if (tj > cap) {
@@ -316,8 +315,8 @@ SddmmPlan<ExecutionSpace, T, TI>::SddmmPlan(const ExecutionSpace& exec, const cs
   // more than twice the cache; in the 4- and 8-lane forms they cost 1-38%.
   const std::size_t row_bytes = std::size_t(K) * esize;
   const double tile_bytes = double(info_.tile_cols) * double(row_bytes);
-  const double hot = !Traits::gpu                         ? 0.0
-                     : options.hot_cache_fraction >= 0     ? options.hot_cache_fraction
+  const double hot = !Traits::gpu                                                       ? 0.0
+                     : options.hot_cache_fraction >= 0                                  ? options.hot_cache_fraction
                      : info_.tiles == 1 && tile_bytes > 2.0 * double(info_.cache_bytes) ? 0.5
                                                                                         : 0.0;
   const auto hot_budget = static_cast<std::size_t>(hot * double(info_.cache_bytes)) / row_bytes;  // rows kept
@@ -336,8 +335,8 @@ SddmmPlan<ExecutionSpace, T, TI>::SddmmPlan(const ExecutionSpace& exec, const cs
     launch_.team_size = std::max(1, std::min(launch_.team_size, 1024 / V));
   else
     launch_.team_size = std::max(1, std::min(launch_.team_size, exec.concurrency()));
-  launch_.items_per_team = kernel == SddmmKernel::rowsplit ? Traits::items_per_team(launch_.team_size)
-                                                            : launch_.team_size;
+  launch_.items_per_team =
+      kernel == SddmmKernel::rowsplit ? Traits::items_per_team(launch_.team_size) : launch_.team_size;
   if (Traits::gpu && launch_.items_per_team < launch_.team_size) launch_.items_per_team = launch_.team_size;
   info_.vector_length = V;
   info_.team_size = launch_.team_size;
@@ -349,13 +348,13 @@ SddmmPlan<ExecutionSpace, T, TI>::SddmmPlan(const ExecutionSpace& exec, const cs
     // against 4879 on the H100). Only nzsplit has the hinted 32-lane form.
     if (options.vector_length != 0 && options.vector_length != 4 && options.vector_length != 8 &&
         options.vector_length != 32)
-      throw UsageError(std::string("sddmm: ") + to_string(kernel) + " runs 4, 8 or 32 lanes per group, got vector_length " +
-                       std::to_string(options.vector_length));
+      throw UsageError(std::string("sddmm: ") + to_string(kernel) +
+                       " runs 4, 8 or 32 lanes per group, got vector_length " + std::to_string(options.vector_length));
     const bool hinted_lanes = nzsplit && hot_budget > 0 && packs >= 32 && K % W == 0 && esize >= 4;
-    nz_lanes_ = !Traits::gpu             ? 1
-                : options.vector_length  ? options.vector_length
-                : hinted_lanes           ? 32
-                                         : detail::sddmm_nz_lanes(packs);
+    nz_lanes_ = !Traits::gpu            ? 1
+                : options.vector_length ? options.vector_length
+                : hinted_lanes          ? 32
+                                        : detail::sddmm_nz_lanes(packs);
     nz_launch_.team_size = Traits::gpu ? 256 / nz_lanes_ : 1;
     hinted_form = nzsplit && nz_lanes_ == 32 && hot_budget > 0 && K % W == 0;
     info_.vector_length = nz_lanes_;
@@ -386,8 +385,8 @@ SddmmPlan<ExecutionSpace, T, TI>::SddmmPlan(const ExecutionSpace& exec, const cs
     const std::int64_t slots = std::max<std::int64_t>(exec.concurrency() / 256, 1) * 4;
     const std::int64_t multiprocessors = std::max<std::int64_t>(exec.concurrency() / 2048, 1);
     const std::int64_t groups = nz_launch_.team_size;  // lane groups per team
-    nz_launch_.batches_per_group = static_cast<int>(
-        std::clamp<std::int64_t>(batches / (groups * slots), 1, nz_lanes_ == 32 ? 16 : 32));
+    nz_launch_.batches_per_group =
+        static_cast<int>(std::clamp<std::int64_t>(batches / (groups * slots), 1, nz_lanes_ == 32 ? 16 : 32));
     // 8 (or 4) lanes on long rows (whole batches in one row): three teams per
     // multiprocessor, at 80 registers. On the H100 that took M1 at K = 32
     // from 3331 to 3666 GFLOP/s, but cost M2 (5.6 nonzeros per row, whose
@@ -395,8 +394,8 @@ SddmmPlan<ExecutionSpace, T, TI>::SddmmPlan(const ExecutionSpace& exec, const cs
     // the device in one wave of three teams per multiprocessor but not of
     // two (facebook: 345 teams of one batch per group on 132
     // multiprocessors), where a second wave would double the time.
-    const std::int64_t teams = (batches + groups * nz_launch_.batches_per_group - 1) /
-                               (groups * nz_launch_.batches_per_group);
+    const std::int64_t teams =
+        (batches + groups * nz_launch_.batches_per_group - 1) / (groups * nz_launch_.batches_per_group);
     const bool one_wave_at_three = teams > 2 * multiprocessors && teams <= 3 * multiprocessors;
     nz_launch_.min_teams = hinted_form ? 1 : nz_lanes_ <= 8 && (per_staged_row >= 64.0 || one_wave_at_three) ? 3 : 2;
     // Short rows on a device, where S fills more than 4 waves of resident
@@ -463,9 +462,8 @@ SddmmPlan<ExecutionSpace, T, TI>::SddmmPlan(const ExecutionSpace& exec, const cs
       rows_ = detail::upload<memory_space>(L.rows, "kfactor::sddmm_rows");
     }
     if (req.nzsplit && hinted_form) {
-      auto marked = detail::mark_cold_indices(L.identity ? std::vector<ordinal_t>(h_ent.data(), h_ent.data() + nnz)
-                                                         : L.cols,
-                                              C, hot_budget);
+      auto marked = detail::mark_cold_indices(
+          L.identity ? std::vector<ordinal_t>(h_ent.data(), h_ent.data() + nnz) : L.cols, C, hot_budget);
       info_.hot_rows = static_cast<std::int64_t>(marked.hot);
       hinted_cols_ = detail::upload<memory_space>(marked.cols, "kfactor::sddmm_hinted_cols");
     }
@@ -494,8 +492,8 @@ void SddmmPlan<ExecutionSpace, T, TI>::apply(const ExecutionSpace& exec, const i
                                              const output_view& out, bool scaled) const {
   detail::check_sddmm_shapes(S_, A, B, out);
   if (static_cast<int>(A.extent(1)) != k_)
-    throw UsageError("sddmm: the plan was built for K = " + std::to_string(k_) + ", A and B have K = " +
-                     std::to_string(A.extent(1)));
+    throw UsageError("sddmm: the plan was built for K = " + std::to_string(k_) +
+                     ", A and B have K = " + std::to_string(A.extent(1)));
   if (options_.check_inputs) {
     if (const auto bad = detail::count_nonfinite(exec, A); bad > 0)
       throw InputError("sddmm: A has " + std::to_string(bad) + " NaN or Inf entries");
@@ -513,15 +511,14 @@ void SddmmPlan<ExecutionSpace, T, TI>::apply(const ExecutionSpace& exec, const i
                                                                           scaled);
       return;
     case SddmmKernel::sm_sm:
-      detail::sddmm_sm_sm_kernel<ExecutionSpace, T, TI, memory_space>(exec, row_map, entries, values, A, B, out,
-                                                                      scaled, info_.smsm_tile, launch_);
+      detail::sddmm_sm_sm_kernel<ExecutionSpace, T, TI, memory_space>(exec, row_map, entries, values, A, B, out, scaled,
+                                                                      info_.smsm_tile, launch_);
       return;
     case SddmmKernel::sm_l2: {
       const auto& X = info_.transposed ? B : A;
       const auto& Y = info_.transposed ? A : B;
-      detail::sddmm_sm_l2_kernel<ExecutionSpace, T, TI, memory_space>(exec, blocks_, active_rows_, lrow_, cols_, dst_,
-                                                                      values, X, Y, out, scaled, info_.tk, info_.ti,
-                                                                      launch_);
+      detail::sddmm_sm_l2_kernel<ExecutionSpace, T, TI, memory_space>(
+          exec, blocks_, active_rows_, lrow_, cols_, dst_, values, X, Y, out, scaled, info_.tk, info_.ti, launch_);
       return;
     }
     case SddmmKernel::panels: {
@@ -547,12 +544,11 @@ void SddmmPlan<ExecutionSpace, T, TI>::apply(const ExecutionSpace& exec, const i
       Kokkos::View<const detail::SddmmItem*, memory_space> items = items_;
       if (info_.identity_layout) {
         if (vec)
-          detail::sddmm_rowsplit_kernel<true, false, 4>(exec, items, entries, Kokkos::View<const offset_t*, memory_space>(),
-                                                        values, X, Y, out, scaled, launch_);
+          detail::sddmm_rowsplit_kernel<true, false, 4>(
+              exec, items, entries, Kokkos::View<const offset_t*, memory_space>(), values, X, Y, out, scaled, launch_);
         else
-          detail::sddmm_rowsplit_kernel<false, false, 4>(exec, items, entries,
-                                                         Kokkos::View<const offset_t*, memory_space>(), values, X, Y,
-                                                         out, scaled, launch_);
+          detail::sddmm_rowsplit_kernel<false, false, 4>(
+              exec, items, entries, Kokkos::View<const offset_t*, memory_space>(), values, X, Y, out, scaled, launch_);
       } else {
         Kokkos::View<const ordinal_t*, memory_space> cols = cols_;
         Kokkos::View<const offset_t*, memory_space> dst = dst_;
@@ -584,10 +580,14 @@ void SddmmPlan<ExecutionSpace, T, TI>::apply_nzsplit(const ExecutionSpace& exec,
   using yes = std::true_type;
   using no = std::false_type;
   auto by_layout = [&](auto lanes, auto min_teams, auto is_hinted) {
-    if (permuted && guarded) launch(lanes, min_teams, yes{}, yes{}, is_hinted);
-    else if (permuted) launch(lanes, min_teams, yes{}, no{}, is_hinted);
-    else if (guarded) launch(lanes, min_teams, no{}, yes{}, is_hinted);
-    else launch(lanes, min_teams, no{}, no{}, is_hinted);
+    if (permuted && guarded)
+      launch(lanes, min_teams, yes{}, yes{}, is_hinted);
+    else if (permuted)
+      launch(lanes, min_teams, yes{}, no{}, is_hinted);
+    else if (guarded)
+      launch(lanes, min_teams, no{}, yes{}, is_hinted);
+    else
+      launch(lanes, min_teams, no{}, no{}, is_hinted);
   };
   auto run = [&](auto lanes, auto min_teams) {
     // Hints only in the 32-lane form on devices (the plan marks no indices
@@ -639,17 +639,22 @@ void SddmmPlan<ExecutionSpace, T, TI>::apply_panels(const ExecutionSpace& exec, 
       if (compact)
         return detail::sddmm_panels_kernel<lanes_v, min_teams, guarded_v, true>(
             exec, blocks, active, index, values, X, Y, out, scaled, info_.panel_rows, nz_launch_.team_size);
-    detail::sddmm_panels_kernel<lanes_v, min_teams, guarded_v, false>(
-        exec, blocks, active, index, values, X, Y, out, scaled, info_.panel_rows, nz_launch_.team_size);
+    detail::sddmm_panels_kernel<lanes_v, min_teams, guarded_v, false>(exec, blocks, active, index, values, X, Y, out,
+                                                                      scaled, info_.panel_rows, nz_launch_.team_size);
   };
   auto by_guard = [&](auto lanes) {
-    if (guarded) launch(lanes, std::true_type{});
-    else launch(lanes, std::false_type{});
+    if (guarded)
+      launch(lanes, std::true_type{});
+    else
+      launch(lanes, std::false_type{});
   };
   if constexpr (detail::SddmmTraits<ExecutionSpace>::gpu) {
-    if (nz_lanes_ == 32) by_guard(std::integral_constant<int, 32>{});
-    else if (nz_lanes_ == 4) by_guard(std::integral_constant<int, 4>{});
-    else by_guard(std::integral_constant<int, 8>{});
+    if (nz_lanes_ == 32)
+      by_guard(std::integral_constant<int, 32>{});
+    else if (nz_lanes_ == 4)
+      by_guard(std::integral_constant<int, 4>{});
+    else
+      by_guard(std::integral_constant<int, 8>{});
   } else {
     launch(std::integral_constant<int, 1>{}, std::false_type{});
   }
@@ -660,12 +665,14 @@ void SddmmPlan<ExecutionSpace, T, TI>::apply_panels(const ExecutionSpace& exec, 
 KFACTOR_ETI_FOR_EACH(KFACTOR_SDDMM_PLAN_EXTERN)
 #undef KFACTOR_SDDMM_PLAN_EXTERN
 #if !KOKKOS_BHALF_T_IS_FLOAT
-#define KFACTOR_SDDMM_PLAN_EXTERN_BF16(Space, T) extern template class SddmmPlan<Space, float, Kokkos::Experimental::bhalf_t>;
+#define KFACTOR_SDDMM_PLAN_EXTERN_BF16(Space, T) \
+  extern template class SddmmPlan<Space, float, Kokkos::Experimental::bhalf_t>;
 KFACTOR_ETI_FOR_EACH_SPACE(KFACTOR_SDDMM_PLAN_EXTERN_BF16, float)
 #undef KFACTOR_SDDMM_PLAN_EXTERN_BF16
 #endif
 #if !KOKKOS_HALF_T_IS_FLOAT
-#define KFACTOR_SDDMM_PLAN_EXTERN_FP16(Space, T) extern template class SddmmPlan<Space, float, Kokkos::Experimental::half_t>;
+#define KFACTOR_SDDMM_PLAN_EXTERN_FP16(Space, T) \
+  extern template class SddmmPlan<Space, float, Kokkos::Experimental::half_t>;
 KFACTOR_ETI_FOR_EACH_SPACE(KFACTOR_SDDMM_PLAN_EXTERN_FP16, float)
 #undef KFACTOR_SDDMM_PLAN_EXTERN_FP16
 #endif

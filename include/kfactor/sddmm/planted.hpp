@@ -25,7 +25,8 @@ namespace kfactor {
 /// RuntimeFailure naming the sizes when the memory space cannot hold them
 /// (with the accumulation-type staging copies).
 template <class TI, class ExecutionSpace>
-std::pair<DenseMatrix<TI, typename ExecutionSpace::memory_space>, DenseMatrix<TI, typename ExecutionSpace::memory_space>>
+std::pair<DenseMatrix<TI, typename ExecutionSpace::memory_space>,
+          DenseMatrix<TI, typename ExecutionSpace::memory_space>>
 sddmm_random_factors(const ExecutionSpace& exec, std::int64_t m, std::int64_t n, int K, std::uint64_t seed) {
   using Mem = typename ExecutionSpace::memory_space;
   using Acc = detail::sddmm_acc_t<TI>;
@@ -48,10 +49,12 @@ sddmm_random_factors(const ExecutionSpace& exec, std::int64_t m, std::int64_t n,
   fill_uniform(exec, A0, seed, RngStream::factor_w, Acc(-1), Acc(1));
   fill_uniform(exec, B0, seed, RngStream::factor_h, Acc(-1), Acc(1));
   Kokkos::parallel_for(
-      "kfactor::sddmm_cast", Kokkos::MDRangePolicy<ExecutionSpace, Kokkos::Rank<2>>(exec, {0, 0}, {A.extent(0), A.extent(1)}),
+      "kfactor::sddmm_cast",
+      Kokkos::MDRangePolicy<ExecutionSpace, Kokkos::Rank<2>>(exec, {0, 0}, {A.extent(0), A.extent(1)}),
       KOKKOS_LAMBDA(std::size_t i, std::size_t k) { A(i, k) = static_cast<TI>(A0(i, k)); });
   Kokkos::parallel_for(
-      "kfactor::sddmm_cast", Kokkos::MDRangePolicy<ExecutionSpace, Kokkos::Rank<2>>(exec, {0, 0}, {B.extent(0), B.extent(1)}),
+      "kfactor::sddmm_cast",
+      Kokkos::MDRangePolicy<ExecutionSpace, Kokkos::Rank<2>>(exec, {0, 0}, {B.extent(0), B.extent(1)}),
       KOKKOS_LAMBDA(std::size_t i, std::size_t k) { B(i, k) = static_cast<TI>(B0(i, k)); });
   return {A, B};
 }

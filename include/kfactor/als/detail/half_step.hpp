@@ -101,19 +101,19 @@ struct Tuning<ExecutionSpace, true> {
 template <class T, class MemorySpace>
 struct HalfStepStructure {
   bool tiled = false;
-  ordinal_t rows = 0;          ///< rows of this half-step's factor
-  ordinal_t other_rows = 0;    ///< rows of the fixed factor
+  ordinal_t rows = 0;        ///< rows of this half-step's factor
+  ordinal_t other_rows = 0;  ///< rows of the fixed factor
   offset_t nnz = 0;
-  int xb = 1, yb = 0;          ///< tile (tiled) or 1 x 0 (CSR)
-  ordinal_t ntc = 1;           ///< tile columns per row block (1 for CSR)
-  int max_tile_columns = 0;    ///< tiled: scratch rows needed per tile
+  int xb = 1, yb = 0;                                 ///< tile (tiled) or 1 x 0 (CSR)
+  ordinal_t ntc = 1;                                  ///< tile columns per row block (1 for CSR)
+  int max_tile_columns = 0;                           ///< tiled: scratch rows needed per tile
   Kokkos::View<offset_t*, MemorySpace> tile_ptr;      ///< CSR: row_map
   Kokkos::View<ordinal_t*, MemorySpace> tile_colidx;  ///< CSR: entries (original ids)
   Kokkos::View<offset_t*, MemorySpace> seg_ptr;       ///< tiled only
   Kokkos::View<int*, MemorySpace> seg_colidx;         ///< tiled only
   Kokkos::View<T*, MemorySpace> value;
-  Kokkos::View<ordinal_t*, MemorySpace> row_orig;     ///< internal row -> original row
-  Kokkos::View<int*, MemorySpace> row_count;          ///< n_u per internal row
+  Kokkos::View<ordinal_t*, MemorySpace> row_orig;  ///< internal row -> original row
+  Kokkos::View<int*, MemorySpace> row_count;       ///< n_u per internal row
   /// Launch order of the row blocks (most ratings first); empty: natural order.
   Kokkos::View<ordinal_t*, MemorySpace> schedule;
   /// CSR path: the first `long_blocks` scheduled rows have at
@@ -123,7 +123,7 @@ struct HalfStepStructure {
   ordinal_t long_blocks = 0;
   std::vector<std::int64_t> segment_ptr{0};
   Kokkos::View<std::int64_t*, MemorySpace> segments;
-  BalsStats stats;                                    ///< tiled only
+  BalsStats stats;  ///< tiled only
 };
 
 /// Shape of the register tiling for rank f and tile height xb. S1 and S2
@@ -290,7 +290,7 @@ void build_normal_equations(const ExecutionSpace& exec, const HalfStepStructure<
   constexpr int B = Tn::block;
   constexpr int MT = Tn::tiles_per_thread;
   constexpr int NC = Tiled ? 0 : Tn::stage_rows;  // CSR: staged nonzeros per chunk (0: Y read in place)
-  constexpr int V = int(16 / sizeof(T));           // entries per vector load when staging
+  constexpr int V = int(16 / sizeof(T));          // entries per vector load when staging
   static_assert(B % V == 0, "register tiles are read as whole 16-byte pieces");
   // Dynamic: on hosts, a static split of the scheduled (longest first)
   // row blocks would hand the first thread all the long rows.
@@ -311,10 +311,11 @@ void build_normal_equations(const ExecutionSpace& exec, const HalfStepStructure<
   // ids from scratch: from global memory each copy waited out a memory
   // latency, a quarter of the build's stalls).
   const std::size_t per_nonzero = std::size_t(fp) * sizeof(T) + sizeof(ordinal_t) + sizeof(T);
-  const int nc = NC > 0 ? std::max(1, std::min<int>(NC, int((fast_scratch_bytes<ExecutionSpace>() - 64) / (2 * per_nonzero)))) : 0;
+  const int nc =
+      NC > 0 ? std::max(1, std::min<int>(NC, int((fast_scratch_bytes<ExecutionSpace>() - 64) / (2 * per_nonzero)))) : 0;
   const std::size_t id_elems = 2 * std::size_t(nc);
-  const BuildScratch lay =
-      BuildScratch::make<T>(id_elems * fp, id_elems, Tiled ? nent / xb * fp : 0, Tiled ? nent : 0, Tiled ? nent + xb + 1 : 0);
+  const BuildScratch lay = BuildScratch::make<T>(id_elems * fp, id_elems, Tiled ? nent / xb * fp : 0, Tiled ? nent : 0,
+                                                 Tiled ? nent + xb + 1 : 0);
   const std::size_t need = lay.request();
   const bool vec = NC > 0 && V > 1 && std::is_same_v<typename YView::non_const_value_type, T> && f % V == 0 &&
                    Y.stride(0) % V == 0 && reinterpret_cast<std::uintptr_t>(Y.data()) % 16 == 0;
@@ -344,8 +345,10 @@ void build_normal_equations(const ExecutionSpace& exec, const HalfStepStructure<
         std::int64_t lo = p0, hi = p1;
         while (hi - lo > 1) {
           const std::int64_t mid = (lo + hi) / 2;
-          if (segments(mid) <= w) lo = mid;
-          else hi = mid;
+          if (segments(mid) <= w)
+            lo = mid;
+          else
+            hi = mid;
         }
         pos = lo;
       }
@@ -382,7 +385,8 @@ void build_normal_equations(const ExecutionSpace& exec, const HalfStepStructure<
             for (int r = 0; r < B; ++r)
               for (int c = 0; c < B; ++c) acc[s][r][c] = T(0);
             const ordinal_t row = ordinal_t(g * xb + q / P);
-            if (kind != BuildKind::segment && continue_sums && q < total && row < rows) {  // continue an earlier column block's sums
+            if (kind != BuildKind::segment && continue_sums && q < total &&
+                row < rows) {  // continue an earlier column block's sums
               const std::size_t lb = lb0 + q / P;
               for (int r = 0; r < B; ++r)
                 for (int c = 0; c < B; ++c) {
@@ -504,7 +508,7 @@ void build_normal_equations(const ExecutionSpace& exec, const HalfStepStructure<
                   if (q_of[s] < total) add_staged(s, buf + std::size_t(k) * fp);
             }
             tm.team_barrier();  // the buffers are free again (next pass)
-          } else {  // CSR, in place (hosts: the caches serve the Y rows)
+          } else {              // CSR, in place (hosts: the caches serve the Y rows)
             for (offset_t e = e_begin; e < e_end; e += 2) {
               const bool two = e + 1 < e_end;
               const auto* y0 = &Y(tile_colidx(e), 0);
@@ -677,7 +681,8 @@ std::int64_t reserve_workspace(const HalfStepStructure<T, MemorySpace>& S, int f
   const int xb = S.tiled ? S.xb : 1;
   const std::int64_t per = batch_row_blocks(S.rows, xb, f, sizeof(T), batch_rows, max_batch_bytes);
   const std::int64_t blocks = (std::int64_t(S.rows) + xb - 1) / xb;
-  const std::int64_t cap_rows = std::min<std::int64_t>(per, blocks) * xb;  // the scheduled blocks' rows, padding included
+  const std::int64_t cap_rows =
+      std::min<std::int64_t>(per, blocks) * xb;  // the scheduled blocks' rows, padding included
   const std::size_t need_A = std::size_t(cap_rows) * f * f, need_b = std::size_t(cap_rows) * f;
   try {
     if (ws.A.extent(0) < need_A)
@@ -685,8 +690,8 @@ std::int64_t reserve_workspace(const HalfStepStructure<T, MemorySpace>& S, int f
     if (ws.b.extent(0) < need_b)
       ws.b = Kokkos::View<T*, MemorySpace>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kfactor::als::S2"), need_b);
   } catch (const std::exception& e) {
-    throw RuntimeFailure("ALS: cannot allocate the normal equations of " + std::to_string(cap_rows) + " rows at f = " +
-                         std::to_string(f) + " (" + std::to_string(double(need_A) * sizeof(T) / 1e9) +
+    throw RuntimeFailure("ALS: cannot allocate the normal equations of " + std::to_string(cap_rows) +
+                         " rows at f = " + std::to_string(f) + " (" + std::to_string(double(need_A) * sizeof(T) / 1e9) +
                          " GB); lower the batch size: " + e.what());
   }
   return cap_rows;

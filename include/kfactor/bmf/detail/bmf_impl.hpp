@@ -60,13 +60,15 @@ CsrMatrix<std::uint8_t, typename ExecutionSpace::memory_space> device_csr(const 
   using Unmanaged = Kokkos::MemoryTraits<Kokkos::Unmanaged>;
   CsrMatrix<std::uint8_t, Mem> out;
   out.num_cols = ordinal_t(num_cols);
-  out.row_map = Kokkos::View<offset_t*, Mem>(Kokkos::view_alloc(exec, Kokkos::WithoutInitializing, "bmf::ones_map"),
-                                             map.size());
-  out.entries = Kokkos::View<ordinal_t*, Mem>(Kokkos::view_alloc(exec, Kokkos::WithoutInitializing, "bmf::ones_idx"),
-                                              idx.size());
+  out.row_map =
+      Kokkos::View<offset_t*, Mem>(Kokkos::view_alloc(exec, Kokkos::WithoutInitializing, "bmf::ones_map"), map.size());
+  out.entries =
+      Kokkos::View<ordinal_t*, Mem>(Kokkos::view_alloc(exec, Kokkos::WithoutInitializing, "bmf::ones_idx"), idx.size());
   out.values = Kokkos::View<std::uint8_t*, Mem>("bmf::ones_values", 0);
-  Kokkos::deep_copy(exec, out.row_map, Kokkos::View<const offset_t*, Kokkos::HostSpace, Unmanaged>(map.data(), map.size()));
-  Kokkos::deep_copy(exec, out.entries, Kokkos::View<const ordinal_t*, Kokkos::HostSpace, Unmanaged>(idx.data(), idx.size()));
+  Kokkos::deep_copy(exec, out.row_map,
+                    Kokkos::View<const offset_t*, Kokkos::HostSpace, Unmanaged>(map.data(), map.size()));
+  Kokkos::deep_copy(exec, out.entries,
+                    Kokkos::View<const ordinal_t*, Kokkos::HostSpace, Unmanaged>(idx.data(), idx.size()));
   exec.fence();
   return out;
 }
@@ -145,7 +147,7 @@ void greedy_cover(const HostCsr& rows, const HostCsr& cols, int k, int candidate
 /// (the rows' one on equal errors). Returns its error.
 template <class ExecutionSpace, class MemorySpace>
 BooleanErrors cover_init(const ExecutionSpace& exec, const Problem<MemorySpace>& problem, const Options& o,
-                State<MemorySpace>& s) {
+                         State<MemorySpace>& s) {
   auto rmap = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, problem.by_row.row_map);
   auto ridx = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, problem.by_row.entries);
   const std::int64_t m = problem.rows, n = problem.cols;
@@ -165,10 +167,12 @@ BooleanErrors cover_init(const ExecutionSpace& exec, const Problem<MemorySpace>&
   BooleanErrors best;
   for (int side = 0; side < 2; ++side) {
     BitMatrix<MemorySpace> tA("bmf::cover_A", m, o.rank), tBt("bmf::cover_Bt", n, o.rank);
-    Kokkos::deep_copy(exec, tA.words, Kokkos::View<const bit_word_t**, Kokkos::LayoutRight, Kokkos::HostSpace,
-                                                   Kokkos::MemoryTraits<Kokkos::Unmanaged>>(x[side].data(), m, tA.words.extent(1)));
-    Kokkos::deep_copy(exec, tBt.words, Kokkos::View<const bit_word_t**, Kokkos::LayoutRight, Kokkos::HostSpace,
-                                                    Kokkos::MemoryTraits<Kokkos::Unmanaged>>(y[side].data(), n, tBt.words.extent(1)));
+    Kokkos::deep_copy(exec, tA.words,
+                      Kokkos::View<const bit_word_t**, Kokkos::LayoutRight, Kokkos::HostSpace,
+                                   Kokkos::MemoryTraits<Kokkos::Unmanaged>>(x[side].data(), m, tA.words.extent(1)));
+    Kokkos::deep_copy(exec, tBt.words,
+                      Kokkos::View<const bit_word_t**, Kokkos::LayoutRight, Kokkos::HostSpace,
+                                   Kokkos::MemoryTraits<Kokkos::Unmanaged>>(y[side].data(), n, tBt.words.extent(1)));
     const auto e = full_error(exec, problem, tA, tBt);
     if (side == 0 || e.hamming() < best.hamming()) {
       best = e;
@@ -224,7 +228,8 @@ void run_one_phase(const ExecutionSpace& exec, const Problem<typename ExecutionS
   const std::int64_t len = columns ? problem.rows : problem.cols;
   // Inverted bit index: always on host backends (it cuts the work per line);
   // on devices only for long lines of C, where it pays for its 4 launches.
-  const std::int64_t min_lines = o.index_min_lines >= 0 ? o.index_min_lines : (is_host_space_v<ExecutionSpace> ? 0 : 65536);
+  const std::int64_t min_lines =
+      o.index_min_lines >= 0 ? o.index_min_lines : (is_host_space_v<ExecutionSpace> ? 0 : 65536);
   p.use_index = len >= min_lines;
   if (len > 0 && p.use_index) build_bit_index(exec, p.Y, o.rank, s.workspace.bit_index);
   p.bit_offsets = s.workspace.bit_index.offsets;
@@ -249,9 +254,10 @@ void run_one_phase(const ExecutionSpace& exec, const Problem<typename ExecutionS
 template <class MemorySpace>
 void check_rank_fits(const Problem<MemorySpace>& problem, const Options& o) {
   if (std::int64_t(o.rank) > std::min(problem.rows, problem.cols))
-    throw UsageError("bmf: rank must be in 1..min(rows, cols) = " + std::to_string(std::min(problem.rows, problem.cols)) +
-                     " for this " + std::to_string(problem.rows) + " x " + std::to_string(problem.cols) +
-                     " C, got " + std::to_string(o.rank));
+    throw UsageError(
+        "bmf: rank must be in 1..min(rows, cols) = " + std::to_string(std::min(problem.rows, problem.cols)) +
+        " for this " + std::to_string(problem.rows) + " x " + std::to_string(problem.cols) + " C, got " +
+        std::to_string(o.rank));
 }
 
 }  // namespace detail
@@ -296,9 +302,9 @@ Problem<typename ExecutionSpace::memory_space> make_problem(const ExecutionSpace
       } catch (const RuntimeFailure&) {
         throw;
       } catch (const std::exception& e) {
-        throw detail::allocation_failure("dense bits of a " + std::to_string(rows) + " x " + std::to_string(cols) +
-                                             " C (use --dense-c off)",
-                                         dense_bytes(rows, cols), e);
+        throw detail::allocation_failure(
+            "dense bits of a " + std::to_string(rows) + " x " + std::to_string(cols) + " C (use --dense-c off)",
+            dense_bytes(rows, cols), e);
       }
     } else {
       p.by_col = by_col;
@@ -315,7 +321,8 @@ template <class ExecutionSpace>
 BooleanErrors full_error(const ExecutionSpace& exec, const Problem<typename ExecutionSpace::memory_space>& problem,
                          const BitMatrix<typename ExecutionSpace::memory_space>& A,
                          const BitMatrix<typename ExecutionSpace::memory_space>& Bt) {
-  BooleanErrors e = problem.dense ? hamming_error(exec, problem.c_rows, A, Bt) : hamming_error(exec, problem.by_row, A, Bt);
+  BooleanErrors e =
+      problem.dense ? hamming_error(exec, problem.c_rows, A, Bt) : hamming_error(exec, problem.by_row, A, Bt);
   e.rows = problem.rows;
   e.cols = problem.cols;
   return e;
@@ -338,7 +345,7 @@ State<typename ExecutionSpace::memory_space> init(const ExecutionSpace& exec,
     s.A = BitMatrix<Mem>("bmf::A", problem.rows, options.rank);
     s.Bt = BitMatrix<Mem>("bmf::Bt", problem.cols, options.rank);
   } catch (const std::exception& e) {
-    throw detail::allocation_failure("the factors", dense_bytes(problem.rows, options.rank) , e);
+    throw detail::allocation_failure("the factors", dense_bytes(problem.rows, options.rank), e);
   }
   const double p = detail::init_probability(options.init, problem.density(), options.rank);
   BooleanErrors e;
@@ -487,16 +494,16 @@ DenseMatrix<std::uint8_t, Kokkos::HostSpace> factor_b(const State<MemorySpace>& 
 }
 
 // Explicit instantiations live in src/bmf/bmf.cpp.
-#define KFACTOR_BMF_EXTERN(Space, T)                                                                              \
-  extern template Problem<Space::memory_space> make_problem<Space>(const Space&, std::int64_t, std::int64_t,     \
-                                                                    const std::vector<ordinal_t>&,                 \
-                                                                    const std::vector<ordinal_t>&, const Options&); \
-  extern template State<Space::memory_space> init<Space>(const Space&, const Problem<Space::memory_space>&,      \
-                                                         const Options&);                                         \
-  extern template void step<Space>(const Space&, const Problem<Space::memory_space>&, const Options&,            \
-                                   State<Space::memory_space>&);                                                  \
-  extern template BooleanErrors full_error<Space>(const Space&, const Problem<Space::memory_space>&,             \
-                                                  const BitMatrix<Space::memory_space>&,                          \
+#define KFACTOR_BMF_EXTERN(Space, T)                                                                               \
+  extern template Problem<Space::memory_space> make_problem<Space>(const Space&, std::int64_t, std::int64_t,       \
+                                                                   const std::vector<ordinal_t>&,                  \
+                                                                   const std::vector<ordinal_t>&, const Options&); \
+  extern template State<Space::memory_space> init<Space>(const Space&, const Problem<Space::memory_space>&,        \
+                                                         const Options&);                                          \
+  extern template void step<Space>(const Space&, const Problem<Space::memory_space>&, const Options&,              \
+                                   State<Space::memory_space>&);                                                   \
+  extern template BooleanErrors full_error<Space>(const Space&, const Problem<Space::memory_space>&,               \
+                                                  const BitMatrix<Space::memory_space>&,                           \
                                                   const BitMatrix<Space::memory_space>&);
 KFACTOR_ETI_FOR_EACH_SPACE(KFACTOR_BMF_EXTERN, void)
 #undef KFACTOR_BMF_EXTERN

@@ -42,17 +42,17 @@ struct PhaseArgs {
   Kokkos::View<bit_word_t**, Kokkos::LayoutRight, MemorySpace> X;        ///< lines being changed
   Kokkos::View<const bit_word_t**, Kokkos::LayoutRight, MemorySpace> Y;  ///< fixed factor
   Kokkos::View<const bit_word_t**, Kokkos::LayoutRight, MemorySpace> C;  ///< dense: C lines aligned with X
-  Kokkos::View<const offset_t*, MemorySpace> map;                         ///< sparse: ones per X line
+  Kokkos::View<const offset_t*, MemorySpace> map;                        ///< sparse: ones per X line
   Kokkos::View<const ordinal_t*, MemorySpace> idx;
   Kokkos::View<const offset_t*, MemorySpace> bit_offsets;  ///< inverted index of Y: lines with bit l set are
   Kokkos::View<const ordinal_t*, MemorySpace> bit_lists;   ///< bit_lists(bit_offsets(l) .. bit_offsets(l+1))
-  Kokkos::View<std::int64_t*, MemorySpace> totals;  ///< [FP, FN, accepted]: accepted deltas are added
-  std::int64_t num_lines = 0;                       ///< lines of X
-  std::int64_t len = 0;                             ///< lines of Y (= length of a C line)
+  Kokkos::View<std::int64_t*, MemorySpace> totals;         ///< [FP, FN, accepted]: accepted deltas are added
+  std::int64_t num_lines = 0;                              ///< lines of X
+  std::int64_t len = 0;                                    ///< lines of Y (= length of a C line)
   std::int64_t start = 0, count = 0;
   int bits = 0;
-  std::uint64_t iter_key = 0;  ///< CounterRng key of (seed, iteration)
-  std::uint64_t phase = 0;     ///< 0 columns of B, 1 rows of A
+  std::uint64_t iter_key = 0;        ///< CounterRng key of (seed, iteration)
+  std::uint64_t phase = 0;           ///< 0 columns of B, 1 rows of A
   std::uint32_t flip_threshold = 0;  ///< flip when a 16-bit draw < threshold (p * 65536)
   double temperature = 0.0;
   double weight_ones = 1.0;
@@ -87,7 +87,8 @@ void run_phase_impl(const ExecutionSpace& exec, const PhaseArgs<MemorySpace>& p)
   const std::int64_t hi = std::int64_t(1) << 32;
   // Host backends: one thread per line (a team barrier per reduction would
   // cost more than the line's work); device backends: a team per line.
-  const Policy policy = is_host_space_v<ExecutionSpace> ? Policy(exec, p.count, 1) : Policy(exec, p.count, Kokkos::AUTO);
+  const Policy policy =
+      is_host_space_v<ExecutionSpace> ? Policy(exec, p.count, 1) : Policy(exec, p.count, Kokkos::AUTO);
   Kokkos::parallel_for(
       "kfactor::bmf::phase", policy, KOKKOS_LAMBDA(const Team& team) {
         const std::int64_t line = (start + team.league_rank()) % num_lines;
@@ -104,7 +105,8 @@ void run_phase_impl(const ExecutionSpace& exec, const PhaseArgs<MemorySpace>& p)
         for (int l = 0; l < bits; l += 4) {
           const std::uint64_t r = prop.bits(std::uint64_t(l / 4));
           for (int t = 0; t < 4 && l + t < bits; ++t)
-            if (((r >> (16 * t)) & 0xFFFFu) < thr) flip[(l + t) / bit_word_bits] |= bit_word_t(1) << ((l + t) % bit_word_bits);
+            if (((r >> (16 * t)) & 0xFFFFu) < thr)
+              flip[(l + t) / bit_word_bits] |= bit_word_t(1) << ((l + t) % bit_word_bits);
         }
         for (int q = 0; q < MaxW; ++q) {
           nw[q] = old[q] ^ flip[q];
@@ -227,7 +229,8 @@ void build_bit_index(const ExecutionSpace& exec, Kokkos::View<const bit_word_t**
   const std::size_t full = std::size_t(len) * std::size_t(bits);
   ix.full_capacity = full <= (std::size_t(1) << 26);
   if (ix.full_capacity && ix.lists.extent(0) < full)
-    ix.lists = Kokkos::View<ordinal_t*, MemorySpace>(Kokkos::view_alloc(exec, Kokkos::WithoutInitializing, "bmf::bit_lists"), full);
+    ix.lists = Kokkos::View<ordinal_t*, MemorySpace>(
+        Kokkos::view_alloc(exec, Kokkos::WithoutInitializing, "bmf::bit_lists"), full);
   const auto offsets = ix.offsets;
   const auto cursor = ix.cursor;
   Kokkos::deep_copy(exec, offsets, offset_t(0));

@@ -26,8 +26,8 @@ CsrMatrix<T, Mem> csr_rows(const ExecutionSpace& exec, const CsrMatrix<T, Mem>& 
                                              std::size_t(r1 - r0) + 1);
   out.entries = Kokkos::View<ordinal_t*, Mem>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kfactor::block_entries"),
                                               std::size_t(e1 - e0));
-  out.values =
-      Kokkos::View<T*, Mem>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kfactor::block_values"), std::size_t(e1 - e0));
+  out.values = Kokkos::View<T*, Mem>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kfactor::block_values"),
+                                     std::size_t(e1 - e0));
   auto rm = A.row_map;
   auto orm = out.row_map;
   Kokkos::parallel_for(

@@ -37,19 +37,24 @@ namespace kfactor::distributed::detail {
 template <class T>
 MPI_Datatype mpi_type() {
   using U = std::remove_cv_t<T>;
-  if constexpr (std::is_same_v<U, float>) return MPI_FLOAT;
-  else if constexpr (std::is_same_v<U, double>) return MPI_DOUBLE;
-  else if constexpr (std::is_same_v<U, int>) return MPI_INT;
-  else if constexpr (std::is_same_v<U, long long> || (std::is_same_v<U, long> && sizeof(long) == 8)) return MPI_INT64_T;
-  else static_assert(sizeof(U) == 0, "no MPI datatype for this element type");
+  if constexpr (std::is_same_v<U, float>)
+    return MPI_FLOAT;
+  else if constexpr (std::is_same_v<U, double>)
+    return MPI_DOUBLE;
+  else if constexpr (std::is_same_v<U, int>)
+    return MPI_INT;
+  else if constexpr (std::is_same_v<U, long long> || (std::is_same_v<U, long> && sizeof(long) == 8))
+    return MPI_INT64_T;
+  else
+    static_assert(sizeof(U) == 0, "no MPI datatype for this element type");
 }
 
 /// Seconds, calls and payload bytes of the collectives a run made.
 struct CommStats {
-  double seconds = 0.0;         ///< MPI calls (and host staging), after a fence
-  double wait_seconds = 0.0;    ///< with Collectives::measure_wait: barriers before each collective (imbalance)
-  std::int64_t calls = 0;       ///< collectives issued
-  std::int64_t bytes_in = 0;    ///< bytes this rank received from others (allgather: other ranks' rows)
+  double seconds = 0.0;           ///< MPI calls (and host staging), after a fence
+  double wait_seconds = 0.0;      ///< with Collectives::measure_wait: barriers before each collective (imbalance)
+  std::int64_t calls = 0;         ///< collectives issued
+  std::int64_t bytes_in = 0;      ///< bytes this rank received from others (allgather: other ranks' rows)
   std::int64_t reduce_bytes = 0;  ///< payload bytes of all-reductions (each counts once)
   /// seconds and calls per kind of call (all-reduce, all-gather, ring shift)
   double reduce_seconds = 0.0, gather_seconds = 0.0, shift_seconds = 0.0;
@@ -161,8 +166,7 @@ class Collectives {
       T* h = staging<T>(full.size());
       Kokkos::deep_copy(exec, Pinned(h + displs[rank_], local.extent(0), K), local);
       exec.fence();
-      check(MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, h, counts.data(), displs.data(), mpi_type<T>(),
-                           comm_),
+      check(MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, h, counts.data(), displs.data(), mpi_type<T>(), comm_),
             "MPI_Allgatherv");
       Kokkos::deep_copy(exec, full, Pinned(h, full.extent(0), K));
       exec.fence();
@@ -285,7 +289,9 @@ class Collectives {
     ++stats.calls;
     ++kind_calls;
     if (log) {
-      const char kind = &kind_seconds == &stats.reduce_seconds ? 'r' : &kind_seconds == &stats.gather_seconds ? 'g' : 's';
+      const char kind = &kind_seconds == &stats.reduce_seconds   ? 'r'
+                        : &kind_seconds == &stats.gather_seconds ? 'g'
+                                                                 : 's';
       log->push_back({kind, t, bytes, involuntary_switches() - switches_});
     }
   }
@@ -296,7 +302,8 @@ class Collectives {
     stats.wait_seconds += MPI_Wtime() - t0;
   }
   static void check(int rc, const char* what) {
-    if (rc != MPI_SUCCESS) throw RuntimeFailure(std::string("distributed: ") + what + " failed (MPI error " + std::to_string(rc) + ")");
+    if (rc != MPI_SUCCESS)
+      throw RuntimeFailure(std::string("distributed: ") + what + " failed (MPI error " + std::to_string(rc) + ")");
   }
   MPI_Comm comm_;
   int rank_ = 0, size_ = 1;
@@ -311,7 +318,7 @@ inline std::vector<ordinal_t> nonempty_balanced_blocks(const std::vector<offset_
     throw UsageError("distributed: " + std::to_string(parts) + " ranks but only " + std::to_string(n) +
                      " rows or columns to share; use at most " + std::to_string(n) + " ranks");
   auto b = balanced_column_blocks(counts, parts);
-  for (int p = 1; p < parts; ++p) b[p] = std::max(b[p], b[p - 1] + 1);  // at least one each, from the left
+  for (int p = 1; p < parts; ++p) b[p] = std::max(b[p], b[p - 1] + 1);       // at least one each, from the left
   for (int p = parts - 1; p >= 1; --p) b[p] = std::min(b[p], b[p + 1] - 1);  // and room for the rest
   return b;
 }

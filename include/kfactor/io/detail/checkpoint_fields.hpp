@@ -74,11 +74,11 @@ struct FieldBlock {
   int rank = 0;
   std::int64_t global_rows = 1;  ///< rows of the whole field (the dataset)
   std::int64_t cols = 1;
-  std::int64_t first_row = 0;    ///< first row held here
-  std::int64_t local_rows = 1;   ///< rows held here
-  void* data = nullptr;          ///< local_rows * cols elements, row-major
-  std::shared_ptr<void> keep;    ///< keeps `data` alive
-  bool partitioned = false;      ///< rows are spread over MPI ranks
+  std::int64_t first_row = 0;   ///< first row held here
+  std::int64_t local_rows = 1;  ///< rows held here
+  void* data = nullptr;         ///< local_rows * cols elements, row-major
+  std::shared_ptr<void> keep;   ///< keeps `data` alive
+  bool partitioned = false;     ///< rows are spread over MPI ranks
 };
 
 /// Everything a stored dataset says about itself.
@@ -96,9 +96,9 @@ struct FieldInfo {
 std::uint64_t block_checksum(const void* data, CheckpointType type, std::int64_t first_index, std::int64_t count);
 
 template <class V>
-inline constexpr bool is_plain_layout_v = std::is_same_v<typename V::array_layout, Kokkos::LayoutRight> ||
-                                          (V::rank() == 1 &&
-                                           std::is_same_v<typename V::array_layout, Kokkos::LayoutLeft>);
+inline constexpr bool is_plain_layout_v =
+    std::is_same_v<typename V::array_layout, Kokkos::LayoutRight> ||
+    (V::rank() == 1 && std::is_same_v<typename V::array_layout, Kokkos::LayoutLeft>);
 
 /// Host row-major copy of a rank-1 or rank-2 view from any memory space.
 /// Contiguous row-major views are mirrored directly; other layouts are first
@@ -132,8 +132,8 @@ FieldBlock view_to_block(const std::string& name, const V& v) {
     b.data = h.data();
     b.keep = std::make_shared<decltype(h)>(h);
   } else {
-    Kokkos::View<T**, Kokkos::LayoutRight, Mem> tmp(Kokkos::view_alloc(Kokkos::WithoutInitializing, name),
-                                                    v.extent(0), v.extent(1));
+    Kokkos::View<T**, Kokkos::LayoutRight, Mem> tmp(Kokkos::view_alloc(Kokkos::WithoutInitializing, name), v.extent(0),
+                                                    v.extent(1));
     Kokkos::deep_copy(tmp, v);
     auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, tmp);
     b.data = h.data();

@@ -144,8 +144,7 @@ inline Datatype string_type(Mode mode) {
 /// Dataspace of rank 0 (scalar) or rank 1-2 with the given dimensions.
 inline Dataspace dataspace(Mode mode, const std::vector<hsize_t>& dims) {
   if (dims.empty()) return Dataspace(H5Screate(H5S_SCALAR), mode, "creating a scalar dataspace");
-  return Dataspace(H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr), mode,
-                   "creating a dataspace");
+  return Dataspace(H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr), mode, "creating a dataspace");
 }
 
 /// Writes a scalar attribute of native type `type`.

@@ -21,7 +21,7 @@ BlasShape blas_shape(const V& X) {
   const auto s0 = X.stride(0), s1 = X.stride(1);
   BlasShape b;
   if (r == 0 || c == 0) return {true, true, 1};  // never read; callers handle k = 0 themselves
-  if (c <= 1 || s1 == 1) {  // row-major: rows of c contiguous elements, ld >= c
+  if (c <= 1 || s1 == 1) {                       // row-major: rows of c contiguous elements, ld >= c
     b.row_major = true;
     b.ld = static_cast<int>(r <= 1 ? (c > 0 ? c : 1) : s0);
     b.ok = b.ld >= static_cast<int>(c > 0 ? c : 1);

@@ -10,8 +10,8 @@
 namespace kfactor::detail {
 
 template <class ExecutionSpace, class AV, class BV, class CV>
-void gemm_portable(const ExecutionSpace& exec, bool ta, bool tb, typename CV::non_const_value_type alpha,
-                   const AV& A, const BV& B, typename CV::non_const_value_type beta, const CV& C) {
+void gemm_portable(const ExecutionSpace& exec, bool ta, bool tb, typename CV::non_const_value_type alpha, const AV& A,
+                   const BV& B, typename CV::non_const_value_type beta, const CV& C) {
   using T = typename CV::non_const_value_type;
   using Policy = Kokkos::TeamPolicy<ExecutionSpace>;
   using Scratch = Kokkos::View<T**, typename ExecutionSpace::scratch_memory_space, Kokkos::MemoryUnmanaged>;
@@ -30,8 +30,7 @@ void gemm_portable(const ExecutionSpace& exec, bool ta, bool tb, typename CV::no
         Scratch As(team.team_scratch(0), tile, tile);
         Scratch Bs(team.team_scratch(0), tile, tile);
         Scratch Cs(team.team_scratch(0), tile, tile);  // accumulators of the C tile
-        Kokkos::parallel_for(Kokkos::TeamThreadRange(team, tile * tile),
-                             [&](int t) { Cs(t / tile, t % tile) = T(0); });
+        Kokkos::parallel_for(Kokkos::TeamThreadRange(team, tile * tile), [&](int t) { Cs(t / tile, t % tile) = T(0); });
         for (int k0 = 0; k0 < kdim; k0 += tile) {
           team.team_barrier();
           Kokkos::parallel_for(Kokkos::TeamThreadRange(team, tile * tile), [&](int t) {

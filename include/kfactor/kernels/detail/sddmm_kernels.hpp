@@ -111,9 +111,9 @@ struct SddmmBlock {
 
 /// Launch parameters shared by the team kernels.
 struct SddmmLaunch {
-  int vector_length = 1;    ///< lanes per work item
-  int team_size = 1;        ///< work items processed concurrently per team
-  int items_per_team = 1;   ///< work items per team (>= team_size)
+  int vector_length = 1;   ///< lanes per work item
+  int team_size = 1;       ///< work items processed concurrently per team
+  int items_per_team = 1;  ///< work items per team (>= team_size)
 };
 
 }  // namespace kfactor::detail
@@ -168,8 +168,8 @@ template <bool Vec, bool Permuted, int G, class ExecutionSpace, class T, class T
 void sddmm_rowsplit_kernel(const ExecutionSpace& exec, Kokkos::View<const SddmmItem*, Mem> items,
                            Kokkos::View<const ordinal_t*, Mem> cols, Kokkos::View<const offset_t*, Mem> dst,
                            Kokkos::View<const T*, Mem> values, Kokkos::View<const TI**, Kokkos::LayoutRight, Mem> X,
-                           Kokkos::View<const TI**, Kokkos::LayoutRight, Mem> Y, Kokkos::View<T*, Mem> out,
-                           bool scaled, const SddmmLaunch& launch) {
+                           Kokkos::View<const TI**, Kokkos::LayoutRight, Mem> Y, Kokkos::View<T*, Mem> out, bool scaled,
+                           const SddmmLaunch& launch) {
   using Acc = sddmm_acc_t<TI>;
   using Pack = SddmmPack<TI>;
   using Policy = Kokkos::TeamPolicy<ExecutionSpace, Kokkos::Schedule<Kokkos::Dynamic>>;
@@ -187,8 +187,7 @@ void sddmm_rowsplit_kernel(const ExecutionSpace& exec, Kokkos::View<const SddmmI
   const TI* xdata = X.data();
   const TI* ydata = Y.data();
   Kokkos::parallel_for(
-      "kfactor::sddmm_rowsplit", Policy(exec, league, launch.team_size, V),
-      KOKKOS_LAMBDA(const Member& team) {
+      "kfactor::sddmm_rowsplit", Policy(exec, league, launch.team_size, V), KOKKOS_LAMBDA(const Member& team) {
         const std::int64_t first = team.league_rank() * std::int64_t(per_team);
         const int count = static_cast<int>(Kokkos::min<std::int64_t>(per_team, nitems - first));
         Kokkos::parallel_for(Kokkos::TeamThreadRange(team, count), [&](int q) {
@@ -257,20 +256,20 @@ void sddmm_sm_l2_kernel(const ExecutionSpace& exec, Kokkos::View<const SddmmBloc
                         Kokkos::View<const ordinal_t*, Mem> active_rows, Kokkos::View<const ordinal_t*, Mem> lrow,
                         Kokkos::View<const ordinal_t*, Mem> cols, Kokkos::View<const offset_t*, Mem> dst,
                         Kokkos::View<const T*, Mem> values, Kokkos::View<const TI**, Kokkos::LayoutRight, Mem> X,
-                        Kokkos::View<const TI**, Kokkos::LayoutRight, Mem> Y, Kokkos::View<T*, Mem> out,
-                        bool scaled, int tk, int ti, const SddmmLaunch& launch) {
+                        Kokkos::View<const TI**, Kokkos::LayoutRight, Mem> Y, Kokkos::View<T*, Mem> out, bool scaled,
+                        int tk, int ti, const SddmmLaunch& launch) {
   using Acc = sddmm_acc_t<TI>;
   using Policy = Kokkos::TeamPolicy<ExecutionSpace>;
   using Member = typename Policy::member_type;
-  using Scratch = Kokkos::View<TI*, typename ExecutionSpace::scratch_memory_space, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+  using Scratch =
+      Kokkos::View<TI*, typename ExecutionSpace::scratch_memory_space, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
   const int K = static_cast<int>(X.extent(1));
   const std::int64_t nblocks = blocks.extent(0);
   if (nblocks == 0) return;
   const int V = launch.vector_length;
   const std::size_t bytes = Scratch::shmem_size(static_cast<std::size_t>(ti) * tk);
   Kokkos::parallel_for(
-      "kfactor::sddmm_sm_l2",
-      Policy(exec, nblocks, launch.team_size, V).set_scratch_size(0, Kokkos::PerTeam(bytes)),
+      "kfactor::sddmm_sm_l2", Policy(exec, nblocks, launch.team_size, V).set_scratch_size(0, Kokkos::PerTeam(bytes)),
       KOKKOS_LAMBDA(const Member& team) {
         const SddmmBlock blk = blocks(team.league_rank());
         Scratch sh(team.team_scratch(0), static_cast<std::size_t>(ti) * tk);
@@ -317,13 +316,15 @@ template <class ExecutionSpace, class T, class TI, class Mem>
 void sddmm_sm_sm_kernel(const ExecutionSpace& exec, Kokkos::View<const offset_t*, Mem> row_map,
                         Kokkos::View<const ordinal_t*, Mem> entries, Kokkos::View<const T*, Mem> values,
                         Kokkos::View<const TI**, Kokkos::LayoutRight, Mem> A,
-                        Kokkos::View<const TI**, Kokkos::LayoutRight, Mem> B, Kokkos::View<T*, Mem> out,
-                        bool scaled, int t, const SddmmLaunch& launch) {
+                        Kokkos::View<const TI**, Kokkos::LayoutRight, Mem> B, Kokkos::View<T*, Mem> out, bool scaled,
+                        int t, const SddmmLaunch& launch) {
   using Acc = sddmm_acc_t<TI>;
   using Policy = Kokkos::TeamPolicy<ExecutionSpace>;
   using Member = typename Policy::member_type;
-  using Scratch = Kokkos::View<TI*, typename ExecutionSpace::scratch_memory_space, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
-  using Cursors = Kokkos::View<offset_t*, typename ExecutionSpace::scratch_memory_space, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+  using Scratch =
+      Kokkos::View<TI*, typename ExecutionSpace::scratch_memory_space, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+  using Cursors =
+      Kokkos::View<offset_t*, typename ExecutionSpace::scratch_memory_space, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
   const ordinal_t m = static_cast<ordinal_t>(row_map.extent(0)) - 1;
   const ordinal_t n = static_cast<ordinal_t>(B.extent(0));
   const int K = static_cast<int>(A.extent(1));
@@ -334,8 +335,7 @@ void sddmm_sm_sm_kernel(const ExecutionSpace& exec, Kokkos::View<const offset_t*
   const std::size_t tile_elems = static_cast<std::size_t>(t) * K;
   const std::size_t bytes = 2 * Scratch::shmem_size(tile_elems) + Cursors::shmem_size(t);
   Kokkos::parallel_for(
-      "kfactor::sddmm_sm_sm",
-      Policy(exec, panels, launch.team_size, V).set_scratch_size(0, Kokkos::PerTeam(bytes)),
+      "kfactor::sddmm_sm_sm", Policy(exec, panels, launch.team_size, V).set_scratch_size(0, Kokkos::PerTeam(bytes)),
       KOKKOS_LAMBDA(const Member& team) {
         const ordinal_t r0 = team.league_rank() * t;
         const int nr = Kokkos::min<ordinal_t>(t, m - r0);
@@ -367,8 +367,8 @@ void sddmm_sm_sm_kernel(const ExecutionSpace& exec, Kokkos::View<const offset_t*
               Kokkos::parallel_reduce(
                   Kokkos::ThreadVectorRange(team, K),
                   [&](int k, Acc& acc) {
-                    acc += sddmm_to_acc<Acc>(sa(static_cast<std::size_t>(r) * K + k)) *
-                           sddmm_to_acc<Acc>(sb(lc * K + k));
+                    acc +=
+                        sddmm_to_acc<Acc>(sa(static_cast<std::size_t>(r) * K + k)) * sddmm_to_acc<Acc>(sb(lc * K + k));
                   },
                   s);
               Kokkos::single(Kokkos::PerThread(team), [&]() {

@@ -138,14 +138,14 @@ KOKKOS_FORCEINLINE_FUNCTION Pack sddmm_load_hinted(const Pack* p, std::uint64_t 
   static_assert(sizeof(Pack) == 16);
   Pack out;
   unsigned* u = reinterpret_cast<unsigned*>(&out);
-#define KFACTOR_SDDMM_LOAD(QUALIFIER)                                                                 \
-  if (InOrder)                                                                                        \
-    asm volatile("ld.global.nc" QUALIFIER ".L2::cache_hint.v4.u32 {%0,%1,%2,%3}, [%4], %5;"           \
-                 : "=r"(u[0]), "=r"(u[1]), "=r"(u[2]), "=r"(u[3])                                     \
-                 : "l"(p), "l"(policy));                                                              \
-  else                                                                                                \
-    asm("ld.global.nc" QUALIFIER ".L2::cache_hint.v4.u32 {%0,%1,%2,%3}, [%4], %5;"                    \
-        : "=r"(u[0]), "=r"(u[1]), "=r"(u[2]), "=r"(u[3])                                              \
+#define KFACTOR_SDDMM_LOAD(QUALIFIER)                                                       \
+  if (InOrder)                                                                              \
+    asm volatile("ld.global.nc" QUALIFIER ".L2::cache_hint.v4.u32 {%0,%1,%2,%3}, [%4], %5;" \
+                 : "=r"(u[0]), "=r"(u[1]), "=r"(u[2]), "=r"(u[3])                           \
+                 : "l"(p), "l"(policy));                                                    \
+  else                                                                                      \
+    asm("ld.global.nc" QUALIFIER ".L2::cache_hint.v4.u32 {%0,%1,%2,%3}, [%4], %5;"          \
+        : "=r"(u[0]), "=r"(u[1]), "=r"(u[2]), "=r"(u[3])                                    \
         : "l"(p), "l"(policy));
   if constexpr (L1 == SddmmL1::keep) {
     KFACTOR_SDDMM_LOAD(".L1::evict_last")
@@ -232,8 +232,8 @@ template <int V, bool Permuted, int MinTeams, bool Guarded, bool Hinted, class E
 void sddmm_nzsplit_kernel(const ExecutionSpace& exec, Kokkos::View<const ordinal_t*, Mem> rows,
                           Kokkos::View<const ordinal_t*, Mem> cols, Kokkos::View<const offset_t*, Mem> dst,
                           Kokkos::View<const T*, Mem> values, Kokkos::View<const TI**, Kokkos::LayoutRight, Mem> X,
-                          Kokkos::View<const TI**, Kokkos::LayoutRight, Mem> Y, Kokkos::View<T*, Mem> out,
-                          bool scaled, const SddmmNzLaunch& launch) {
+                          Kokkos::View<const TI**, Kokkos::LayoutRight, Mem> Y, Kokkos::View<T*, Mem> out, bool scaled,
+                          const SddmmNzLaunch& launch) {
   using Acc = sddmm_acc_t<TI>;
   using Pack = SddmmPack<TI>;
   const std::int64_t npos = rows.extent(0);
@@ -248,11 +248,11 @@ void sddmm_nzsplit_kernel(const ExecutionSpace& exec, Kokkos::View<const ordinal
 
   if constexpr (is_host_space_v<ExecutionSpace>) {
     Kokkos::parallel_for(
-        "kfactor::sddmm_nzsplit_host", Kokkos::RangePolicy<ExecutionSpace>(exec, 0, npos), KOKKOS_LAMBDA(std::int64_t e) {
+        "kfactor::sddmm_nzsplit_host", Kokkos::RangePolicy<ExecutionSpace>(exec, 0, npos),
+        KOKKOS_LAMBDA(std::int64_t e) {
           const TI* const y[1] = {ydata + static_cast<std::size_t>(Hinted ? cols(e) & ~sddmm_cold_bit : cols(e)) * ldy};
           Acc s[1];
-          sddmm_host_dots<Acc, 1, 32>(xdata + static_cast<std::size_t>(rows(e) & ~sddmm_one_row_bit) * ldx, y, K,
-                                      s);
+          sddmm_host_dots<Acc, 1, 32>(xdata + static_cast<std::size_t>(rows(e) & ~sddmm_one_row_bit) * ldx, y, K, s);
           const offset_t d = Permuted ? dst(e) : e;
           out(d) = scaled ? static_cast<T>(values(d) * static_cast<T>(s[0])) : static_cast<T>(s[0]);
         });
@@ -426,8 +426,8 @@ void sddmm_nzsplit_kernel(const ExecutionSpace& exec, Kokkos::View<const ordinal
                 }
                 group_transposed_sum<V>(p, lane);
                 if (valid)
-                  sddmm_store_once<!Permuted>(out.data() + d,
-                                           scaled ? static_cast<T>(scale * static_cast<T>(p[0])) : static_cast<T>(p[0]));
+                  sddmm_store_once<!Permuted>(
+                      out.data() + d, scaled ? static_cast<T>(scale * static_cast<T>(p[0])) : static_cast<T>(p[0]));
               }
             });
           });

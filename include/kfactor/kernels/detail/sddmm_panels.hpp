@@ -54,8 +54,8 @@ template <int V, int MinTeams, bool Guarded, bool Compact, class ExecutionSpace,
 void sddmm_panels_kernel(const ExecutionSpace& exec, Kokkos::View<const SddmmBlock*, Mem> blocks,
                          Kokkos::View<const ordinal_t*, Mem> active_rows, const SddmmPanelIndex<Mem>& index,
                          Kokkos::View<const T*, Mem> values, Kokkos::View<const TI**, Kokkos::LayoutRight, Mem> X,
-                         Kokkos::View<const TI**, Kokkos::LayoutRight, Mem> Y, Kokkos::View<T*, Mem> out,
-                         bool scaled, int panel_rows, int groups) {
+                         Kokkos::View<const TI**, Kokkos::LayoutRight, Mem> Y, Kokkos::View<T*, Mem> out, bool scaled,
+                         int panel_rows, int groups) {
   using Acc = sddmm_acc_t<TI>;
   using Pack = SddmmPack<TI>;
   const std::int64_t nblocks = blocks.extent(0);

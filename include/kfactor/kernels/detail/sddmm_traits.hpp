@@ -9,8 +9,8 @@
 
 #include <Kokkos_Core.hpp>
 
-#include <cstddef>
 #include <unistd.h>
+#include <cstddef>
 
 namespace kfactor::detail {
 

@@ -82,7 +82,7 @@ RowBins<MemorySpace> make_row_bins(const ExecutionSpace& exec, const CsrMatrix<T
     const std::size_t base = offset;
     Kokkos::parallel_scan(
         "kfactor::mnmf::bin_rows", Kokkos::RangePolicy<ExecutionSpace>(exec, 0, m),
-        KOKKOS_LAMBDA(ordinal_t i, std::size_t & pos, bool final) {
+        KOKKOS_LAMBDA(ordinal_t i, std::size_t& pos, bool final) {
           const std::size_t nz = row_map(i + 1) - row_map(i);
           const int bin = nz < lo ? 0 : (nz < hi ? 1 : 2);
           if (bin == b) {

@@ -103,11 +103,11 @@ struct Workspace {
   /// ALO: one tile's GEMM result and (host spaces) the transposed tile of the
   /// factor, max(V, D) * T values each (alo_update gives them their shape).
   Kokkos::View<T*, MemorySpace> Acc, Tile;
-  Kokkos::View<double*, MemorySpace> norms2;  ///< squared pre-normalisation column norms of W
-  ColumnBarrier<MemorySpace> barrier;         ///< ALO on a device: column_sweep's device-wide sums
-  Kokkos::View<double*, MemorySpace> scal;    ///< [0] = <W, P>, [1] = <W^T W, Q>
-  int S_iteration = -1;      ///< S = W^T W is valid for this state.iteration
-  int error_iteration = -1;  ///< scal holds the error of this state.iteration
+  Kokkos::View<double*, MemorySpace> norms2;      ///< squared pre-normalisation column norms of W
+  ColumnBarrier<MemorySpace> barrier;             ///< ALO on a device: column_sweep's device-wide sums
+  Kokkos::View<double*, MemorySpace> scal;        ///< [0] = <W, P>, [1] = <W^T W, Q>
+  int S_iteration = -1;                           ///< S = W^T W is valid for this state.iteration
+  int error_iteration = -1;                       ///< scal holds the error of this state.iteration
   double t_products = 0.0, t_h = 0.0, t_w = 0.0;  ///< Options::timing_breakdown
 };
 
@@ -120,8 +120,10 @@ std::pair<double, std::int64_t> check_values(const ExecutionSpace& exec, const K
       Kokkos::MDRangePolicy<ExecutionSpace, Kokkos::Rank<2>>(exec, {0, 0}, {A.extent(0), A.extent(1)}),
       KOKKOS_LAMBDA(std::size_t i, std::size_t j, double& acc, std::int64_t& nb) {
         const double a = A(i, j);
-        if (!(a >= 0.0) || Kokkos::isinf(a)) ++nb;
-        else acc += a * a;
+        if (!(a >= 0.0) || Kokkos::isinf(a))
+          ++nb;
+        else
+          acc += a * a;
       },
       s, bad);
   return {s, bad};
@@ -136,8 +138,10 @@ std::pair<double, std::int64_t> check_values(const ExecutionSpace& exec, const C
       "kfactor::nmf::check_sparse", Kokkos::RangePolicy<ExecutionSpace>(exec, 0, values.extent(0)),
       KOKKOS_LAMBDA(std::size_t e, double& acc, std::int64_t& nb) {
         const double a = values(e);
-        if (!(a >= 0.0) || Kokkos::isinf(a)) ++nb;
-        else acc += a * a;
+        if (!(a >= 0.0) || Kokkos::isinf(a))
+          ++nb;
+        else
+          acc += a * a;
       },
       s, bad);
   return {s, bad};
@@ -145,18 +149,24 @@ std::pair<double, std::int64_t> check_values(const ExecutionSpace& exec, const C
 
 template <class Matrix>
 std::int64_t rows_of(const Matrix& A) {
-  if constexpr (MatrixTraits<Matrix>::sparse) return A.num_rows();
-  else return static_cast<std::int64_t>(A.extent(0));
+  if constexpr (MatrixTraits<Matrix>::sparse)
+    return A.num_rows();
+  else
+    return static_cast<std::int64_t>(A.extent(0));
 }
 template <class Matrix>
 std::int64_t cols_of(const Matrix& A) {
-  if constexpr (MatrixTraits<Matrix>::sparse) return A.num_cols;
-  else return static_cast<std::int64_t>(A.extent(1));
+  if constexpr (MatrixTraits<Matrix>::sparse)
+    return A.num_cols;
+  else
+    return static_cast<std::int64_t>(A.extent(1));
 }
 template <class Matrix>
 std::int64_t nnz_of(const Matrix& A) {
-  if constexpr (MatrixTraits<Matrix>::sparse) return static_cast<std::int64_t>(A.nnz());
-  else return static_cast<std::int64_t>(A.extent(0) * A.extent(1));
+  if constexpr (MatrixTraits<Matrix>::sparse)
+    return static_cast<std::int64_t>(A.nnz());
+  else
+    return static_cast<std::int64_t>(A.extent(0) * A.extent(1));
 }
 
 template <class T>
@@ -167,8 +177,8 @@ T resolve_epsilon(const Options& o) {
 template <class T, class MemorySpace>
 DenseMatrix<T, MemorySpace> alloc(const std::string& name, std::int64_t rows, std::int64_t cols) {
   try {
-    return DenseMatrix<T, MemorySpace>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kfactor::nmf::" + name),
-                                       rows, cols);
+    return DenseMatrix<T, MemorySpace>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kfactor::nmf::" + name), rows,
+                                       cols);
   } catch (const std::exception& e) {
     throw RuntimeFailure("nmf: cannot allocate " + name + " (" + std::to_string(rows) + " x " + std::to_string(cols) +
                          " of " + std::to_string(sizeof(T)) + "-byte values): " + e.what());
@@ -197,7 +207,8 @@ std::shared_ptr<Workspace<T, Mem>> allocate_workspace(std::int64_t V, std::int64
     const std::int64_t tile_values = std::max(V, D) * resolve_tile(K, options.tile);
     ws->Acc = Kokkos::View<T*, Mem>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kfactor::nmf::Acc"), tile_values);
     if (Kokkos::SpaceAccessibility<Kokkos::HostSpace, Mem>::accessible)
-      ws->Tile = Kokkos::View<T*, Mem>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kfactor::nmf::Tile"), tile_values);
+      ws->Tile =
+          Kokkos::View<T*, Mem>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kfactor::nmf::Tile"), tile_values);
   }
   ws->norms2 = Kokkos::View<double*, Mem>("kfactor::nmf::norms2", K);
   if (options.algorithm == Algorithm::alo)
@@ -217,7 +228,8 @@ inline void check_rank(const Options& options, std::int64_t V, std::int64_t D) {
 /// InputError for an empty input, for `bad` negative, NaN or infinite
 /// entries and for an all-zero one (norm2 = ||A||^2).
 inline void check_input(std::int64_t V, std::int64_t D, std::int64_t bad, double norm2) {
-  if (V == 0 || D == 0) throw InputError("nmf: the input matrix is empty (" + std::to_string(V) + " x " + std::to_string(D) + ")");
+  if (V == 0 || D == 0)
+    throw InputError("nmf: the input matrix is empty (" + std::to_string(V) + " x " + std::to_string(D) + ")");
   if (bad > 0)
     throw InputError("nmf: the input has " + std::to_string(bad) +
                      " negative, NaN or infinite entries; NMF needs finite non-negative values");
@@ -258,8 +270,10 @@ struct SingleProcess {
 template <class ExecutionSpace, class Matrix, class XV, class OV>
 void product_AX(const ExecutionSpace& exec, const Matrix& A, const XV& X, const OV& out) {  // out = A X
   using T = typename MatrixTraits<Matrix>::value_type;
-  if constexpr (MatrixTraits<Matrix>::sparse) spmm(exec, T(1), A, X, T(0), out);
-  else gemm(exec, Trans::none, Trans::none, T(1), A, X, T(0), out);
+  if constexpr (MatrixTraits<Matrix>::sparse)
+    spmm(exec, T(1), A, X, T(0), out);
+  else
+    gemm(exec, Trans::none, Trans::none, T(1), A, X, T(0), out);
 }
 
 /// out = A^T X from the column operand `Acol`: a CSR input's stored A^T
@@ -267,8 +281,10 @@ void product_AX(const ExecutionSpace& exec, const Matrix& A, const XV& X, const 
 template <class ExecutionSpace, class Matrix, class XV, class OV>
 void product_AtX(const ExecutionSpace& exec, const Matrix& Acol, const XV& X, const OV& out) {
   using T = typename MatrixTraits<Matrix>::value_type;
-  if constexpr (MatrixTraits<Matrix>::sparse) spmm(exec, T(1), Acol, X, T(0), out);
-  else gemm(exec, Trans::transpose, Trans::none, T(1), Acol, X, T(0), out);
+  if constexpr (MatrixTraits<Matrix>::sparse)
+    spmm(exec, T(1), Acol, X, T(0), out);
+  else
+    gemm(exec, Trans::transpose, Trans::none, T(1), Acol, X, T(0), out);
 }
 
 /// The ALO update of one factor (Algs. 2/3) in place: X updated with Gram G
@@ -382,7 +398,8 @@ void initial_factors(const ExecutionSpace& exec, const Matrix& Acol, const Optio
     auto Wl = W;
     const std::uint64_t r0 = static_cast<std::uint64_t>(row0);
     Kokkos::parallel_for(
-        "kfactor::nmf::init_w", Kokkos::MDRangePolicy<ExecutionSpace, Kokkos::Rank<2>>(exec, {0, 0}, {Wl.extent(0), Wl.extent(1)}),
+        "kfactor::nmf::init_w",
+        Kokkos::MDRangePolicy<ExecutionSpace, Kokkos::Rank<2>>(exec, {0, 0}, {Wl.extent(0), Wl.extent(1)}),
         KOKKOS_LAMBDA(std::size_t i, std::size_t k) { Wl(i, k) = rng.uniform<T>((r0 + i) * K + k, T(0), T(1)); });
   }
   // H0 is drawn as U[0,1) K x D (counter k * D + d, the layout-free convention of
@@ -392,7 +409,8 @@ void initial_factors(const ExecutionSpace& exec, const Matrix& Acol, const Optio
     auto Htl = Ht;
     const std::uint64_t nd = static_cast<std::uint64_t>(D), c0 = static_cast<std::uint64_t>(col0);
     Kokkos::parallel_for(
-        "kfactor::nmf::init_h", Kokkos::MDRangePolicy<ExecutionSpace, Kokkos::Rank<2>>(exec, {0, 0}, {Htl.extent(0), Htl.extent(1)}),
+        "kfactor::nmf::init_h",
+        Kokkos::MDRangePolicy<ExecutionSpace, Kokkos::Rank<2>>(exec, {0, 0}, {Htl.extent(0), Htl.extent(1)}),
         KOKKOS_LAMBDA(std::size_t d, std::size_t k) { Htl(d, k) = rng.uniform<T>(k * nd + c0 + d, T(0), T(1)); });
   }
   // Unit-norm columns of W0.
@@ -402,8 +420,11 @@ void initial_factors(const ExecutionSpace& exec, const Matrix& Acol, const Optio
     auto Wl = W;
     auto S = ws.S;
     Kokkos::parallel_for(
-        "kfactor::nmf::normalize_w0", Kokkos::MDRangePolicy<ExecutionSpace, Kokkos::Rank<2>>(exec, {0, 0}, {Wl.extent(0), Wl.extent(1)}),
-        KOKKOS_LAMBDA(std::size_t i, std::size_t k) { Wl(i, k) = T(double(Wl(i, k)) / Kokkos::sqrt(double(S(k, k)))); });
+        "kfactor::nmf::normalize_w0",
+        Kokkos::MDRangePolicy<ExecutionSpace, Kokkos::Rank<2>>(exec, {0, 0}, {Wl.extent(0), Wl.extent(1)}),
+        KOKKOS_LAMBDA(std::size_t i, std::size_t k) {
+          Wl(i, k) = T(double(Wl(i, k)) / Kokkos::sqrt(double(S(k, k))));
+        });
   }
   // alpha = <A, W0 U> / ||W0 U||^2 (the least-squares scale of the model W0 U):
   // <A, W0 U> = <A^T W0, U^T>, ||W0 U||^2 = <W0^T W0, U U^T>.
@@ -425,7 +446,8 @@ void initial_factors(const ExecutionSpace& exec, const Matrix& Acol, const Optio
   {
     auto Htl = Ht;
     Kokkos::parallel_for(
-        "kfactor::nmf::scale_h0", Kokkos::MDRangePolicy<ExecutionSpace, Kokkos::Rank<2>>(exec, {0, 0}, {Htl.extent(0), Htl.extent(1)}),
+        "kfactor::nmf::scale_h0",
+        Kokkos::MDRangePolicy<ExecutionSpace, Kokkos::Rank<2>>(exec, {0, 0}, {Htl.extent(0), Htl.extent(1)}),
         KOKKOS_LAMBDA(std::size_t d, std::size_t k) { Htl(d, k) *= alpha; });
   }
   ws.S_iteration = 0;  // S = W0^T W0 computed above
@@ -609,8 +631,9 @@ Report resume_on(const ExecutionSpace& exec, const Options& options, State<T, Me
                  Report r, StepFn&& step, EvaluateFn&& evaluate) {
   options.validate();
   double seconds = 0.0;
-  const StopReason reason = run_solver_loop(state.iteration, state.history, options.stop, "relative_error", observer,
-                                            step, evaluate, [](const Metrics&) { return false; }, &seconds);
+  const StopReason reason = run_solver_loop(
+      state.iteration, state.history, options.stop, "relative_error", observer, step, evaluate,
+      [](const Metrics&) { return false; }, &seconds);
   exec.fence();
   r.seconds = seconds;
   r.iterations = state.iteration;
@@ -640,8 +663,10 @@ Result<State> init_then_resume(InitFn&& init, ResumeFn&& resume) {
 /// R = A^T W reads the stored A^T of a CSR input and the dense A itself.
 template <class Matrix>
 const Matrix& column_operand(const Problem<Matrix>& p) {
-  if constexpr (MatrixTraits<Matrix>::sparse) return p.At;
-  else return p.A;
+  if constexpr (MatrixTraits<Matrix>::sparse)
+    return p.At;
+  else
+    return p.A;
 }
 
 }  // namespace detail
@@ -668,11 +693,10 @@ Problem<Matrix> make_problem(const ExecutionSpace& exec, const Matrix& A) {
 }
 
 template <class ExecutionSpace, class Matrix>
-StateFor<Matrix> init_with(const ExecutionSpace& exec, const Problem<Matrix>& problem, const Options& options,
-                           const DenseMatrix<typename MatrixTraits<Matrix>::value_type,
-                                             typename MatrixTraits<Matrix>::memory_space>& W0,
-                           const DenseMatrix<typename MatrixTraits<Matrix>::value_type,
-                                             typename MatrixTraits<Matrix>::memory_space>& Ht0) {
+StateFor<Matrix> init_with(
+    const ExecutionSpace& exec, const Problem<Matrix>& problem, const Options& options,
+    const DenseMatrix<typename MatrixTraits<Matrix>::value_type, typename MatrixTraits<Matrix>::memory_space>& W0,
+    const DenseMatrix<typename MatrixTraits<Matrix>::value_type, typename MatrixTraits<Matrix>::memory_space>& Ht0) {
   using T = typename MatrixTraits<Matrix>::value_type;
   using Mem = typename MatrixTraits<Matrix>::memory_space;
   options.validate();

@@ -109,8 +109,8 @@ KOKKOS_INLINE_FUNCTION typename XV::non_const_value_type row_dot(const XV& X, in
 /// space's default layout, column-major on CUDA, where adjacent threads would
 /// then touch addresses a row apart (alo_init ran at 37 us for 10 MB).
 template <class ExecutionSpace>
-Kokkos::MDRangePolicy<ExecutionSpace, Kokkos::Rank<2, Kokkos::Iterate::Right, Kokkos::Iterate::Right>>
-row_major_policy(const ExecutionSpace& exec, std::size_t rows, std::size_t cols) {
+Kokkos::MDRangePolicy<ExecutionSpace, Kokkos::Rank<2, Kokkos::Iterate::Right, Kokkos::Iterate::Right>> row_major_policy(
+    const ExecutionSpace& exec, std::size_t rows, std::size_t cols) {
   return {exec, {0, 0}, {rows, cols}};
 }
 
@@ -142,8 +142,10 @@ KOKKOS_INLINE_FUNCTION void copy_scratch_rows(const Team& team, const XV& X, con
                                               bool to_scratch) {
   Kokkos::parallel_for(Kokkos::TeamThreadRange(team, (r1 - S.r0) * w), [&](const int i) {
     const int r = S.r0 + i / w, j = S.t0 + i % w;
-    if (to_scratch) S(r, j) = X(r, j);
-    else X(r, j) = S(r, j);
+    if (to_scratch)
+      S(r, j) = X(r, j);
+    else
+      X(r, j) = S(r, j);
   });
 }
 
@@ -154,8 +156,8 @@ std::size_t scratch_rows_bytes(int rows, int w) {
 }
 
 template <class XV, class AV, class GV>
-KOKKOS_INLINE_FUNCTION typename XV::non_const_value_type base_value(Base base, const XV& X, const AV& Acc,
-                                                                    const GV& G, int r, int t, int t0) {
+KOKKOS_INLINE_FUNCTION typename XV::non_const_value_type base_value(Base base, const XV& X, const AV& Acc, const GV& G,
+                                                                    int r, int t, int t0) {
   using T = typename XV::non_const_value_type;
   switch (base) {
     case Base::old_value: return X(r, t);
@@ -169,8 +171,7 @@ KOKKOS_INLINE_FUNCTION typename XV::non_const_value_type base_value(Base base, c
 template <class XV, class AV, class BV, class GV>
 KOKKOS_INLINE_FUNCTION typename XV::non_const_value_type updated_value(Base base, const XV& X, const AV& Acc,
                                                                        const BV& B, const GV& G, int r, int t, int t0,
-                                                                       int t1,
-                                                                       typename XV::non_const_value_type eps) {
+                                                                       int t1, typename XV::non_const_value_type eps) {
   return Kokkos::max(eps, base_value(base, X, Acc, G, r, t, t0) + B(r, t) - row_dot(X, r, G, t, t0, t1));
 }
 
@@ -339,7 +340,8 @@ void column_sweep(const ExecutionSpace& exec, const XV& X, const AV& Acc, const 
   // sweep (ScratchRows) when they fit; the arithmetic is the same.
   const int w = t1 - t0, most_rows = (n + teams - 1) / teams;
   const std::size_t bytes = scratch_rows_bytes<T>(most_rows, w);
-  const bool staged = !SweepTraits<ExecutionSpace>::host && bytes <= std::size_t(Policy(exec, 1, 1).scratch_size_max(0));
+  const bool staged =
+      !SweepTraits<ExecutionSpace>::host && bytes <= std::size_t(Policy(exec, 1, 1).scratch_size_max(0));
   Policy policy(exec, teams, team_size);
   policy.set_chunk_size(1);
   if (staged) policy.set_scratch_size(0, Kokkos::PerTeam(bytes));
@@ -420,7 +422,8 @@ template <class ExecutionSpace, class XV, class BV, class TV>
 void tile_load(const ExecutionSpace& exec, const XV& X, const BV& B, int t0, const TV& Xt, const TV& At) {
   const int w = static_cast<int>(Xt.extent(0)), n = static_cast<int>(Xt.extent(1));
   Kokkos::parallel_for(
-      "kfactor::nmf::tile_load", Kokkos::RangePolicy<ExecutionSpace>(exec, 0, (n + transpose_rows - 1) / transpose_rows),
+      "kfactor::nmf::tile_load",
+      Kokkos::RangePolicy<ExecutionSpace>(exec, 0, (n + transpose_rows - 1) / transpose_rows),
       KOKKOS_LAMBDA(const int chunk) {
         const int r0 = chunk * transpose_rows, r1 = r0 + transpose_rows < n ? r0 + transpose_rows : n;
         for (int j = 0; j < w; ++j)
@@ -435,7 +438,8 @@ template <class ExecutionSpace, class XV, class TV>
 void tile_store(const ExecutionSpace& exec, const TV& Xt, int t0, const XV& X) {
   const int w = static_cast<int>(Xt.extent(0)), n = static_cast<int>(Xt.extent(1));
   Kokkos::parallel_for(
-      "kfactor::nmf::tile_store", Kokkos::RangePolicy<ExecutionSpace>(exec, 0, (n + transpose_rows - 1) / transpose_rows),
+      "kfactor::nmf::tile_store",
+      Kokkos::RangePolicy<ExecutionSpace>(exec, 0, (n + transpose_rows - 1) / transpose_rows),
       KOKKOS_LAMBDA(const int chunk) {
         const int r0 = chunk * transpose_rows, r1 = r0 + transpose_rows < n ? r0 + transpose_rows : n;
         for (int r = r0; r < r1; ++r)
@@ -496,8 +500,7 @@ void tile_sweep_host(const ExecutionSpace& exec, const TV& Xt, const TV& At, con
     T inv = T(1);  // 1 / ||column c-1||
     for (int c = 0; c < w; ++c) {
       double part[lanes] = {};
-      for (int rc = r0; rc < r1; rc += chunk)
-        column_chunk(c, rc, r1 - rc < chunk ? r1 - rc : chunk, c > 0, inv, part);
+      for (int rc = r0; rc < r1; rc += chunk) column_chunk(c, rc, r1 - rc < chunk ? r1 - rc : chunk, c > 0, inv, part);
       double ss = ((part[0] + part[1]) + (part[2] + part[3])) + ((part[4] + part[5]) + (part[6] + part[7]));
       team.team_reduce(Kokkos::Sum<double>(ss));
       Kokkos::single(Kokkos::PerTeam(team), [&]() { norms2(t0 + c) = ss; });

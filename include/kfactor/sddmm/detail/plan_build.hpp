@@ -25,40 +25,39 @@
 namespace kfactor::detail {
 
 struct SddmmLayoutRequest {
-  bool transposed = false;   ///< orientation S^T (stage B)
-  ordinal_t tile_cols = 1;   ///< T_j over the streamed index
-  bool rowsplit = true;      ///< build row-split work items
-  bool nzsplit = false;      ///< keep the staged row of every layout position (rows)
-  int chunk = 32;            ///< max nonzeros per item
-  bool sort_items = true;    ///< longest items first within a tile
-  bool sm_l2 = false;        ///< build active-row lists, blocks, lrow
-  bool active_rows = true;   ///< false: every staged row is "active" in every tile
-  int ti = 1;                ///< SM-L2 rows per block
-  ordinal_t panel_rows = 0;  ///< > 0: the panel layout (SddmmKernel::panels) with this many staged rows per panel
-  offset_t panel_nnz = 32768; ///< panels: max nonzeros per block (work item)
+  bool transposed = false;     ///< orientation S^T (stage B)
+  ordinal_t tile_cols = 1;     ///< T_j over the streamed index
+  bool rowsplit = true;        ///< build row-split work items
+  bool nzsplit = false;        ///< keep the staged row of every layout position (rows)
+  int chunk = 32;              ///< max nonzeros per item
+  bool sort_items = true;      ///< longest items first within a tile
+  bool sm_l2 = false;          ///< build active-row lists, blocks, lrow
+  bool active_rows = true;     ///< false: every staged row is "active" in every tile
+  int ti = 1;                  ///< SM-L2 rows per block
+  ordinal_t panel_rows = 0;    ///< > 0: the panel layout (SddmmKernel::panels) with this many staged rows per panel
+  offset_t panel_nnz = 32768;  ///< panels: max nonzeros per block (work item)
 };
 
 struct SddmmHostLayout {
   ordinal_t staged_rows = 0, streamed_rows = 0;
   ordinal_t tile_cols = 1;
   std::int64_t ntiles = 1;
-  bool identity = true;                    ///< the layout is S's CSR itself (cols = S.entries, dst(e) = e)
-  std::vector<offset_t> tile_offsets;      ///< ntiles + 1 nonzero offsets of the tiles in the layout
-  std::vector<ordinal_t> cols;             ///< streamed index per layout nonzero (empty when identity)
-  std::vector<offset_t> dst;               ///< S position per layout nonzero (empty when identity)
-  std::vector<SddmmItem> items;            ///< row-split work items
-  std::vector<ordinal_t> rows;             ///< nzsplit: staged row per layout position
-  std::vector<ordinal_t> active_rows;      ///< SM-L2: active staged rows, tile after tile
+  bool identity = true;                       ///< the layout is S's CSR itself (cols = S.entries, dst(e) = e)
+  std::vector<offset_t> tile_offsets;         ///< ntiles + 1 nonzero offsets of the tiles in the layout
+  std::vector<ordinal_t> cols;                ///< streamed index per layout nonzero (empty when identity)
+  std::vector<offset_t> dst;                  ///< S position per layout nonzero (empty when identity)
+  std::vector<SddmmItem> items;               ///< row-split work items
+  std::vector<ordinal_t> rows;                ///< nzsplit: staged row per layout position
+  std::vector<ordinal_t> active_rows;         ///< SM-L2: active staged rows, tile after tile
   std::vector<offset_t> tile_active_offsets;  ///< ntiles + 1 offsets into active_rows
-  std::vector<ordinal_t> lrow;             ///< SM-L2: index into active_rows per layout nonzero
-  std::vector<SddmmBlock> blocks;          ///< SM-L2 blocks
+  std::vector<ordinal_t> lrow;                ///< SM-L2: index into active_rows per layout nonzero
+  std::vector<SddmmBlock> blocks;             ///< SM-L2 blocks
 };
 
 /// Checks a host CSR pattern: row_map starts at 0, never decreases, ends at
 /// nnz; column indices in [0, n) and strictly increasing within each row.
 /// Throws InputError naming the first offence.
-void validate_sddmm_pattern(const offset_t* row_map, const ordinal_t* entries, ordinal_t m, ordinal_t n,
-                            offset_t nnz);
+void validate_sddmm_pattern(const offset_t* row_map, const ordinal_t* entries, ordinal_t m, ordinal_t n, offset_t nnz);
 
 /// A layout's streamed indices for the hinted nzsplit kernel: every index
 /// outside the `budget` most used ones (those of at least two nonzeros,

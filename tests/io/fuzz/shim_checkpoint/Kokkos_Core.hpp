@@ -61,27 +61,47 @@ struct SpaceAccessibility {
 };
 inline bool is_initialized() { return false; }
 template <class... A>
-void parallel_for(A&&...) { std::abort(); }
+void parallel_for(A&&...) {
+  std::abort();
+}
 template <class... A>
-void parallel_reduce(A&&...) { std::abort(); }
+void parallel_reduce(A&&...) {
+  std::abort();
+}
 template <class... A>
-void deep_copy(A&&...) { std::abort(); }
+void deep_copy(A&&...) {
+  std::abort();
+}
 template <class... A>
-auto create_mirror_view_and_copy(A&&...) { std::abort(); }
+auto create_mirror_view_and_copy(A&&...) {
+  std::abort();
+}
 template <class... A>
-auto view_alloc(A&&...) { std::abort(); }
+auto view_alloc(A&&...) {
+  std::abort();
+}
 template <class... A>
 void fence(A&&...) {}
 template <class... A>
-auto TeamThreadRange(A&&...) { std::abort(); }
+auto TeamThreadRange(A&&...) {
+  std::abort();
+}
 template <class... A>
-auto PerTeam(A&&...) { std::abort(); }
+auto PerTeam(A&&...) {
+  std::abort();
+}
 template <class... A>
-void single(A&&...) { std::abort(); }
+void single(A&&...) {
+  std::abort();
+}
 template <class T>
-T abs(T x) { return x < 0 ? -x : x; }
+T abs(T x) {
+  return x < 0 ? -x : x;
+}
 template <class T>
-T max(T a, T b) { return a < b ? b : a; }
+T max(T a, T b) {
+  return a < b ? b : a;
+}
 template <class To, class From>
 To bit_cast(const From& f) {
   To t;
