@@ -354,7 +354,10 @@ const Registrar predict_command{Command{
         const std::string xpath = p->factors + "_X.csv", ypath = p->factors + "_Y.csv";
         const io::FactorFile X = io::read_factor_file(xpath);
         const io::FactorFile Y = io::read_factor_file(ypath);
-        io::verify_output_set({xpath, ypath});  // X and Y of one run, not of two
+        // Factors written by `kfactor als` carry a set stamp: X and Y must come
+        // from one run. Unstamped files (made elsewhere) are taken as they are.
+        if (!io::read_output_stamp(xpath).set.empty() || !io::read_output_stamp(ypath).set.empty())
+          io::verify_output_set({xpath, ypath});
         if (X.rank != Y.rank)
           throw InputError(ypath, 1,
                            "rank " + std::to_string(Y.rank) + " but " + xpath + " has rank " + std::to_string(X.rank));

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 
 namespace kfactor::detail {
@@ -23,6 +24,51 @@ void check_name(const std::string& name) {
   if (name.empty() || name.find('/') != std::string::npos || name == "." || name == "..")
     throw UsageError("checkpoint field name '" + name + "' is empty or contains '/'");
 }
+
+/// Bob Jenkins' lookup3 hashlittle(), HDF5's metadata checksum.
+std::uint32_t lookup3(const unsigned char* k, std::size_t length) {
+  auto rot = [](std::uint32_t x, int r) { return (x << r) | (x >> (32 - r)); };
+  auto word = [&](const unsigned char* p) {
+    return std::uint32_t(p[0]) | std::uint32_t(p[1]) << 8 | std::uint32_t(p[2]) << 16 | std::uint32_t(p[3]) << 24;
+  };
+  std::uint32_t a, b, c;
+  a = b = c = 0xdeadbeefu + static_cast<std::uint32_t>(length);
+  while (length > 12) {
+    a += word(k), b += word(k + 4), c += word(k + 8);
+    a -= c, a ^= rot(c, 4), c += b;
+    b -= a, b ^= rot(a, 6), a += c;
+    c -= b, c ^= rot(b, 8), b += a;
+    a -= c, a ^= rot(c, 16), c += b;
+    b -= a, b ^= rot(a, 19), a += c;
+    c -= b, c ^= rot(b, 4), b += a;
+    length -= 12, k += 12;
+  }
+  if (length == 0) return c;
+  unsigned char tail[12] = {};
+  std::memcpy(tail, k, length);
+  a += word(tail), b += word(tail + 4), c += word(tail + 8);
+  c ^= b, c -= rot(b, 14);
+  a ^= c, a -= rot(c, 11);
+  b ^= a, b -= rot(a, 25);
+  c ^= b, c -= rot(b, 16);
+  a ^= c, a -= rot(c, 4);
+  b ^= a, b -= rot(a, 14);
+  c ^= b, c -= rot(b, 24);
+  return c;
+}
+
+/// HDF5 1.10 hands out a file image whose version 2/3 superblock carries a
+/// stale checksum (the file on disk after H5Fclose has the right one; 1.14
+/// fixed it): recompute it over signature, version, sizes, flags and the four
+/// addresses.
+void repair_superblock_checksum(unsigned char* superblock, std::size_t size) {
+  if (size < 12 || superblock[8] < 2) return;  // versions 0 and 1 have no checksum
+  const std::size_t covered = 12 + 4 * std::size_t(superblock[9]);
+  if (size < covered + 4) return;
+  const std::uint32_t sum = lookup3(superblock, covered);
+  for (int i = 0; i < 4; ++i) superblock[covered + i] = static_cast<unsigned char>(sum >> (8 * i));
+}
+
 }  // namespace
 
 void WriterCore::claim_target() {
@@ -100,21 +146,16 @@ void WriterCore::close_file() {
 void WriterCore::publish_image() {
   h5::check(H5Fflush(file, H5F_SCOPE_GLOBAL), h5::Mode::write, "checkpoint: flushing " + tmp);
   const auto ranges = ckpt::raw_ranges(file, h5::Mode::write, path);
-  // The file has the user block (the seal's place) before the superblock.
-  // HDF5 1.14 hands out the image from the superblock on, 1.10 with the
-  // user block: find the superblock's signature to know which.
+  // The image HDF5 hands out starts at the superblock; the file has the
+  // user block (the seal's place) before it.
   const ssize_t size = H5Fget_file_image(file, nullptr, 0);
   if (size < 0) h5::fail(h5::Mode::write, "checkpoint: sizing the file image of " + path);
   std::vector<unsigned char> image(ckpt::seal_block + static_cast<std::size_t>(size));
   if (H5Fget_file_image(file, image.data() + ckpt::seal_block, static_cast<std::size_t>(size)) != size)
     h5::fail(h5::Mode::write, "checkpoint: copying the file image of " + path);
-  static constexpr unsigned char signature[8] = {0x89, 'H', 'D', 'F', '\r', '\n', 0x1a, '\n'};
-  const auto at = [&](std::size_t offset) {
-    return image.size() >= offset + 8 && std::memcmp(image.data() + offset, signature, 8) == 0;
-  };
-  if (!at(ckpt::seal_block) && at(2 * ckpt::seal_block))
-    image.erase(image.begin(), image.begin() + static_cast<std::ptrdiff_t>(ckpt::seal_block));
-  if (!at(ckpt::seal_block)) h5::fail(h5::Mode::write, "checkpoint: the file image of " + path + " has no superblock");
+  if (std::memcmp(image.data() + ckpt::seal_block, "\x89HDF\r\n\x1a\n", 8) != 0)
+    h5::fail(h5::Mode::write, "checkpoint: the file image of " + path + " does not start with a superblock");
+  repair_superblock_checksum(image.data() + ckpt::seal_block, static_cast<std::size_t>(size));
   close_file();
   ckpt::seal_image(image, ranges);
   io::detail::AtomicFile out(path, meta.input_files);
