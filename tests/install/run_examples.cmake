@@ -1,24 +1,9 @@
 # cmake -P script: install kfactor into a scratch prefix, configure and build
 # examples/ against it, run every example on examples/data and check that its
 # output shows a real result (a converged error, scores, GFLOP/s, a restart).
-file(REMOVE_RECURSE ${WORK_DIR})
-set(prefix ${WORK_DIR}/prefix)
+set(what "the examples")
+include(${CMAKE_CURRENT_LIST_DIR}/build_against_install.cmake)
 set(data ${SOURCE_DIR}/data)
-execute_process(COMMAND ${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${prefix}
-  RESULT_VARIABLE rc OUTPUT_QUIET)
-if(rc)
-  message(FATAL_ERROR "install failed: ${rc}")
-endif()
-execute_process(COMMAND ${CMAKE_COMMAND} -S ${SOURCE_DIR} -B ${WORK_DIR}/build -G ${GENERATOR}
-  -DCMAKE_CXX_COMPILER=${CXX} "-DCMAKE_PREFIX_PATH=${prefix};${PREFIX_PATH}" -DCMAKE_BUILD_TYPE=Release
-  RESULT_VARIABLE rc)
-if(rc)
-  message(FATAL_ERROR "configuring the examples failed: ${rc}")
-endif()
-execute_process(COMMAND ${CMAKE_COMMAND} --build ${WORK_DIR}/build RESULT_VARIABLE rc)
-if(rc)
-  message(FATAL_ERROR "building the examples failed: ${rc}")
-endif()
 
 # run(NAME REGEX COMMAND...): the command must succeed and print REGEX.
 function(run name regex)
