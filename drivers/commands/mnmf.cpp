@@ -185,9 +185,7 @@ void run(const MnmfCli& c) {
   options["graph_h"] = c.graph_h;
   options["test_fraction"] = kfactor::detail::option_text(c.test_fraction);
   options["test_input"] = c.test_input;
-  auto meta = checkpoint_meta<T, Exec>("mnmf", std::move(options), fingerprint(exec, problem.ratings), o.rank);
-  meta.input_files = {c.common.input};  // a checkpoint may not replace the input
-  if (!c.test_input.empty()) meta.input_files.push_back(c.test_input);
+  const auto meta = checkpoint_meta<T, Exec>("mnmf", std::move(options), fingerprint(exec, problem.ratings), o.rank);
   if (!c.restart.empty()) {
     load_checkpoint(c.restart, state, meta);
     report.info["restart"] = c.restart;
@@ -215,11 +213,8 @@ void run(const MnmfCli& c) {
       prefix.resize(prefix.size() - 4);
       ext = ".csv";
     }
-    std::vector<std::string> inputs{c.common.input};
-    if (!c.test_input.empty()) inputs.push_back(c.test_input);
-    const io::OutputOptions out{inputs, {}};  // neither file may replace an input
-    io::write_factor(prefix + "_W" + ext, state.W, file.user_ids, "kfactor mnmf user factor W", out);
-    io::write_factor(prefix + "_H" + ext, state.H, file.item_ids, "kfactor mnmf item factor H", out);
+    io::write_factor(prefix + "_W" + ext, state.W, file.user_ids, "kfactor mnmf user factor W");
+    io::write_factor(prefix + "_H" + ext, state.H, file.item_ids, "kfactor mnmf item factor H");
     r.info["output"] = prefix + "_{W,H}" + ext;
   }
   print_report(c.common, r);

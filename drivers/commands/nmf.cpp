@@ -129,12 +129,10 @@ template <class T, class Mem>
 void write_outputs(const NmfCliOptions& o, const NmfInput& input, const DenseMatrix<T, Mem>& W,
                    const DenseMatrix<T, Mem>& Ht, Report& report) {
   if (o.common.output.empty()) return;
-  // Neither factor file may replace the input (io::check_write_target).
-  const io::OutputOptions out{{o.common.input}, {}};
   if (input.ratings) {
     const std::string wpath = o.common.output + "_W.csv", hpath = o.common.output + "_Ht.csv";
-    io::write_factor(wpath, W, input.user_ids, {}, out);
-    io::write_factor(hpath, Ht, input.item_ids, {}, out);
+    io::write_factor(wpath, W, input.user_ids);
+    io::write_factor(hpath, Ht, input.item_ids);
     report.info["W"] = wpath;
     report.info["Ht"] = hpath;
   } else {
@@ -142,8 +140,8 @@ void write_outputs(const NmfCliOptions& o, const NmfInput& input, const DenseMat
     // H (K x D) is Ht (D x K, row-major) read as LayoutLeft: same memory.
     const Kokkos::View<const T**, Kokkos::LayoutLeft, Mem, Kokkos::MemoryTraits<Kokkos::Unmanaged>> H(
         Ht.data(), Ht.extent(1), Ht.extent(0));
-    io::write_matrix_market_array(wpath, W, "kfactor nmf W (V x K)", out);
-    io::write_matrix_market_array(hpath, H, "kfactor nmf H (K x D)", out);
+    io::write_matrix_market_array(wpath, W, "kfactor nmf W (V x K)");
+    io::write_matrix_market_array(hpath, H, "kfactor nmf H (K x D)");
     report.info["W"] = wpath;
     report.info["H"] = hpath;
   }
@@ -157,8 +155,7 @@ Report run_nmf(const NmfCliOptions& o, const NmfInput& input) {
   const auto csr = input_csr<T>(exec, input);
 
   auto run = [&](const auto& A) {
-    auto meta = checkpoint_meta<T, Exec>("nmf", option_values(opt), fingerprint(exec, A), opt.rank);
-    meta.input_files = {o.common.input};  // a checkpoint may not replace the input
+    const auto meta = checkpoint_meta<T, Exec>("nmf", option_values(opt), fingerprint(exec, A), opt.rank);
     const auto problem = nmf::make_problem(exec, A);
     auto state = nmf::init(exec, problem, opt);
     if (!o.restart.empty()) load_checkpoint(o.restart, state, meta);
@@ -194,8 +191,7 @@ Report run_nmf_distributed(const NmfCliOptions& o, const NmfInput& input, MPI_Co
   auto run = [&](const auto& A) {
     const auto fp = fingerprint(exec, A);
     distributed::require_same(comm, fp.checksum, "the checksum of " + o.common.input);
-    auto meta = checkpoint_meta<T, Exec>("nmf", option_values(opt), fp, opt.rank);
-    meta.input_files = {o.common.input};  // a checkpoint may not replace the input
+    const auto meta = checkpoint_meta<T, Exec>("nmf", option_values(opt), fp, opt.rank);
     const auto problem = distributed::agree(comm, [&] { return dn::make_problem(exec, comm, A); });
     auto state = distributed::agree(comm, [&] { return dn::init(exec, problem, opt); });
     if (!o.restart.empty()) load_checkpoint(comm, o.restart, state, meta, state.row_blocks());
