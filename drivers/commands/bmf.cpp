@@ -11,6 +11,7 @@
 #include <kfactor/bmf/bmf.hpp>
 #include <kfactor/core/contract.hpp>
 #include <kfactor/core/convert.hpp>
+#include <kfactor/io/bit_factor.hpp>
 #include <kfactor/io/checkpoint.hpp>
 #include <kfactor/io/read.hpp>
 #include <kfactor/io/write.hpp>
@@ -57,32 +58,6 @@ BooleanInput read_boolean_input(const std::string& path, const std::string& form
     }
   }
   return in;
-}
-
-/// A 0/1 factor: coordinate Matrix Market of its ones (value 1).
-void write_bits_mtx(const std::string& path, const DenseMatrix<std::uint8_t, Kokkos::HostSpace>& X,
-                    const std::string& comment) {
-  CooMatrix<double> c;
-  c.num_rows = std::int64_t(X.extent(0));
-  c.num_cols = std::int64_t(X.extent(1));
-  for (std::size_t i = 0; i < X.extent(0); ++i)
-    for (std::size_t j = 0; j < X.extent(1); ++j)
-      if (X(i, j)) {
-        c.rows.push_back(ordinal_t(i));
-        c.cols.push_back(ordinal_t(j));
-        c.values.push_back(1.0);
-      }
-  io::write_matrix_market(path, c, comment);
-}
-
-/// A 0/1 factor with one row per id (lines x k) as CSV `id,f0,...`.
-void write_bits_csv(const std::string& path, const DenseMatrix<std::uint8_t, Kokkos::HostSpace>& X, bool transpose,
-                    const std::vector<std::int64_t>& ids) {
-  const std::size_t n = transpose ? X.extent(1) : X.extent(0), k = transpose ? X.extent(0) : X.extent(1);
-  Kokkos::View<double**, Kokkos::LayoutRight, Kokkos::HostSpace> F("bmf::factor", n, k);
-  for (std::size_t i = 0; i < n; ++i)
-    for (std::size_t l = 0; l < k; ++l) F(i, l) = transpose ? X(l, i) : X(i, l);
-  io::write_factor(path, F, ids);
 }
 
 struct BmfCliOptions {
@@ -212,12 +187,12 @@ const Registrar bmf_command{Command{
         if (!o->common.output.empty()) {
           const auto A = bmf::factor_a(state), B = bmf::factor_b(state);
           if (!input.row_ids.empty()) {
-            write_bits_csv(o->common.output + "_A.csv", A, false, input.row_ids);
-            write_bits_csv(o->common.output + "_B.csv", B, true, input.col_ids);
+            io::write_bit_factor_csv(o->common.output + "_A.csv", A, false, input.row_ids);
+            io::write_bit_factor_csv(o->common.output + "_B.csv", B, true, input.col_ids);
             report.info["output"] = o->common.output + "_{A,B}.csv";
           } else {
-            write_bits_mtx(o->common.output + "_A.mtx", A, "kfactor bmf factor A (m x k)");
-            write_bits_mtx(o->common.output + "_B.mtx", B, "kfactor bmf factor B (k x n)");
+            io::write_bit_factor_matrix_market(o->common.output + "_A.mtx", A, "kfactor bmf factor A (m x k)");
+            io::write_bit_factor_matrix_market(o->common.output + "_B.mtx", B, "kfactor bmf factor B (k x n)");
             report.info["output"] = o->common.output + "_{A,B}.mtx";
           }
         }

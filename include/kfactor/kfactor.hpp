@@ -19,6 +19,7 @@
 #include <kfactor/core/solver.hpp>
 #include <kfactor/core/spaces.hpp>
 #include <kfactor/core/timing.hpp>
+#include <kfactor/io/bit_factor.hpp>
 #include <kfactor/io/checkpoint.hpp>
 #include <kfactor/io/factor_file.hpp>
 #include <kfactor/io/ratings.hpp>
