@@ -30,7 +30,7 @@ std::string version_text() {
   auto yn = [](bool v) { return v ? "yes" : "no"; };
   return "kfactor " + b.version + " (Kokkos " + b.kokkos_version + "; spaces " + b.execution_spaces + "; default " +
          b.default_space + "; Kokkos Kernels " + yn(b.kokkos_kernels) + ", CBLAS " + yn(b.cblas) + ", MPI " +
-         yn(b.mpi) + ", HDF5 " + yn(b.hdf5) + ")";
+         yn(b.mpi) + ", NCCL " + yn(b.nccl) + ", HDF5 " + yn(b.hdf5) + ")";
 }
 
 /// Kokkos' integer options, with the values kfactor accepts: Kokkos aborts

@@ -16,9 +16,9 @@
 // table on stderr.
 //
 //   mpiexec -n P bench_distributed [--nmf VxDxNNZ] [--k K] [--algs hals,alo,mu]
-//       [--als MxNxNNZ] [--f F] [--factor-layout replicated|blocked|both]
+//       [--als MxNxNNZ] [--f F] [--als-layout csr|bals] [--factor-layout replicated|blocked|both]
 //       [--max-batch-mb MB] [--iters N] [--precision float|double]
-//       [--weak 1|0] [--strong 1|0] [--seed S]
+//       [--weak 1|0] [--strong 1|0] [--split 1|0] [--seed S]
 //
 // The benchmark sets Collectives::measure_wait: a timed barrier before each
 // collective separates waiting for slower ranks ("wait": imbalance, or here
@@ -72,8 +72,13 @@ struct Args {
   int iters = 7;
   std::string precision = "double";
   bool weak = true, strong = true;
+  /// Time every collective apart (barrier before each, a record per call);
+  /// 0 measures the iteration as a user's run makes it, where small NCCL
+  /// all-reductions are enqueued without a host round trip.
+  bool split = true;
   std::uint64_t seed = 1;
   std::vector<std::string> layouts = {"replicated"};  ///< ALS factor layouts
+  std::string als_layout = "csr";                     ///< ALS half-step layout (csr: the solver's usual choice)
   double max_batch_mb = 0;                            ///< ALS normal equations per batch (0: the solver's default)
 };
 
@@ -111,10 +116,14 @@ Args parse(int argc, char** argv) {
       a.precision = v;
     else if (k == "--weak")
       a.weak = v != "0";
+    else if (k == "--split")
+      a.split = v != "0";
     else if (k == "--strong")
       a.strong = v != "0";
     else if (k == "--seed")
       a.seed = std::stoull(v);
+    else if (k == "--als-layout")
+      a.als_layout = v;
     else if (k == "--factor-layout")
       a.layouts = v == "both" ? std::vector<std::string>{"replicated", "blocked"} : bench::split(v, ',');
     else if (k == "--max-batch-mb")
@@ -156,6 +165,9 @@ CooMatrix<T> synthetic(std::int64_t V, std::int64_t D, std::int64_t nnz, std::ui
   }
   return c;
 }
+
+/// Args::split, for measure().
+bool split_calls = true;
 
 int rank_of(MPI_Comm c) {
   int r = 0;
@@ -324,7 +336,7 @@ Measure measure(MPI_Comm c, const Exec& exec, int iters, distributed::detail::Co
   std::vector<distributed::detail::Collectives::CallRecord> calls;
   double clean_s = 0, clean_model = 0, n_clean = 0, n_all = 0;
   const int p = size_of(c);
-  coll.log = &calls;
+  if (split_calls) coll.log = &calls;
   for (int i = 0; i < iters; ++i) {
     calls.clear();
     MPI_Barrier(c);
@@ -392,8 +404,9 @@ Measure measure(MPI_Comm c, const Exec& exec, int iters, distributed::detail::Co
 }
 
 void emit(MPI_Comm c, const std::string& solver, const std::string& scaling, const std::string& variant,
-          const char* prec, std::int64_t rows, std::int64_t cols, std::int64_t nnz, int K, int iters, const Measure& m,
-          double model_bytes, const Model& model, const Calibration& cal, double gathers_alone = 0) {
+          const std::string& engine, const char* prec, std::int64_t rows, std::int64_t cols, std::int64_t nnz, int K,
+          int iters, const Measure& m, double model_bytes, const Model& model, const Calibration& cal,
+          double gathers_alone = 0) {
   if (rank_of(c) != 0) return;
   const int p = size_of(c);
   const double model_s = model.total();
@@ -419,6 +432,7 @@ void emit(MPI_Comm c, const std::string& solver, const std::string& scaling, con
   r.info["variant"] = variant;
   r.info["scaling"] = scaling;
   r.info["mpi_ranks"] = std::to_string(p);
+  r.info["comm_engine"] = engine;
   bench::emit(r, nlohmann::json{{"benchmark", "distributed"},
                                 {"solver", solver},
                                 {"scaling", scaling},
@@ -446,12 +460,13 @@ void emit(MPI_Comm c, const std::string& solver, const std::string& scaling, con
                                 {"undisturbed_calls_model_s", m.undisturbed_model_s},
                                 {"measured_over_model_undisturbed",
                                  m.undisturbed_model_s > 0 ? m.undisturbed_s / m.undisturbed_model_s : 0.0}});
-  std::fprintf(stderr,
-               "%-4s %-5s %-6s p=%d %6lldx%-6lld nnz %8lld K=%-3d %8.2f ms/it  compute %8.2f  wait %6.2f  comm %6.3f "
-               "(min %6.3f max %6.3f)  model %6.3f ms  bytes/it %.3g (model %.3g)  gathers alone %.3f ms\n",
-               solver.c_str(), variant.c_str(), scaling.c_str(), p, (long long)rows, (long long)cols, (long long)nnz, K,
-               1e3 * m.per_iter, 1e3 * m.compute_max, 1e3 * m.wait_mean, 1e3 * m.comm_mean, 1e3 * m.comm_min,
-               1e3 * m.comm_max, 1e3 * model_s, m.bytes_in_mean + m.reduce_bytes, model_bytes, 1e3 * gathers_alone);
+  std::fprintf(
+      stderr,
+      "%-4s %-5s %-6s %-11s p=%d %6lldx%-6lld nnz %8lld K=%-3d %8.2f ms/it  compute %8.2f  wait %6.2f  comm %6.3f "
+      "(min %6.3f max %6.3f)  model %6.3f ms  bytes/it %.3g (model %.3g)  gathers alone %.3f ms\n",
+      solver.c_str(), variant.c_str(), scaling.c_str(), engine.c_str(), p, (long long)rows, (long long)cols,
+      (long long)nnz, K, 1e3 * m.per_iter, 1e3 * m.compute_max, 1e3 * m.wait_mean, 1e3 * m.comm_mean, 1e3 * m.comm_min,
+      1e3 * m.comm_max, 1e3 * model_s, m.bytes_in_mean + m.reduce_bytes, model_bytes, 1e3 * gathers_alone);
   if (p > 1)
     std::fprintf(stderr,
                  "       by kind, measured (model) ms: reduce %.3f (%.3f) x%.0f  gather %.3f (%.3f) x%.0f  shift %.3f "
@@ -479,7 +494,7 @@ void run_nmf(MPI_Comm c, const Exec& exec, const Args& a, const std::string& sca
     o.rank = a.k;
     o.seed = a.seed;
     auto s = dn::init(exec, blocks, o);
-    s.comm->coll->measure_wait = true;
+    s.comm->coll->measure_wait = a.split;
     // The two all-gathers of an epoch alone (no compute in between), for
     // comparison with their share of the in-loop transfer time.
     double gathers_alone = 0;
@@ -510,8 +525,9 @@ void run_nmf(MPI_Comm c, const Exec& exec, const Args& a, const std::string& sca
       model.gather_s = cal.gather(2, v.gather_words * sizeof(T));
       model.reduce_s = cal.reduce(2 + v.scalar_reductions, payload, P);
     }
-    emit(c, "nmf", scaling, alg, sizeof(T) == 4 ? "float" : "double", V, D, std::int64_t(A.nnz()), a.k, a.iters, m,
-         v.bytes, model, cal, gathers_alone);
+    emit(c, "nmf", scaling, alg, s.comm->coll->template engine_name<Exec, typename Exec::memory_space>(),
+         sizeof(T) == 4 ? "float" : "double", V, D, std::int64_t(A.nnz()), a.k, a.iters, m, v.bytes, model, cal,
+         gathers_alone);
   }
 }
 
@@ -526,13 +542,16 @@ void run_als(MPI_Comm c, const Exec& exec, const Args& a, const std::string& sca
     o.rank = a.f;
     o.lambda = 0.05;
     o.seed = a.seed;
-    o.layout = als::Layout::bals;
-    o.xb = 4;  // fixed tile: the autotuner is not what is measured here
-    o.yb = 64;
+    // A fixed layout (and BALS tile): the autotuner is not what is measured.
+    o.layout = a.als_layout == "bals" ? als::Layout::bals : als::Layout::csr;
+    if (o.layout == als::Layout::bals) {
+      o.xb = 4;
+      o.yb = 64;
+    }
     o.max_batch_bytes = std::size_t(a.max_batch_mb * 1048576.0);
     o.factor_layout = da::parse_factor_layout(layout);
     auto s = da::init(exec, c, lp, o);
-    s.coll->measure_wait = true;
+    s.coll->measure_wait = a.split;
     const Measure m =
         measure(c, exec, a.iters, *s.coll, cal, [&] { da::step(exec, lp, o, s); }, [&] { return s.comm_stats(); });
     const auto v = s.iteration_volume();
@@ -542,11 +561,11 @@ void run_als(MPI_Comm c, const Exec& exec, const Args& a, const std::string& sca
     else
       model.gather_s = cal.gather(v.collectives, v.bytes);
     const std::string variant = s.layout == da::FactorLayout::blocked
-                                    ? "bals-blocked(b=" + std::to_string(s.comm->ring->user_batches) + "," +
+                                    ? a.als_layout + "-blocked(b=" + std::to_string(s.comm->ring->user_batches) + "," +
                                           std::to_string(s.comm->ring->item_batches) + ")"
-                                    : "bals";
-    emit(c, "als", scaling, variant, sizeof(T) == 4 ? "float" : "double", m_, n, lp.nnz, a.f, a.iters, m, v.bytes,
-         model, cal);
+                                    : a.als_layout;
+    emit(c, "als", scaling, variant, s.coll->template engine_name<Exec, typename Exec::memory_space>(),
+         sizeof(T) == 4 ? "float" : "double", m_, n, lp.nnz, a.f, a.iters, m, v.bytes, model, cal);
   }
 }
 
@@ -581,6 +600,7 @@ int main(int argc, char** argv) {
   Kokkos::initialize(argc, argv);
   {
     const Args a = parse(argc, argv);
+    split_calls = a.split;
     const Exec exec;
     int world = 1, me = 0;
     MPI_Comm_size(MPI_COMM_WORLD, &world);

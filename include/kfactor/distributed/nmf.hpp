@@ -310,7 +310,8 @@ Metrics evaluate(const ExecutionSpace& exec, const Problem<Matrix>& A, const Opt
 /// loop (collective; the observer runs on every rank with the same metrics,
 /// so a checkpoint observer may save collectively; print on one rank only).
 /// Report as kfactor::nmf's, plus timings communication / compute /
-/// per_iteration and info mpi_ranks, distribution,
+/// per_iteration and info mpi_ranks, distribution, comm_engine (the path
+/// collectives took: detail::Collectives::engine_name),
 /// model_bytes_per_iteration, gathered_bytes_per_iteration.
 template <class ExecutionSpace, class Matrix, class T, class Mem>
 Report resume(const ExecutionSpace& exec, const Problem<Matrix>& A, const Options& options, State<T, Mem>& state,
@@ -319,6 +320,7 @@ Report resume(const ExecutionSpace& exec, const Problem<Matrix>& A, const Option
       kfactor::nmf::detail::report_header<ExecutionSpace, Matrix>(options, A.global_rows, A.global_cols, A.global_nnz);
   header.info["mpi_ranks"] = std::to_string(A.size);
   header.info["distribution"] = "1D: rows of A and W, columns of A and H per rank, nnz-balanced";
+  header.info["comm_engine"] = state.comm->coll->template engine_name<ExecutionSpace, Mem>();
   const auto before = state.comm->coll->stats;
   const int first = state.iteration;
   Report r = kfactor::nmf::detail::resume_on(
