@@ -15,10 +15,10 @@
 // (solver, layout, scaling, p) through perf/common/bench.hpp on rank 0; a
 // table on stderr.
 //
-//   mpiexec -n P bench_distributed [--nmf VxDxNNZ] [--k K] [--algs hals,alo,mu]
-//       [--als MxNxNNZ] [--f F] [--als-layout csr|bals] [--factor-layout replicated|blocked|both]
+//   mpiexec -n P bench_distributed [--nmf VxDxNNZ|none] [--k K] [--algs hals,alo,mu]
+//       [--als MxNxNNZ|none] [--f F] [--als-layout csr|bals] [--factor-layout replicated|blocked|both]
 //       [--max-batch-mb MB] [--iters N] [--precision float|double]
-//       [--weak 1|0] [--strong 1|0] [--split 1|0] [--seed S]
+//       [--weak 1|0] [--strong 1|0] [--split 1|0] [--dense 1|0] [--seed S]
 //
 // The benchmark sets Collectives::measure_wait: a timed barrier before each
 // collective separates waiting for slower ranks ("wait": imbalance, or here
@@ -56,6 +56,7 @@
 #include <string>
 #include <thread>
 #include <tuple>
+#include <variant>
 #include <vector>
 
 namespace {
@@ -72,6 +73,7 @@ struct Args {
   int iters = 7;
   std::string precision = "double";
   bool weak = true, strong = true;
+  bool dense = false;  ///< NMF on a dense V x D (the NNZ of --nmf is ignored)
   /// Time every collective apart (barrier before each, a record per call);
   /// 0 measures the iteration as a user's run makes it, where small NCCL
   /// all-reductions are enqueued without a host round trip.
@@ -116,6 +118,8 @@ Args parse(int argc, char** argv) {
       a.precision = v;
     else if (k == "--weak")
       a.weak = v != "0";
+    else if (k == "--dense")
+      a.dense = v != "0";
     else if (k == "--split")
       a.split = v != "0";
     else if (k == "--strong")
@@ -482,12 +486,11 @@ void emit(MPI_Comm c, const std::string& solver, const std::string& scaling, con
                  model_s > 0 ? m.comm_min / model_s : 0.0);
 }
 
-template <class T>
-void run_nmf(MPI_Comm c, const Exec& exec, const Args& a, const std::string& scaling, std::int64_t V, std::int64_t D,
-             std::int64_t nnz, const Calibration& cal) {
+template <class T, class Blocks>
+void run_nmf_on(MPI_Comm c, const Exec& exec, const Args& a, const std::string& scaling, const Blocks& blocks,
+                const Calibration& cal) {
   namespace dn = distributed::nmf;
-  const auto A = to_csr(exec, synthetic<T>(V, D, nnz, a.seed));
-  const auto blocks = dn::make_problem(exec, c, A);
+  const std::int64_t V = blocks.global_rows, D = blocks.global_cols;
   for (const auto& alg : a.algs) {
     nmf::Options o;
     o.algorithm = nmf::parse_algorithm(alg);
@@ -526,9 +529,31 @@ void run_nmf(MPI_Comm c, const Exec& exec, const Args& a, const std::string& sca
       model.reduce_s = cal.reduce(2 + v.scalar_reductions, payload, P);
     }
     emit(c, "nmf", scaling, alg, s.comm->coll->template engine_name<Exec, typename Exec::memory_space>(),
-         sizeof(T) == 4 ? "float" : "double", V, D, std::int64_t(A.nnz()), a.k, a.iters, m, v.bytes, model, cal,
-         gathers_alone);
+         sizeof(T) == 4 ? "float" : "double", V, D, std::int64_t(blocks.global_nnz), a.k, a.iters, m, v.bytes, model,
+         cal, gathers_alone);
   }
+}
+
+/// The NMF input: sparse (synthetic()) or, with --dense 1, a dense V x D of
+/// uniform values generated on the device; only the rank's blocks are kept.
+template <class T>
+auto nmf_problem(MPI_Comm c, const Exec& exec, const Args& a, std::int64_t V, std::int64_t D, std::int64_t nnz) {
+  namespace dn = distributed::nmf;
+  using Mem = Exec::memory_space;
+  using Either = std::variant<dn::Problem<CsrMatrix<T, Mem>>, dn::Problem<DenseMatrix<T, Mem>>>;
+  if (a.dense) {
+    DenseMatrix<T, Mem> A(Kokkos::view_alloc(Kokkos::WithoutInitializing, "bench::A"), V, D);
+    fill_uniform(exec, A, a.seed, RngStream::user, T(0), T(1));
+    return Either(dn::make_problem(exec, c, A));
+  }
+  return Either(dn::make_problem(exec, c, to_csr(exec, synthetic<T>(V, D, nnz, a.seed))));
+}
+
+template <class T>
+void run_nmf(MPI_Comm c, const Exec& exec, const Args& a, const std::string& scaling, std::int64_t V, std::int64_t D,
+             std::int64_t nnz, const Calibration& cal) {
+  std::visit([&](const auto& blocks) { run_nmf_on<T>(c, exec, a, scaling, blocks, cal); },
+             nmf_problem<T>(c, exec, a, V, D, nnz));
 }
 
 template <class T>
@@ -580,16 +605,18 @@ void run_all(MPI_Comm c, const Exec& exec, const Args& a) {
                  p, 1e6 * ab.alpha, 1e9 * ab.gamma, 1e6 * ab.gather_latency, 1e9 * ab.beta,
                  ab.beta > 0 ? 1e-9 / ab.beta : 0.0, 1e6 * ab.shift_latency, 1e9 * ab.shift_beta,
                  ab.shift_beta > 0 ? 1e-9 / ab.shift_beta : 0.0);
-  const auto nd = dims(a.nmf), ad = dims(a.als);
+  // "none" skips a solver.
+  const bool do_nmf = a.nmf != "none", do_als = a.als != "none";
+  const auto nd = do_nmf ? dims(a.nmf) : std::vector<std::int64_t>(3, 0), ad = do_als ? dims(a.als) : nd;
   if (a.strong) {
-    run_nmf<T>(c, exec, a, "strong", nd[0], nd[1], nd[2], ab);
-    run_als<T>(c, exec, a, "strong", ad[0], ad[1], ad[2], ab);
+    if (do_nmf) run_nmf<T>(c, exec, a, "strong", nd[0], nd[1], nd[2], ab);
+    if (do_als) run_als<T>(c, exec, a, "strong", ad[0], ad[1], ad[2], ab);
   }
   if (a.weak) {  // rows and nonzeros grow with p; the base problem is the strong one over the job's size
     int world = 1;
     MPI_Comm_size(MPI_COMM_WORLD, &world);
-    run_nmf<T>(c, exec, a, "weak", nd[0] * p / world, nd[1], nd[2] * p / world, ab);
-    run_als<T>(c, exec, a, "weak", ad[0] * p / world, ad[1], ad[2] * p / world, ab);
+    if (do_nmf) run_nmf<T>(c, exec, a, "weak", nd[0] * p / world, nd[1], nd[2] * p / world, ab);
+    if (do_als) run_als<T>(c, exec, a, "weak", ad[0] * p / world, ad[1], ad[2] * p / world, ab);
   }
 }
 
