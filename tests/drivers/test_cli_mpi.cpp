@@ -7,7 +7,8 @@
 //   once (rank 0 prints agreed errors).
 // - Ranks given different inputs: every rank exits 3, "ranks disagree".
 // - A failure only rank 0 sees (its --output cannot be written) while the
-//   others wait for it: the job ends (nonzero exit, MPI_Abort), no hang.
+//   others wait for it: the job ends with the error's exit code (MPI_Abort),
+//   one message naming rank 0, no hang.
 // - Ranks whose command lines differ (--distributed, --checkpoint or
 //   --restart on one rank, other --checkpoint paths, another subcommand,
 //   another integer or real value): every rank exits 3 before any
@@ -150,8 +151,10 @@ TEST_P(CliMpi, OneRankFailureEndsTheJob) {
   std::ofstream(blocker) << "x";
   const auto r = mpirun(dir, P, corpus("mm_ok_crlf.mtx"), "--reps 1 -k 4 --output " + blocker + "/p.mtx");
   EXPECT_NE(r.code, 124) << "timed out (hang)\n" << r.err;
-  EXPECT_NE(r.code, 0) << r.err;
-  EXPECT_NE(r.err.find("kfactor: error: "), std::string::npos) << r.err;
+  // MPI_Abort with the error's exit code, which mpiexec returns; one message, naming the rank.
+  EXPECT_EQ(r.code, 4) << r.err;
+  EXPECT_EQ(count(r.err, "kfactor: error: rank 0: "), 1u) << r.err;
+  EXPECT_EQ(count(r.err, "kfactor: error:"), 1u) << r.err;
   EXPECT_NE(r.err.find(blocker + "/p.mtx"), std::string::npos) << r.err;
 }
 
