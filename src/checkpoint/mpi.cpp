@@ -1,6 +1,7 @@
 // The MPI helpers of the distributed checkpoint templates
 // (include/kfactor/io/checkpoint.hpp): row blocks, tiling checks, agreed
 // errors. Built with MPI, with or without HDF5.
+#include <kfactor/distributed/collective.hpp>
 #include <kfactor/io/checkpoint.hpp>
 
 #include <mpi.h>
@@ -46,10 +47,9 @@ void check_tiling(MPI_Comm comm, const FieldBlock& b) {
 }
 
 void agree(MPI_Comm comm, const std::exception_ptr& local_error) {
-  int mine = local_error ? 1 : 0, any = 0;
-  MPI_Allreduce(&mine, &any, 1, MPI_INT, MPI_MAX, comm);
-  if (local_error) std::rethrow_exception(local_error);
-  if (any) throw RuntimeFailure("checkpoint: the operation failed on another MPI rank");
+  distributed::agree(comm, [&] {
+    if (local_error) std::rethrow_exception(local_error);
+  });
 }
 
 std::uint64_t allreduce_sum(MPI_Comm comm, std::uint64_t local) {

@@ -175,10 +175,13 @@ CheckpointWriter::CheckpointWriter(const std::string& path, const CheckpointMeta
 
 CheckpointWriter::~CheckpointWriter() {
   if (!impl_ || impl_->committed) return;
+  if (impl_->dist) {
+    impl_->dist->abandon(*impl_);
+    return;
+  }
   impl_->state.reset();
   impl_->history.reset();
   impl_->file.reset();
-  if (impl_->collective && impl_->mpi_rank == 0) ::unlink(impl_->tmp.c_str());
 }
 
 void CheckpointWriter::write_field(const FieldBlock& block) {

@@ -500,8 +500,8 @@ void apply_row_block(FieldBlock& b, const RowBlocks& blocks);
 /// Collective: UsageError on every rank unless the ranks' blocks of `b`
 /// tile rows [0, global_rows) in rank order.
 void check_tiling(MPI_Comm comm, const FieldBlock& b);
-/// Collective: every rank learns whether any failed; rethrows the local
-/// failure, or throws RuntimeFailure on the ranks that did not fail.
+/// Collective: when any rank failed, every rank throws the error of the
+/// lowest failing rank (distributed::agree).
 void agree(MPI_Comm comm, const std::exception_ptr& local_error);
 std::uint64_t allreduce_sum(MPI_Comm comm, std::uint64_t local);
 }  // namespace detail
