@@ -184,9 +184,8 @@ void run_als(const AlsCli& a) {
   }
 
   auto state = als::init(exec, problem, o);
-  if (!a.restart.empty()) {
-    load_checkpoint(a.restart, state, meta);
-  }
+  std::string setup_change;
+  if (!a.restart.empty()) setup_change = warn_restart(load_checkpoint(a.restart, state, meta).setup_change);
   Observer observer = progress_printer(a.common);
   if (!a.checkpoint.empty())
     observer = chain(observer, checkpoint_observer(a.checkpoint, a.checkpoint_every, state, meta));
@@ -194,7 +193,7 @@ void run_als(const AlsCli& a) {
   if (!a.checkpoint.empty()) save_checkpoint(a.checkpoint, state, meta);
   report.timings.set("read", in.read_seconds);
   report.info["input"] = a.common.input;
-  if (!a.restart.empty()) report.info["restart"] = a.restart;
+  if (!a.restart.empty()) note_restart(report, a.restart, setup_change);
   if (!a.checkpoint.empty()) report.info["checkpoint"] = a.checkpoint;
   if (!a.common.output.empty()) report.info["factors"] = write_factors(a, state.X, state.Y, R);
   print_report(a.common, report);
@@ -230,9 +229,9 @@ void run_als_distributed(const AlsCli& a, MPI_Comm comm) {
   meta.input_files = input_files(a);
   const auto lp = distributed::agree(comm, [&] { return da::distribute(exec, comm, in.problem); });
   auto state = distributed::agree(comm, [&] { return da::init(exec, comm, lp, o); });
-  if (!a.restart.empty()) {
-    load_checkpoint(comm, a.restart, state, meta, state.row_blocks());
-  }
+  std::string setup_change;
+  if (!a.restart.empty())
+    setup_change = warn_restart(load_checkpoint(comm, a.restart, state, meta, state.row_blocks()).setup_change);
   Observer observer = progress_printer(a.common, 1, comm);
   if (!a.checkpoint.empty())
     observer = chain(observer, distributed::checkpoint_observer(comm, a.checkpoint, a.checkpoint_every, state, meta));
@@ -240,7 +239,7 @@ void run_als_distributed(const AlsCli& a, MPI_Comm comm) {
   if (!a.checkpoint.empty()) save_checkpoint(comm, a.checkpoint, state, meta, state.row_blocks());
   report.timings.set("read", in.read_seconds);
   report.info["input"] = a.common.input;
-  if (!a.restart.empty()) report.info["restart"] = a.restart;
+  if (!a.restart.empty()) note_restart(report, a.restart, setup_change);
   if (!a.checkpoint.empty()) report.info["checkpoint"] = a.checkpoint;
   // Only rank 0 holds the whole factors, and only to write them.
   const auto factors = a.common.output.empty() ? decltype(da::gather_factors_to(exec, state, 0)){}

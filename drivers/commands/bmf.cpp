@@ -170,7 +170,8 @@ const Registrar bmf_command{Command{
         }
         const auto t1 = std::chrono::steady_clock::now();
         auto state = bmf::init(exec, problem, s);
-        if (!o->restart.empty()) load_checkpoint(o->restart, state, meta);
+        std::string setup_change;
+        if (!o->restart.empty()) setup_change = warn_restart(load_checkpoint(o->restart, state, meta).setup_change);
         const double init_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
         Observer observer = progress_printer(o->common, 100);
         if (!o->checkpoint.empty())
@@ -180,7 +181,7 @@ const Registrar bmf_command{Command{
           save_checkpoint(o->checkpoint, state, meta);
           report.info["checkpoint"] = o->checkpoint;
         }
-        if (!o->restart.empty()) report.info["restart"] = o->restart;
+        if (!o->restart.empty()) note_restart(report, o->restart, setup_change);
         report.timings.set("read", read_s);
         report.timings.set("init", init_s);
         report.info["input"] = o->common.input;

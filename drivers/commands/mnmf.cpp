@@ -187,8 +187,7 @@ void run(const MnmfCli& c) {
   options["test_input"] = c.test_input;
   const auto meta = checkpoint_meta<T, Exec>("mnmf", std::move(options), fingerprint(exec, problem.ratings), o.rank);
   if (!c.restart.empty()) {
-    load_checkpoint(c.restart, state, meta);
-    report.info["restart"] = c.restart;
+    note_restart(report, c.restart, warn_restart(load_checkpoint(c.restart, state, meta).setup_change));
     report.info["restart_iteration"] = std::to_string(state.iteration);
   }
   Observer observer = progress_printer(c.common);

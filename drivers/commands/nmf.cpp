@@ -158,7 +158,8 @@ Report run_nmf(const NmfCliOptions& o, const NmfInput& input) {
     const auto meta = checkpoint_meta<T, Exec>("nmf", option_values(opt), fingerprint(exec, A), opt.rank);
     const auto problem = nmf::make_problem(exec, A);
     auto state = nmf::init(exec, problem, opt);
-    if (!o.restart.empty()) load_checkpoint(o.restart, state, meta);
+    std::string setup_change;
+    if (!o.restart.empty()) setup_change = warn_restart(load_checkpoint(o.restart, state, meta).setup_change);
     Observer observer = progress_printer(o.common, o.every);
     if (!o.checkpoint.empty())
       observer = chain(std::move(observer), checkpoint_observer(o.checkpoint, o.checkpoint_every, state, meta));
@@ -167,7 +168,7 @@ Report run_nmf(const NmfCliOptions& o, const NmfInput& input) {
       save_checkpoint(o.checkpoint, state, meta);
       report.info["checkpoint"] = o.checkpoint;
     }
-    if (!o.restart.empty()) report.info["restart"] = o.restart;
+    if (!o.restart.empty()) note_restart(report, o.restart, setup_change);
     write_outputs(o, input, state.W, state.Ht, report);
     report.info["input_file"] = o.common.input;
     return report;
@@ -194,7 +195,9 @@ Report run_nmf_distributed(const NmfCliOptions& o, const NmfInput& input, MPI_Co
     const auto meta = checkpoint_meta<T, Exec>("nmf", option_values(opt), fp, opt.rank);
     const auto problem = distributed::agree(comm, [&] { return dn::make_problem(exec, comm, A); });
     auto state = distributed::agree(comm, [&] { return dn::init(exec, problem, opt); });
-    if (!o.restart.empty()) load_checkpoint(comm, o.restart, state, meta, state.row_blocks());
+    std::string setup_change;
+    if (!o.restart.empty())
+      setup_change = warn_restart(load_checkpoint(comm, o.restart, state, meta, state.row_blocks()).setup_change);
     // Collective: every rank calls it each iteration so that all ranks stop
     // together on SIGINT/SIGTERM; rank 0 prints.
     Observer observer = progress_printer(o.common, o.every, comm);
@@ -206,7 +209,7 @@ Report run_nmf_distributed(const NmfCliOptions& o, const NmfInput& input, MPI_Co
       save_checkpoint(comm, o.checkpoint, state, meta, state.row_blocks());
       report.info["checkpoint"] = o.checkpoint;
     }
-    if (!o.restart.empty()) report.info["restart"] = o.restart;
+    if (!o.restart.empty()) note_restart(report, o.restart, setup_change);
     const auto W = dn::gather_W(exec, state);
     const auto Ht = dn::gather_Ht(exec, state);
     distributed::agree(comm, [&] {

@@ -286,6 +286,8 @@ CheckpointWriter::CheckpointWriter(const std::string& path, const CheckpointMeta
   m.dist = std::move(dist);
   MPI_Comm_rank(comm, &m.mpi_rank);
   MPI_Comm_size(comm, &m.mpi_size);
+  // Attributes are written collectively: every rank must pass the same value.
+  MPI_Bcast(&m.meta.concurrency, 1, MPI_INT, 0, comm);
 #if defined(KFACTOR_HAVE_PARALLEL_HDF5)
   m.collective = io != DistributedIo::gather;
 #else

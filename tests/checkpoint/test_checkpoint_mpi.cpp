@@ -1,9 +1,9 @@
 // Distributed checkpoints under mpiexec (1, 2, 3 ranks): one file written
 // collectively (parallel HDF5) or gathered to rank 0, read back on another
 // partition of the rows and by a single process (a restart on another rank
-// count), with the refusals agreed on every rank; a save that does not fit
-// the disk (a 64 KiB tmpfs) fails alike on every rank and leaves the
-// previous checkpoint and nothing else.
+// count, which the loaded metadata names), with the refusals agreed on every
+// rank; a save that does not fit the disk (a 64 KiB tmpfs) fails alike on
+// every rank and leaves the previous checkpoint and nothing else.
 #include "checkpoint/write_targets.hpp"
 
 #include <kfactor/config.hpp>
@@ -292,6 +292,39 @@ TEST(CheckpointMpi, FullDiskFailsOnEveryRankAndKeepsThePreviousCheckpoint) {
     mount.reset();
     fs::remove_all(dir);
   }
+// The number of ranks is part of the recorded setup: a restart on as many
+// ranks names nothing, one on a single process names both rank counts.
+TEST(CheckpointMpi, ARestartOnAnotherRankCountIsNamed) {
+  const int rank = world_rank(), size = world_size();
+  const std::string dir = shared_dir();
+  auto meta = dist_meta();
+  meta.execution_space = Exec::name();
+  meta.concurrency = Exec().concurrency();
+  const RowBlock mine = distributed::balanced_row_block(m, size, rank);
+  const RowBlocks blocks{{"W", mine}, {"owner", mine}};
+  const auto rows = block_rows(distributed::balanced_row_block, m, size, rank);
+  auto s = make_state(mine.first_row, rows, true);
+  const std::string path = dir + "/setup.h5";
+  save_checkpoint(MPI_COMM_WORLD, path, s, meta, blocks);
+  auto t = make_state(mine.first_row, rows, false);
+  const auto same = load_checkpoint(MPI_COMM_WORLD, path, t, meta, blocks);
+  EXPECT_EQ(same.execution_space, meta.execution_space);
+  EXPECT_EQ(same.concurrency, meta.concurrency);
+  EXPECT_EQ(same.mpi_ranks, size);
+  EXPECT_EQ(same.setup_change, "");
+  auto whole = make_state(0, m, false);
+  const auto alone = load_checkpoint(path, whole, meta);
+  expect_rows(whole, 0);
+  const std::string threads = meta.execution_space + " x " + std::to_string(meta.concurrency);
+  if (size == 1)
+    EXPECT_EQ(alone.setup_change, "");
+  else
+    EXPECT_EQ(alone.setup_change, "checkpoint written with " + threads + " threads on " + std::to_string(size) +
+                                      " MPI ranks, resuming with " + threads +
+                                      " on 1 MPI rank: the continuation is not guaranteed to be bit-identical to "
+                                      "an uninterrupted run");
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (rank == 0) fs::remove_all(dir);
 }
 
 }  // namespace
