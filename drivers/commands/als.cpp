@@ -9,7 +9,8 @@
 // 0-based indices. --output PREFIX writes PREFIX_X.csv and PREFIX_Y.csv
 // (io::write_factor: `id,f0,...` with the original ids) as one output set
 // (a `# kfactor-set` stamp line first); neither they nor a checkpoint may
-// replace an input file.
+// replace an input file (nor the factors the restart checkpoint): every
+// target is checked before the run (io::check_run_files).
 //
 // Checkpoints: --checkpoint FILE saves the State every --checkpoint-every
 // iterations and at the end; --restart FILE continues a saved run to --iters.
@@ -156,13 +157,27 @@ std::vector<std::string> input_files(const AlsCli& a) {
   return files;
 }
 
+/// Refuses, before anything is read, an output or checkpoint that would
+/// replace an input, an output over the restart checkpoint, and two targets
+/// that are one file (UsageError naming both paths).
+void check_files(const AlsCli& a) {
+  io::RunFiles files;
+  files.inputs = input_files(a);
+  if (!a.common.output.empty()) files.outputs = {a.common.output + "_X.csv", a.common.output + "_Y.csv"};
+  files.checkpoint = a.checkpoint;
+  files.restart = a.restart;
+  io::check_run_files(files);
+}
+
 /// Writes PREFIX_X.csv and PREFIX_Y.csv as one output set (io::OutputSet:
 /// a reader can tell that they come from the same run); returns their names.
 template <class T, class... P>
 std::string write_factors(const AlsCli& a, const Kokkos::View<T**, P...>& X, const Kokkos::View<T**, P...>& Y,
                           const io::RatingData<T>& R) {
   const std::string fx = a.common.output + "_X.csv", fy = a.common.output + "_Y.csv";
-  const io::OutputSet set(input_files(a), {"X", "Y"});
+  auto protected_files = input_files(a);
+  if (!a.restart.empty()) protected_files.push_back(a.restart);
+  const io::OutputSet set(protected_files, {"X", "Y"});
   io::write_factor(fx, X, R.user_ids, {}, set["X"]);
   io::write_factor(fy, Y, R.item_ids, {}, set["Y"]);
   return fx + ", " + fy;
@@ -172,6 +187,7 @@ template <class T>
 void run_als(const AlsCli& a) {
   using Space = Kokkos::DefaultExecutionSpace;
   const Space exec;
+  check_files(a);
   const AlsInput<T> in = read_als_input<T>(a);
   const io::RatingData<T>& R = in.R;
   const auto& problem = in.problem;
@@ -209,7 +225,10 @@ void run_als_distributed(const AlsCli& a, MPI_Comm comm) {
   const Space exec;
   int rank = 0;
   MPI_Comm_rank(comm, &rank);
-  const AlsInput<T> in = distributed::agree(comm, [&] { return read_als_input<T>(a); });
+  const AlsInput<T> in = distributed::agree(comm, [&] {
+    check_files(a);
+    return read_als_input<T>(a);
+  });
   da::Options o = make_options(a);
   o.factor_layout = da::parse_factor_layout(a.factor_layout);
   if (!(a.factor_memory_budget_mb >= 0 && a.factor_memory_budget_mb <= 1048576.0))

@@ -292,6 +292,8 @@ TEST(CheckpointMpi, FullDiskFailsOnEveryRankAndKeepsThePreviousCheckpoint) {
     mount.reset();
     fs::remove_all(dir);
   }
+}
+
 // The number of ranks is part of the recorded setup: a restart on as many
 // ranks names nothing, one on a single process names both rank counts.
 TEST(CheckpointMpi, ARestartOnAnotherRankCountIsNamed) {

@@ -145,17 +145,17 @@ TEST_P(CliMpi, MismatchedInputsAreDetected) {
 TEST_P(CliMpi, OneRankFailureEndsTheJob) {
   const int P = GetParam();
   TempDir dir;
-  // Rank 0 alone writes --output; a path under a regular file cannot be
+  // Rank 0 alone writes --output; a file in a missing folder passes the
+  // targets' check before the run (no file there yet) but cannot be
   // created, so rank 0 fails while the other ranks wait in a collective.
-  const std::string blocker = dir.file("not_a_dir");
-  std::ofstream(blocker) << "x";
-  const auto r = mpirun(dir, P, corpus("mm_ok_crlf.mtx"), "--reps 1 -k 4 --output " + blocker + "/p.mtx");
+  const std::string missing = dir.file("no_such_folder") + "/p.mtx";
+  const auto r = mpirun(dir, P, corpus("mm_ok_crlf.mtx"), "--reps 1 -k 4 --output " + missing);
   EXPECT_NE(r.code, 124) << "timed out (hang)\n" << r.err;
   // MPI_Abort with the error's exit code, which mpiexec returns; one message, naming the rank.
   EXPECT_EQ(r.code, 4) << r.err;
   EXPECT_EQ(count(r.err, "kfactor: error: rank 0: "), 1u) << r.err;
   EXPECT_EQ(count(r.err, "kfactor: error:"), 1u) << r.err;
-  EXPECT_NE(r.err.find(blocker + "/p.mtx"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(missing), std::string::npos) << r.err;
 }
 
 INSTANTIATE_TEST_SUITE_P(Ranks, CliMpi, ::testing::Values(2, 3));
