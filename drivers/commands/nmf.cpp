@@ -17,7 +17,9 @@
 //
 // --distributed (under `mpiexec -n P kfactor nmf --distributed ...`): every
 // rank reads the input (errors agreed on every rank), keeps its blocks
-// (kfactor/distributed/nmf.hpp: 1D, nnz-balanced) and runs the same epochs;
+// (kfactor/distributed/nmf.hpp: --grid picks the 1D layout or a PRxPC
+// processor grid, by default the one of least modelled communication) and
+// runs the same epochs;
 // rank 0 prints progress, the report and writes the outputs. Checkpoints hold
 // the full factors in the single-rank layout (one file, written collectively
 // or gathered to rank 0), so a run restarts on any number of ranks, or
@@ -94,6 +96,7 @@ struct NmfCliOptions {
   int checkpoint_every = 10;
   std::string restart;
   bool distributed = false;
+  std::string grid = "auto";
 };
 
 /// nmf::Options from the command line; UsageError (exit 2) naming the
@@ -223,7 +226,8 @@ Report run_nmf_distributed(const NmfCliOptions& o, const NmfInput& input, MPI_Co
     distributed::require_same(comm, fp.checksum, "the checksum of " + o.common.input);
     auto meta = checkpoint_meta<T, Exec>("nmf", option_values(opt), fp, opt.rank);
     meta.input_files = {o.common.input};  // a checkpoint may not replace the input
-    const auto problem = distributed::agree(comm, [&] { return dn::make_problem(exec, comm, A); });
+    const auto problem =
+        distributed::agree(comm, [&] { return dn::make_problem(exec, comm, A, dn::parse_grid(o.grid)); });
     auto state = distributed::agree(comm, [&] { return dn::init(exec, problem, opt); });
     std::string setup_change;
     if (!o.restart.empty())
@@ -255,6 +259,7 @@ Report run_nmf_distributed(const NmfCliOptions& o, const NmfInput& input, MPI_Co
 
 void run_command(const NmfCliOptions& o) {
   if (!o.distributed) {
+    if (o.grid != "auto") throw UsageError("nmf: --grid needs --distributed");
     const NmfInput input = read_nmf_input(o.common);
     check_files(o, input);
     const Report r = o.common.precision == "float" ? run_nmf<float>(o, input) : run_nmf<double>(o, input);
@@ -317,10 +322,17 @@ const Registrar nmf_command{Command{
                      "continue from checkpoint FILE up to --iters (same input, --rank, --precision; a different "
                      "--algorithm, --tile, --eps or --seed is refused, naming it; --iters, --tol and --target may "
                      "change). Default none");
-      cmd.add_flag("--distributed", o->distributed,
-                   "run over the ranks of MPI_COMM_WORLD (mpiexec -n P kfactor nmf --distributed ...): 1D "
-                   "nnz-balanced blocks, same iterates as one rank (bit for bit on one rank, to reduction-order "
-                   "rounding on several). Default off");
+      cmd.add_flag(
+          "--distributed", o->distributed,
+          "run over the ranks of MPI_COMM_WORLD (mpiexec -n P kfactor nmf --distributed ...): "
+          "nnz-balanced blocks (see --grid), same iterates as one rank (bit for bit on one rank, to reduction-order "
+          "rounding on several). Default off");
+      cmd.add_option("--grid", o->grid,
+                     "with --distributed: PRxPC (a processor grid of PR * PC = ranks: each rank holds one block of "
+                     "A and exchanges factor rows within its grid row and column), 1d (each rank holds rows and "
+                     "columns of A and all-gathers whole factors) or auto. Default auto: the layout of least "
+                     "modelled communication per epoch (the report's info grid says which)")
+          ->capture_default_str();
       return [o] { run_command(*o); };
     }}};
 

@@ -63,19 +63,21 @@ class MpiWrite final : public DistributedWrite {
       step([&] { m.write_dataset(m.state, block, sum); });
       return;
     }
-    // Gather to rank 0 in rank order (check_tiling made the blocks contiguous and ordered).
+    // Gather to rank 0, every rank's rows at their place (check_tiling made
+    // the blocks tile the rows, not necessarily in rank order).
     const std::size_t w = size_of(block.type);
     const long long bytes = static_cast<long long>(count) * static_cast<long long>(w);
-    std::vector<long long> all(static_cast<std::size_t>(m.mpi_size));
-    MPI_Gather(&bytes, 1, MPI_LONG_LONG, all.data(), 1, MPI_LONG_LONG, 0, comm_);
-    std::vector<int> counts(all.size()), displs(all.size());
+    const long long mine[2] = {bytes, static_cast<long long>(block.first_row * block.cols) * static_cast<long long>(w)};
+    std::vector<long long> all(2 * static_cast<std::size_t>(m.mpi_size));
+    MPI_Gather(mine, 2, MPI_LONG_LONG, all.data(), 2, MPI_LONG_LONG, 0, comm_);
+    std::vector<int> counts(static_cast<std::size_t>(m.mpi_size)), displs(counts.size());
     long long total = 0;
     int too_big = 0;
-    for (std::size_t r = 0; r < all.size(); ++r) {
-      if (total > INT_MAX || all[r] > INT_MAX) too_big = 1;
-      counts[r] = static_cast<int>(all[r]);
-      displs[r] = static_cast<int>(total);
-      total += all[r];
+    for (std::size_t r = 0; r < counts.size(); ++r) {
+      if (all[2 * r + 1] > INT_MAX || all[2 * r] > INT_MAX) too_big = 1;
+      counts[r] = static_cast<int>(all[2 * r]);
+      displs[r] = static_cast<int>(all[2 * r + 1]);
+      total += all[2 * r];
     }
     if (total > INT_MAX) too_big = 1;
     MPI_Bcast(&too_big, 1, MPI_INT, 0, comm_);

@@ -545,7 +545,7 @@ namespace detail {
 /// UsageError when the block runs past the field's global rows).
 void apply_row_block(FieldBlock& b, const RowBlocks& blocks);
 /// Collective: UsageError on every rank unless the ranks' blocks of `b`
-/// tile rows [0, global_rows) in rank order.
+/// tile rows [0, global_rows) (in any order of the ranks).
 void check_tiling(MPI_Comm comm, const FieldBlock& b);
 /// Collective: when any rank failed, every rank throws the error of the
 /// lowest failing rank (distributed::agree).

@@ -127,6 +127,23 @@ inline DeviceEngine choose_device_engine() {
   throw UsageError("KFACTOR_COMM_ENGINE='" + want + "': expected auto, nccl, mpi or host");
 }
 
+/// Adds the statistics of another communicator (a layout that talks over
+/// several, see Collectives::split).
+inline CommStats& operator+=(CommStats& a, const CommStats& b) {
+  a.seconds += b.seconds;
+  a.wait_seconds += b.wait_seconds;
+  a.calls += b.calls;
+  a.bytes_in += b.bytes_in;
+  a.reduce_bytes += b.reduce_bytes;
+  a.reduce_seconds += b.reduce_seconds;
+  a.gather_seconds += b.gather_seconds;
+  a.shift_seconds += b.shift_seconds;
+  a.reduce_calls += b.reduce_calls;
+  a.gather_calls += b.gather_calls;
+  a.shift_calls += b.shift_calls;
+  return a;
+}
+
 /// Thin timed wrappers; one per communicator (not thread safe).
 class Collectives {
  public:
@@ -395,6 +412,68 @@ class Collectives {
     return out;
   }
 
+  /// This rank's rows [bounds[rank], bounds[rank + 1]) of the sum over the
+  /// ranks of `full` (N = bounds.back() rows of K: every rank's partial sums
+  /// of all rows), into `local` (MPI_Reduce_scatter). Both LayoutRight and
+  /// contiguous; `full` is left as it was. Counted with the all-gathers
+  /// (bytes_in: the other ranks' rows, the volume a ring moves, as for
+  /// allgather_rows of the same rows). On one rank `local` is just a copy.
+  template <class ExecutionSpace, class T, class Mem>
+  void reduce_scatter_rows(const ExecutionSpace& exec, const DenseMatrix<T, Mem>& full,
+                           const DenseMatrix<T, Mem>& local, const std::vector<ordinal_t>& bounds) {
+    const std::size_t K = full.extent(1);
+    if (local.extent(1) != K || bounds.size() != static_cast<std::size_t>(size_) + 1 ||
+        local.extent(0) != static_cast<std::size_t>(bounds[rank_ + 1] - bounds[rank_]) ||
+        full.extent(0) != static_cast<std::size_t>(bounds.back()))
+      throw UsageError("distributed: reduce-scatter of rows with inconsistent shapes");
+    if (size_ == 1) {
+      Kokkos::deep_copy(exec, local, full);
+      return;
+    }
+    if (static_cast<std::int64_t>(bounds.back()) * static_cast<std::int64_t>(K) > std::int64_t(2147483647))
+      throw RuntimeFailure("distributed: a partial product of " + std::to_string(bounds.back()) + " x " +
+                           std::to_string(K) + " exceeds MPI's int counts; use more ranks or a smaller rank");
+    std::vector<int> counts(size_);
+    for (int p = 0; p < size_; ++p)
+      counts[p] = static_cast<int>(std::int64_t(bounds[p + 1] - bounds[p]) * std::int64_t(K));
+    exec.fence();
+    wait();
+    const double t0 = start();
+    if constexpr (Kokkos::SpaceAccessibility<Kokkos::HostSpace, Mem>::accessible) {
+      check(MPI_Reduce_scatter(full.data(), local.data(), counts.data(), mpi_type<T>(), MPI_SUM, comm_),
+            "MPI_Reduce_scatter");
+    } else {
+      using Pinned = Kokkos::View<T**, Kokkos::LayoutRight, Kokkos::SharedHostPinnedSpace,
+                                  Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+      T* h = staging<T>(full.size() + local.size());
+      Kokkos::deep_copy(exec, Pinned(h, full.extent(0), K), full);
+      exec.fence();
+      check(MPI_Reduce_scatter(h, h + full.size(), counts.data(), mpi_type<T>(), MPI_SUM, comm_), "MPI_Reduce_scatter");
+      Kokkos::deep_copy(exec, local, Pinned(h + full.size(), local.extent(0), K));
+      exec.fence();
+    }
+    const std::size_t in = (full.extent(0) - local.extent(0)) * K * sizeof(T);
+    count(stats.gather_seconds, stats.gather_calls, MPI_Wtime() - t0, double(in));
+    stats.bytes_in += static_cast<std::int64_t>(in);
+  }
+
+  /// The ranks of this communicator that pass the same `color`, ordered by
+  /// `key`, with Collectives of their own (MPI_Comm_split; collective over
+  /// this communicator). The new communicator is freed with the last copy of
+  /// the returned object (unless MPI was finalized first).
+  [[nodiscard]] std::shared_ptr<Collectives> split(int color, int key) const {
+    MPI_Comm sub = MPI_COMM_NULL;
+    check(MPI_Comm_split(comm_, color, key, &sub), "MPI_Comm_split");
+    auto out = std::make_shared<Collectives>(sub);
+    out->owned_ = std::shared_ptr<MPI_Comm>(new MPI_Comm(sub), [](MPI_Comm* c) {
+      int finalized = 0;
+      MPI_Finalized(&finalized);
+      if (!finalized) MPI_Comm_free(c);
+      delete c;
+    });
+    return out;
+  }
+
  private:
   enum class Route { host, nccl, device_mpi, host_staged };
   /// Where a collective on `Mem` goes (see the file comment).
@@ -465,6 +544,7 @@ class Collectives {
   std::shared_ptr<NcclComm> nccl_;
   Kokkos::View<char*, Kokkos::CudaSpace> nccl_scratch_;
 #endif
+  std::shared_ptr<MPI_Comm> owned_;  ///< a communicator made by split(), freed with the last copy
   /// The pinned staging buffer, at least n values of T.
   template <class T>
   T* staging(std::size_t n) {
@@ -514,15 +594,16 @@ class Collectives {
 
 /// P + 1 boundaries of contiguous blocks balanced by `counts` (nonzeros per
 /// row or column; kfactor::distributed::balanced_column_blocks), then moved so that every
-/// block is non-empty (needs counts.size() >= parts).
-inline std::vector<ordinal_t> nonempty_balanced_blocks(const std::vector<offset_t>& counts, int parts) {
+/// block has at least min_size rows (needs counts.size() >= parts * min_size).
+inline std::vector<ordinal_t> nonempty_balanced_blocks(const std::vector<offset_t>& counts, int parts,
+                                                       ordinal_t min_size = 1) {
   const auto n = static_cast<ordinal_t>(counts.size());
-  if (n < parts)
-    throw UsageError("distributed: " + std::to_string(parts) + " ranks but only " + std::to_string(n) +
+  if (n < parts * min_size)
+    throw UsageError("distributed: " + std::to_string(parts * min_size) + " ranks but only " + std::to_string(n) +
                      " rows or columns to share; use at most " + std::to_string(n) + " ranks");
   auto b = balanced_column_blocks(counts, parts);
-  for (int p = 1; p < parts; ++p) b[p] = std::max(b[p], b[p - 1] + 1);       // at least one each, from the left
-  for (int p = parts - 1; p >= 1; --p) b[p] = std::min(b[p], b[p + 1] - 1);  // and room for the rest
+  for (int p = 1; p < parts; ++p) b[p] = std::max(b[p], b[p - 1] + min_size);       // min_size each, from the left
+  for (int p = parts - 1; p >= 1; --p) b[p] = std::min(b[p], b[p + 1] - min_size);  // and room for the rest
   return b;
 }
 
