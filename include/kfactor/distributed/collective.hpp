@@ -112,9 +112,10 @@ auto agree(MPI_Comm comm, F&& fn) -> decltype(fn()) {
 /// True when `e` was thrown on every rank alike (by agree or require_same).
 inline bool is_agreed(const std::exception& e) noexcept { return dynamic_cast<const AgreedError*>(&e) != nullptr; }
 
-/// Ends the whole job after an error that this rank may hold alone (one that
-/// is not is_agreed(), e.g. thrown between two collectives): the other ranks
-/// may be waiting in a collective that this rank will never enter, so
+/// For drivers (the library itself throws and never ends the process): ends
+/// the whole job after an error that this rank may hold alone (one that is
+/// not is_agreed(), e.g. thrown between two collectives), since the other
+/// ranks may be waiting in a collective that this rank will never enter and
 /// returning would hang them. Prints "kfactor: error: rank R: what" to
 /// stderr and calls MPI_Abort(comm, code), which ends every rank of the job;
 /// Open MPI's mpiexec exits with `code` (docs/distributed.md). Call it before
