@@ -20,6 +20,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include <sys/wait.h>
 #include <unistd.h>
@@ -125,6 +126,41 @@ TEST(MnmfCli, HeldOutIdsAndLambdaSelection) {
   // A grid without a validation fraction is a usage error.
   r = run_kfactor("mnmf --input '" + a + "'" + common_args + " --lambda-grid 0,0.5", dir);
   EXPECT_EQ(r.code, 2) << r.err;
+}
+
+// The graphs --save-graph-w/-h write are one output set with the factors;
+// loaded back they give the same factors; a user graph and an item graph
+// saved by two runs are refused together (exit 3 naming the file), a graph
+// without a stamp is taken as it is.
+TEST(MnmfCli, SavedGraphsAreOneSetWithTheFactors) {
+  TempDir dir;
+  const std::string a = dir.file("a.csv"), gw = dir.file("gw.mtx"), gh = dir.file("gh.mtx"), gh2 = dir.file("gh2.mtx");
+  write_ratings(a, 17);
+  const std::string args = "mnmf --input '" + a + "'" + common_args + " --iters 3";
+  auto r = run_kfactor(
+      args + " --output '" + dir.file("built") + "' --save-graph-w '" + gw + "' --save-graph-h '" + gh + "'", dir);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const std::vector<std::string> set{dir.file("built_W.mtx"), dir.file("built_H.mtx"), gw, gh};
+  EXPECT_EQ(kfactor::io::verify_output_set(set).size(), 16u);
+  r = run_kfactor(args + " --output '" + dir.file("loaded") + "' --graph-w '" + gw + "' --graph-h '" + gh + "'", dir);
+  ASSERT_EQ(r.code, 0) << r.err;
+  for (const char* f : {"_W.mtx", "_H.mtx"}) {
+    const std::string built = without_stamp(slurp(dir.file(std::string("built") + f)));
+    ASSERT_GT(built.size(), 100u);
+    EXPECT_EQ(built, without_stamp(slurp(dir.file(std::string("loaded") + f)))) << f;
+  }
+  // An item graph of another run (other neighbours).
+  r = run_kfactor(
+      "mnmf --input '" + a + "' --rank 4 --neighbors 3 --seed 3 --quiet --iters 1 --save-graph-h '" + gh2 + "'", dir);
+  ASSERT_EQ(r.code, 0) << r.err;
+  r = run_kfactor(args + " --graph-w '" + gw + "' --graph-h '" + gh2 + "'", dir);
+  EXPECT_EQ(r.code, 3) << r.err;
+  EXPECT_NE(r.err.find(gh2), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("different runs"), std::string::npos) << r.err;
+  // The same graph without its stamp (made elsewhere): taken as it is.
+  std::ofstream(dir.file("plain.mtx")) << without_stamp(slurp(gh2));
+  r = run_kfactor(args + " --graph-w '" + gw + "' --graph-h '" + dir.file("plain.mtx") + "'", dir);
+  EXPECT_EQ(r.code, 0) << r.err;
 }
 
 TEST(MnmfCli, RestartIsBitIdenticalAndRefusesOtherInputs) {
