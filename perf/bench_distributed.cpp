@@ -420,9 +420,9 @@ Measure measure(MPI_Comm c, const Exec& exec, int iters, const std::vector<distr
 }
 
 void emit(MPI_Comm c, const std::string& solver, const std::string& scaling, const std::string& variant,
-          const std::string& grid, const std::string& engine, const char* prec, std::int64_t rows, std::int64_t cols, std::int64_t nnz, int K,
-          int iters, const Measure& m, double model_bytes, const Model& model, const Calibration& cal,
-          double gathers_alone = 0) {
+          const std::string& grid, const std::string& engine, const char* prec, std::int64_t rows, std::int64_t cols,
+          std::int64_t nnz, int K, int iters, const Measure& m, double model_bytes, const Model& model,
+          const Calibration& cal, double gathers_alone = 0) {
   if (rank_of(c) != 0) return;
   const int p = size_of(c);
   const double model_s = model.total();
@@ -482,13 +482,14 @@ void emit(MPI_Comm c, const std::string& solver, const std::string& scaling, con
     record["grid"] = grid;
   }
   bench::emit(r, record);
-  std::fprintf(stderr,
-               "%-4s %-5s %-4s %-6s %-11s p=%d %6lldx%-6lld nnz %8lld K=%-3d %8.2f ms/it  compute %8.2f  wait %6.2f  comm "
-               "%6.3f (min %6.3f max %6.3f)  model %6.3f ms  bytes/it %.3g (model %.3g)  gathers alone %.3f ms\n",
-               solver.c_str(), variant.c_str(), grid.c_str(), scaling.c_str(), engine.c_str(), p, (long long)rows, (long long)cols,
-               (long long)nnz, K, 1e3 * m.per_iter, 1e3 * m.compute_max, 1e3 * m.wait_mean, 1e3 * m.comm_mean,
-               1e3 * m.comm_min, 1e3 * m.comm_max, 1e3 * model_s, m.bytes_in_mean + m.reduce_bytes, model_bytes,
-               1e3 * gathers_alone);
+  std::fprintf(
+      stderr,
+      "%-4s %-5s %-4s %-6s %-11s p=%d %6lldx%-6lld nnz %8lld K=%-3d %8.2f ms/it  compute %8.2f  wait %6.2f  comm "
+      "%6.3f (min %6.3f max %6.3f)  model %6.3f ms  bytes/it %.3g (model %.3g)  gathers alone %.3f ms\n",
+      solver.c_str(), variant.c_str(), grid.c_str(), scaling.c_str(), engine.c_str(), p, (long long)rows,
+      (long long)cols, (long long)nnz, K, 1e3 * m.per_iter, 1e3 * m.compute_max, 1e3 * m.wait_mean, 1e3 * m.comm_mean,
+      1e3 * m.comm_min, 1e3 * m.comm_max, 1e3 * model_s, m.bytes_in_mean + m.reduce_bytes, model_bytes,
+      1e3 * gathers_alone);
   if (p > 1)
     std::fprintf(stderr,
                  "       by kind, measured (model) ms: reduce %.3f (%.3f) x%.0f  gather %.3f (%.3f) x%.0f  shift %.3f "
@@ -518,8 +519,8 @@ std::vector<distributed::nmf::Grid> nmf_grids(const Args& a, std::int64_t V, std
 }
 
 template <class T, class Matrix>
-void run_nmf_on(MPI_Comm c, const Exec& exec, const Args& a, const std::string& scaling, std::int64_t V,
-                std::int64_t D, const Matrix& A, const Calibration& cal) {
+void run_nmf_on(MPI_Comm c, const Exec& exec, const Args& a, const std::string& scaling, std::int64_t V, std::int64_t D,
+                const Matrix& A, const Calibration& cal) {
   namespace dn = distributed::nmf;
   const int P = size_of(c);
   for (const auto& grid : nmf_grids(a, V, D, P)) {
@@ -562,8 +563,8 @@ void run_nmf_on(MPI_Comm c, const Exec& exec, const Args& a, const std::string& 
         model.reduce_s = cal.reduce(2 + v.scalar_reductions, payload, P);
       }
       emit(c, "nmf", scaling, alg, dn::to_string(blocks.grid), s.comm->coll->template engine_name<Exec, Mem>(),
-           sizeof(T) == 4 ? "float" : "double", V, D, std::int64_t(blocks.global_nnz), a.k, a.iters, m, v.bytes,
-           model, cal, gathers_alone);
+           sizeof(T) == 4 ? "float" : "double", V, D, std::int64_t(blocks.global_nnz), a.k, a.iters, m, v.bytes, model,
+           cal, gathers_alone);
     }
   }
 }
@@ -612,11 +613,11 @@ void run_als(MPI_Comm c, const Exec& exec, const Args& a, const std::string& sca
     else
       model.gather_s = cal.gather(v.collectives, v.bytes);
     const std::string variant = s.layout == da::FactorLayout::blocked
-                                    ? a.als_layout + "-blocked(b=" + std::to_string(s.comm->ring->user_batches) +
-                                          "," + std::to_string(s.comm->ring->item_batches) + ")"
+                                    ? a.als_layout + "-blocked(b=" + std::to_string(s.comm->ring->user_batches) + "," +
+                                          std::to_string(s.comm->ring->item_batches) + ")"
                                     : a.als_layout;
-    emit(c, "als", scaling, variant, "", s.coll->template engine_name<Exec, Mem>(), sizeof(T) == 4 ? "float" : "double", m_, n, lp.nnz, a.f, a.iters, m, v.bytes,
-         model, cal);
+    emit(c, "als", scaling, variant, "", s.coll->template engine_name<Exec, Mem>(), sizeof(T) == 4 ? "float" : "double",
+         m_, n, lp.nnz, a.f, a.iters, m, v.bytes, model, cal);
   }
 }
 
