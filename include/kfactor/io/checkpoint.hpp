@@ -130,8 +130,8 @@ struct CheckpointMeta {
   /// its concurrency() (threads; in a distributed run rank 0's, per rank).
   /// Together with mpi_ranks they decide how parallel sums are split, and so
   /// the rounding of every solver that reduces in floating point: a restart
-  /// in another setup continues correctly but not bit for bit (see
-  /// setup_change). Empty and 0 mean "not recorded" (files written before
+  /// in another setup continues correctly but not necessarily bit for bit
+  /// (see setup_change). Empty and 0 mean "not recorded" (files written before
   /// kfactor recorded them, or a meta not made by checkpoint_meta()); such a
   /// file is written without the two attributes.
   std::string execution_space;
