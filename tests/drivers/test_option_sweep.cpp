@@ -362,4 +362,48 @@ TEST(OptionSweep, FileOptionsRefuseDirectoriesAndFifosPromptly) {
   }
 }
 
+TEST(OptionSweep, ValueErrorsInInputsNameTheirLine) {
+  // Values the solver refuses are refused by the reader, at their line:
+  // a negative entry for nmf and mnmf (both need A >= 0), and a held-out
+  // rating whose user the training ratings lack.
+  Inputs in;
+  const TempDir& dir = in.dir;
+  std::mt19937_64 rng(5);
+  auto lines_of = [](const std::string& path) {
+    std::vector<std::string> out;
+    std::ifstream f(path);
+    for (std::string l; std::getline(f, l);) out.push_back(l);
+    return out;
+  };
+  auto write = [](const std::string& path, const std::vector<std::string>& lines) {
+    std::ofstream f(path);
+    for (const auto& l : lines) f << l << "\n";
+  };
+  const auto mm = lines_of(in.matrix), csv = lines_of(in.ratings);
+  // A random data line of each (past the Matrix Market banner and size line,
+  // the ratings header).
+  const std::size_t at_mm = 2 + rng() % (mm.size() - 2), at_csv = 1 + rng() % (csv.size() - 1);
+  auto bad_mm = mm;
+  bad_mm[at_mm] = bad_mm[at_mm].substr(0, bad_mm[at_mm].rfind(' ')) + " -0.5";
+  auto bad_csv = csv;
+  bad_csv[at_csv] = bad_csv[at_csv].substr(0, bad_csv[at_csv].rfind(',')) + ",-2";
+  const std::string neg_mm = dir.file("neg.mtx"), neg_csv = dir.file("neg.csv"), held = dir.file("held.csv");
+  write(neg_mm, bad_mm);
+  write(neg_csv, bad_csv);
+  write(held, {"userId,movieId,rating", "1,101,3", "2,102,4", "99,101,5", "3,103,1"});
+  const std::vector<std::pair<std::string, std::string>> runs = {
+      {"nmf -q -k 2 -n 1 --input " + quote(neg_mm), neg_mm + ":" + std::to_string(at_mm + 1) + ": negative value"},
+      {"mnmf -q -k 2 -n 1 --neighbors 3 --input " + quote(neg_csv),
+       neg_csv + ":" + std::to_string(at_csv + 1) + ": negative value"},
+      {"mnmf -q -k 2 -n 1 --neighbors 3 --unknown-test-ids reject --input " + quote(in.ratings) + " --test-input " +
+           quote(held),
+       held + ":4: entry (user 99, item 101)"},
+  };
+  for (const auto& [args, message] : runs) {
+    const auto r = kfactor(args, dir);
+    EXPECT_EQ(r.code, 3) << args << "\n" << r.err;
+    EXPECT_NE(r.err.find(message), std::string::npos) << args << "\n" << r.err;
+  }
+}
+
 }  // namespace
