@@ -17,6 +17,7 @@
 #include <cstdlib>
 #include <iostream>
 #include <map>
+#include <string_view>
 #include <system_error>
 
 namespace kfactor::cli {
@@ -427,16 +428,41 @@ Observer progress_printer(const OutputOptions& o, int every) {
 }
 
 #if defined(KFACTOR_HAVE_MPI)
+namespace {
+/// The testing hook KFACTOR_TEST_FAIL_AT=RANK:ITERATION (docs/testing.md):
+/// where the distributed observer throws on one rank only, to test that such
+/// a failure ends the whole job. {-1, -1}: unset.
+std::pair<int, int> injected_failure() {
+  const char* text = std::getenv("KFACTOR_TEST_FAIL_AT");
+  if (text == nullptr) return {-1, -1};
+  const std::string_view v(text);
+  const auto colon = v.find(':');
+  int at[2] = {-1, -1};
+  const std::string_view parts[2] = {v.substr(0, colon), colon == v.npos ? std::string_view{} : v.substr(colon + 1)};
+  for (int i = 0; i < 2; ++i) {
+    const auto [end, ec] = std::from_chars(parts[i].data(), parts[i].data() + parts[i].size(), at[i]);
+    if (parts[i].empty() || ec != std::errc{} || end != parts[i].data() + parts[i].size() || at[i] < 0)
+      throw UsageError("KFACTOR_TEST_FAIL_AT must be RANK:ITERATION (two integers >= 0), got '" + std::string(v) + "'");
+  }
+  return {at[0], at[1]};
+}
+}  // namespace
+
 Observer progress_printer(const OutputOptions& o, int every, MPI_Comm comm) {
   int rank = 0;
   MPI_Comm_rank(comm, &rank);
   OutputOptions printing = o;
   printing.quiet = o.quiet || rank != 0;
   Observer print = progress_printer(printing, every);
-  return [print = std::move(print), comm](const IterationEvent& e) {
+  const auto [fail_rank, fail_iteration] = injected_failure();
+  return [print = std::move(print), comm, fail = fail_rank == rank ? fail_iteration : -1](const IterationEvent& e) {
     // The local printer's own interrupt check is folded into the reduction.
     int stop = print(e) == ObserverAction::stop ? 1 : 0, any = 0;
     MPI_Allreduce(&stop, &any, 1, MPI_INT, MPI_MAX, comm);
+    // After the reduction, so that the other ranks go on to the iteration's
+    // next collectives (a checkpoint, the next epoch) and wait there.
+    if (e.iteration == fail)
+      throw RuntimeFailure("failure injected by KFACTOR_TEST_FAIL_AT at iteration " + std::to_string(fail));
     return any != 0 ? ObserverAction::stop : ObserverAction::proceed;
   };
 }

@@ -122,6 +122,17 @@ Observer progress_printer(const OutputOptions& o, int every, MPI_Comm comm);
 /// Prints the final report: human summary, or exactly one JSON object.
 void print_report(const OutputOptions& o, const Report& r);
 
+/// Call with the setup_change of the metadata load_checkpoint() returned for
+/// --restart: when not empty (the checkpoint was written by another execution
+/// space, thread count or number of MPI ranks) prints "kfactor: warning:
+/// <setup_change>" on stderr (rank 0 of MPI_COMM_WORLD), whatever --quiet
+/// and --json say. Returns setup_change, for note_restart().
+std::string warn_restart(const std::string& setup_change);
+
+/// Records a restart in the report: info "restart" (the checkpoint's path)
+/// and, when setup_change is not empty, "restart_warning".
+void note_restart(Report& report, const std::string& path, const std::string& setup_change);
+
 /// Makes SIGINT and SIGTERM set a flag instead of ending the process (main()
 /// calls it once, before the command runs).
 void install_interrupt_handlers();

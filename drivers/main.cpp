@@ -29,7 +29,7 @@ std::string version_text() {
   auto yn = [](bool v) { return v ? "yes" : "no"; };
   return "kfactor " + b.version + " (Kokkos " + b.kokkos_version + "; spaces " + b.execution_spaces + "; default " +
          b.default_space + "; Kokkos Kernels " + yn(b.kokkos_kernels) + ", CBLAS " + yn(b.cblas) + ", MPI " +
-         yn(b.mpi) + ", HDF5 " + yn(b.hdf5) + ")";
+         yn(b.mpi) + ", NCCL " + yn(b.nccl) + ", HDF5 " + yn(b.hdf5) + ")";
 }
 
 }  // namespace
@@ -97,50 +97,47 @@ int main(int argc, char** argv) {
     }
   }
 #endif
-  // An error every rank throws alike (distributed::agree, require_same) is
-  // printed by rank 0 only, and every rank ends normally with its code.
-  bool agreed = false;
-  auto report = [&](const char* what) {
-    if (!agreed || world_rank == 0) std::fprintf(stderr, "kfactor: error: %s\n", what);
-  };
   // Kokkos throws when the device cannot be initialized (no GPU, out of
   // device memory, an address-space limit): a clear error, not an abort.
   try {
     int kokkos_argc = static_cast<int>(kokkos_args.size()) - 1;
     Kokkos::initialize(kokkos_argc, kokkos_args.data());
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "kfactor: error: cannot initialize Kokkos: %s\n", e.what());
-    std::fflush(stderr);
+    const std::string what = std::string("cannot initialize Kokkos: ") + e.what();
 #if defined(KFACTOR_HAVE_MPI)
-    if (world > 1) MPI_Abort(MPI_COMM_WORLD, 4);
+    if (world > 1) kfactor::distributed::abort_job(MPI_COMM_WORLD, 4, what);
     MPI_Finalize();
 #endif
+    std::fprintf(stderr, "kfactor: error: %s\n", what.c_str());
     return 4;
   }
   kfactor::cli::install_interrupt_handlers();
+  std::string error;
+  bool agreed = false;
   try {
     action();
   } catch (const kfactor::Error& e) {
 #if defined(KFACTOR_HAVE_MPI)
     agreed = kfactor::distributed::is_agreed(e);
 #endif
-    report(e.what());
+    error = e.what();
     code = e.exit_code();
   } catch (const std::bad_alloc&) {
-    report("out of memory");
+    error = "out of memory";
     code = 4;
   } catch (const std::exception& e) {
-    report(e.what());
+    error = e.what();
     code = 4;
   }
 #if defined(KFACTOR_HAVE_MPI)
-  // An error that only this rank saw would leave the others waiting in a
-  // collective: end the whole job instead of hanging it.
-  if (code != 0 && world > 1 && !agreed) {
-    std::fflush(stderr);
-    MPI_Abort(MPI_COMM_WORLD, code);
-  }
+  // An error that only this rank may hold leaves the others waiting in a
+  // collective that this rank will never enter: end the whole job, with
+  // this error's code, instead of hanging it.
+  if (code != 0 && world > 1 && !agreed) kfactor::distributed::abort_job(MPI_COMM_WORLD, code, error);
 #endif
+  // An error every rank throws alike (distributed::agree, require_same) is
+  // printed by rank 0 only, and every rank ends normally with its code.
+  if (code != 0 && (!agreed || world_rank == 0)) std::fprintf(stderr, "kfactor: error: %s\n", error.c_str());
   // Interrupted: the command stopped at its next iteration and wrote its
   // final checkpoint and report; the exit code tells the caller which signal.
   if (code == 0 && kfactor::cli::interrupt_signal() != 0) code = 128 + kfactor::cli::interrupt_signal();

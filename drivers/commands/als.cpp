@@ -9,7 +9,8 @@
 // 0-based indices. --output PREFIX writes PREFIX_X.csv and PREFIX_Y.csv
 // (io::write_factor: `id,f0,...` with the original ids) as one output set
 // (a `# kfactor-set` stamp line first); neither they nor a checkpoint may
-// replace an input file.
+// replace an input file (nor the factors the restart checkpoint): every
+// target is checked before the run (io::check_run_files).
 //
 // Checkpoints: --checkpoint FILE saves the State every --checkpoint-every
 // iterations and at the end; --restart FILE continues a saved run to --iters.
@@ -160,13 +161,27 @@ std::vector<std::string> input_files(const AlsCli& a) {
   return files;
 }
 
+/// Refuses, before anything is read, an output or checkpoint that would
+/// replace an input, an output over the restart checkpoint, and two targets
+/// that are one file (UsageError naming both paths).
+void check_files(const AlsCli& a) {
+  io::RunFiles files;
+  files.inputs = input_files(a);
+  if (!a.common.output.empty()) files.outputs = {a.common.output + "_X.csv", a.common.output + "_Y.csv"};
+  files.checkpoint = a.checkpoint;
+  files.restart = a.restart;
+  io::check_run_files(files);
+}
+
 /// Writes PREFIX_X.csv and PREFIX_Y.csv as one output set (io::OutputSet:
 /// a reader can tell that they come from the same run); returns their names.
 template <class T, class... P>
 std::string write_factors(const AlsCli& a, const Kokkos::View<T**, P...>& X, const Kokkos::View<T**, P...>& Y,
                           const io::RatingData<T>& R) {
   const std::string fx = a.common.output + "_X.csv", fy = a.common.output + "_Y.csv";
-  const io::OutputSet set(input_files(a), {"X", "Y"});
+  auto protected_files = input_files(a);
+  if (!a.restart.empty()) protected_files.push_back(a.restart);
+  const io::OutputSet set(protected_files, {"X", "Y"});
   io::write_factor(fx, X, R.user_ids, {}, set["X"]);
   io::write_factor(fy, Y, R.item_ids, {}, set["Y"]);
   return fx + ", " + fy;
@@ -176,6 +191,7 @@ template <class T>
 void run_als(const AlsCli& a) {
   using Space = Kokkos::DefaultExecutionSpace;
   const Space exec;
+  check_files(a);
   const AlsInput<T> in = read_als_input<T>(a);
   const io::RatingData<T>& R = in.R;
   const auto& problem = in.problem;
@@ -188,9 +204,8 @@ void run_als(const AlsCli& a) {
   }
 
   auto state = als::init(exec, problem, o);
-  if (!a.restart.empty()) {
-    load_checkpoint(a.restart, state, meta);
-  }
+  std::string setup_change;
+  if (!a.restart.empty()) setup_change = warn_restart(load_checkpoint(a.restart, state, meta).setup_change);
   Observer observer = progress_printer(a.common);
   if (!a.checkpoint.empty())
     observer = chain(observer, checkpoint_observer(a.checkpoint, a.checkpoint_every, state, meta));
@@ -198,7 +213,7 @@ void run_als(const AlsCli& a) {
   if (!a.checkpoint.empty()) save_checkpoint(a.checkpoint, state, meta);
   report.timings.set("read", in.read_seconds);
   report.info["input"] = a.common.input;
-  if (!a.restart.empty()) report.info["restart"] = a.restart;
+  if (!a.restart.empty()) note_restart(report, a.restart, setup_change);
   if (!a.checkpoint.empty()) report.info["checkpoint"] = a.checkpoint;
   if (!a.common.output.empty()) report.info["factors"] = write_factors(a, state.X, state.Y, R);
   print_report(a.common, report);
@@ -214,7 +229,10 @@ void run_als_distributed(const AlsCli& a, MPI_Comm comm) {
   const Space exec;
   int rank = 0;
   MPI_Comm_rank(comm, &rank);
-  const AlsInput<T> in = distributed::agree(comm, [&] { return read_als_input<T>(a); });
+  const AlsInput<T> in = distributed::agree(comm, [&] {
+    check_files(a);
+    return read_als_input<T>(a);
+  });
   da::Options o = make_options(a);
   o.factor_layout = da::parse_factor_layout(a.factor_layout);
   o.factor_memory_budget = static_cast<std::size_t>(a.factor_memory_budget_mb * 1048576.0);
@@ -232,9 +250,9 @@ void run_als_distributed(const AlsCli& a, MPI_Comm comm) {
   meta.input_files = input_files(a);
   const auto lp = distributed::agree(comm, [&] { return da::distribute(exec, comm, in.problem); });
   auto state = distributed::agree(comm, [&] { return da::init(exec, comm, lp, o); });
-  if (!a.restart.empty()) {
-    load_checkpoint(comm, a.restart, state, meta, state.row_blocks());
-  }
+  std::string setup_change;
+  if (!a.restart.empty())
+    setup_change = warn_restart(load_checkpoint(comm, a.restart, state, meta, state.row_blocks()).setup_change);
   Observer observer = progress_printer(a.common, 1, comm);
   if (!a.checkpoint.empty())
     observer = chain(observer, distributed::checkpoint_observer(comm, a.checkpoint, a.checkpoint_every, state, meta));
@@ -242,7 +260,7 @@ void run_als_distributed(const AlsCli& a, MPI_Comm comm) {
   if (!a.checkpoint.empty()) save_checkpoint(comm, a.checkpoint, state, meta, state.row_blocks());
   report.timings.set("read", in.read_seconds);
   report.info["input"] = a.common.input;
-  if (!a.restart.empty()) report.info["restart"] = a.restart;
+  if (!a.restart.empty()) note_restart(report, a.restart, setup_change);
   if (!a.checkpoint.empty()) report.info["checkpoint"] = a.checkpoint;
   // Only rank 0 holds the whole factors, and only to write them.
   const auto factors = a.common.output.empty() ? decltype(da::gather_factors_to(exec, state, 0)){}

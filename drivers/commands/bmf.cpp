@@ -4,8 +4,11 @@
 // an entry is a one when its value is >= --threshold (when given) or nonzero.
 // Factors: PREFIX_A.mtx / PREFIX_B.mtx (coordinate, value 1 per set bit), or
 // for ratings input PREFIX_A.csv / PREFIX_B.csv (one line per user / item with
-// its original id, then the k bits). --checkpoint/--restart save and continue
-// the exact State (io/checkpoint.hpp).
+// its original id, then the k bits), written as one output set (a
+// `kfactor-set` stamp line in each, io::OutputSet). --checkpoint/--restart
+// save and continue the exact State (io/checkpoint.hpp). No output and no
+// checkpoint may replace the input (nor an output the restart checkpoint):
+// every target is checked before the run (io::check_run_files).
 #include "cli.hpp"
 
 #include <kfactor/bmf/bmf.hpp>
@@ -20,6 +23,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace kfactor::cli {
@@ -72,6 +76,45 @@ struct BmfCliOptions {
   std::string checkpoint, restart;
   int checkpoint_every = 100;
 };
+
+/// PREFIX_A / PREFIX_B with the extension the input decides (.csv for
+/// ratings, which keep their ids; else .mtx).
+std::pair<std::string, std::string> output_names(const BmfCliOptions& o, const BooleanInput& input) {
+  const std::string ext = input.row_ids.empty() ? ".mtx" : ".csv";
+  return {o.common.output + "_A" + ext, o.common.output + "_B" + ext};
+}
+
+/// Refuses, before the run, an output or checkpoint that would replace the
+/// input, an output over the restart checkpoint, and two targets that are
+/// one file (UsageError naming both paths).
+void check_files(const BmfCliOptions& o, const BooleanInput& input) {
+  io::RunFiles files;
+  files.inputs = {o.common.input};
+  if (!o.common.output.empty()) {
+    const auto [a, b] = output_names(o, input);
+    files.outputs = {a, b};
+  }
+  files.checkpoint = o.checkpoint;
+  files.restart = o.restart;
+  io::check_run_files(files);
+}
+
+/// A and B as one output set.
+template <class Factor>
+std::string write_factors(const BmfCliOptions& o, const BooleanInput& input, const Factor& A, const Factor& B) {
+  const auto [apath, bpath] = output_names(o, input);
+  std::vector<std::string> protected_files{o.common.input};
+  if (!o.restart.empty()) protected_files.push_back(o.restart);
+  const io::OutputSet set(protected_files, {"A", "B"});
+  if (!input.row_ids.empty()) {
+    io::write_bit_factor_csv(apath, A, false, input.row_ids, set["A"]);
+    io::write_bit_factor_csv(bpath, B, true, input.col_ids, set["B"]);
+    return o.common.output + "_{A,B}.csv";
+  }
+  io::write_bit_factor_matrix_market(apath, A, "kfactor bmf factor A (m x k)", set["A"]);
+  io::write_bit_factor_matrix_market(bpath, B, "kfactor bmf factor B (k x n)", set["B"]);
+  return o.common.output + "_{A,B}.mtx";
+}
 
 const Registrar bmf_command{Command{
     "bmf", "Boolean matrix factorization C ~ A o B (CuBin: parallel random bit-flip search)",
@@ -153,6 +196,7 @@ const Registrar bmf_command{Command{
         s.validate();
         const auto t0 = std::chrono::steady_clock::now();
         const auto input = read_boolean_input(o->common.input, o->common.format, o->threshold, thr->count() > 0);
+        check_files(*o, input);
         using Space = Kokkos::DefaultExecutionSpace;
         const Space exec;
         const auto problem = bmf::make_problem(exec, input.ones, s);
@@ -165,10 +209,12 @@ const Registrar bmf_command{Command{
               fingerprint(Kokkos::DefaultHostExecutionSpace{}, to_csr(Kokkos::DefaultHostExecutionSpace{}, input.ones)),
               s.rank);
           meta.precision = "bits";
+          meta.input_files = {o->common.input};  // a checkpoint may not replace the input
         }
         const auto t1 = std::chrono::steady_clock::now();
         auto state = bmf::init(exec, problem, s);
-        if (!o->restart.empty()) load_checkpoint(o->restart, state, meta);
+        std::string setup_change;
+        if (!o->restart.empty()) setup_change = warn_restart(load_checkpoint(o->restart, state, meta).setup_change);
         const double init_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
         Observer observer = progress_printer(o->common, 100);
         if (!o->checkpoint.empty())
@@ -178,22 +224,12 @@ const Registrar bmf_command{Command{
           save_checkpoint(o->checkpoint, state, meta);
           report.info["checkpoint"] = o->checkpoint;
         }
-        if (!o->restart.empty()) report.info["restart"] = o->restart;
+        if (!o->restart.empty()) note_restart(report, o->restart, setup_change);
         report.timings.set("read", read_s);
         report.timings.set("init", init_s);
         report.info["input"] = o->common.input;
-        if (!o->common.output.empty()) {
-          const auto A = bmf::factor_a(state), B = bmf::factor_b(state);
-          if (!input.row_ids.empty()) {
-            io::write_bit_factor_csv(o->common.output + "_A.csv", A, false, input.row_ids);
-            io::write_bit_factor_csv(o->common.output + "_B.csv", B, true, input.col_ids);
-            report.info["output"] = o->common.output + "_{A,B}.csv";
-          } else {
-            io::write_bit_factor_matrix_market(o->common.output + "_A.mtx", A, "kfactor bmf factor A (m x k)");
-            io::write_bit_factor_matrix_market(o->common.output + "_B.mtx", B, "kfactor bmf factor B (k x n)");
-            report.info["output"] = o->common.output + "_{A,B}.mtx";
-          }
-        }
+        if (!o->common.output.empty())
+          report.info["output"] = write_factors(*o, input, bmf::factor_a(state), bmf::factor_b(state));
         print_report(o->common, report);
       };
     }}};

@@ -3,7 +3,13 @@
 // loaded from Matrix Market files.
 //
 // Files go through kfactor::io (ratings keep their original ids; --format
-// honoured); --checkpoint/--restart through io/checkpoint.hpp.
+// honoured); --checkpoint/--restart through io/checkpoint.hpp. Everything the
+// run writes at its end (W, H, --save-graph-w/-h) is one output set (a
+// `kfactor-set` stamp line in each, io::OutputSet). No output and no
+// checkpoint may replace a file the run reads (--input, --test-input,
+// --graph-w/-h; outputs: the restart checkpoint too): every target is
+// checked before the run (io::check_run_files). Graphs loaded with
+// --graph-w and --graph-h that both carry a stamp must come from one run.
 #include "../cli.hpp"
 
 #include <kfactor/core/contract.hpp>
@@ -23,6 +29,8 @@
 #include <memory>
 #include <string>
 #include <tuple>
+#include <utility>
+#include <vector>
 
 namespace kfactor::cli {
 namespace {
@@ -79,6 +87,52 @@ struct MnmfCli {
   int checkpoint_every = 10;
 };
 
+/// The files the run reads: no output or checkpoint may replace one.
+std::vector<std::string> input_files(const MnmfCli& c) {
+  std::vector<std::string> files{c.common.input};
+  for (const auto* f : {&c.test_input, &c.graph_w, &c.graph_h})
+    if (!f->empty()) files.push_back(*f);
+  return files;
+}
+
+/// The factor files' prefix and extension: --output PREFIX writes
+/// PREFIX_W.mtx / PREFIX_H.mtx, --output PREFIX.csv writes PREFIX_W.csv /
+/// PREFIX_H.csv with the original user / item ids.
+std::pair<std::string, std::string> factor_prefix(const MnmfCli& c) {
+  std::string prefix = c.common.output, ext = ".mtx";
+  if (prefix.size() > 4 && prefix.compare(prefix.size() - 4, 4, ".csv") == 0) {
+    prefix.resize(prefix.size() - 4);
+    ext = ".csv";
+  }
+  return {prefix, ext};
+}
+
+/// What the run writes at its end, as (output-set member, path): the
+/// factors (with --output), then the graphs --save-graph-w/-h name.
+std::vector<std::pair<std::string, std::string>> output_files(const MnmfCli& c) {
+  std::vector<std::pair<std::string, std::string>> files;
+  if (!c.common.output.empty()) {
+    const auto [prefix, ext] = factor_prefix(c);
+    files.emplace_back("W", prefix + "_W" + ext);
+    files.emplace_back("H", prefix + "_H" + ext);
+  }
+  if (!c.save_graph_w.empty()) files.emplace_back("graph_w", c.save_graph_w);
+  if (!c.save_graph_h.empty()) files.emplace_back("graph_h", c.save_graph_h);
+  return files;
+}
+
+/// Refuses, before anything is read, an output or checkpoint that would
+/// replace an input, an output over the restart checkpoint, and two targets
+/// that are one file (UsageError naming both paths).
+void check_files(const MnmfCli& c) {
+  io::RunFiles files;
+  files.inputs = input_files(c);
+  for (const auto& [member, path] : output_files(c)) files.outputs.push_back(path);
+  files.checkpoint = c.checkpoint;
+  files.restart = c.restart;
+  io::check_run_files(files);
+}
+
 double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
@@ -99,6 +153,7 @@ void validate(const MnmfCli& c) {
 template <class T>
 void run(const MnmfCli& c) {
   validate(c);
+  check_files(c);
   const Exec exec;
   Report report;
   const auto t_read = std::chrono::steady_clock::now();
@@ -161,6 +216,11 @@ void run(const MnmfCli& c) {
   {
     // graphs over the rows of R (users) and of R^T (items): loaded or built
     const auto t0 = std::chrono::steady_clock::now();
+    // Two saved graphs of one run, or of none: not the user graph of one run
+    // with the item graph of another (other data, split or options).
+    if (!c.graph_w.empty() && !c.graph_h.empty() && !io::read_output_stamp(c.graph_w).set.empty() &&
+        !io::read_output_stamp(c.graph_h).set.empty())
+      io::verify_output_set({c.graph_w, c.graph_h}, io::SetMembers::some);
     if (!c.graph_w.empty())
       P = read_graph_mm<T>(c.graph_w, R.num_rows());
     else if (o.lambda_w > 0 || !c.save_graph_w.empty())
@@ -172,8 +232,6 @@ void run(const MnmfCli& c) {
     exec.fence();
     graph_seconds = seconds_since(t0);
   }
-  if (!c.save_graph_w.empty()) io::write_matrix_market(c.save_graph_w, P, "kfactor mnmf user kNN graph");
-  if (!c.save_graph_h.empty()) io::write_matrix_market(c.save_graph_h, Pb, "kfactor mnmf item kNN graph");
   const auto problem =
       mnmf::make_problem(exec, R, o.lambda_w > 0 ? P : CsrMatrix<T, Mem>{}, o.lambda_h > 0 ? Pb : CsrMatrix<T, Mem>{},
                          test.nnz() > 0 ? to_csr(exec, test) : CsrMatrix<T, Mem>{});
@@ -189,10 +247,10 @@ void run(const MnmfCli& c) {
   options["graph_h"] = c.graph_h;
   options["test_fraction"] = kfactor::detail::option_text(c.test_fraction);
   options["test_input"] = c.test_input;
-  const auto meta = checkpoint_meta<T, Exec>("mnmf", std::move(options), fingerprint(exec, problem.ratings), o.rank);
+  auto meta = checkpoint_meta<T, Exec>("mnmf", std::move(options), fingerprint(exec, problem.ratings), o.rank);
+  meta.input_files = input_files(c);  // a checkpoint may not replace an input
   if (!c.restart.empty()) {
-    load_checkpoint(c.restart, state, meta);
-    report.info["restart"] = c.restart;
+    note_restart(report, c.restart, warn_restart(load_checkpoint(c.restart, state, meta).setup_change));
     report.info["restart_iteration"] = std::to_string(state.iteration);
   }
   Observer observer = progress_printer(c.common);
@@ -209,17 +267,28 @@ void run(const MnmfCli& c) {
   r.info["weighting"] = c.weighting;
   r.info["symmetrize"] = c.symmetrize;
   r.info["test_ratings"] = std::to_string(test.nnz());
-  if (!c.common.output.empty()) {
-    // --output PREFIX writes PREFIX_W.mtx / PREFIX_H.mtx; PREFIX.csv writes
-    // PREFIX_W.csv / PREFIX_H.csv with the original user / item ids
-    std::string prefix = c.common.output, ext = ".mtx";
-    if (prefix.size() > 4 && prefix.compare(prefix.size() - 4, 4, ".csv") == 0) {
-      prefix.resize(prefix.size() - 4);
-      ext = ".csv";
+  // All outputs together at the end: they are published as one set.
+  const auto outputs = output_files(c);
+  if (!outputs.empty()) {
+    std::vector<std::string> members, protected_files = input_files(c);
+    for (const auto& [member, path] : outputs) members.push_back(member);
+    if (!c.restart.empty()) protected_files.push_back(c.restart);
+    const io::OutputSet set(protected_files, members);
+    for (const auto& [member, path] : outputs) {
+      if (member == "W") {
+        io::write_factor(path, state.W, file.user_ids, "kfactor mnmf user factor W", set[member]);
+      } else if (member == "H") {
+        io::write_factor(path, state.H, file.item_ids, "kfactor mnmf item factor H", set[member]);
+      } else {
+        const bool users = member == "graph_w";
+        io::write_matrix_market(path, users ? P : Pb,
+                                users ? "kfactor mnmf user kNN graph" : "kfactor mnmf item kNN graph", set[member]);
+      }
     }
-    io::write_factor(prefix + "_W" + ext, state.W, file.user_ids, "kfactor mnmf user factor W");
-    io::write_factor(prefix + "_H" + ext, state.H, file.item_ids, "kfactor mnmf item factor H");
-    r.info["output"] = prefix + "_{W,H}" + ext;
+    if (!c.common.output.empty()) {
+      const auto [prefix, ext] = factor_prefix(c);
+      r.info["output"] = prefix + "_{W,H}" + ext;
+    }
   }
   print_report(c.common, r);
 }

@@ -1,4 +1,8 @@
 // `kfactor sddmm`: P = S o (A B^T) at S's nonzeros, timed; and its demo entry.
+// --output writes P as an output set of one member (a `kfactor-set` stamp
+// line, io::OutputSet); neither it nor --tune-cache may be the input file,
+// nor --output the tune cache: checked before anything is read
+// (io::check_run_files).
 #include "cli.hpp"
 
 #include <kfactor/core/convert.hpp>
@@ -22,6 +26,7 @@
 #include <optional>
 #include <sstream>
 #include <tuple>
+#include <vector>
 
 #if defined(KFACTOR_HAVE_MPI)
 #include <kfactor/distributed/collective.hpp>
@@ -72,6 +77,32 @@ struct SddmmCliOptions {
   bool distributed = false;               ///< under mpiexec: S's columns split over the ranks
   std::string column_split = "balanced";  ///< with --distributed: balanced|timed|equal
 };
+
+/// The files the run reads: --input, when given.
+std::vector<std::string> input_files(const SddmmCliOptions& o) {
+  if (o.common.input.empty()) return {};
+  return {o.common.input};
+}
+
+/// Refuses --output or --tune-cache over the input, and --output over the
+/// tune cache (UsageError naming both paths).
+void check_files(const SddmmCliOptions& o) {
+  io::RunFiles files;
+  files.inputs = input_files(o);
+  if (!o.output.empty()) files.outputs = {o.output};
+  if (!o.tune_cache.empty()) files.appended = {o.tune_cache};
+  io::check_run_files(files);
+}
+
+/// P at S's pattern to --output, an output set of one member.
+template <class T, class MemorySpace, class Values>
+void write_output(const SddmmCliOptions& o, const CsrMatrix<T, MemorySpace>& S, const Values& P,
+                  const std::string& comment) {
+  std::vector<std::string> protected_files = input_files(o);
+  if (!o.tune_cache.empty()) protected_files.push_back(o.tune_cache);
+  const io::OutputSet set(protected_files, {"P"});
+  io::write_sddmm_output(o.output, S, P, comment, set["P"]);
+}
 
 /// The plan options the command line asks for.
 SddmmOptions plan_options(const SddmmCliOptions& o) {
@@ -153,7 +184,7 @@ Report run_sddmm(const SddmmCliOptions& o, const CooMatrix<double>& coo) {
   r.info["options"] = sddmm_options_string(opt);
   if (!o.output.empty()) {
     auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, out);
-    io::write_sddmm_output(o.output, S, h, "kfactor sddmm: P = S o (A B^T), K = " + std::to_string(K));
+    write_output(o, S, h, "kfactor sddmm: P = S o (A B^T), K = " + std::to_string(K));
     r.info["output"] = o.output;
   }
   return r;
@@ -272,9 +303,9 @@ std::optional<Report> run_sddmm_distributed(const SddmmCliOptions& o, const CooM
     // Only rank 0 writes: a failure here is this rank's alone (main() then
     // ends the job).
     if (!o.output.empty()) {
-      io::write_sddmm_output(o.output, S, P,
-                             "kfactor sddmm --distributed (" + std::to_string(size) +
-                                 " ranks): P = S o (A B^T), K = " + std::to_string(K));
+      write_output(o, S, P,
+                   "kfactor sddmm --distributed (" + std::to_string(size) +
+                       " ranks): P = S o (A B^T), K = " + std::to_string(K));
       r.info["output"] = o.output;
     }
   }
@@ -379,7 +410,10 @@ const Registrar sddmm_command{Command{
           MPI_Comm comm = MPI_COMM_WORLD;
           std::string source;
           // Every rank reads the file itself; an error on any rank is every rank's.
-          auto coo = distributed::agree(comm, [&] { return load_or_generate(*o, source); });
+          auto coo = distributed::agree(comm, [&] {
+            check_files(*o);
+            return load_or_generate(*o, source);
+          });
           auto r = dispatch_distributed(*o, coo, comm);
           if (r) {
             r->info["input"] = source;
@@ -390,6 +424,7 @@ const Registrar sddmm_command{Command{
           throw UsageError("sddmm: --distributed needs a kfactor built with MPI");
 #endif
         }
+        check_files(*o);
         std::string source;
         auto coo = load_or_generate(*o, source);
         Report r = dispatch(*o, coo);

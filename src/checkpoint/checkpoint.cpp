@@ -332,6 +332,12 @@ CheckpointReader::CheckpointReader(const std::string& path) : impl_(new Impl) {
   m.meta.backend = h5::read_string_attribute(m.file, "backend", where);
   m.meta.iteration = h5::read_int_attribute(m.file, "iteration", where);
   m.meta.mpi_ranks = static_cast<int>(h5::read_int_attribute(m.file, "mpi_ranks", where));
+  // Optional: files written before kfactor recorded the execution setup lack
+  // both and load as before (CheckpointMeta::execution_space).
+  if (h5::has_attribute(m.file, "execution_space")) {
+    m.meta.execution_space = h5::read_string_attribute(m.file, "execution_space", where);
+    m.meta.concurrency = static_cast<int>(h5::read_int_attribute(m.file, "concurrency", where));
+  }
   {
     const auto text = h5::read_string_attribute(m.file, "options", where);
     const auto j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);

@@ -49,7 +49,9 @@
 /// value; the text's intended 1/4 and the buggy `& 11` mask are not
 /// reproduced: bits flip independently); 64-bit error counts; a counter-based
 /// RNG instead of KISS with a time seed; with Metropolis the best factors seen
-/// are returned (keep_best).
+/// are returned (keep_best), while the State keeps the current iterate, so
+/// that a restart from any checkpoint, the final one included, continues
+/// exactly as an uninterrupted run.
 
 #include <kfactor/bmf/detail/phase.hpp>
 #include <kfactor/core/contract.hpp>
@@ -168,7 +170,7 @@ struct Options {
   Order order = Order::columns_first;
   /// No-improvement stop factor, in every_line_changed_range (0 disables the rule).
   int every_line_changed = 1000;
-  bool keep_best = true;  ///< with T0 > 0: return the best factors seen
+  bool keep_best = true;  ///< with T0 > 0: return the best factors seen (factor_a, factor_b, the report)
   std::uint64_t seed = 42;
   int cover_candidates = 64;  ///< Init::cover: candidate lines per factor line, in cover_candidates_range
   /// Lines i with equal i / proposal_group share one flip mask per phase
@@ -252,18 +254,27 @@ Problem<typename ExecutionSpace::memory_space> make_problem(const ExecutionSpace
 }
 
 /// Everything that decides the next iterate.
+///
+/// A and Bt are always the current iterate, the one the next step changes,
+/// also after resume() returned: the best factors seen live beside it
+/// (best_A, best_Bt, with their counts) and are what factor_a(),
+/// factor_b() and the report give. A checkpoint holds both, so a run
+/// restarted from any checkpoint, the last one of a finished run included,
+/// follows the uninterrupted run bit for bit.
 template <class MemorySpace>
 struct State {
-  BitMatrix<MemorySpace> A;   ///< m lines of k bits
-  BitMatrix<MemorySpace> Bt;  ///< n lines of k bits (B's columns)
+  BitMatrix<MemorySpace> A;   ///< m lines of k bits (the current iterate)
+  BitMatrix<MemorySpace> Bt;  ///< n lines of k bits (B's columns; the current iterate)
   int iteration = 0;          ///< iterations done; step() performs number iteration + 1
   std::uint64_t seed = 0;
   double temperature = 0.0;                    ///< current T
   int no_improve = 0;                          ///< iterations since the last new lowest weighted error
   std::uint64_t false_pos = 0, false_neg = 0;  ///< exact counts for (A, Bt)
   std::uint64_t accepted = 0;                  ///< accepted line changes so far
-  /// Best seen; the copies exist only with keep_best and T0 > 0 (init sets
-  /// has_best_copy from the options, so a restored state has them too).
+  /// Best seen (lowest weighted error, the earliest on ties); the copies
+  /// exist only with keep_best and T0 > 0 (init sets has_best_copy from the
+  /// options, so a restored state has them too). The counts are kept always:
+  /// the no-improvement stop compares with them.
   BitMatrix<MemorySpace> best_A, best_Bt;
   std::uint64_t best_false_pos = 0, best_false_neg = 0;
   bool has_best_copy = false;
@@ -292,6 +303,8 @@ struct State {
     e.cols = cols;
     return e;
   }
+  /// The errors of the result: of the best copy when there is one, else of
+  /// the current factors.
   [[nodiscard]] BooleanErrors best_errors() const {
     BooleanErrors e = errors();
     if (has_best_copy) {
@@ -345,14 +358,10 @@ template <class ExecutionSpace>
 void step(const ExecutionSpace& exec, const Problem<typename ExecutionSpace::memory_space>& problem,
           const Options& options, State<typename ExecutionSpace::memory_space>& state);
 
-/// Metrics of the current factors from the tracked counts (no device work):
-/// relative_error, errors, ones_precision and ones_recall (of the ones of C;
-/// not `precision`, which names the report's element type), false_pos,
-/// false_neg, weighted_error, temperature, accepted.
-template <class ExecutionSpace>
-Metrics evaluate(const ExecutionSpace&, const Problem<typename ExecutionSpace::memory_space>&, const Options& options,
-                 const State<typename ExecutionSpace::memory_space>& state) {
-  const auto e = state.errors();
+namespace detail {
+/// evaluate()'s metrics for the errors `e` of the current or the best factors.
+template <class MemorySpace>
+Metrics metrics_of(const BooleanErrors& e, const Options& options, const State<MemorySpace>& state) {
   Metrics m;
   m.set("relative_error", e.relative());
   m.set("errors", double(e.hamming()));
@@ -364,6 +373,18 @@ Metrics evaluate(const ExecutionSpace&, const Problem<typename ExecutionSpace::m
   m.set("temperature", state.temperature);
   m.set("accepted", double(state.accepted));
   return m;
+}
+}  // namespace detail
+
+/// Metrics of the current factors from the tracked counts (no device work):
+/// relative_error, errors, ones_precision and ones_recall (of the ones of C;
+/// not `precision`, which names the report's element type), false_pos,
+/// false_neg, weighted_error, temperature, accepted. resume()'s report gives
+/// the same metrics of the best factors (State::best_errors()).
+template <class ExecutionSpace>
+Metrics evaluate(const ExecutionSpace&, const Problem<typename ExecutionSpace::memory_space>&, const Options& options,
+                 const State<typename ExecutionSpace::memory_space>& state) {
+  return detail::metrics_of(state.errors(), options, state);
 }
 
 /// Recomputes d(C, A o B) from scratch (dense bits or the CSR of ones,
@@ -388,13 +409,16 @@ kfactor::Result<State<typename ExecutionSpace::memory_space>> solve(
 /// Continues `state` (fresh from init(), or restored from a checkpoint into
 /// an init() state) with the loop: step, evaluate, observer, stop rules. The
 /// observer may hold a reference to `state` (e.g. a checkpoint_observer).
-/// With keep_best and T0 > 0, `state` ends holding the best factors seen.
+/// `state` ends at the last iterate (see State); the report's final metrics
+/// are those of the result, the best factors seen with keep_best and T0 > 0.
 template <class ExecutionSpace>
 Report resume(const ExecutionSpace& exec, const Problem<typename ExecutionSpace::memory_space>& problem,
               const Options& options, State<typename ExecutionSpace::memory_space>& state,
               const Observer& observer = {});
 
-/// A (m x k) and B (k x n) as dense 0/1 matrices in host memory.
+/// The result's A (m x k) and B (k x n) as dense 0/1 matrices in host
+/// memory: the best factors seen when the state keeps a best copy (keep_best
+/// and T0 > 0), else the current ones.
 template <class MemorySpace>
 DenseMatrix<std::uint8_t, Kokkos::HostSpace> factor_a(const State<MemorySpace>& state);
 template <class MemorySpace>

@@ -83,9 +83,10 @@
 /// **Distributed runs** (kfactor/distributed/nmf.hpp) use the same code:
 /// init/step/evaluate/resume are detail::initial_factors / step_on /
 /// evaluate_on / resume_on on one process's blocks with a communication
-/// policy; here it is detail::SingleProcess (sums are identities, gathers
-/// return the local = full factor), there an MPI one (Gram, norm and error
-/// sums all-reduced, W and Ht all-gathered per half step). No MPI in this
+/// policy; here it is detail::SingleProcess (sums are identities, the
+/// products R = A^T W and P = A Ht the plain ones), there an MPI one (Gram,
+/// norm and error sums all-reduced; per half step W or Ht all-gathered and,
+/// on a 2D grid, the partial products reduce-scattered). No MPI in this
 /// header.
 
 #include <kfactor/core/contract.hpp>
