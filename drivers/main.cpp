@@ -9,7 +9,6 @@
 
 #include <Kokkos_Core.hpp>
 
-#include <charconv>
 #include <cstdio>
 #include <exception>
 #include <new>
@@ -33,40 +32,6 @@ std::string version_text() {
          yn(b.mpi) + ", NCCL " + yn(b.nccl) + ", HDF5 " + yn(b.hdf5) + ")";
 }
 
-/// Kokkos' integer options, with the values kfactor accepts: Kokkos aborts
-/// (or OpenMP exhausts memory on thread stacks) on 0, negative or absurd
-/// values, so they are refused before Kokkos::initialize with exit 2.
-struct KokkosIntOption {
-  std::string_view name;
-  long long lo, hi;
-};
-// 1024 threads is more than any node's hardware threads today; a device id
-// past 1023 is a typo (Kokkos itself checks the id against the devices present).
-constexpr KokkosIntOption kokkos_int_options[] = {{"--kokkos-num-threads", 1, 1024}, {"--kokkos-device-id", 0, 1023}};
-
-/// Throws UsageError naming the option and its allowed range when a
-/// --kokkos-* argument is out of range or malformed.
-void check_kokkos_argument(std::string_view arg) {
-  const auto eq = arg.find('=');
-  const std::string_view name = arg.substr(0, eq);
-  for (const auto& o : kokkos_int_options) {
-    if (name != o.name) continue;
-    const std::string range =
-        std::string(o.name) + " must be an integer in [" + std::to_string(o.lo) + ", " + std::to_string(o.hi) + "]";
-    if (eq == std::string_view::npos) throw kfactor::UsageError(range + ", given as " + std::string(o.name) + "=N");
-    const std::string_view text = arg.substr(eq + 1);
-    long long v = 0;
-    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-    if (ec != std::errc{} || end != text.data() + text.size() || v < o.lo || v > o.hi)
-      throw kfactor::UsageError(range + ", got '" + std::string(text) + "'");
-  }
-  if (name == "--kokkos-map-device-id-by") {
-    const std::string_view v = eq == std::string_view::npos ? std::string_view{} : arg.substr(eq + 1);
-    if (v != "mpi_rank" && v != "random")
-      throw kfactor::UsageError("--kokkos-map-device-id-by must be mpi_rank or random, got '" + std::string(v) + "'");
-  }
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -82,6 +47,7 @@ int main(int argc, char** argv) {
     auto* sub = app.add_subcommand(command.name, command.summary);
     actions.emplace_back(sub, command.setup(*sub));
   }
+  kfactor::cli::add_options_listing(app);
   // --kokkos-* options (e.g. --kokkos-map-device-id-by=mpi_rank,
   // --kokkos-num-threads=N) go to Kokkos, everything else to the commands.
   std::vector<char*> kokkos_args{argv[0]}, command_args{argv[0]};
@@ -103,7 +69,7 @@ int main(int argc, char** argv) {
       command = sub;
     }
   try {
-    for (std::size_t i = 1; i < kokkos_args.size() - 1; ++i) check_kokkos_argument(kokkos_args[i]);
+    for (std::size_t i = 1; i < kokkos_args.size() - 1; ++i) kfactor::cli::check_kokkos_argument(kokkos_args[i]);
   } catch (const kfactor::UsageError& e) {
     std::fprintf(stderr, "kfactor: error: %s\n", e.what());
     return e.exit_code();

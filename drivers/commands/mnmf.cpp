@@ -41,23 +41,26 @@ using Mem = Exec::memory_space;
 /// Reads the rating matrix through io/: a ratings file (CSV, `::`, tab/space)
 /// keeps its original ids; any other format (--format) is read by
 /// io::parse_matrix and has none (row/column index = id). Negative ratings
-/// are refused (MNMF is non-negative).
+/// are refused at their line (MNMF is non-negative).
 template <class T>
 io::RatingData<T> read_ratings(const std::string& path, io::Format format) {
   const std::string text = io::read_file(path);
   if (format == io::Format::automatic) format = io::detect_format(text, path);
+  io::ReadOptions ro;
+  ro.non_negative = true;
   io::RatingData<T> f;
   if (format == io::Format::ratings)
-    f = io::parse_ratings<T>(text, path);
+    f = io::parse_ratings<T>(text, path, ro);
   else
-    f.matrix = io::parse_matrix<T>(text, path, format);
-  if (io::has_negative(f.matrix)) throw InputError(path, 0, "ratings must be >= 0 (MNMF is non-negative)");
+    f.matrix = io::parse_matrix<T>(text, path, format, ro);
   return f;
 }
 
 template <class T>
 CsrMatrix<T, Mem> read_graph_mm(const std::string& path, std::int64_t n) {
-  const auto c = io::read_matrix<T>(path, io::Format::matrix_market);
+  io::ReadOptions ro;
+  ro.non_negative = true;  // graph weights, refused at their line
+  const auto c = io::read_matrix<T>(path, io::Format::matrix_market, ro);
   if (c.num_rows != n || c.num_cols != n)
     throw InputError(path, 0,
                      "graph is " + std::to_string(c.num_rows) + " x " + std::to_string(c.num_cols) + ", expected " +
@@ -134,14 +137,15 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-/// Range checks of the driver's own numeric options (the solver's and the
-/// graph's are checked by their validate()).
+/// --knn-block-mb: GraphOptions::block_bytes_range in MiB.
+constexpr double mib = 1024.0 * 1024.0;
+constexpr Range<double> knn_block_mb_range{.lo = double(mnmf::GraphOptions::block_bytes_range.lo) / mib,
+                                           .hi = double(mnmf::GraphOptions::block_bytes_range.hi) / mib};
+
+/// What the parse cannot check option by option (each option's range it
+/// did; the solver's and the graph's options are checked by their
+/// validate()).
 void validate(const MnmfCli& c) {
-  if (!(c.test_fraction >= 0.0 && c.test_fraction < 1.0)) throw UsageError("mnmf: --test-fraction must be in [0, 1)");
-  if (!(c.validation_fraction >= 0.0 && c.validation_fraction < 1.0))
-    throw UsageError("mnmf: --validation-fraction must be in [0, 1)");
-  if (!(c.knn_block_mb >= 0.001 && c.knn_block_mb <= double(1 << 30)))
-    throw UsageError("mnmf: --knn-block-mb must be in [0.001, 2^30]");
   if (!c.lambda_grid.empty() && !(c.validation_fraction > 0))
     throw UsageError("mnmf: --lambda-grid needs --validation-fraction > 0");
 }
@@ -176,7 +180,7 @@ void run(const MnmfCli& c) {
   g.weighting = mnmf::parse_weighting(c.weighting);
   g.sigma = c.sigma;
   g.symmetrization = mnmf::parse_symmetrization(c.symmetrize);
-  g.block_bytes = static_cast<std::size_t>(c.knn_block_mb * (1 << 20));
+  g.block_bytes = static_cast<std::size_t>(c.knn_block_mb * mib);
   g.validate();
 
   mnmf::Options o;
@@ -293,33 +297,33 @@ const Registrar mnmf_command{Command{
     "mnmf", "manifold-regularized sparse NMF of ratings (CUMNMF): euclid|kl with kNN user/item graphs",
     [](CLI::App& cmd) -> std::function<void()> {
       auto c = std::make_shared<MnmfCli>();
-      add_common_options(cmd, c->common);
+      add_common_options(cmd, c->common, mnmf::Options::rank_range, mnmf::Options::max_iterations_range);
       cmd.add_option("--objective", c->objective,
                      "euclid (eq. 20; the default: ratings are real-valued scores) | kl (eq. 25: counts)")
           ->capture_default_str()
           ->check(CLI::IsMember({"euclid", "kl"}));
-      cmd.add_option("--lambda-w", c->lambda_w,
-                     "weight of the user-graph term, [0, 1e12] (default 1: the paper's order of magnitude; "
-                     "--lambda-grid chooses it)")
-          ->capture_default_str();
-      cmd.add_option("--lambda-h", c->lambda_h, "weight of the item-graph term, [0, 1e12] (default 1, as --lambda-w)")
-          ->capture_default_str();
-      cmd.add_option("--neighbors", c->neighbors, "K of the kNN graphs, 1..1024 (default 15: the paper's)")
-          ->capture_default_str();
+      add_number(cmd, "--lambda-w", c->lambda_w,
+                 "weight of the user-graph term (default 1: the paper's order of magnitude; --lambda-grid "
+                 "chooses it)",
+                 mnmf::Options::lambda_range);
+      add_number(cmd, "--lambda-h", c->lambda_h, "weight of the item-graph term (default 1, as --lambda-w)",
+                 mnmf::Options::lambda_range);
+      add_number(cmd, "--neighbors", c->neighbors, "K of the kNN graphs (default 15: the paper's)",
+                 mnmf::GraphOptions::neighbors_range);
       cmd.add_option("--weighting", c->weighting, "binary|heat|dot (default binary: the paper's, no width to tune)")
           ->capture_default_str()
           ->check(CLI::IsMember({"binary", "heat", "dot"}));
-      cmd.add_option("--sigma", c->sigma,
-                     "heat-kernel width, finite (default 0, any value <= 0: the mean squared kNN distance, "
-                     "which adapts to the data's scale)")
-          ->capture_default_str();
+      add_number(cmd, "--sigma", c->sigma,
+                 "heat-kernel width (default 0, any value <= 0: the mean squared kNN distance, which adapts to the "
+                 "data's scale)",
+                 mnmf::GraphOptions::sigma_range);
       cmd.add_option("--symmetrize", c->symmetrize, "or|and (default or: every row keeps at least its K neighbours)")
           ->capture_default_str()
           ->check(CLI::IsMember({"or", "and"}));
-      cmd.add_option("--test-fraction", c->test_fraction,
-                     "held-out fraction, [0, 1) (default 0.1: a test RMSE at a small cost in training data; "
-                     "deterministic from --seed)")
-          ->capture_default_str();
+      add_number(cmd, "--test-fraction", c->test_fraction,
+                 "held-out fraction (default 0.1: a test RMSE at a small cost in training data; deterministic "
+                 "from --seed)",
+                 test_fraction_range);
       cmd.add_option("--test-input", c->test_input, "held-out ratings file (same ids; replaces --test-fraction)");
       cmd.add_option("--unknown-test-ids", c->unknown_test_ids,
                      "--test-input entries whose user or item the training file lacks: drop (the default: a held-out "
@@ -327,28 +331,27 @@ const Registrar mnmf_command{Command{
                      "| reject (exit 3 naming the entry)")
           ->capture_default_str()
           ->check(CLI::IsMember({"drop", "reject"}));
-      cmd.add_option("--validation-fraction", c->validation_fraction,
-                     "with --lambda-grid: fraction of the training ratings held out to choose lambda, [0, 1) "
-                     "(default 0: no selection)")
-          ->capture_default_str();
-      cmd.add_option("--lambda-grid", c->lambda_grid,
-                     "candidate lambdas (lambda_w = lambda_h) for validation (mnmf::select_lambda); none by default")
-          ->delimiter(',');
+      add_number(cmd, "--validation-fraction", c->validation_fraction,
+                 "with --lambda-grid: fraction of the training ratings held out to choose lambda (default 0: no "
+                 "selection)",
+                 test_fraction_range);
+      add_numbers(cmd, "--lambda-grid", c->lambda_grid,
+                  "candidate lambdas (lambda_w = lambda_h) for validation (mnmf::select_lambda); none by default",
+                  mnmf::Options::lambda_range);
       cmd.add_option("--graph-w", c->graph_w, "load the user graph (Matrix Market) instead of building it");
       cmd.add_option("--graph-h", c->graph_h, "load the item graph (Matrix Market) instead of building it");
       cmd.add_option("--save-graph-w", c->save_graph_w, "write the user graph as Matrix Market");
       cmd.add_option("--save-graph-h", c->save_graph_h, "write the item graph as Matrix Market");
-      cmd.add_option("--knn-block-mb", c->knn_block_mb,
-                     "memory bound of the kNN query blocks (MiB), [0.001, 2^30] (default 256: large blocks, "
-                     "small next to a GPU's memory)")
-          ->capture_default_str();
+      add_number(cmd, "--knn-block-mb", c->knn_block_mb,
+                 "memory bound of the kNN query blocks (MiB; default 256: large blocks, small next to a GPU's "
+                 "memory)",
+                 knn_block_mb_range);
       cmd.add_option("--checkpoint", c->checkpoint,
                      "save the solver state (HDF5) here every --checkpoint-every "
                      "iterations and at the end");
-      cmd.add_option("--checkpoint-every", c->checkpoint_every,
-                     "checkpoint interval (iterations; default 10: a small share of an epoch's time)")
-          ->capture_default_str()
-          ->check(CLI::PositiveNumber);
+      add_number(cmd, "--checkpoint-every", c->checkpoint_every,
+                 "checkpoint interval (iterations; default 10: a small share of an epoch's time)",
+                 checkpoint_every_range);
       cmd.add_option("--restart", c->restart,
                      "continue from this checkpoint (same input, options and rank) to --iters");
       return [c] {

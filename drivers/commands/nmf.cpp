@@ -70,14 +70,17 @@ NmfInput read_nmf_input(const CommonOptions& common) {
   if (format == io::Format::automatic) format = io::detect_format(text, common.input);
   NmfInput out;
   io::ReadInfo info;
+  // A negative value is refused by the reader, at its line.
+  io::ReadOptions ro;
+  ro.non_negative = true;
   if (format == io::Format::ratings) {
-    auto r = io::parse_ratings<double>(text, common.input, {}, &info);
+    auto r = io::parse_ratings<double>(text, common.input, ro, &info);
     out.coo = std::move(r.matrix);
     out.user_ids = std::move(r.user_ids);
     out.item_ids = std::move(r.item_ids);
     out.ratings = true;
   } else {
-    out.coo = io::parse_matrix<double>(text, common.input, format, {}, &info);
+    out.coo = io::parse_matrix<double>(text, common.input, format, ro, &info);
   }
   out.dense = info.format == io::Format::dense ||
               (info.format == io::Format::matrix_market && info.detail.find("array") != std::string::npos);
@@ -100,8 +103,9 @@ struct NmfCliOptions {
 };
 
 /// nmf::Options from the command line; UsageError (exit 2) naming the
-/// option and its range for a value outside it (nmf::Options::validate, and
-/// the driver's own --every and --checkpoint-every).
+/// option and its range for a value outside it (nmf::Options::validate: the
+/// parse already checked each option's own range, this the tile against the
+/// rank).
 nmf::Options make_options(const NmfCliOptions& o) {
   nmf::Options opt;
   opt.algorithm = nmf::parse_algorithm(o.algorithm);
@@ -113,9 +117,6 @@ nmf::Options make_options(const NmfCliOptions& o) {
   opt.epsilon = o.eps;
   opt.seed = o.common.seed;
   opt.validate();
-  if (o.every < 1) throw UsageError("nmf: --every must be >= 1, got " + std::to_string(o.every));
-  if (o.checkpoint_every < 1)
-    throw UsageError("nmf: --checkpoint-every must be >= 1, got " + std::to_string(o.checkpoint_every));
   return opt;
 }
 
@@ -287,37 +288,37 @@ const Registrar nmf_command{Command{
     "nmf", "non-negative matrix factorization A ~ W H (FAST-HALS, ALO-NMF, multiplicative updates)",
     [](CLI::App& cmd) -> std::function<void()> {
       auto o = std::make_shared<NmfCliOptions>();
-      add_common_options(cmd, o->common);
+      add_common_options(cmd, o->common, nmf::Options::rank_range);
       cmd.add_option("-a,--algorithm", o->algorithm,
                      "hals|alo|mu. Default alo: the same iterates as hals (to rounding) at GEMM speed; hals is the "
                      "column-by-column reference, mu (Lee-Seung) is slower to converge")
           ->capture_default_str()
           ->check(CLI::IsMember({"hals", "alo", "mu"}));
-      cmd.add_option("--tol", o->tol,
-                     "stop when the relative error changes by <= tol * previous, tol in [0, 1). Default 0 (never): "
-                     "--iters alone decides, so runs are comparable epoch for epoch")
-          ->capture_default_str();
-      cmd.add_option("--target", o->target,
-                     "stop once the relative error is <= target, in [0, 1]. Default none: --iters alone decides");
-      cmd.add_option("--tile", o->tile,
-                     "ALO tile size T in [0, rank]. Default 0: the paper's 8/16/16/32/64 for K = 64..1024, else "
-                     "the power of two nearest its section-5 model (GEMM depth vs. cache reuse)")
-          ->capture_default_str();
-      cmd.add_option("--eps", o->eps,
-                     "floor of W and H (hals, alo) and MU denominator guard, in [0, 1e-3]. Default 0: machine "
-                     "epsilon of --precision, the smallest floor that keeps every entry positive")
-          ->capture_default_str();
-      cmd.add_option("--every", o->every,
-                     "print a progress line every N iterations, N >= 1. Default 1: every epoch (use more for long "
-                     "runs)")
-          ->capture_default_str();
+      add_number(cmd, "--tol", o->tol,
+                 "stop when the relative error changes by <= tol * previous. Default 0 (never): --iters alone "
+                 "decides, so runs are comparable epoch for epoch",
+                 nmf::Options::tolerance_range);
+      add_number(cmd, "--target", o->target,
+                 "stop once the relative error is <= target. Default none: --iters alone decides",
+                 nmf::Options::target_range);
+      add_number(cmd, "--tile", o->tile,
+                 "ALO tile size T, at most --rank. Default 0: the paper's 8/16/16/32/64 for K = 64..1024, else "
+                 "the power of two nearest its section-5 model (GEMM depth vs. cache reuse)",
+                 nmf::Options::tile_range);
+      add_number(cmd, "--eps", o->eps,
+                 "floor of W and H (hals, alo) and MU denominator guard. Default 0: machine epsilon of "
+                 "--precision, the smallest floor that keeps every entry positive",
+                 nmf::Options::epsilon_range);
+      add_number(cmd, "--every", o->every,
+                 "print a progress line every N iterations. Default 1: every epoch (use more for long runs)",
+                 every_range);
       cmd.add_option("--checkpoint", o->checkpoint,
                      "save the solver state to FILE (HDF5) every --checkpoint-every iterations and at the end. "
                      "Default none");
-      cmd.add_option("--checkpoint-every", o->checkpoint_every,
-                     "iterations between checkpoints, >= 1. Default 10: a lost run repeats at most 10 epochs, while "
-                     "writing the factors stays a small share of the time")
-          ->capture_default_str();
+      add_number(cmd, "--checkpoint-every", o->checkpoint_every,
+                 "iterations between checkpoints. Default 10: a lost run repeats at most 10 epochs, while writing "
+                 "the factors stays a small share of the time",
+                 checkpoint_every_range);
       cmd.add_option("--restart", o->restart,
                      "continue from checkpoint FILE up to --iters (same input, --rank, --precision; a different "
                      "--algorithm, --tile, --eps or --seed is refused, naming it; --iters, --tol and --target may "

@@ -301,7 +301,11 @@ CheckpointReader::CheckpointReader(const std::string& path) : impl_(new Impl) {
   m.path = path;
   std::error_code ec;
   if (!std::filesystem::exists(path, ec)) throw InputError(path + ": checkpoint file does not exist");
-  if (std::filesystem::is_directory(path, ec)) throw InputError(path + ": is a directory, not a checkpoint file");
+  // Only a regular file: a FIFO would block the reads below until a writer
+  // comes, a device would never end.
+  if (const auto st = std::filesystem::status(path, ec); !std::filesystem::is_regular_file(st))
+    throw InputError(path + (std::filesystem::is_directory(st) ? ": is a directory" : ": is not a regular file") +
+                     ", not a checkpoint file");
   const auto sealed_ranges = ckpt::check_seal(path);
   auto fapl = ckpt::file_access(h5::Mode::read);
   const hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl);

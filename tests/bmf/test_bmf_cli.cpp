@@ -75,12 +75,12 @@ TEST(BmfCli, RealFileThroughIoJson) {
 TEST(BmfCli, OutOfRangeOptionsExitTwoNamingThem) {
   TempDir dir;
   for (const auto& [arg, name] :
-       std::vector<std::pair<std::string, std::string>>{{"--proposal-group 0", "proposal_group"},
-                                                        {"--flip-prob nan", "flip"},
-                                                        {"--weight-ones inf", "weight"},
-                                                        {"--cover-candidates -1", "cover_candidates"},
-                                                        {"--target-error 2", "stop.target"},
-                                                        {"--dense-limit-mb -1", "dense-limit-mb"},
+       std::vector<std::pair<std::string, std::string>>{{"--proposal-group 0", "--proposal-group"},
+                                                        {"--flip-prob nan", "--flip-prob"},
+                                                        {"--weight-ones inf", "--weight-ones"},
+                                                        {"--cover-candidates -1", "--cover-candidates"},
+                                                        {"--target-error 2", "--target-error"},
+                                                        {"--dense-limit-mb -1", "--dense-limit-mb"},
                                                         {"--rank 1000", "rank"}}) {
     SCOPED_TRACE(arg);
     const auto r = run_kfactor(common + " --iters 2 " + arg, dir);

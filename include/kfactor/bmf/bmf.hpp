@@ -58,6 +58,7 @@
 #include <kfactor/core/error.hpp>
 #include <kfactor/core/matrix.hpp>
 #include <kfactor/core/random.hpp>
+#include <kfactor/core/range.hpp>
 #include <kfactor/core/report.hpp>
 #include <kfactor/core/solver.hpp>
 #include <kfactor/core/spaces.hpp>
@@ -122,18 +123,36 @@ Order parse_order(const std::string& s);     ///< "columns-first" | "rows-first"
 /// choices dense_c, dense_limit_bytes and index_min_lines (the factors are the
 /// same whatever they are).
 struct Options {
-  int rank = 20;  ///< k, 1..1024 (and at most min(m, n): make_problem)
-  /// max_iterations: CuBin's gpuIterations (0..10^9); target: stop when the
-  /// relative error E_rec <= target (CuBin's threshold; NaN: off); tolerance:
-  /// relative change of E_rec between iterations (0: off). An exact
-  /// factorization (E_rec = 0) always stops: no proposal can lower it.
+  static constexpr Range<int> rank_range{.lo = 1, .hi = detail::max_rank};
+  /// 10^9 iterations is beyond any run's patience: a larger count is a typo.
+  static constexpr Range<int> max_iterations_range{.lo = 0, .hi = 1000000000};
+  /// E_rec is a relative error: 0 (an exact factorization) to 1.
+  static constexpr Range<double> target_range{.lo = 0.0, .hi = 1.0};
+  static constexpr Range<int> batch_range{.lo = 1};
+  static constexpr Range<double> flip_prob_range{.lo = 0.0, .hi = 1.0, .lo_open = true};
+  static constexpr Range<double> temperature_range{.lo = 0.0, .hi = 1e12, .note = "0: greedy"};
+  static constexpr Range<int> temp_step_range{.lo = 1};
+  static constexpr Range<double> temp_factor_range{.lo = 0.0, .hi = 1.0, .lo_open = true};
+  static constexpr Range<double> weight_ones_range{.lo = 0.0, .hi = 1e6, .lo_open = true};
+  static constexpr Range<int> every_line_changed_range{.lo = 0, .hi = 1000000000, .note = "0: off"};
+  static constexpr Range<int> cover_candidates_range{.lo = 1, .hi = 1000000};
+  static constexpr Range<int> proposal_group_range{.lo = 1};
+  static constexpr Range<std::size_t> dense_limit_bytes_range{.lo = 0, .hi = std::size_t(1) << 50};
+  static constexpr Range<std::int64_t> index_min_lines_range{.lo = -1, .note = "-1: automatic"};
+
+  int rank = 20;  ///< k, in rank_range (and at most min(m, n): make_problem)
+  /// max_iterations: CuBin's gpuIterations (max_iterations_range); target:
+  /// stop when the relative error E_rec <= target (CuBin's threshold;
+  /// target_range or NaN: off); tolerance: relative change of E_rec between
+  /// iterations (StopRule::tolerance_range, 0: off). An exact factorization
+  /// (E_rec = 0) always stops: no proposal can lower it.
   StopRule stop{10000, 0.0};
-  int batch = 4000;           ///< L = CuBin's linesAtOnce, 1..2^31-1
-  double flip_prob = 0.125;   ///< per-bit flip probability of a proposal, (0, 1] (CuBin's code: 1/8)
-  double temperature = 0.0;   ///< T0, [0, 1e12]; 0 = greedy (strict improvement only)
-  int temp_step = INT_MAX;    ///< T *= temp_factor every temp_step iterations, >= 1
-  double temp_factor = 0.99;  ///< (0, 1]
-  double weight_ones = 1.0;   ///< cost of a missed one (a spurious one costs 1), (0, 1e6]
+  int batch = 4000;           ///< L = CuBin's linesAtOnce, in batch_range
+  double flip_prob = 0.125;   ///< per-bit flip probability of a proposal, flip_prob_range (CuBin's code: 1/8)
+  double temperature = 0.0;   ///< T0, in temperature_range; 0 = greedy (strict improvement only)
+  int temp_step = INT_MAX;    ///< T *= temp_factor every temp_step iterations, in temp_step_range
+  double temp_factor = 0.99;  ///< in temp_factor_range
+  double weight_ones = 1.0;   ///< cost of a missed one (a spurious one costs 1), in weight_ones_range
   /// The start; see Init. Default cover, the start after which the search
   /// ends lowest: on the CuBin thesis files at k = 20 (perf/bench_bmf.cpp,
   /// 300 iterations, mean relative error E_rec of 3 seeds) APatio ends at
@@ -146,15 +165,16 @@ struct Options {
   /// ones under a pattern).
   Init init = Init::cover;
   DenseC dense_c = DenseC::automatic;
-  std::size_t dense_limit_bytes = std::size_t(1) << 30;  ///< automatic: dense bits up to this size
+  std::size_t dense_limit_bytes = std::size_t(1)
+                                  << 30;  ///< automatic: dense bits up to this size (in dense_limit_bytes_range)
   Order order = Order::columns_first;
-  /// No-improvement stop factor, 0..10^9 (0 disables the rule).
+  /// No-improvement stop factor, in every_line_changed_range (0 disables the rule).
   int every_line_changed = 1000;
   bool keep_best = true;  ///< with T0 > 0: return the best factors seen (factor_a, factor_b, the report)
   std::uint64_t seed = 42;
-  int cover_candidates = 64;  ///< Init::cover: candidate lines per factor line, 1..10^6
+  int cover_candidates = 64;  ///< Init::cover: candidate lines per factor line, in cover_candidates_range
   /// Lines i with equal i / proposal_group share one flip mask per phase
-  /// (coordinated proposals; 1 = every line its own mask), 1..2^31-1.
+  /// (coordinated proposals; 1 = every line its own mask), in proposal_group_range.
   int proposal_group = 1;
   /// Use the inverted bit index of the fixed factor when a C line has at
   /// least this many entries (-1: automatic, host always, devices from 65536).

@@ -38,25 +38,15 @@ inline const char* to_string(Algorithm a) {
 }
 
 inline void Options::validate() const {
-  auto real = [](double v) {
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%.6g", v);
-    return std::string(buf);
-  };
-  if (rank < 1 || rank > max_rank)
-    throw UsageError("nmf: rank must be in [1, " + std::to_string(max_rank) + "], got " + std::to_string(rank));
-  if (tile < 0 || tile > rank)
-    throw UsageError("nmf: tile must be in [0, rank = " + std::to_string(rank) + "] (0: the default tile), got " +
+  check_range("nmf", "rank", rank, rank_range);
+  check_range("nmf", "tile", tile, tile_range);
+  if (tile > rank)
+    throw UsageError("nmf: tile must be at most rank = " + std::to_string(rank) + " (0: the default tile), got " +
                      std::to_string(tile));
-  if (!(epsilon >= 0.0 && epsilon <= max_epsilon))
-    throw UsageError("nmf: epsilon must be in [0, " + real(max_epsilon) + "] (0: machine epsilon), got " +
-                     real(epsilon));
+  check_range("nmf", "epsilon", epsilon, epsilon_range);
   stop.validate();
-  if (!(stop.tolerance < 1.0))
-    throw UsageError("nmf: stop.tolerance must be in [0, 1) (0 disables the rule), got " + real(stop.tolerance));
-  if (!std::isnan(stop.target) && !(stop.target >= 0.0 && stop.target <= 1.0))
-    throw UsageError("nmf: stop.target (a relative error) must be in [0, 1], or NaN to disable it, got " +
-                     real(stop.target));
+  check_range("nmf", "stop.tolerance", stop.tolerance, tolerance_range);
+  if (!std::isnan(stop.target)) check_range("nmf", "stop.target (a relative error)", stop.target, target_range);
 }
 
 inline double alo_tile_model(int K, double C) {
