@@ -1,11 +1,11 @@
 // The communication engines of detail::Collectives under mpiexec (1..4
 // ranks), on the default execution space: the device engine (NCCL on CUDA
 // builds that have it and one GPU per rank; host memory otherwise) moves
-// exactly what the host-staged path moves: all-gathers of unequal row blocks,
-// all-reductions of integer-valued data (exact in any summation order) and
-// ring shifts, compared value by value with what each rank computes itself;
-// and a distributed NMF run ends with the same factors on either engine,
-// reporting which one ran.
+// exactly what the host-staged path moves: all-gathers and reduce-scatters of
+// unequal (and equal) row blocks, all-reductions of integer-valued data
+// (exact in any summation order) and ring shifts, compared value by value
+// with what each rank computes itself; and a distributed NMF run ends with the
+// same factors on either engine, reporting which one ran.
 #include <kfactor/config.hpp>
 #include <kfactor/core/convert.hpp>
 #include <kfactor/distributed/detail/collectives.hpp>
@@ -81,6 +81,23 @@ void check_collectives(const char* engine) {
       const auto hr = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, recv);
       for (std::size_t i = 0; i < hr.extent(0); ++i)
         for (int j = 0; j < K; ++j) ASSERT_EQ(double(hr(i, j)), cell(int(bounds[source] + i), j)) << engine << " shift";
+    }
+    // Reduce-scatter: rank p adds (p + 1) * cell at every place, so rank q
+    // receives P (P + 1) / 2 * cell of its own rows; unequal blocks (padded on
+    // NCCL) and equal ones (NCCL's own layout).
+    std::vector<ordinal_t> equal(P + 1, 0);
+    for (int p = 0; p < P; ++p) equal[p + 1] = equal[p] + 3;
+    for (const auto* b : {&bounds, &equal}) {
+      DenseMatrix<T, Mem> partial("partial", b->back(), K), mine("mine", (*b)[me + 1] - (*b)[me], K);
+      auto hp = Kokkos::create_mirror_view(partial);
+      for (std::size_t i = 0; i < hp.extent(0); ++i)
+        for (int j = 0; j < K; ++j) hp(i, j) = T((me + 1) * cell(int(i), j));
+      Kokkos::deep_copy(partial, hp);
+      coll.reduce_scatter_rows(exec, partial, mine, *b);
+      const auto hm = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, mine);
+      for (std::size_t i = 0; i < hm.extent(0); ++i)
+        for (int j = 0; j < K; ++j)
+          ASSERT_EQ(double(hm(i, j)), P * (P + 1) / 2.0 * cell(int((*b)[me] + i), j)) << engine << " reduce-scatter";
     }
     const std::string name = coll.engine_name<Exec, Mem>();
     if (P == 1)

@@ -436,12 +436,17 @@ class Collectives {
     std::vector<int> counts(size_);
     for (int p = 0; p < size_; ++p)
       counts[p] = static_cast<int>(std::int64_t(bounds[p + 1] - bounds[p]) * std::int64_t(K));
+    const Route r = prepare<ExecutionSpace, Mem>();
     exec.fence();
     wait();
     const double t0 = start();
-    if constexpr (Kokkos::SpaceAccessibility<Kokkos::HostSpace, Mem>::accessible) {
+    if (r == Route::host || r == Route::device_mpi) {
       check(MPI_Reduce_scatter(full.data(), local.data(), counts.data(), mpi_type<T>(), MPI_SUM, comm_),
             "MPI_Reduce_scatter");
+    } else if (r == Route::nccl) {
+#if defined(KFACTOR_HAVE_NCCL)
+      if constexpr (is_cuda_space<ExecutionSpace>) nccl_reduce_scatterv(exec, full.data(), local.data(), counts);
+#endif
     } else {
       using Pinned = Kokkos::View<T**, Kokkos::LayoutRight, Kokkos::SharedHostPinnedSpace,
                                   Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
@@ -535,6 +540,37 @@ class Collectives {
         nccl_cuda(cudaMemcpyAsync(full + displs[p], base + block * p, counts[p] * sizeof(T), cudaMemcpyDeviceToDevice,
                                   stream));
     nccl_->wait(stream, "all-gather");
+  }
+  /// MPI_Reduce_scatter on the device: rank p gets the sum of the ranks'
+  /// `counts[p]` values at the p-th place of `full`. NCCL's reduce-scatter
+  /// takes equal blocks: unequal ones travel padded to the largest (the
+  /// padding sums into places nobody reads).
+  template <class Exec, class T>
+  void nccl_reduce_scatterv(const Exec& exec, const T* full, T* local, const std::vector<int>& counts) {
+    const cudaStream_t stream = exec.cuda_stream();
+    const std::size_t block = static_cast<std::size_t>(*std::max_element(counts.begin(), counts.end()));
+    const bool equal = std::all_of(counts.begin(), counts.end(), [&](int c) { return std::size_t(c) == block; });
+    if (equal) {
+      nccl_->check(ncclReduceScatter(full, local, block, nccl_type<T>(), ncclSum, nccl_->get(), stream),
+                   "reduce-scatter");
+    } else {
+      const std::size_t bytes = (block * size_ + block) * sizeof(T);
+      if (nccl_scratch_.extent(0) < bytes)
+        nccl_scratch_ = Kokkos::View<char*, Kokkos::CudaSpace>(
+            Kokkos::view_alloc(Kokkos::WithoutInitializing, "kfactor::nccl_gather"), bytes);
+      T* padded = reinterpret_cast<T*>(nccl_scratch_.data());
+      T* mine = padded + block * size_;
+      std::size_t offset = 0;
+      for (int p = 0; p < size_; ++p) {
+        nccl_cuda(cudaMemcpyAsync(padded + block * p, full + offset, counts[p] * sizeof(T), cudaMemcpyDeviceToDevice,
+                                  stream));
+        offset += std::size_t(counts[p]);
+      }
+      nccl_->check(ncclReduceScatter(padded, mine, block, nccl_type<T>(), ncclSum, nccl_->get(), stream),
+                   "reduce-scatter");
+      nccl_cuda(cudaMemcpyAsync(local, mine, counts[rank_] * sizeof(T), cudaMemcpyDeviceToDevice, stream));
+    }
+    nccl_->wait(stream, "reduce-scatter");
   }
   void nccl_cuda(cudaError_t rc) {
     if (rc != cudaSuccess)
