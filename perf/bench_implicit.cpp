@@ -142,10 +142,10 @@ void run(const Args& a) {
       o.layout = als::Layout::csr;
       o.stop.max_iterations = a.iters;
       Report r = als::solve(exec, problem, o, [&](const IterationEvent& e) {
-        std::fprintf(stderr, "bench_implicit: f=%3d %-8s iter=%d loss=%.6e\n", f, solver.c_str(), e.iteration,
-                     e.metrics->get("loss"));
-        return ObserverAction::proceed;
-      }).report;
+                   std::fprintf(stderr, "bench_implicit: f=%3d %-8s iter=%d loss=%.6e\n", f, solver.c_str(),
+                                e.iteration, e.metrics->get("loss"));
+                   return ObserverAction::proceed;
+                 }).report;
       r.command = "bench_implicit";
       r.info["solver"] = solver;
       const double per = r.timings.get("per_iteration");

@@ -46,15 +46,22 @@ CooMatrix<T> counts(int m, int n, double density, std::uint64_t seed, int empty_
 /// densely, nothing shared with the library.
 struct Reference {
   int m = 0, n = 0;
-  std::vector<double> r;         ///< m x n, dense counts (0 where unobserved)
+  std::vector<double> r;              ///< m x n, dense counts (0 where unobserved)
   std::vector<int> count_u, count_i;  ///< observed entries per row, per column
   double lambda = 0, alpha = 0, epsilon = 1;
   bool log = false, weight_nnz = false;
 
   template <class T>
   Reference(const CooMatrix<T>& coo, const als::Options& o)
-      : m(int(coo.num_rows)), n(int(coo.num_cols)), r(std::size_t(m) * n, 0.0), count_u(m, 0), count_i(n, 0),
-        lambda(o.lambda), alpha(o.alpha), epsilon(o.epsilon), log(o.confidence == als::Confidence::log),
+      : m(int(coo.num_rows)),
+        n(int(coo.num_cols)),
+        r(std::size_t(m) * n, 0.0),
+        count_u(m, 0),
+        count_i(n, 0),
+        lambda(o.lambda),
+        alpha(o.alpha),
+        epsilon(o.epsilon),
+        log(o.confidence == als::Confidence::log),
         weight_nnz(o.weighting == als::LambdaWeighting::nnz) {
     for (std::size_t e = 0; e < coo.nnz(); ++e) {
       r[std::size_t(coo.rows[e]) * n + coo.cols[e]] = double(coo.values[e]);
@@ -62,8 +69,12 @@ struct Reference {
       ++count_i[coo.cols[e]];
     }
   }
-  [[nodiscard]] double confidence(double v) const { return 1.0 + (log ? alpha * std::log(1.0 + v / epsilon) : alpha * v); }
-  [[nodiscard]] double rating(int u, int i, bool users) const { return users ? r[std::size_t(u) * n + i] : r[std::size_t(i) * n + u]; }
+  [[nodiscard]] double confidence(double v) const {
+    return 1.0 + (log ? alpha * std::log(1.0 + v / epsilon) : alpha * v);
+  }
+  [[nodiscard]] double rating(int u, int i, bool users) const {
+    return users ? r[std::size_t(u) * n + i] : r[std::size_t(i) * n + u];
+  }
 
   /// The exact half-step: per row, (Y^T C_u Y + lambda_u I) x = Y^T C_u p_u
   /// with C_u the dense diagonal over every column, by Cholesky; rows

@@ -78,8 +78,8 @@ TEST(DistributedAlsImplicit, EqualsSingleRank) {
     da::Options dopt = o;
     dopt.factor_layout = c.layout;
     auto res = da::solve(exec, MPI_COMM_WORLD, lp, dopt);
-    const std::string what = std::string(als::to_string(c.solver)) + " " + da::to_string(c.layout) + " P=" +
-                             std::to_string(world_size());
+    const std::string what =
+        std::string(als::to_string(c.solver)) + " " + da::to_string(c.layout) + " P=" + std::to_string(world_size());
     EXPECT_LE(relative_difference(da::gather_X(exec, res.state), ref.state.X), 1e-9) << what;
     EXPECT_LE(relative_difference(da::gather_Y(exec, res.state), ref.state.Y), 1e-9) << what;
     const double l = ref.report.metrics.get("loss");

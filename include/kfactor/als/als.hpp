@@ -1104,12 +1104,11 @@ double loss(const ExecutionSpace& exec, const Problem<T, MemorySpace>& problem, 
                                   detail::weighted_norm2(exec, s.Y, p.item_count, p.weight_nnz));
 }
 
-/// Metrics, in order (implicit feedback: the objective, "loss", alone): test_rmse (held-out split, when present; over its warm
-/// entries, whose user and item have training ratings, as Spark's
-/// coldStartStrategy "drop"), given_test_rmse (the user-given test set, warm
-/// entries), train_rmse, loss (the objective), then test_rmse_all /
-/// given_test_rmse_all (every entry; a cold user or item has the zero factor,
-/// so predicts 0) and test_cold_fraction / given_test_cold_fraction.
+/// Metrics, in order (implicit feedback: the objective, "loss", alone): test_rmse (held-out split, when present; over
+/// its warm entries, whose user and item have training ratings, as Spark's coldStartStrategy "drop"), given_test_rmse
+/// (the user-given test set, warm entries), train_rmse, loss (the objective), then test_rmse_all / given_test_rmse_all
+/// (every entry; a cold user or item has the zero factor, so predicts 0) and test_cold_fraction /
+/// given_test_cold_fraction.
 template <class ExecutionSpace, class T, class MemorySpace>
 Metrics evaluate(const ExecutionSpace& exec, const Problem<T, MemorySpace>& problem, const Options& options,
                  State<T, MemorySpace>& s) {

@@ -569,7 +569,8 @@ std::shared_ptr<const kfactor::als::Plan<T, Mem>> prepare(const ExecutionSpace& 
     ring->items = blocked_side(Wi, user_counts, lp.user_bounds, "item", nullptr);
     if (plan->implicit)  // the evaluation's blocks hold the ratings, not the weights
       for (int q = 0; q < P; ++q)
-        ring->train[q] = distributed::detail::csr_column_block(exec, lp.train, lp.item_bounds[q], lp.item_bounds[q + 1]);
+        ring->train[q] =
+            distributed::detail::csr_column_block(exec, lp.train, lp.item_bounds[q], lp.item_bounds[q + 1]);
     auto split = [&](const CsrMatrix<T, Mem>& M, std::vector<CsrMatrix<T, Mem>>& out) {
       if (M.nnz() == 0) return;
       out.resize(P);

@@ -308,8 +308,8 @@ template <bool Tiled, class ExecutionSpace, class T, class MemorySpace, class YV
 void build_normal_equations(const ExecutionSpace& exec, const HalfStepStructure<T, MemorySpace>& S, const YView& Y,
                             int f, T lambda, bool weight_nnz, ordinal_t g0, ordinal_t g1,
                             const Kokkos::View<T***, Kokkos::LayoutRight, MemorySpace>& A,
-                            const Kokkos::View<T**, Kokkos::LayoutRight, MemorySpace>& b,
-                            NormalEquationPart part = {}, const ImplicitGram<T, MemorySpace>& implicit = {}) {
+                            const Kokkos::View<T**, Kokkos::LayoutRight, MemorySpace>& b, NormalEquationPart part = {},
+                            const ImplicitGram<T, MemorySpace>& implicit = {}) {
   static_assert(std::is_same_v<typename YView::array_layout, Kokkos::LayoutRight>, "Y rows must be contiguous");
   using Tn = Tuning<ExecutionSpace>;
   constexpr int B = Tn::block;
@@ -572,8 +572,8 @@ void build_normal_equations(const ExecutionSpace& exec, const HalfStepStructure<
               for (int cc = 0; cc < B; ++cc) {
                 const int i = bi_of[s] * B + rr, j = bj_of[s] * B + cc;
                 if (j <= i && i < f)
-                  A(lb, i, j) = (weighted && add_lambda ? acc[s][rr][cc] + gram(i, j) : acc[s][rr][cc]) +
-                                (i == j ? lam : T(0));
+                  A(lb, i, j) =
+                      (weighted && add_lambda ? acc[s][rr][cc] + gram(i, j) : acc[s][rr][cc]) + (i == j ? lam : T(0));
                 if (i == f && j < f) b(lb, j) = acc[s][rr][cc];
               }
           }

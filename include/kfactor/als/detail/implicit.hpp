@@ -66,7 +66,7 @@ std::pair<std::int64_t, std::string> negative_ratings(const ExecutionSpace& exec
   std::int64_t count = 0;
   Kokkos::parallel_reduce(
       "kfactor::als::negative", Kokkos::RangePolicy<ExecutionSpace>(exec, 0, R.nnz()),
-      KOKKOS_LAMBDA(offset_t e, std::int64_t & c) { c += vals(e) < T(0) ? 1 : 0; }, count);
+      KOKKOS_LAMBDA(offset_t e, std::int64_t& c) { c += vals(e) < T(0) ? 1 : 0; }, count);
   if (count == 0) return {0, ""};
   const auto Rh = kfactor::copy_to<Kokkos::HostSpace>(R);
   for (ordinal_t i = 0; i < Rh.num_rows(); ++i)
