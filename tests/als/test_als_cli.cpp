@@ -195,8 +195,10 @@ TEST(AlsCli, ImplicitFeedbackRunsRestartsAndRefuses) {
     ASSERT_FALSE(a.empty());
     EXPECT_TRUE(a == without_stamp(slurp(dir.file(std::string("b") + side)))) << side << " differs after restart";
   }
-  const auto explicit_restart = run_kfactor(
-      "als --input " + quote(small) + " --rank 6 --layout csr --iters 5 --quiet --restart " + quote(ckpt), dir);
+  const auto explicit_restart =
+      run_kfactor("als --input " + quote(small) +
+                      " --rank 6 --layout csr --iters 5 --test-fraction 0 --quiet --restart " + quote(ckpt),
+                  dir);
   EXPECT_EQ(explicit_restart.code, 2) << explicit_restart.err;
   EXPECT_NE(explicit_restart.err.find("implicit"), std::string::npos) << explicit_restart.err;
 #endif
