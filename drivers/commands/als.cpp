@@ -1,4 +1,6 @@
-// `kfactor als`: ALS (CSR or BALS tiled half-steps) on explicit ratings, read through
+// `kfactor als`: ALS (CSR or BALS tiled half-steps) on explicit ratings, or
+// with --implicit on interaction counts (confidence-weighted, exact or CG
+// half-steps; kfactor/als/als.hpp), read through
 // kfactor::io, with HDF5 checkpoints and exact restart; `kfactor predict`
 // scores (user, item) pairs from the factor files it writes; a Demo entry on
 // planted low-rank ratings.
@@ -102,6 +104,12 @@ struct AlsCli {
   bool distributed = false;
   std::string factor_layout = "auto";
   double factor_memory_budget_mb = 2048;
+  bool implicit = false;
+  double alpha = als::Options{}.alpha;
+  std::string confidence = "linear";
+  double epsilon = als::Options{}.epsilon;
+  std::string solver = "cholesky";
+  int cg_steps = als::Options{}.cg_steps;
 };
 
 /// --factor-memory-budget in MiB: up to 1 TiB per rank, more than any
@@ -126,6 +134,12 @@ als::Options make_options(const AlsCli& a) {
   o.xb = a.xb;
   o.yb = a.yb;
   o.batch_rows = a.batch_rows;
+  o.implicit = a.implicit;
+  o.alpha = a.alpha;
+  o.confidence = als::parse_confidence(a.confidence);
+  o.epsilon = a.epsilon;
+  o.solver = als::parse_solve_method(a.solver);
+  o.cg_steps = a.cg_steps;
   o.validate();
   return o;
 }
@@ -289,7 +303,9 @@ void run_als_command(const AlsCli& a) {
 }
 
 const Registrar als_command{Command{
-    "als", "ALS matrix factorization of explicit ratings (CSR or BALS tiled half-steps, batched Cholesky)",
+    "als",
+    "ALS matrix factorization of explicit ratings (CSR or BALS tiled half-steps, batched Cholesky), or of implicit "
+    "feedback with --implicit",
     [](CLI::App& cmd) -> std::function<void()> {
       auto a = std::make_shared<AlsCli>();
       a->common.iters = 10;
@@ -303,8 +319,10 @@ const Registrar als_command{Command{
                      "nnz (lambda * n_u, ALS-WR) or plain (lambda); default nnz, as ALS-WR, cuMF and Spark use")
           ->capture_default_str()
           ->check(CLI::IsMember({"nnz", "plain"}));
-      add_number(cmd, "--test-fraction", a->test_fraction,
-                 "held-out fraction for test RMSE; default 0.1, the usual 90/10 split", test_fraction_range);
+      auto* test_fraction = add_number(cmd, "--test-fraction", a->test_fraction,
+                                       "held-out fraction for test RMSE; default 0.1, the usual 90/10 split (0 with "
+                                       "--implicit, whose metric is the training objective)",
+                                       test_fraction_range);
       add_number(cmd, "--split-seed", a->split_seed, "seed of the held-out split; default 42, any fixed seed",
                  seed_range);
       cmd.add_option("--test-input", a->test_input,
@@ -324,7 +342,8 @@ const Registrar als_command{Command{
                  "(the result does not depend on it)",
                  als::Options::batch_rows_range);
       add_number(cmd, "--tolerance", a->tolerance,
-                 "stop when the test RMSE changes by <= this (relative); default 0: off, run --iters",
+                 "stop when the test RMSE (with --implicit: the loss) changes by <= this (relative); default 0: off, "
+                 "run --iters",
                  StopRule::tolerance_range);
       cmd.add_option("--checkpoint", a->checkpoint, "save the state to this HDF5 file (atomically); default none");
       add_number(cmd, "--checkpoint-every", a->checkpoint_every,
@@ -345,7 +364,31 @@ const Registrar als_command{Command{
                  "--distributed --factor-layout auto: MiB per rank the replicas of X and Y may take; default 2048, "
                  "a small share of a GPU's memory",
                  factor_memory_budget_range);
-      return [a] {
+      cmd.add_flag("--implicit", a->implicit,
+                   "implicit feedback (Hu, Koren, Volinsky 2008): ratings are interaction counts >= 0, every "
+                   "unobserved pair counts as preference 0 with confidence 1; default off (explicit ratings)");
+      add_number(cmd, "--alpha", a->alpha,
+                 "--implicit: confidence scale, c = 1 + alpha r (or log); default 40, the paper's choice",
+                 als::Options::alpha_range);
+      cmd.add_option("--confidence", a->confidence,
+                     "--implicit: linear (c = 1 + alpha r) or log (c = 1 + alpha log(1 + r / epsilon), for counts "
+                     "spanning orders of magnitude); default linear")
+          ->capture_default_str()
+          ->check(CLI::IsMember({"linear", "log"}));
+      add_number(cmd, "--epsilon", a->epsilon, "--implicit --confidence log: the count scale epsilon; default 1",
+                 als::Options::epsilon_range);
+      cmd.add_option("--solver", a->solver,
+                     "--implicit: cholesky (exact half-steps, O(n_u f^2 + f^3) per row) or cg (--cg-steps "
+                     "conjugate-gradient steps from the current factors, O(n_u f) per step and row; cheaper at large "
+                     "f); default cholesky")
+          ->capture_default_str()
+          ->check(CLI::IsMember({"cholesky", "cg"}));
+      add_number(cmd, "--cg-steps", a->cg_steps,
+                 "--implicit --solver cg: steps per half-step; default 3 (Takacs et al. 2011: enough for the "
+                 "objective to fall as with exact solves)",
+                 als::Options::cg_steps_range);
+      return [a, test_fraction] {
+        if (a->implicit && test_fraction->count() == 0) a->test_fraction = 0.0;
         if (a->common.precision == "float")
           run_als_command<float>(*a);
         else

@@ -161,6 +161,64 @@ TEST(AlsCli, RefusedRestartNamesWhatChangedAndKeepsTheCheckpoint) {
 }
 #endif
 
+// --implicit: MovieLens ratings taken as counts. The loss is the metric and
+// falls, nothing is held out unless asked; a CG run restarted from its
+// checkpoint ends byte-identical to the straight run, and an explicit run
+// refuses that checkpoint naming `implicit`; a negative count exits 3, a bad
+// --alpha or --solver exits 2 naming the option.
+TEST(AlsCli, ImplicitFeedbackRunsRestartsAndRefuses) {
+  if (!std::filesystem::exists(movielens)) GTEST_SKIP() << "MovieLens latest-small not found";
+  TempDir dir;
+  const std::string small = head_of_movielens(dir, 6001, "small.csv");
+  const std::string common = "als --input " + quote(small) +
+                             " --rank 6 --implicit --alpha 5 --solver cg --cg-steps 3 --lambda-weighting plain "
+                             "--layout csr --quiet --json";
+  const auto straight = run_kfactor(common + " --iters 5 --output " + quote(dir.file("a")), dir);
+  ASSERT_EQ(straight.code, 0) << straight.err;
+  const auto ja = nlohmann::json::parse(straight.out);
+  EXPECT_EQ(ja["nnz"], 6000);  // no held-out split
+  EXPECT_FALSE(ja.contains("test_rmse"));
+  const auto losses = ja["history"]["loss"];
+  ASSERT_EQ(losses.size(), 5u);
+  for (std::size_t k = 1; k < losses.size(); ++k) EXPECT_LE(double(losses[k]), double(losses[k - 1]));
+  EXPECT_EQ(double(ja["loss"]), double(losses[4]));
+#if defined(KFACTOR_HAVE_HDF5)
+  const std::string ckpt = dir.file("c.h5");
+  const auto first = run_kfactor(common + " --iters 2 --checkpoint " + quote(ckpt), dir);
+  ASSERT_EQ(first.code, 0) << first.err;
+  const auto rest =
+      run_kfactor(common + " --iters 5 --restart " + quote(ckpt) + " --output " + quote(dir.file("b")), dir);
+  ASSERT_EQ(rest.code, 0) << rest.err;
+  EXPECT_EQ(nlohmann::json::parse(rest.out)["loss"], ja["loss"]);
+  for (const char* side : {"_X.csv", "_Y.csv"}) {
+    const auto a = without_stamp(slurp(dir.file(std::string("a") + side)));
+    ASSERT_FALSE(a.empty());
+    EXPECT_TRUE(a == without_stamp(slurp(dir.file(std::string("b") + side)))) << side << " differs after restart";
+  }
+  const auto explicit_restart =
+      run_kfactor("als --input " + quote(small) +
+                      " --rank 6 --layout csr --iters 5 --test-fraction 0 --quiet --restart " + quote(ckpt),
+                  dir);
+  EXPECT_EQ(explicit_restart.code, 2) << explicit_restart.err;
+  EXPECT_NE(explicit_restart.err.find("implicit"), std::string::npos) << explicit_restart.err;
+#endif
+  {
+    std::ofstream bad(dir.file("negative.csv"));
+    bad << "userId,movieId,rating,timestamp\n1,1,2.0,0\n1,2,-1.0,0\n2,1,1.0,0\n2,2,3.0,0\n";
+  }
+  const auto negative =
+      run_kfactor("als --input " + quote(dir.file("negative.csv")) + " --rank 1 --implicit --quiet", dir);
+  EXPECT_EQ(negative.code, 3) << negative.err;
+  EXPECT_NE(negative.err.find("negative"), std::string::npos) << negative.err;
+  for (const auto& [args, name] : {std::pair<std::string, std::string>{" --alpha 0", "--alpha"},
+                                   {" --solver lu", "--solver"},
+                                   {" --cg-steps 0", "--cg-steps"}}) {
+    const auto r = run_kfactor(common + args, dir);
+    EXPECT_EQ(r.code, 2) << args << ": " << r.err;
+    EXPECT_NE(r.err.find(name), std::string::npos) << r.err;
+  }
+}
+
 TEST(AlsCli, BadRatingsExit3NamingTheLine) {
   TempDir dir;
   {

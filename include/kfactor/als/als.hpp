@@ -15,6 +15,31 @@
 /// exact half-steps: x_u = (Y_u^T Y_u + lambda w_u I)^{-1} Y_u^T r_u for every
 /// user, then the same for every item with X fixed, so L never increases.
 ///
+/// **Implicit feedback** (Options::implicit; Hu, Koren, Volinsky, ICDM
+/// 2008): R holds interaction counts r_ui >= 0 (views, plays, clicks).
+/// Preference p_ui = [r_ui > 0], confidence c_ui = 1 + alpha r_ui (linear)
+/// or 1 + alpha log(1 + r_ui / epsilon) (log), and the objective runs over
+/// every (u, i), rated or not:
+///   L = sum_{all u,i} c_ui (p_ui - x_u . y_i)^2
+///       + lambda * (sum_u w_u |x_u|^2 + sum_i w_i |y_i|^2),
+/// w_u as above (`plain` is the paper's objective). Its half-step solves,
+/// per row, (Y^T Y + Y^T (C_u - I) Y + lambda w_u I) x_u = Y^T C_u p_u. Y^T Y
+/// is one GEMM per half-step and the rest touches only the row's observed
+/// entries, so a row costs O(n_u f^2 + f^3) (Options::solver cholesky: the
+/// batched build and Cholesky of explicit ALS, its Gram started from Y^T Y
+/// and weighted by c - 1 per entry, any layout) or O(cg_steps n_u f) plus a
+/// share of an m x f x f GEMM per step (cg: conjugate gradients from the
+/// current x_u, batched over all rows through an SDDMM and an SpMM on R's
+/// pattern; never an f x f matrix per row; always on CSR, whatever the
+/// layout). The exact solve never increases L; cg with f steps reaches it
+/// up to rounding, and 3 steps (the default, as in Takacs, Pilaszy, Tikk,
+/// RecSys 2011) are a cheaper inexact descent step. The primary metric is
+/// L itself ("loss"), evaluated without the m x n sum:
+///   sum_{(u,i) observed, r > 0} [c (1 - x.y)^2 - (x.y)^2]
+///   + trace((X^T X)(Y^T Y)) + regularization.
+/// Negative ratings are refused (InputError); zero ratings count as
+/// unobserved (p = 0, c = 1).
+///
 /// Users or items without ratings: their factor row is defined as the zero
 /// vector (the minimizer under `plain`, and one of the minimizers, the one of
 /// least norm, under `nnz`, where they do not enter L at all); no Cholesky of
@@ -58,6 +83,7 @@
 
 #include <kfactor/als/bals_format.hpp>
 #include <kfactor/als/detail/half_step.hpp>
+#include <kfactor/als/detail/implicit.hpp>
 #include <kfactor/als/reorder.hpp>
 #include <kfactor/core/contract.hpp>
 #include <kfactor/core/convert.hpp>
@@ -111,6 +137,30 @@ inline Layout parse_layout(const std::string& s) {
   throw UsageError("ALS layout must be auto, bals or csr, got '" + s + "'");
 }
 
+/// Confidence of an implicit interaction (file comment).
+enum class Confidence {
+  linear,  ///< c = 1 + alpha r
+  log      ///< c = 1 + alpha log(1 + r / epsilon)
+};
+inline const char* to_string(Confidence c) { return c == Confidence::linear ? "linear" : "log"; }
+inline Confidence parse_confidence(const std::string& s) {
+  if (s == "linear") return Confidence::linear;
+  if (s == "log") return Confidence::log;
+  throw UsageError("ALS confidence must be linear or log, got '" + s + "'");
+}
+
+/// How an implicit half-step solves its systems (file comment).
+enum class SolveMethod {
+  cholesky,  ///< exact: batched normal equations and Cholesky
+  cg         ///< Options::cg_steps conjugate-gradient steps from the current rows
+};
+inline const char* to_string(SolveMethod m) { return m == SolveMethod::cholesky ? "cholesky" : "cg"; }
+inline SolveMethod parse_solve_method(const std::string& s) {
+  if (s == "cholesky") return SolveMethod::cholesky;
+  if (s == "cg") return SolveMethod::cg;
+  throw UsageError("ALS solver must be cholesky or cg, got '" + s + "'");
+}
+
 /// Solver options. Every numeric field has a Range beside it, checked by
 /// validate() (UsageError naming the field and its range).
 struct Options {
@@ -123,6 +173,9 @@ struct Options {
   static constexpr Range<std::size_t> max_batch_bytes_range{
       .lo = 0, .hi = std::size_t(1) << 40, .note = "0: per space"};
   static constexpr Range<std::int64_t> autotune_sample_nnz_range{.lo = 0, .hi = max32, .note = "0: per space"};
+  static constexpr Range<double> alpha_range{.lo = 0.0, .hi = 1e9, .lo_open = true};
+  static constexpr Range<double> epsilon_range{.lo = 0.0, .hi = 1e9, .lo_open = true};
+  static constexpr Range<int> cg_steps_range{.lo = 1, .hi = 1024};
 
   int rank = 10;        ///< f, in rank_range (and <= min(users, items), checked by init)
   StopRule stop{10};    ///< primary metric: test_rmse, else given_test_rmse, else train_rmse
@@ -139,6 +192,16 @@ struct Options {
   /// Largest sample (nonzeros) the autotuner times per candidate, in
   /// autotune_sample_nnz_range; 0: a default per space.
   std::int64_t autotune_sample_nnz = 0;
+  /// Implicit feedback (file comment): ratings are interaction counts.
+  bool implicit = false;
+  /// Implicit: confidence scale, in alpha_range; default 40, the paper's
+  /// choice for TV watching counts.
+  double alpha = 40.0;
+  Confidence confidence = Confidence::linear;  ///< implicit: c of r
+  /// Implicit, log confidence: the count scale epsilon, in epsilon_range.
+  double epsilon = 1.0;
+  SolveMethod solver = SolveMethod::cholesky;  ///< implicit: exact or CG half-steps
+  int cg_steps = 3;                            ///< implicit, cg: steps per half-step, in cg_steps_range
 
   /// Throws UsageError naming the option and its allowed range.
   void validate() const {
@@ -152,10 +215,19 @@ struct Options {
     check_range("ALS", "batch_rows", batch_rows, batch_rows_range);
     check_range("ALS", "max_batch_bytes", max_batch_bytes, max_batch_bytes_range);
     check_range("ALS", "autotune_sample_nnz", autotune_sample_nnz, autotune_sample_nnz_range);
+    check_range("ALS", "alpha", alpha, alpha_range);
+    check_range("ALS", "epsilon", epsilon, epsilon_range);
+    check_range("ALS", "cg_steps", cg_steps, cg_steps_range);
+    if (solver == SolveMethod::cg && !implicit)
+      throw UsageError("ALS solver cg is for implicit feedback only (explicit ALS solves exactly)");
+    if (solver == SolveMethod::cg && layout == Layout::bals)
+      throw UsageError("ALS solver cg runs on CSR: not with layout bals");
   }
 
   /// The options that decide the iterates (checkpoints compare them). The
-  /// tile, the batch size and the autotuner's sample change no bit.
+  /// tile, the batch size and the autotuner's sample change no bit; the
+  /// implicit options are listed for implicit runs (epsilon with log
+  /// confidence, cg_steps with cg).
   template <class F>
   void visit(F&& f) const {
     f("rank", rank);
@@ -164,6 +236,13 @@ struct Options {
     f("layout", layout);
     f("reorder", reorder);
     f("seed", seed);
+    f("implicit", implicit);
+    if (!implicit) return;
+    f("alpha", alpha);
+    f("confidence", confidence);
+    if (confidence == Confidence::log) f("epsilon", epsilon);
+    f("solver", solver);
+    if (solver == SolveMethod::cg) f("cg_steps", cg_steps);
   }
 };
 
@@ -252,6 +331,13 @@ struct Plan {
   double preprocess_seconds = 0.0;  ///< reordering + format build + autotune
   double autotune_seconds = 0.0;
   std::map<std::string, std::string> info;
+  bool implicit = false;                ///< implicit feedback: the structures hold w = c - 1
+  detail::ConfidenceWeight confidence;  ///< implicit: w of a rating
+  bool cg = false;                      ///< implicit: CG half-steps
+  int cg_steps = 0;
+  /// cg: the confidence weights of R and R^T (original ids) and their SDDMM plans.
+  CsrMatrix<T, MemorySpace> cg_users, cg_items;
+  detail::ErasedSddmmPlan sddmm_users, sddmm_items;
 };
 
 template <class T, class MemorySpace>
@@ -601,6 +687,13 @@ void record_plan(std::map<std::string, std::string>& info, const Options& option
   info["reorder"] = options.reorder ? "yes" : "no";
   info["lambda"] = fmt(options.lambda);
   info["lambda_weighting"] = to_string(options.weighting);
+  if (options.implicit) {
+    info["feedback"] = std::string("implicit, confidence ") + to_string(options.confidence) + ", alpha " +
+                       fmt(options.alpha) +
+                       (options.confidence == Confidence::log ? ", epsilon " + fmt(options.epsilon) : std::string());
+    info["solver"] = options.solver == SolveMethod::cg ? "cg, " + std::to_string(options.cg_steps) + " steps"
+                                                       : std::string("cholesky");
+  }
   record_structure<ExecutionSpace>(info, "user", users);
   record_structure<ExecutionSpace>(info, "item", items);
 }
@@ -615,6 +708,44 @@ void plan_parameters(Plan<T, MemorySpace>& plan, const Options& options) {
   plan.max_batch_bytes = options.max_batch_bytes > 0       ? options.max_batch_bytes
                          : is_host_space_v<ExecutionSpace> ? std::size_t(32) << 20
                                                            : std::size_t(1) << 30;
+  plan.implicit = options.implicit;
+  plan.confidence = ConfidenceWeight{options.confidence == Confidence::log, options.alpha, options.epsilon};
+  plan.cg = options.implicit && options.solver == SolveMethod::cg;
+  plan.cg_steps = options.cg_steps;
+}
+
+/// Implicit feedback: R with its ratings replaced by the confidence weights
+/// (InputError for a negative rating; `row_offset`: the global id of R's
+/// first row, for the message). Explicit: R.
+template <class ExecutionSpace, class T, class MemorySpace>
+CsrMatrix<T, MemorySpace> half_step_values(const ExecutionSpace& exec, const CsrMatrix<T, MemorySpace>& R,
+                                           const Plan<T, MemorySpace>& plan) {
+  if (!plan.implicit) return R;
+  const auto [count, first] = negative_ratings(exec, R);
+  if (count > 0) throw negative_rating_error(count, first);
+  return confidence_weights(exec, R, plan.confidence);
+}
+
+/// cg: the weights of both sides and their SDDMM plans, built once.
+template <class ExecutionSpace, class T, class MemorySpace>
+void cg_parts(const ExecutionSpace& exec, const CsrMatrix<T, MemorySpace>& Wu, const CsrMatrix<T, MemorySpace>& Wi,
+              Plan<T, MemorySpace>& plan) {
+  if (!plan.cg) return;
+  plan.cg_users = Wu;
+  plan.cg_items = Wi;
+  plan.sddmm_users = ErasedSddmmPlan::make(exec, Wu, plan.rank);
+  plan.sddmm_items = ErasedSddmmPlan::make(exec, Wi, plan.rank);
+}
+
+/// The options the traversal structures are built under: cg half-steps run
+/// on CSR (no tile is tuned or built).
+inline Options structure_options(const Options& options) {
+  Options o = options;
+  if (o.implicit && o.solver == SolveMethod::cg) {
+    o.layout = Layout::csr;
+    o.xb = o.yb = 0;
+  }
+  return o;
 }
 
 /// The tile a half-step on `Ah` runs with under options.layout ({0, 0}: CSR);
@@ -659,9 +790,12 @@ std::shared_ptr<const Plan<T, MemorySpace>> prepare(const ExecutionSpace& exec, 
   options.validate();
   const auto t0 = std::chrono::steady_clock::now();
   auto plan = std::make_shared<Plan<T, MemorySpace>>();
-  const auto& R = problem.train;
   detail::plan_parameters<ExecutionSpace>(*plan, options);
+  // Implicit: the structures hold the confidence weights w = c - 1.
+  const auto R = detail::half_step_values(exec, problem.train, *plan);
   auto Rt = transpose(exec, R);
+  detail::cg_parts(exec, R, Rt, *plan);
+  const Options so = detail::structure_options(options);
   plan->user_count = Kokkos::View<int*, MemorySpace>("kfactor::als::user_count", R.num_rows());
   plan->item_count = Kokkos::View<int*, MemorySpace>("kfactor::als::item_count", R.num_cols);
   {
@@ -684,8 +818,8 @@ std::shared_ptr<const Plan<T, MemorySpace>> prepare(const ExecutionSpace& exec, 
     Ru = permute(exec, R, prow, pcol);
     Ri = transpose(exec, Ru);
   }
-  plan->users = detail::build_side(exec, Ru, prow.new_to_old, pcol.new_to_old, options, "user", *plan);
-  plan->items = detail::build_side(exec, Ri, pcol.new_to_old, prow.new_to_old, options, "item", *plan);
+  plan->users = detail::build_side(exec, Ru, prow.new_to_old, pcol.new_to_old, so, "user", *plan);
+  plan->items = detail::build_side(exec, Ri, pcol.new_to_old, prow.new_to_old, so, "item", *plan);
   detail::record_plan<ExecutionSpace>(plan->info, options, plan->users, plan->items);
   exec.fence();
   plan->preprocess_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -714,23 +848,44 @@ State<T, MemorySpace> init(const ExecutionSpace& exec, const Problem<T, MemorySp
   return s;
 }
 
-/// The user half-step (X from Y), then the item half-step (Y from X).
-template <class ExecutionSpace, class T, class MemorySpace>
-void user_half_step(const ExecutionSpace& exec, State<T, MemorySpace>& s) {
-  const auto& p = *s.plan;
-  detail::half_step(exec, p.users, s.Y, s.X, p.rank, p.lambda, p.weight_nnz, p.batch_rows, p.max_batch_bytes,
-                    &s.workspace);
-}
-template <class ExecutionSpace, class T, class MemorySpace>
-void item_half_step(const ExecutionSpace& exec, State<T, MemorySpace>& s) {
-  const auto& p = *s.plan;
-  detail::half_step(exec, p.items, s.X, s.Y, p.rank, p.lambda, p.weight_nnz, p.batch_rows, p.max_batch_bytes,
-                    &s.workspace);
-}
-
 namespace detail {
 
 enum class Side { users, items };
+
+/// out = the half-step `side` of the plan from the whole other factor
+/// (explicit, or implicit exact or CG; the rows of out are the structure's).
+template <class ExecutionSpace, class T, class MemorySpace>
+void plan_half_step(const ExecutionSpace& exec, Side side, const Plan<T, MemorySpace>& p,
+                    const DenseMatrix<T, MemorySpace>& other, const DenseMatrix<T, MemorySpace>& out,
+                    Workspace<T, MemorySpace>& ws) {
+  const bool users = side == Side::users;
+  const auto& S = users ? p.users : p.items;
+  if (!p.implicit) {
+    half_step(exec, S, other, out, p.rank, p.lambda, p.weight_nnz, p.batch_rows, p.max_batch_bytes, &ws);
+    return;
+  }
+  factor_gram(exec, other, ws.gram);
+  if (p.cg)
+    cg_half_step(exec, users ? p.cg_users : p.cg_items, users ? p.sddmm_users : p.sddmm_items,
+                 users ? p.user_count : p.item_count, other, out, ws.gram, p.lambda, p.weight_nnz, p.cg_steps, ws);
+  else
+    half_step(exec, S, other, out, p.rank, p.lambda, p.weight_nnz, p.batch_rows, p.max_batch_bytes, &ws,
+              ImplicitGram<T, MemorySpace>{ws.gram});
+}
+
+}  // namespace detail
+
+/// The user half-step (X from Y), then the item half-step (Y from X).
+template <class ExecutionSpace, class T, class MemorySpace>
+void user_half_step(const ExecutionSpace& exec, State<T, MemorySpace>& s) {
+  detail::plan_half_step(exec, detail::Side::users, *s.plan, s.Y, s.X, s.workspace);
+}
+template <class ExecutionSpace, class T, class MemorySpace>
+void item_half_step(const ExecutionSpace& exec, State<T, MemorySpace>& s) {
+  detail::plan_half_step(exec, detail::Side::items, *s.plan, s.X, s.Y, s.workspace);
+}
+
+namespace detail {
 
 /// The sets evaluate() scores against one block of Y (single process: the
 /// whole problem; distributed: a rank's rows, per block of items).
@@ -753,8 +908,7 @@ struct SingleProcess {
   void half_step(const ExecutionSpace& exec, Side side, const Plan<T, MemorySpace>& p,
                  const DenseMatrix<T, MemorySpace>& other, const DenseMatrix<T, MemorySpace>& out,
                  Workspace<T, MemorySpace>& ws) {
-    detail::half_step(exec, side == Side::users ? p.users : p.items, other, out, p.rank, p.lambda, p.weight_nnz,
-                      p.batch_rows, p.max_batch_bytes, &ws);
+    plan_half_step(exec, side, p, other, out, ws);
   }
   /// Calls visit(sets of the block, Y block) for every block of Y that this
   /// process scores `sets` (its rows of the problem) against.
@@ -773,10 +927,42 @@ void iterate(const ExecutionSpace& exec, const Plan<T, MemorySpace>& p, State<T,
   comm.half_step(exec, Side::items, p, s.X, s.Y, s.workspace);
 }
 
+/// The implicit objective (the file comment's formula) from this process's
+/// rows of X and Y and its ratings, summed by `comm`: the observed entries'
+/// terms, both factors' Grams (f x f each, their sums' trace) and the
+/// regularizer.
+template <class ExecutionSpace, class T, class MemorySpace, class Comm>
+Metrics implicit_metrics(const ExecutionSpace& exec, const Plan<T, MemorySpace>& p, const State<T, MemorySpace>& s,
+                         const EvaluationSets<T, MemorySpace>& sets, Comm& comm) {
+  double observed = 0.0;
+  comm.for_each_item_block(exec, s.Y, sets,
+                           [&](const EvaluationSets<T, MemorySpace>& b, const DenseMatrix<T, MemorySpace>& Y) {
+                             if (b.train && b.train->nnz() > 0)
+                               observed += implicit_observed_sum(exec, *b.train, s.X, Y, p.confidence);
+                           });
+  Kokkos::View<T**, Kokkos::LayoutRight, MemorySpace> gx, gy;
+  factor_gram(exec, s.X, gx);
+  factor_gram(exec, s.Y, gy);
+  std::vector<double> v = gram_to_host(gx);
+  const std::size_t f2 = v.size();
+  const auto hy = gram_to_host(gy);
+  v.insert(v.end(), hy.begin(), hy.end());
+  v.push_back(observed);
+  v.push_back(weighted_norm2(exec, s.X, p.user_count, p.weight_nnz) +
+              weighted_norm2(exec, s.Y, p.item_count, p.weight_nnz));
+  comm.sum(v.data(), int(v.size()));
+  const double trace =
+      gram_trace(std::vector<double>(v.begin(), v.begin() + f2), std::vector<double>(v.begin() + f2, v.end() - 2));
+  Metrics m;
+  m.set("loss", v[2 * f2] + trace + double(p.lambda) * v[2 * f2 + 1]);
+  return m;
+}
+
 /// The metrics (see evaluate()) from this process's sums, summed by `comm`.
 template <class ExecutionSpace, class T, class MemorySpace, class Comm>
 Metrics metrics(const ExecutionSpace& exec, const Plan<T, MemorySpace>& p, const State<T, MemorySpace>& s,
                 const EvaluationSets<T, MemorySpace>& sets, std::int64_t test_nnz, std::int64_t given_nnz, Comm& comm) {
+  if (p.implicit) return implicit_metrics(exec, p, s, sets, comm);
   // [squared error, count] of train, test warm, given warm, test all, given
   // all; then the regularizer.
   double v[11] = {0};
@@ -847,7 +1033,10 @@ Report run(const Options& options, State<T, MemorySpace>& s, const RunShape& sha
     throw UsageError("als: the state's rank " + std::to_string(s.X.extent(1)) + " differs from options.rank " +
                      std::to_string(options.rank));
   const auto t0 = std::chrono::steady_clock::now();
-  const std::string primary = shape.test_nnz > 0 ? "test_rmse" : shape.given_nnz > 0 ? "given_test_rmse" : "train_rmse";
+  const std::string primary = options.implicit      ? "loss"
+                              : shape.test_nnz > 0  ? "test_rmse"
+                              : shape.given_nnz > 0 ? "given_test_rmse"
+                                                    : "train_rmse";
   double loop_seconds = 0.0, step_seconds = 0.0;
   const int first_iteration = s.iteration;
   const StopReason why = run_solver_loop(
@@ -877,7 +1066,8 @@ Report run(const Options& options, State<T, MemorySpace>& s, const RunShape& sha
   const int its = s.iteration - first_iteration;  // iterations run by this call
   if (its > 0) {
     r.timings.set("per_iteration", step_seconds / its);
-    r.info["gflops"] = fmt(flops_per_iteration(r.nnz, options.rank) * its / step_seconds / 1e9);
+    if (!(options.implicit && options.solver == SolveMethod::cg))  // the rate of the batched build and Cholesky
+      r.info["gflops"] = fmt(flops_per_iteration(r.nnz, options.rank) * its / step_seconds / 1e9);
   }
   if (first_iteration > 0) r.info["continued_from"] = std::to_string(first_iteration);
   r.info["split"] = shape.test_nnz > 0
@@ -899,22 +1089,26 @@ void step(const ExecutionSpace& exec, const Problem<T, MemorySpace>& problem, co
   detail::iterate(exec, *s.plan, s, comm);
 }
 
-/// The objective L (double accumulation).
+/// The objective L (double accumulation; implicit feedback: its objective).
 template <class ExecutionSpace, class T, class MemorySpace>
 double loss(const ExecutionSpace& exec, const Problem<T, MemorySpace>& problem, const State<T, MemorySpace>& s) {
   const auto& p = *s.plan;
+  if (p.implicit) {
+    detail::SingleProcess<T, MemorySpace> comm;
+    const detail::EvaluationSets<T, MemorySpace> sets{&problem.train};
+    return detail::implicit_metrics(exec, p, s, sets, comm).get("loss");
+  }
   const auto e = rating_errors(exec, problem.train, s.X, s.Y);
   const double sq = e.rmse * e.rmse * double(e.count);
   return sq + double(p.lambda) * (detail::weighted_norm2(exec, s.X, p.user_count, p.weight_nnz) +
                                   detail::weighted_norm2(exec, s.Y, p.item_count, p.weight_nnz));
 }
 
-/// Metrics, in order: test_rmse (held-out split, when present; over its warm
-/// entries, whose user and item have training ratings, as Spark's
-/// coldStartStrategy "drop"), given_test_rmse (the user-given test set, warm
-/// entries), train_rmse, loss (the objective), then test_rmse_all /
-/// given_test_rmse_all (every entry; a cold user or item has the zero factor,
-/// so predicts 0) and test_cold_fraction / given_test_cold_fraction.
+/// Metrics, in order (implicit feedback: the objective, "loss", alone): test_rmse (held-out split, when present; over
+/// its warm entries, whose user and item have training ratings, as Spark's coldStartStrategy "drop"), given_test_rmse
+/// (the user-given test set, warm entries), train_rmse, loss (the objective), then test_rmse_all / given_test_rmse_all
+/// (every entry; a cold user or item has the zero factor, so predicts 0) and test_cold_fraction /
+/// given_test_cold_fraction.
 template <class ExecutionSpace, class T, class MemorySpace>
 Metrics evaluate(const ExecutionSpace& exec, const Problem<T, MemorySpace>& problem, const Options& options,
                  State<T, MemorySpace>& s) {

@@ -102,6 +102,17 @@
 /// 1e-12 (relative, double) / 1e-5 (float) in the replicated layout, 1e-9 /
 /// 1e-3 in the blocked one.
 ///
+/// **Implicit feedback** (Options::implicit): the rank's traversal
+/// structures hold the confidence weights of its ratings, and the
+/// evaluation its ratings. A half-step's Y^T Y needs no communication in
+/// the replicated layout (every rank holds the gathered factor whole); in
+/// the blocked layout it is the sum of the ranks' Grams of their own rows
+/// (one all-reduction of f^2 values per half-step). The objective sums the
+/// ranks' observed terms, Grams and regularizers in the metrics'
+/// all-reduction (2 f^2 + 2 values). Solver cg runs in the replicated
+/// layout only (UsageError in the blocked one: every CG step would rotate
+/// the other factor around the ring).
+///
 /// **Checkpoints.** State::visit lists the rank's rows of X and Y under the
 /// single-rank names, in both layouts (load_checkpoint calls
 /// State::reset_workspace(), which marks the gathered replicas stale); with row_blocks() one file with the
@@ -326,23 +337,32 @@ struct MpiPolicy {
       const auto& S = users ? ring->users : ring->items;
       const auto& other_bounds = users ? item_bounds : user_bounds;
       const int P = coll->size(), first = coll->rank();
+      // Implicit feedback: G = Y^T Y, the sum of the ranks' Grams of their rows.
+      ad::ImplicitGram<T, Mem> implicit;
+      if (p.implicit) {
+        distributed::agree(comm, [&] { ad::factor_gram(exec, other, ws.gram); });
+        auto g = ad::gram_to_host(ws.gram);
+        coll->allreduce_sum_host(g.data(), int(g.size()));
+        ad::gram_from_host(exec, g, ws.gram);
+        implicit.G = ws.gram;
+      }
       distributed::agree(comm, [&] {
         ad::half_step_batches(exec, S[first], out, p.rank, p.batch_rows, p.max_batch_bytes, &ws,
                               users ? ring->user_batches : ring->item_batches,
                               [&](ordinal_t g0, ordinal_t g1, const auto& A, const auto& b) {
                                 rotate(exec, other, other_bounds, [&](int q, const DenseMatrix<T, Mem>& F) {
                                   const ad::NormalEquationPart part{q != first, (q + 1) % P == first};
-                                  ad::build_batch(exec, S[q], F, p.rank, p.lambda, p.weight_nnz, g0, g1, A, b, part);
+                                  ad::build_batch(exec, S[q], F, p.rank, p.lambda, p.weight_nnz, g0, g1, A, b, part,
+                                                  implicit);
                                 });
                               });
       });
       return;
     }
     if (users && !y_current) gather_y(exec, other);
-    distributed::agree(comm, [&] {
-      ad::half_step(exec, users ? p.users : p.items, users ? Y_all : X_all, out, p.rank, p.lambda, p.weight_nnz,
-                    p.batch_rows, p.max_batch_bytes, &ws);
-    });
+    // Every rank holds the other factor whole: implicit feedback's Y^T Y
+    // needs no communication.
+    distributed::agree(comm, [&] { ad::plan_half_step(exec, side, p, users ? Y_all : X_all, out, ws); });
     if (users) {
       if (coll->size() > 1) coll->allgather_rows(exec, out, X_all, user_bounds);
     } else {
@@ -440,6 +460,21 @@ std::shared_ptr<const kfactor::als::Plan<T, Mem>> prepare(const ExecutionSpace& 
     coll.allreduce_sum_host(&bad, 1);
     if (bad > 0) throw InputError(std::to_string(static_cast<std::int64_t>(bad)) + " ratings are not finite");
   }
+  if (options.implicit) {
+    auto [count, first] = ad::negative_ratings(exec, lp.train, lp.user_begin());
+    double total = double(count);
+    coll.allreduce_sum_host(&total, 1);
+    if (total > 0) throw ad::negative_rating_error(std::int64_t(total), first);
+  }
+  // Implicit feedback: the structures hold the confidence weights (the
+  // evaluation keeps the ratings).
+  CsrMatrix<T, Mem> Wu = lp.train, Wi = lp.train_t;
+  distributed::agree(coll.comm(), [&] {
+    Wu = ad::half_step_values(exec, lp.train, *plan);
+    Wi = ad::half_step_values(exec, lp.train_t, *plan);
+    ad::cg_parts(exec, Wu, Wi, *plan);
+  });
+  const kfactor::als::Options so = ad::structure_options(options);
   // Local work that may fail on one rank (allocations, the structures) is
   // agreed before the next collective.
   distributed::agree(coll.comm(), [&] {
@@ -463,7 +498,7 @@ std::shared_ptr<const kfactor::als::Plan<T, Mem>> prepare(const ExecutionSpace& 
       pcol = kfactor::als::order_by_count(other_counts);
       Ar = kfactor::als::permute(exec, A, prow, pcol);
     }
-    return ad::build_side(exec, Ar, prow.new_to_old, pcol.new_to_old, options, name, *plan);
+    return ad::build_side(exec, Ar, prow.new_to_old, pcol.new_to_old, so, name, *plan);
   };
   // Blocked layout: one structure per column block q of the other factor
   // (its ids local to the block), all with the rank's row order, tile height
@@ -523,15 +558,19 @@ std::shared_ptr<const kfactor::als::Plan<T, Mem>> prepare(const ExecutionSpace& 
     plan->test_warm = ad::warm_entries(exec, lp.test, plan->user_count, ic);
     plan->given_test_warm = ad::warm_entries(exec, lp.given_test, plan->user_count, ic);
     if (layout == FactorLayout::replicated) {
-      plan->users = side(lp.train, item_counts, "user");
-      plan->items = side(lp.train_t, user_counts, "item");
+      plan->users = side(Wu, item_counts, "user");
+      plan->items = side(Wi, user_counts, "item");
       return;
     }
     ring = std::make_shared<RingPlan<T, Mem>>();
     const int P = coll.size();
     ring->train.resize(P);
-    ring->users = blocked_side(lp.train, item_counts, lp.item_bounds, "user", &ring->train);
-    ring->items = blocked_side(lp.train_t, user_counts, lp.user_bounds, "item", nullptr);
+    ring->users = blocked_side(Wu, item_counts, lp.item_bounds, "user", &ring->train);
+    ring->items = blocked_side(Wi, user_counts, lp.user_bounds, "item", nullptr);
+    if (plan->implicit)  // the evaluation's blocks hold the ratings, not the weights
+      for (int q = 0; q < P; ++q)
+        ring->train[q] =
+            distributed::detail::csr_column_block(exec, lp.train, lp.item_bounds[q], lp.item_bounds[q + 1]);
     auto split = [&](const CsrMatrix<T, Mem>& M, std::vector<CsrMatrix<T, Mem>>& out) {
       if (M.nnz() == 0) return;
       out.resize(P);
@@ -578,6 +617,10 @@ State<T, Mem> init(const ExecutionSpace& exec, MPI_Comm comm, const LocalProblem
   s.coll = std::make_shared<distributed::detail::Collectives>(comm);
   if (s.coll->size() != lp.size) throw UsageError("distributed als: problem was split for another communicator size");
   s.layout = resolve_layout(options, lp.users, lp.items, sizeof(T), lp.size);
+  if (options.implicit && options.solver == kfactor::als::SolveMethod::cg && s.layout == FactorLayout::blocked)
+    throw UsageError(
+        "distributed als: solver cg needs the replicated factor layout (each CG step would rotate the other factor "
+        "around the ring); use factor layout replicated, or solver cholesky");
   s.comm = std::make_shared<detail::MpiPolicy<T, Mem>>();
   auto& pol = *s.comm;
   pol.coll = s.coll;

@@ -29,6 +29,11 @@
 /// tiled path up to rounding). Row blocks are launched longest first
 /// (HalfStepStructure::schedule), so the longest rows start at once instead
 /// of trailing behind.
+/// Implicit feedback (ImplicitGram): the structure's values are the
+/// confidence weights w = c - 1, and a row's Gram is that of the rows
+/// [w y_k, (1 + w)[w > 0]] against [y_k, *]: S1 = sum w y y^T (started from
+/// Y^T Y when stored), S2 = sum c p y (p = [r > 0]). The same kernel, the
+/// same order of sums.
 /// A row's sums may also be built in parts, one column block at a time
 /// (NormalEquationPart: later parts continue the sums stored in the batch
 /// buffers): the distributed blocked layout, where the other factor arrives
@@ -194,6 +199,26 @@ struct NormalEquationPart {
   bool add_lambda = true;   ///< add lambda_u to the diagonal when storing
 };
 
+/// Implicit feedback: G = Y^T Y (f x f), added to every row's S1 with
+/// lambda_u; empty: explicit ratings.
+template <class T, class MemorySpace>
+struct ImplicitGram {
+  Kokkos::View<T**, Kokkos::LayoutRight, MemorySpace> G;
+  [[nodiscard]] bool on() const { return G.extent(0) > 0; }
+};
+
+/// Implicit feedback: the row-side piece a (entries [j0, j0 + B) of
+/// [y, w, 0, ...]) becomes that of [w y, (1 + w)[w > 0], 0, ...], so that
+/// the Gram's rows i < f hold sum w y y^T and its row f sum c p y.
+template <int B, class T>
+KOKKOS_INLINE_FUNCTION void implicit_piece(T (&a)[B], int j0, int f, T w) {
+  const T rhs = w > T(0) ? T(1) + w : T(0);
+  for (int r = 0; r < B; ++r) {
+    const int i = j0 + r;
+    a[r] = i < f ? a[r] * w : i == f ? rhs : T(0);
+  }
+}
+
 /// Where register tile p of a row sits: block (bi, bj), bj <= bi, of the
 /// lower triangle.
 KOKKOS_INLINE_FUNCTION void tile_blocks(int p, int& bi, int& bj) {
@@ -283,8 +308,8 @@ template <bool Tiled, class ExecutionSpace, class T, class MemorySpace, class YV
 void build_normal_equations(const ExecutionSpace& exec, const HalfStepStructure<T, MemorySpace>& S, const YView& Y,
                             int f, T lambda, bool weight_nnz, ordinal_t g0, ordinal_t g1,
                             const Kokkos::View<T***, Kokkos::LayoutRight, MemorySpace>& A,
-                            const Kokkos::View<T**, Kokkos::LayoutRight, MemorySpace>& b,
-                            NormalEquationPart part = {}) {
+                            const Kokkos::View<T**, Kokkos::LayoutRight, MemorySpace>& b, NormalEquationPart part = {},
+                            const ImplicitGram<T, MemorySpace>& implicit = {}) {
   static_assert(std::is_same_v<typename YView::array_layout, Kokkos::LayoutRight>, "Y rows must be contiguous");
   using Tn = Tuning<ExecutionSpace>;
   constexpr int B = Tn::block;
@@ -332,6 +357,8 @@ void build_normal_equations(const ExecutionSpace& exec, const HalfStepStructure<
   const ordinal_t ntc = Tiled ? S.ntc : 1;
   const ordinal_t rows = S.rows;
   const bool continue_sums = part.accumulate, add_lambda = part.add_lambda;
+  const bool weighted = implicit.on();
+  auto gram = implicit.G;
   const std::size_t tile_elems = std::size_t(B) * B;
 
   // Three kinds of launch (BuildKind), one kernel.
@@ -406,9 +433,11 @@ void build_normal_equations(const ExecutionSpace& exec, const HalfStepStructure<
             T a0[B], c0[B], a1[B], c1[B];
             load_piece<B>(y0, bi_of[s] * B, valid, v0, a0);
             load_piece<B>(y0, bj_of[s] * B, valid, v0, c0);
+            if (weighted) implicit_piece<B>(a0, bi_of[s] * B, f, v0);
             if (two) {
               load_piece<B>(y1, bi_of[s] * B, valid, v1, a1);
               load_piece<B>(y1, bj_of[s] * B, valid, v1, c1);
+              if (weighted) implicit_piece<B>(a1, bi_of[s] * B, f, v1);
             }
             for (int r = 0; r < B; ++r)
               for (int cc = 0; cc < B; ++cc) acc[s][r][cc] = madd(a0[r], c0[cc], acc[s][r][cc]);
@@ -422,6 +451,12 @@ void build_normal_equations(const ExecutionSpace& exec, const HalfStepStructure<
             for (int r = 0; r < B / V; ++r) {
               a[r] = reinterpret_cast<const Piece<T, V>*>(y + bi_of[s] * B)[r];
               c[r] = reinterpret_cast<const Piece<T, V>*>(y + bj_of[s] * B)[r];
+            }
+            if (weighted) {
+              T w[B];
+              for (int r = 0; r < B; ++r) w[r] = a[r / V].v[r % V];
+              implicit_piece<B>(w, bi_of[s] * B, f, y[f]);
+              for (int r = 0; r < B; ++r) a[r / V].v[r % V] = w[r];
             }
             for (int r = 0; r < B; ++r)
               for (int cc = 0; cc < B; ++cc)
@@ -536,7 +571,9 @@ void build_normal_equations(const ExecutionSpace& exec, const HalfStepStructure<
             for (int rr = 0; rr < B; ++rr)
               for (int cc = 0; cc < B; ++cc) {
                 const int i = bi_of[s] * B + rr, j = bj_of[s] * B + cc;
-                if (j <= i && i < f) A(lb, i, j) = acc[s][rr][cc] + (i == j ? lam : T(0));
+                if (j <= i && i < f)
+                  A(lb, i, j) =
+                      (weighted && add_lambda ? acc[s][rr][cc] + gram(i, j) : acc[s][rr][cc]) + (i == j ? lam : T(0));
                 if (i == f && j < f) b(lb, j) = acc[s][rr][cc];
               }
           }
@@ -672,6 +709,12 @@ inline std::int64_t batch_row_blocks(std::int64_t rows, int xb, int f, std::size
 template <class T, class MemorySpace>
 struct Workspace {
   Kokkos::View<T*, MemorySpace> A, b;
+  /// Implicit feedback: the other factor's Gram (f x f).
+  Kokkos::View<T**, Kokkos::LayoutRight, MemorySpace> gram;
+  /// Implicit feedback, conjugate-gradient half-step (implicit.hpp): the
+  /// residuals, directions and their products (rows x f each), r.r per
+  /// row, one value per nonzero.
+  Kokkos::View<T*, MemorySpace> cg_r, cg_p, cg_ap, cg_rs, cg_values;
 };
 
 /// Grows ws to the batch buffers of S's half-step; returns the rows per batch.
@@ -741,21 +784,23 @@ template <class ExecutionSpace, class T, class MemorySpace, class YView>
 void build_batch(const ExecutionSpace& exec, const HalfStepStructure<T, MemorySpace>& S, const YView& Y, int f,
                  T lambda, bool weight_nnz, ordinal_t g0, ordinal_t g1,
                  const Kokkos::View<T***, Kokkos::LayoutRight, MemorySpace>& A,
-                 const Kokkos::View<T**, Kokkos::LayoutRight, MemorySpace>& b, NormalEquationPart part = {}) {
+                 const Kokkos::View<T**, Kokkos::LayoutRight, MemorySpace>& b, NormalEquationPart part = {},
+                 const ImplicitGram<T, MemorySpace>& implicit = {}) {
   if (S.tiled)
-    build_normal_equations<true>(exec, S, Y, f, lambda, weight_nnz, g0, g1, A, b, part);
+    build_normal_equations<true>(exec, S, Y, f, lambda, weight_nnz, g0, g1, A, b, part, implicit);
   else
-    build_normal_equations<false>(exec, S, Y, f, lambda, weight_nnz, g0, g1, A, b, part);
+    build_normal_equations<false>(exec, S, Y, f, lambda, weight_nnz, g0, g1, A, b, part, implicit);
 }
 
-/// X = argmin over the half-step objective, row by row, in batches.
+/// X = argmin over the half-step objective, row by row, in batches
+/// (implicit feedback with an ImplicitGram).
 template <class ExecutionSpace, class T, class MemorySpace, class XView, class YView>
 void half_step(const ExecutionSpace& exec, const HalfStepStructure<T, MemorySpace>& S, const YView& Y, const XView& X,
                int f, T lambda, bool weight_nnz, std::int64_t batch_rows, std::size_t max_batch_bytes,
-               Workspace<T, MemorySpace>* workspace = nullptr) {
+               Workspace<T, MemorySpace>* workspace = nullptr, const ImplicitGram<T, MemorySpace>& implicit = {}) {
   half_step_batches(exec, S, X, f, batch_rows, max_batch_bytes, workspace, 0,
                     [&](ordinal_t g0, ordinal_t g1, const auto& A, const auto& b) {
-                      build_batch(exec, S, Y, f, lambda, weight_nnz, g0, g1, A, b);
+                      build_batch(exec, S, Y, f, lambda, weight_nnz, g0, g1, A, b, {}, implicit);
                     });
 }
 
