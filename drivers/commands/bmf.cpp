@@ -6,6 +6,14 @@
 // for ratings input PREFIX_A.csv / PREFIX_B.csv (one line per user / item with
 // its original id, then the k bits). --checkpoint/--restart save and continue
 // the exact State (io/checkpoint.hpp).
+//
+// --distributed (under `mpiexec -n P kfactor bmf --distributed ...`): every
+// rank reads the input (errors agreed on every rank), the ranks compare its
+// checksum, keep their rows of C (kfactor/distributed/bmf.hpp) and run the
+// same search, with the same factors for one seed as one process; rank 0
+// prints progress and the report and writes the outputs. Checkpoints hold
+// the whole factors in the single-process layout, so a run restarts on any
+// number of ranks, or without --distributed, and vice versa.
 #include "cli.hpp"
 
 #include <kfactor/bmf/bmf.hpp>
@@ -16,8 +24,18 @@
 #include <kfactor/io/read.hpp>
 #include <kfactor/io/write.hpp>
 
+#include <kfactor/config.hpp>
+#if defined(KFACTOR_HAVE_MPI)
+#include <kfactor/distributed/bmf.hpp>
+#include <kfactor/distributed/checkpoint.hpp>
+#include <kfactor/distributed/collective.hpp>
+
+#include <mpi.h>
+#endif
+
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -69,7 +87,50 @@ struct BmfCliOptions {
   double target_error = 0.0;
   std::string checkpoint, restart;
   int checkpoint_every = 100;
+  bool distributed = false;
 };
+
+/// The whole factors A (m x k) and B (k x n) as 0/1 host matrices.
+using BitFactor = DenseMatrix<std::uint8_t, Kokkos::HostSpace>;
+
+#if defined(KFACTOR_HAVE_MPI)
+/// --distributed, on every rank of `comm`: the report (and, with --output,
+/// the factors) matter on rank 0.
+Report run_bmf_distributed(const BmfCliOptions& o, const bmf::Options& s, const BooleanInput& input, MPI_Comm comm,
+                           BitFactor& A, BitFactor& B) {
+  using Space = Kokkos::DefaultExecutionSpace;
+  namespace db = distributed::bmf;
+  const Space exec;
+  const Kokkos::DefaultHostExecutionSpace host;
+  const auto fp = fingerprint(host, to_csr(host, input.ones));
+  distributed::require_same(comm, fp.checksum, "the checksum of " + o.common.input);
+  const auto problem = db::make_problem(exec, comm, input.ones, s);
+  auto meta = checkpoint_meta<std::uint64_t, Space>("bmf", option_values(s), fp, s.rank);
+  meta.precision = "bits";
+  const auto t1 = std::chrono::steady_clock::now();
+  auto state = db::init(exec, problem, s);
+  if (!o.restart.empty()) load_checkpoint(comm, o.restart, state, meta, state.row_blocks());
+  const double init_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
+  // Collective: every rank calls it each iteration, so that all ranks stop
+  // together on SIGINT/SIGTERM; rank 0 prints.
+  Observer observer = progress_printer(o.common, 100, comm);
+  if (!o.checkpoint.empty())
+    observer = chain(std::move(observer),
+                     distributed::checkpoint_observer(comm, o.checkpoint, o.checkpoint_every, state, meta));
+  Report report = db::resume(exec, problem, s, state, observer);
+  if (!o.checkpoint.empty()) {
+    save_checkpoint(comm, o.checkpoint, state, meta, state.row_blocks());
+    report.info["checkpoint"] = o.checkpoint;
+  }
+  if (!o.restart.empty()) report.info["restart"] = o.restart;
+  report.timings.set("init", init_s);
+  if (!o.common.output.empty()) {
+    A = db::factor_a(exec, state);
+    B = db::factor_b(state);
+  }
+  return report;
+}
+#endif
 
 const Registrar bmf_command{Command{
     "bmf", "Boolean matrix factorization C ~ A o B (CuBin: parallel random bit-flip search)",
@@ -139,6 +200,10 @@ const Registrar bmf_command{Command{
                         ->check(CLI::PositiveNumber);
       cmd.add_option("--restart", o->restart,
                      "continue from this checkpoint (same input, rank and options) to --iters");
+      cmd.add_flag("--distributed", o->distributed,
+                   "run over the ranks of MPI_COMM_WORLD (mpiexec -n P kfactor bmf --distributed ...): rows of C "
+                   "and A split over the ranks, B replicated; the same factors for one seed as one process. "
+                   "Default off");
       return [o, thr, every] {
         if (every->count() > 0 && o->checkpoint.empty()) throw UsageError("bmf: --checkpoint-every needs --checkpoint");
         if (!(o->dense_limit_mb >= 0.0 && o->dense_limit_mb <= double(1 << 30)))
@@ -154,49 +219,82 @@ const Registrar bmf_command{Command{
         s.dense_limit_bytes = std::size_t(o->dense_limit_mb * 1024.0 * 1024.0);
         s.validate();
         const auto t0 = std::chrono::steady_clock::now();
-        const auto input = read_boolean_input(o->common.input, o->common.format, o->threshold, thr->count() > 0);
-        using Space = Kokkos::DefaultExecutionSpace;
-        const Space exec;
-        const auto problem = bmf::make_problem(exec, input.ones, s);
-        const double read_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        auto read = [&] {
+          return read_boolean_input(o->common.input, o->common.format, o->threshold, thr->count() > 0);
+        };
+        Report report;
+        BitFactor A, B;
+        int rank = 0;
+        std::function<void(const std::function<void()>&)> on_rank0 = [](const std::function<void()>& f) { f(); };
+        BooleanInput input;
+        if (o->distributed) {
+#if defined(KFACTOR_HAVE_MPI)
+          MPI_Comm comm = MPI_COMM_WORLD;
+          MPI_Comm_rank(comm, &rank);
+          input = distributed::agree(comm, read);
+          const double read_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+          report = run_bmf_distributed(*o, s, input, comm, A, B);
+          report.timings.set("read", read_s);
+          // Rank 0 writes; its errors end every rank alike.
+          on_rank0 = [comm, rank](const std::function<void()>& f) {
+            distributed::agree(comm, [&] {
+              if (rank == 0) f();
+            });
+          };
+#else
+          throw UsageError("bmf: --distributed needs kfactor built with MPI");
+#endif
+        } else {
+          input = read();
+          using Space = Kokkos::DefaultExecutionSpace;
+          const Space exec;
+          const auto problem = bmf::make_problem(exec, input.ones, s);
+          const double read_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 
-        CheckpointMeta meta;
-        if (!o->checkpoint.empty() || !o->restart.empty()) {
-          meta = checkpoint_meta<std::uint64_t, Space>(
-              "bmf", option_values(s),
-              fingerprint(Kokkos::DefaultHostExecutionSpace{}, to_csr(Kokkos::DefaultHostExecutionSpace{}, input.ones)),
-              s.rank);
-          meta.precision = "bits";
-        }
-        const auto t1 = std::chrono::steady_clock::now();
-        auto state = bmf::init(exec, problem, s);
-        if (!o->restart.empty()) load_checkpoint(o->restart, state, meta);
-        const double init_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
-        Observer observer = progress_printer(o->common, 100);
-        if (!o->checkpoint.empty())
-          observer = chain(std::move(observer), checkpoint_observer(o->checkpoint, o->checkpoint_every, state, meta));
-        Report report = bmf::resume(exec, problem, s, state, observer);
-        if (!o->checkpoint.empty()) {
-          save_checkpoint(o->checkpoint, state, meta);
-          report.info["checkpoint"] = o->checkpoint;
-        }
-        if (!o->restart.empty()) report.info["restart"] = o->restart;
-        report.timings.set("read", read_s);
-        report.timings.set("init", init_s);
-        report.info["input"] = o->common.input;
-        if (!o->common.output.empty()) {
-          const auto A = bmf::factor_a(state), B = bmf::factor_b(state);
-          if (!input.row_ids.empty()) {
-            io::write_bit_factor_csv(o->common.output + "_A.csv", A, false, input.row_ids);
-            io::write_bit_factor_csv(o->common.output + "_B.csv", B, true, input.col_ids);
-            report.info["output"] = o->common.output + "_{A,B}.csv";
-          } else {
-            io::write_bit_factor_matrix_market(o->common.output + "_A.mtx", A, "kfactor bmf factor A (m x k)");
-            io::write_bit_factor_matrix_market(o->common.output + "_B.mtx", B, "kfactor bmf factor B (k x n)");
-            report.info["output"] = o->common.output + "_{A,B}.mtx";
+          CheckpointMeta meta;
+          if (!o->checkpoint.empty() || !o->restart.empty()) {
+            meta = checkpoint_meta<std::uint64_t, Space>(
+                "bmf", option_values(s),
+                fingerprint(Kokkos::DefaultHostExecutionSpace{},
+                            to_csr(Kokkos::DefaultHostExecutionSpace{}, input.ones)),
+                s.rank);
+            meta.precision = "bits";
+          }
+          const auto t1 = std::chrono::steady_clock::now();
+          auto state = bmf::init(exec, problem, s);
+          if (!o->restart.empty()) load_checkpoint(o->restart, state, meta);
+          const double init_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
+          Observer observer = progress_printer(o->common, 100);
+          if (!o->checkpoint.empty())
+            observer = chain(std::move(observer), checkpoint_observer(o->checkpoint, o->checkpoint_every, state, meta));
+          report = bmf::resume(exec, problem, s, state, observer);
+          if (!o->checkpoint.empty()) {
+            save_checkpoint(o->checkpoint, state, meta);
+            report.info["checkpoint"] = o->checkpoint;
+          }
+          if (!o->restart.empty()) report.info["restart"] = o->restart;
+          report.timings.set("read", read_s);
+          report.timings.set("init", init_s);
+          if (!o->common.output.empty()) {
+            A = bmf::factor_a(state);
+            B = bmf::factor_b(state);
           }
         }
-        print_report(o->common, report);
+        report.info["input"] = o->common.input;
+        on_rank0([&] {
+          if (!o->common.output.empty()) {
+            if (!input.row_ids.empty()) {
+              io::write_bit_factor_csv(o->common.output + "_A.csv", A, false, input.row_ids);
+              io::write_bit_factor_csv(o->common.output + "_B.csv", B, true, input.col_ids);
+              report.info["output"] = o->common.output + "_{A,B}.csv";
+            } else {
+              io::write_bit_factor_matrix_market(o->common.output + "_A.mtx", A, "kfactor bmf factor A (m x k)");
+              io::write_bit_factor_matrix_market(o->common.output + "_B.mtx", B, "kfactor bmf factor B (k x n)");
+              report.info["output"] = o->common.output + "_{A,B}.mtx";
+            }
+          }
+        });
+        if (rank == 0) print_report(o->common, report);
       };
     }}};
 

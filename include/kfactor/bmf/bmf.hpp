@@ -50,6 +50,10 @@
 /// reproduced: bits flip independently); 64-bit error counts; a counter-based
 /// RNG instead of KISS with a time seed; with Metropolis the best factors seen
 /// are returned (keep_best).
+///
+/// init, step and resume take a communication policy (detail::SingleProcess
+/// here); kfactor/distributed/bmf.hpp runs the same search over MPI ranks
+/// that each hold a block of C's rows, with the same factors for a seed.
 
 #include <kfactor/bmf/detail/phase.hpp>
 #include <kfactor/core/contract.hpp>
