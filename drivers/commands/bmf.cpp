@@ -35,7 +35,6 @@
 
 #include <chrono>
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -93,18 +92,38 @@ struct BmfCliOptions {
 /// The whole factors A (m x k) and B (k x n) as 0/1 host matrices.
 using BitFactor = DenseMatrix<std::uint8_t, Kokkos::HostSpace>;
 
+/// The --output files of A and B.
+void write_factors(const BmfCliOptions& o, const BooleanInput& input, const BitFactor& A, const BitFactor& B,
+                   Report& report) {
+  if (!input.row_ids.empty()) {
+    io::write_bit_factor_csv(o.common.output + "_A.csv", A, false, input.row_ids);
+    io::write_bit_factor_csv(o.common.output + "_B.csv", B, true, input.col_ids);
+    report.info["output"] = o.common.output + "_{A,B}.csv";
+  } else {
+    io::write_bit_factor_matrix_market(o.common.output + "_A.mtx", A, "kfactor bmf factor A (m x k)");
+    io::write_bit_factor_matrix_market(o.common.output + "_B.mtx", B, "kfactor bmf factor B (k x n)");
+    report.info["output"] = o.common.output + "_{A,B}.mtx";
+  }
+}
+
+/// --distributed, on every rank of MPI_COMM_WORLD (rank 0 prints and writes).
+void run_bmf_distributed(const BmfCliOptions& o, bool has_threshold) {
 #if defined(KFACTOR_HAVE_MPI)
-/// --distributed, on every rank of `comm`: the report (and, with --output,
-/// the factors) matter on rank 0.
-Report run_bmf_distributed(const BmfCliOptions& o, const bmf::Options& s, const BooleanInput& input, MPI_Comm comm,
-                           BitFactor& A, BitFactor& B) {
   using Space = Kokkos::DefaultExecutionSpace;
   namespace db = distributed::bmf;
+  MPI_Comm comm = MPI_COMM_WORLD;
+  int rank = 0;
+  MPI_Comm_rank(comm, &rank);
   const Space exec;
+  const auto& s = o.solver;
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto input = distributed::agree(
+      comm, [&] { return read_boolean_input(o.common.input, o.common.format, o.threshold, has_threshold); });
   const Kokkos::DefaultHostExecutionSpace host;
   const auto fp = fingerprint(host, to_csr(host, input.ones));
   distributed::require_same(comm, fp.checksum, "the checksum of " + o.common.input);
   const auto problem = db::make_problem(exec, comm, input.ones, s);
+  const double read_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   auto meta = checkpoint_meta<std::uint64_t, Space>("bmf", option_values(s), fp, s.rank);
   meta.precision = "bits";
   const auto t1 = std::chrono::steady_clock::now();
@@ -123,14 +142,23 @@ Report run_bmf_distributed(const BmfCliOptions& o, const bmf::Options& s, const 
     report.info["checkpoint"] = o.checkpoint;
   }
   if (!o.restart.empty()) report.info["restart"] = o.restart;
+  report.timings.set("read", read_s);
   report.timings.set("init", init_s);
+  report.info["input"] = o.common.input;
   if (!o.common.output.empty()) {
-    A = db::factor_a(exec, state);
-    B = db::factor_b(state);
+    const auto A = db::factor_a(exec, state), B = db::factor_b(state);
+    // Rank 0 writes; its error ends every rank alike.
+    distributed::agree(comm, [&] {
+      if (rank == 0) write_factors(o, input, A, B, report);
+    });
   }
-  return report;
-}
+  if (rank == 0) print_report(o.common, report);
+#else
+  (void)o;
+  (void)has_threshold;
+  throw UsageError("bmf: --distributed needs kfactor built with MPI");
 #endif
+}
 
 const Registrar bmf_command{Command{
     "bmf", "Boolean matrix factorization C ~ A o B (CuBin: parallel random bit-flip search)",
@@ -218,83 +246,43 @@ const Registrar bmf_command{Command{
         s.order = bmf::parse_order(o->order);
         s.dense_limit_bytes = std::size_t(o->dense_limit_mb * 1024.0 * 1024.0);
         s.validate();
-        const auto t0 = std::chrono::steady_clock::now();
-        auto read = [&] {
-          return read_boolean_input(o->common.input, o->common.format, o->threshold, thr->count() > 0);
-        };
-        Report report;
-        BitFactor A, B;
-        int rank = 0;
-        std::function<void(const std::function<void()>&)> on_rank0 = [](const std::function<void()>& f) { f(); };
-        BooleanInput input;
         if (o->distributed) {
-#if defined(KFACTOR_HAVE_MPI)
-          MPI_Comm comm = MPI_COMM_WORLD;
-          MPI_Comm_rank(comm, &rank);
-          input = distributed::agree(comm, read);
-          const double read_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-          report = run_bmf_distributed(*o, s, input, comm, A, B);
-          report.timings.set("read", read_s);
-          // Rank 0 writes; its errors end every rank alike.
-          on_rank0 = [comm, rank](const std::function<void()>& f) {
-            distributed::agree(comm, [&] {
-              if (rank == 0) f();
-            });
-          };
-#else
-          throw UsageError("bmf: --distributed needs kfactor built with MPI");
-#endif
-        } else {
-          input = read();
-          using Space = Kokkos::DefaultExecutionSpace;
-          const Space exec;
-          const auto problem = bmf::make_problem(exec, input.ones, s);
-          const double read_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-
-          CheckpointMeta meta;
-          if (!o->checkpoint.empty() || !o->restart.empty()) {
-            meta = checkpoint_meta<std::uint64_t, Space>(
-                "bmf", option_values(s),
-                fingerprint(Kokkos::DefaultHostExecutionSpace{},
-                            to_csr(Kokkos::DefaultHostExecutionSpace{}, input.ones)),
-                s.rank);
-            meta.precision = "bits";
-          }
-          const auto t1 = std::chrono::steady_clock::now();
-          auto state = bmf::init(exec, problem, s);
-          if (!o->restart.empty()) load_checkpoint(o->restart, state, meta);
-          const double init_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
-          Observer observer = progress_printer(o->common, 100);
-          if (!o->checkpoint.empty())
-            observer = chain(std::move(observer), checkpoint_observer(o->checkpoint, o->checkpoint_every, state, meta));
-          report = bmf::resume(exec, problem, s, state, observer);
-          if (!o->checkpoint.empty()) {
-            save_checkpoint(o->checkpoint, state, meta);
-            report.info["checkpoint"] = o->checkpoint;
-          }
-          if (!o->restart.empty()) report.info["restart"] = o->restart;
-          report.timings.set("read", read_s);
-          report.timings.set("init", init_s);
-          if (!o->common.output.empty()) {
-            A = bmf::factor_a(state);
-            B = bmf::factor_b(state);
-          }
+          run_bmf_distributed(*o, thr->count() > 0);
+          return;
         }
+        const auto t0 = std::chrono::steady_clock::now();
+        const auto input = read_boolean_input(o->common.input, o->common.format, o->threshold, thr->count() > 0);
+        using Space = Kokkos::DefaultExecutionSpace;
+        const Space exec;
+        const auto problem = bmf::make_problem(exec, input.ones, s);
+        const double read_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+
+        CheckpointMeta meta;
+        if (!o->checkpoint.empty() || !o->restart.empty()) {
+          meta = checkpoint_meta<std::uint64_t, Space>(
+              "bmf", option_values(s),
+              fingerprint(Kokkos::DefaultHostExecutionSpace{}, to_csr(Kokkos::DefaultHostExecutionSpace{}, input.ones)),
+              s.rank);
+          meta.precision = "bits";
+        }
+        const auto t1 = std::chrono::steady_clock::now();
+        auto state = bmf::init(exec, problem, s);
+        if (!o->restart.empty()) load_checkpoint(o->restart, state, meta);
+        const double init_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
+        Observer observer = progress_printer(o->common, 100);
+        if (!o->checkpoint.empty())
+          observer = chain(std::move(observer), checkpoint_observer(o->checkpoint, o->checkpoint_every, state, meta));
+        Report report = bmf::resume(exec, problem, s, state, observer);
+        if (!o->checkpoint.empty()) {
+          save_checkpoint(o->checkpoint, state, meta);
+          report.info["checkpoint"] = o->checkpoint;
+        }
+        if (!o->restart.empty()) report.info["restart"] = o->restart;
+        report.timings.set("read", read_s);
+        report.timings.set("init", init_s);
         report.info["input"] = o->common.input;
-        on_rank0([&] {
-          if (!o->common.output.empty()) {
-            if (!input.row_ids.empty()) {
-              io::write_bit_factor_csv(o->common.output + "_A.csv", A, false, input.row_ids);
-              io::write_bit_factor_csv(o->common.output + "_B.csv", B, true, input.col_ids);
-              report.info["output"] = o->common.output + "_{A,B}.csv";
-            } else {
-              io::write_bit_factor_matrix_market(o->common.output + "_A.mtx", A, "kfactor bmf factor A (m x k)");
-              io::write_bit_factor_matrix_market(o->common.output + "_B.mtx", B, "kfactor bmf factor B (k x n)");
-              report.info["output"] = o->common.output + "_{A,B}.mtx";
-            }
-          }
-        });
-        if (rank == 0) print_report(o->common, report);
+        if (!o->common.output.empty()) write_factors(*o, input, bmf::factor_a(state), bmf::factor_b(state), report);
+        print_report(o->common, report);
       };
     }}};
 

@@ -139,7 +139,10 @@ struct MpiPolicy {
   /// decisions on every rank.
   template <class ExecutionSpace>
   void column_phase(const ExecutionSpace& exec, kfactor::bmf::detail::PhaseArgs<MemorySpace> p) const {
-    if (one_process()) return kfactor::bmf::detail::run_phase(exec, p);
+    if (one_process()) {
+      kfactor::bmf::detail::run_phase(exec, p);
+      return;
+    }
     if (deltas.extent(0) != std::size_t(2 * p.count))
       agree([&] { deltas = Kokkos::View<std::int64_t*, MemorySpace>("bmf::proposal_deltas", 2 * p.count); });
     else
@@ -154,7 +157,10 @@ struct MpiPolicy {
   /// summed into every rank's totals.
   template <class ExecutionSpace>
   void row_phase(const ExecutionSpace& exec, kfactor::bmf::detail::PhaseArgs<MemorySpace> p) const {
-    if (one_process()) return kfactor::bmf::detail::run_phase(exec, p);
+    if (one_process()) {
+      kfactor::bmf::detail::run_phase(exec, p);
+      return;
+    }
     if (row_totals.extent(0) != 3)
       agree([&] { row_totals = Kokkos::View<std::int64_t*, MemorySpace>("bmf::row_totals", 3); });
     else
