@@ -265,6 +265,46 @@ bool is_text(std::string_view line) {
   return true;
 }
 
+/// The rating lines of a ratings text, split into fields: the separator
+/// ("::", "," or whitespace) is the first data line's, and a first data line
+/// of text is a header, skipped. Shared by parse_ratings and rating_line, so
+/// that both see the same lines.
+class RatingLines {
+ public:
+  explicit RatingLines(std::string_view text) : lines_(text) {}
+  /// The next rating line's fields; false at the end.
+  bool next(Fields& f) {
+    std::string_view line;
+    while (next_data_line(lines_, line, "#")) {
+      if (first_) {
+        if (line.find("::") != std::string_view::npos)
+          sep_ = "::";
+        else if (line.find(',') != std::string_view::npos)
+          sep_ = ",";
+      }
+      f = sep_.empty() ? detail::split_ws(line) : detail::split_sep(line, sep_);
+      if (first_) {
+        first_ = false;
+        if (f.n > 0 && !detail::is_number(f[0]) && is_text(line)) {
+          header_ = true;
+          continue;
+        }
+      }
+      return true;
+    }
+    return false;
+  }
+  /// 1-based number of the line last returned.
+  [[nodiscard]] std::int64_t number() const { return lines_.number(); }
+  [[nodiscard]] const std::string& separator() const { return sep_; }  ///< empty: whitespace
+  [[nodiscard]] bool header() const { return header_; }
+
+ private:
+  Lines lines_;
+  std::string sep_;
+  bool first_ = true, header_ = false;
+};
+
 // ---- Matrix Market -----------------------------------------------------------
 
 enum class Symmetry { general, symmetric, skew };
@@ -505,30 +545,15 @@ CooMatrix<T> parse_edges(std::string_view text, const std::string& name, const R
 template <class T>
 RatingData<T> parse_ratings(std::string_view text, const std::string& name, const ReadOptions& opt, ReadInfo* info) {
   const Context ctx{name};
-  Lines lines(text);
-  std::string_view line;
-  std::string sep;  // empty: whitespace
-  bool header = false, first = true;
+  RatingLines lines(text);
+  Fields f;
   int fields = 0;
   std::vector<std::int64_t> users, items;
   std::vector<double> vals;
   std::vector<std::int64_t> where;
-  while (next_data_line(lines, line, "#")) {
+  while (lines.next(f)) {
     const std::int64_t ln = lines.number();
-    if (first) {
-      if (line.find("::") != std::string_view::npos)
-        sep = "::";
-      else if (line.find(',') != std::string_view::npos)
-        sep = ",";
-    }
-    const Fields f = sep.empty() ? detail::split_ws(line) : detail::split_sep(line, sep);
-    if (first) {
-      first = false;
-      if (f.n > 0 && !detail::is_number(f[0]) && is_text(line)) {
-        header = true;
-        continue;
-      }
-    }
+    const std::string& sep = lines.separator();
     if (f.n < 2 || f.n > 4)
       ctx.fail(ln, "expected 'user item rating [timestamp]' (2 to 4 fields), found " + std::to_string(f.n) + " fields" +
                        (sep.empty() ? "" : " separated by '" + sep + "'"));
@@ -548,6 +573,7 @@ RatingData<T> parse_ratings(std::string_view text, const std::string& name, cons
     vals.push_back(r);
     where.push_back(ln);
   }
+  const bool header = lines.header();
   if (users.empty()) ctx.fail(lines.number(), header ? "no ratings after the header" : "no ratings (empty file)");
 
   RatingData<T> out;
@@ -574,7 +600,7 @@ RatingData<T> parse_ratings(std::string_view text, const std::string& name, cons
   std::vector<std::int64_t>().swap(items);
   std::vector<double>().swap(vals);
   std::vector<std::int64_t>().swap(where);
-  const std::string sep_name = sep.empty() ? "whitespace" : "'" + sep + "'";
+  const std::string sep_name = lines.separator().empty() ? "whitespace" : "'" + lines.separator() + "'";
   set_info(
       info, Format::ratings,
       "ratings, " + sep_name + " separated, " + std::to_string(fields) + " fields" + (header ? ", header line" : ""),
@@ -583,6 +609,16 @@ RatingData<T> parse_ratings(std::string_view text, const std::string& name, cons
                            static_cast<std::int64_t>(out.item_ids.size()), fields == 2, opt, info,
                            IndexDisplay{0, &out.user_ids, &out.item_ids});
   return out;
+}
+
+std::int64_t rating_line(std::string_view text, std::int64_t user, std::int64_t item) {
+  RatingLines lines(text);
+  Fields f;
+  std::int64_t u = 0, i = 0;
+  while (lines.next(f))
+    if (f.n >= 2 && detail::try_int(f[0], u) && detail::try_int(f[1], i) && u == user && i == item)
+      return lines.number();
+  return 0;
 }
 
 // ---- CuBin Boolean format ------------------------------------------------------

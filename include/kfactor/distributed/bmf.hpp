@@ -298,6 +298,7 @@ Metrics evaluate(const ExecutionSpace& exec, const Problem<typename ExecutionSpa
 /// runs on every rank with the same metrics, so a checkpoint observer may
 /// save collectively; print on one rank only). Report as kfactor::bmf's,
 /// plus timings communication / compute and info mpi_ranks, distribution,
+/// comm_engine (the path collectives took: detail::Collectives::engine_name),
 /// reduced_bytes_per_iteration.
 template <class ExecutionSpace>
 Report resume(const ExecutionSpace& exec, const Problem<typename ExecutionSpace::memory_space>& problem,
@@ -321,6 +322,7 @@ Report resume(const ExecutionSpace& exec, const Problem<typename ExecutionSpace:
   r.info["mpi_ranks"] = std::to_string(problem.size);
   r.info["distribution"] = std::string("rows of C and A per rank (") +
                            (problem.local.dense ? "equal blocks" : "ones-balanced") + "), B replicated";
+  r.info["comm_engine"] = problem.coll->template engine_name<ExecutionSpace, typename ExecutionSpace::memory_space>();
   if (state.iteration > first)
     r.info["reduced_bytes_per_iteration"] =
         std::to_string((after.reduce_bytes - before.reduce_bytes) / (state.iteration - first));
@@ -350,30 +352,44 @@ BooleanErrors full_error(const ExecutionSpace& exec, const Problem<typename Exec
   return kfactor::bmf::detail::full_error_on(exec, problem.local, state.A, state.Bt, *state.comm);
 }
 
-/// The whole A (m lines of k bits) on every rank. Collective.
-template <class ExecutionSpace>
-BitMatrix<typename ExecutionSpace::memory_space> gather_A(const ExecutionSpace& exec,
-                                                          const State<typename ExecutionSpace::memory_space>& state) {
-  using Mem = typename ExecutionSpace::memory_space;
-  BitMatrix<Mem> full("bmf::A_whole", state.rows, state.A.bits);
+namespace detail {
+/// The whole matrix of which `mine` is this rank's rows of A (A or best_A),
+/// on every rank. Collective.
+template <class ExecutionSpace, class MemorySpace>
+BitMatrix<MemorySpace> gather_rows(const ExecutionSpace& exec, const State<MemorySpace>& state,
+                                   const BitMatrix<MemorySpace>& mine) {
+  BitMatrix<MemorySpace> full("bmf::A_whole", state.rows, mine.bits);
   // The words travel as int64 (MPI has no unsigned sum, and a gather only
   // copies bits).
-  const auto W = state.A.words.extent(1);
-  const DenseMatrix<std::int64_t, Mem> mine(reinterpret_cast<std::int64_t*>(state.A.words.data()),
-                                            state.A.words.extent(0), W);
-  const DenseMatrix<std::int64_t, Mem> all(reinterpret_cast<std::int64_t*>(full.words.data()), full.words.extent(0), W);
-  state.comm->coll->allgather_rows(exec, mine, all, state.comm->row_bounds);
+  const auto W = mine.words.extent(1);
+  const DenseMatrix<std::int64_t, MemorySpace> local(reinterpret_cast<std::int64_t*>(mine.words.data()),
+                                                     mine.words.extent(0), W);
+  const DenseMatrix<std::int64_t, MemorySpace> all(reinterpret_cast<std::int64_t*>(full.words.data()),
+                                                   full.words.extent(0), W);
+  state.comm->coll->allgather_rows(exec, local, all, state.comm->row_bounds);
   exec.fence();
   return full;
 }
+}  // namespace detail
 
-/// A (m x k) and B (k x n) as dense 0/1 matrices in host memory, on every
-/// rank (kfactor::bmf::factor_a / factor_b of the whole factors). Collective.
+/// The whole current A (m lines of k bits, State::A of every rank) on every
+/// rank. Collective.
+template <class ExecutionSpace>
+BitMatrix<typename ExecutionSpace::memory_space> gather_A(const ExecutionSpace& exec,
+                                                          const State<typename ExecutionSpace::memory_space>& state) {
+  return detail::gather_rows(exec, state, state.A);
+}
+
+/// The result's A (m x k) and B (k x n) as dense 0/1 matrices in host
+/// memory, on every rank: kfactor::bmf::factor_a / factor_b of the whole
+/// factors, so the best ones seen when the state keeps a best copy
+/// (keep_best and T0 > 0), else the current ones. Collective.
 template <class ExecutionSpace>
 DenseMatrix<std::uint8_t, Kokkos::HostSpace> factor_a(const ExecutionSpace& exec,
                                                       const State<typename ExecutionSpace::memory_space>& state) {
-  return unpack_bits<std::uint8_t>(Kokkos::DefaultHostExecutionSpace{},
-                                   copy_to<Kokkos::HostSpace>(gather_A(exec, state)));
+  return unpack_bits<std::uint8_t>(
+      Kokkos::DefaultHostExecutionSpace{},
+      copy_to<Kokkos::HostSpace>(detail::gather_rows(exec, state, state.has_best_copy ? state.best_A : state.A)));
 }
 template <class MemorySpace>
 DenseMatrix<std::uint8_t, Kokkos::HostSpace> factor_b(const State<MemorySpace>& state) {

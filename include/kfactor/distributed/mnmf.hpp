@@ -313,7 +313,8 @@ Metrics evaluate(const ExecutionSpace& exec, const Problem<T, MemorySpace>& prob
 /// runs on every rank with the same metrics, so a checkpoint observer may
 /// save collectively; print on one rank only). Report as kfactor::mnmf's,
 /// plus timings communication / compute / per_iteration and info mpi_ranks,
-/// distribution, gathered_bytes_per_iteration.
+/// distribution, comm_engine (the path collectives took:
+/// detail::Collectives::engine_name), gathered_bytes_per_iteration.
 template <class ExecutionSpace, class T, class MemorySpace>
 Report resume(const ExecutionSpace& exec, const Problem<T, MemorySpace>& problem, const Options& options,
               State<T, MemorySpace>& state, const Observer& observer = {}) {
@@ -339,6 +340,7 @@ Report resume(const ExecutionSpace& exec, const Problem<T, MemorySpace>& problem
   r.timings.set("compute", r.seconds - comm_s);
   r.info["mpi_ranks"] = std::to_string(problem.size);
   r.info["distribution"] = "1D: users (rows of R, W) and items (rows of R^T, H) per rank, work-balanced";
+  r.info["comm_engine"] = problem.coll->template engine_name<ExecutionSpace, MemorySpace>();
   const int its = state.iteration - first;
   if (its > 0) {
     r.timings.set("per_iteration", r.seconds / its);
