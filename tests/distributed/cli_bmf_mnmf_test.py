@@ -10,15 +10,19 @@ bmf:
   3-rank run; stdout under --json is one JSON object (rank 0 alone prints)
   with the single-process history;
 - a checkpoint written by 2 ranks restarts without --distributed and on 3
-  ranks, both ending with the uninterrupted run's factor files;
-- a checkpoint of another --rank is refused on every rank (exit 3).
+  ranks, both ending with the uninterrupted run's factor files, greedy and
+  Metropolis (whose checkpoint holds the best factors beside the current);
+- a checkpoint of another --rank is refused on every rank (exit 3, reported
+  once), and so is a checkpoint over the input, before the run (exit 2, the
+  input kept).
 mnmf:
 - euclid and kl on a ratings file with kNN graphs: the factor files of a
   2-rank run have the single-process lines, the metrics agree within 1e-12;
 - a 2-rank checkpoint restarts without --distributed and on 3 ranks to the
   same factor files;
 - --lambda-grid with --distributed is a usage error (exit 2), a missing input
-  an input error on every rank (exit 3), named once.
+  an input error on every rank (exit 3), named once, and so is a saved graph
+  over the input (exit 2, the input kept).
 """
 import json
 import os
@@ -58,11 +62,12 @@ def report(p):
 
 
 def factor_lines(path):
-    """The lines of an output file after its output-set stamp (`# kfactor-set ...`,
-    a fresh set id per run), when it has one."""
+    """The lines of an output file but its output-set stamp (`# kfactor-set ...`
+    first in a CSV file, `% kfactor-set ...` among a Matrix Market file's
+    comments: a fresh set id per run)."""
     with open(os.path.join(WORK, path), "rb") as f:
         lines = f.read().split(b"\n")
-    return lines[1:] if lines[0].startswith(b"# kfactor-set ") else lines
+    return [x for x in lines if not (x.startswith(b"# kfactor-set ") or x.startswith(b"% kfactor-set "))]
 
 
 def same_files(a, b, names):
@@ -119,15 +124,24 @@ def bmf_checks():
     same_files("greedy_mtx_3", "greedy_mtx_1", ("_A.mtx", "_B.mtx"))
 
     # A checkpoint written by 2 ranks at iteration 12 (of 30), restarted on one process and on 3 ranks.
-    base = ["bmf", "--rank", "6", "--batch", "40", "--seed", "3", "--input", "bool.mtx", "--quiet"]
-    run(base + ["--iters", "12", "--distributed", "--checkpoint", "b_ck.h5", "--checkpoint-every", "6"], np=2)
-    run(base + ["--iters", "30", "--restart", "b_ck.h5", "--output", "b_r1"])
-    run(base + ["--iters", "30", "--restart", "b_ck.h5", "--output", "b_r3", "--distributed"], np=3)
-    for tag in ("b_r1", "b_r3"):
-        same_files(tag, "greedy_mtx_1", ("_A.mtx", "_B.mtx"))
+    for tag, extra in (("greedy", []), ("metropolis", ["--temperature", "2", "--temp-step", "5"])):
+        base = ["bmf", "--rank", "6", "--batch", "40", "--seed", "3", "--input", "bool.mtx", "--quiet"] + extra
+        ck = f"b_{tag}_ck.h5"
+        run(base + ["--iters", "12", "--distributed", "--checkpoint", ck, "--checkpoint-every", "6"], np=2)
+        run(base + ["--iters", "30", "--restart", ck, "--output", f"b_{tag}_r1"])
+        run(base + ["--iters", "30", "--restart", ck, "--output", f"b_{tag}_r3", "--distributed"], np=3)
+        for out in (f"b_{tag}_r1", f"b_{tag}_r3"):
+            same_files(out, f"{tag}_mtx_1", ("_A.mtx", "_B.mtx"))
+    with open(os.path.join(WORK, "bool.mtx"), "rb") as f:
+        before = f.read()
+    p = run(["bmf", "--rank", "6", "--input", "bool.mtx", "--iters", "2", "--distributed", "--checkpoint",
+             "bool.mtx"], np=2, expect=2)
+    check(p.stderr.count("kfactor: error") == 1, "bmf: the checkpoint over the input is not refused once")
+    with open(os.path.join(WORK, "bool.mtx"), "rb") as f:
+        check(f.read() == before, "bmf: the input was changed")
     p = run(["bmf", "--rank", "5", "--batch", "40", "--seed", "3", "--input", "bool.mtx", "--iters", "30",
              "--distributed", "--restart", "b_ck.h5"], np=2, expect=3)
-    check(p.stderr.count("kfactor: error") == 2, "bmf: the refusal is not reported by both ranks")
+    check(p.stderr.count("kfactor: error") == 1, "bmf: the refusal is not reported once")
 
 
 def mnmf_checks():
@@ -156,6 +170,13 @@ def mnmf_checks():
         expect=2)
     p = run(["mnmf", "--input", "missing.txt", "--distributed"], np=2, expect=3)
     check(p.stderr.count("missing.txt") == 1, "mnmf: the missing file is not named exactly once")
+    with open(os.path.join(WORK, "ratings.txt"), "rb") as f:
+        before = f.read()
+    p = run(["mnmf", "--input", "ratings.txt", "--rank", "4", "--iters", "2", "--neighbors", "5", "--distributed",
+             "--save-graph-w", "ratings.txt"], np=2, expect=2)
+    check(p.stderr.count("kfactor: error") == 1, "mnmf: the graph over the input is not refused once")
+    with open(os.path.join(WORK, "ratings.txt"), "rb") as f:
+        check(f.read() == before, "mnmf: the input was changed")
 
 
 if WHAT == "bmf":
