@@ -2,7 +2,8 @@
 // error counts and the history are the single-process ones bit for bit
 // (greedy and Metropolis, dense and sparse C, every start), the tracked
 // counts equal a recomputation, the partition is non-empty, bad input is
-// refused on every rank, and a checkpoint written on 2 ranks restarts on
+// refused on every rank, and a checkpoint written on 2 ranks (greedy, and
+// Metropolis with its best copy beside the current iterate) restarts on
 // every rank count and in a single-process run, ending where the
 // uninterrupted run ends.
 #include <kfactor/bmf/bmf.hpp>
@@ -16,6 +17,7 @@
 #include <gtest/gtest.h>
 #include <mpi.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <filesystem>
 #include <string>
@@ -76,6 +78,13 @@ void expect_same_run(const bmf::Planted& p, const bmf::Options& o) {
   // The search moved (a comparison of two idle runs could not fail).
   EXPECT_GT(res.state.accepted, 0u);
   EXPECT_EQ(res.report.info.at("mpi_ranks"), std::to_string(world_size()));
+  // The result (the best factors with a best copy) is one process's.
+  const auto fa = db::factor_a(exec, res.state), fb = db::factor_b(res.state);
+  const auto ra = bmf::factor_a(ref.state), rb = bmf::factor_b(ref.state);
+  ASSERT_EQ(fa.size(), ra.size());
+  ASSERT_EQ(fb.size(), rb.size());
+  EXPECT_TRUE(std::equal(fa.data(), fa.data() + fa.size(), ra.data()));
+  EXPECT_TRUE(std::equal(fb.data(), fb.data() + fb.size(), rb.data()));
 }
 
 TEST(DistributedBmf, GreedyEqualsSingleProcessDenseAndSparse) {
@@ -176,64 +185,115 @@ TEST(DistributedBmf, BadInputRefusedOnEveryRank) {
 }
 
 #if defined(KFACTOR_HAVE_HDF5)
+/// The checkpointed state of a distributed run, the whole factors gathered:
+/// the current iterate and, with a best copy, the best one.
+struct WholeBits {
+  std::vector<bit_word_t> A, Bt, best_A, best_Bt;
+};
+WholeBits whole_bits(const Exec& exec, const db::State<Mem>& s) {
+  WholeBits w{words_of(db::gather_A(exec, s)), words_of(s.Bt), {}, {}};
+  if (s.has_best_copy) {
+    w.best_A = words_of(db::detail::gather_rows(exec, s, s.best_A));
+    w.best_Bt = words_of(s.best_Bt);
+  }
+  return w;
+}
+WholeBits whole_bits(const bmf::State<Mem>& s) {
+  WholeBits w{words_of(s.A), words_of(s.Bt), {}, {}};
+  if (s.has_best_copy) {
+    w.best_A = words_of(s.best_A);
+    w.best_Bt = words_of(s.best_Bt);
+  }
+  return w;
+}
+
+/// `s`, restarted and run to the end, is the uninterrupted run `full`: the
+/// current and the best factors, the counts and the history.
+void expect_same_end(const WholeBits& got, const bmf::State<Mem>& s, const bmf::State<Mem>& full) {
+  const auto want = whole_bits(full);
+  EXPECT_EQ(s.iteration, full.iteration);
+  EXPECT_EQ(got.A, want.A);
+  EXPECT_EQ(got.Bt, want.Bt);
+  EXPECT_EQ(got.best_A, want.best_A);
+  EXPECT_EQ(got.best_Bt, want.best_Bt);
+  EXPECT_EQ(s.false_pos, full.false_pos);
+  EXPECT_EQ(s.false_neg, full.false_neg);
+  EXPECT_EQ(s.best_false_pos, full.best_false_pos);
+  EXPECT_EQ(s.best_false_neg, full.best_false_neg);
+  EXPECT_EQ(s.accepted, full.accepted);
+  EXPECT_EQ(s.temperature, full.temperature);
+  ASSERT_EQ(s.history.size(), full.history.size());
+  for (std::size_t i = 0; i < s.history.size(); ++i) EXPECT_EQ(s.history.rows[i], full.history.rows[i]);
+}
+
 TEST(DistributedBmf, CheckpointOnTwoRanksRestartsAnywhere) {
   const Exec exec;
   const auto dir = shared_dir("dist_bmf");
   const std::string path = (dir / "bmf.h5").string();
   const auto p = bmf::make_planted(90, 70, 6, 0.2, 0.05, 6);
-  bmf::Options o;
-  o.rank = 6;
-  o.batch = 45;
-  o.init = bmf::Init::dost;
-  o.every_line_changed = 0;
-  auto meta = checkpoint_meta<std::uint64_t, Exec>("bmf", option_values(o), InputFingerprint{}, o.rank);
-  meta.precision = "bits";
   const int writers = std::min(2, world_size());
+  // Greedy (A and Bt alone) and Metropolis with keep_best (best_A, a second
+  // row-partitioned field, and best_Bt beside the current iterate).
+  for (double temperature : {0.0, 3.0}) {
+    SCOPED_TRACE(std::string("P = ") + std::to_string(world_size()) + ", T0 = " + std::to_string(temperature));
+    bmf::Options o;
+    o.rank = 6;
+    o.batch = 45;
+    o.init = bmf::Init::dost;
+    o.every_line_changed = 0;
+    o.temperature = temperature;
+    o.temp_step = 4;
+    o.temp_factor = 0.9;
+    auto meta = checkpoint_meta<std::uint64_t, Exec>("bmf", option_values(o), InputFingerprint{}, o.rank);
+    meta.precision = "bits";
 
-  // The uninterrupted single-process run to 20 iterations.
-  o.stop.max_iterations = 20;
-  const auto single = bmf::make_problem(exec, p.rows, p.cols, p.one_rows, p.one_cols, o);
-  const auto full = bmf::solve(exec, single, o);
-  ASSERT_EQ(full.report.iterations, 20);
+    // The uninterrupted single-process run to 20 iterations.
+    o.stop.max_iterations = 20;
+    const auto single = bmf::make_problem(exec, p.rows, p.cols, p.one_rows, p.one_cols, o);
+    const auto full = bmf::solve(exec, single, o);
+    ASSERT_EQ(full.report.iterations, 20);
+    ASSERT_EQ(full.state.has_best_copy, temperature > 0);
+    // Under Metropolis the run ends away from its best factors, so that a
+    // best_A restored from the wrong rows or from A would show.
+    if (temperature > 0) ASSERT_NE(words_of(full.state.A), words_of(full.state.best_A));
 
-  // 8 iterations on `writers` ranks, checkpointed at 8.
-  if (MPI_Comm c = first_ranks(writers); c != MPI_COMM_NULL) {
-    o.stop.max_iterations = 8;
-    const auto b = db::make_problem(exec, c, p.rows, p.cols, p.one_rows, p.one_cols, o);
-    auto s = db::init(exec, b, o);
-    db::resume(exec, b, o, s, distributed::checkpoint_observer(c, path, 4, s, meta));
-    EXPECT_EQ(s.iteration, 8);
-    MPI_Comm_free(&c);
+    // 8 iterations on `writers` ranks, checkpointed at 8.
+    if (MPI_Comm c = first_ranks(writers); c != MPI_COMM_NULL) {
+      o.stop.max_iterations = 8;
+      const auto b = db::make_problem(exec, c, p.rows, p.cols, p.one_rows, p.one_cols, o);
+      auto s = db::init(exec, b, o);
+      db::resume(exec, b, o, s, distributed::checkpoint_observer(c, path, 4, s, meta));
+      EXPECT_EQ(s.iteration, 8);
+      MPI_Comm_free(&c);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    o.stop.max_iterations = 20;
+    // Restart on every rank, to 20.
+    {
+      const auto b = db::make_problem(exec, MPI_COMM_WORLD, p.rows, p.cols, p.one_rows, p.one_cols, o);
+      auto s = db::init(exec, b, o);
+      const auto stored = load_checkpoint(MPI_COMM_WORLD, path, s, meta, s.row_blocks());
+      EXPECT_EQ(stored.iteration, 8);
+      EXPECT_EQ(stored.mpi_ranks, writers);
+      EXPECT_EQ(s.history.size(), 8u);
+      db::resume(exec, b, o, s);
+      expect_same_end(whole_bits(exec, s), s, full.state);
+      // The written result is the best factors seen, as one process's.
+      const auto fa = db::factor_a(exec, s);
+      const auto ref = bmf::factor_a(full.state);
+      ASSERT_EQ(fa.size(), ref.size());
+      EXPECT_TRUE(std::equal(fa.data(), fa.data() + fa.size(), ref.data()));
+    }
+    // A single-process bmf run restarts from the distributed file.
+    if (world_rank() == 0) {
+      auto s = bmf::init(exec, single, o);
+      load_checkpoint(path, s, meta);
+      EXPECT_EQ(s.iteration, 8);
+      bmf::resume(exec, single, o, s);
+      expect_same_end(whole_bits(s), s, full.state);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
   }
-  MPI_Barrier(MPI_COMM_WORLD);
-  o.stop.max_iterations = 20;
-  // Restart on every rank, to 20.
-  {
-    const auto b = db::make_problem(exec, MPI_COMM_WORLD, p.rows, p.cols, p.one_rows, p.one_cols, o);
-    auto s = db::init(exec, b, o);
-    const auto stored = load_checkpoint(MPI_COMM_WORLD, path, s, meta, s.row_blocks());
-    EXPECT_EQ(stored.iteration, 8);
-    EXPECT_EQ(stored.mpi_ranks, writers);
-    EXPECT_EQ(s.history.size(), 8u);
-    db::resume(exec, b, o, s);
-    EXPECT_EQ(s.iteration, 20);
-    EXPECT_EQ(words_of(db::gather_A(exec, s)), words_of(full.state.A));
-    EXPECT_EQ(words_of(s.Bt), words_of(full.state.Bt));
-    EXPECT_EQ(s.false_pos + s.false_neg, full.state.false_pos + full.state.false_neg);
-    ASSERT_EQ(s.history.size(), full.state.history.size());
-    for (std::size_t i = 0; i < s.history.size(); ++i) EXPECT_EQ(s.history.rows[i], full.state.history.rows[i]);
-  }
-  // A single-process bmf run restarts from the distributed file.
-  if (world_rank() == 0) {
-    auto s = bmf::init(exec, single, o);
-    load_checkpoint(path, s, meta);
-    EXPECT_EQ(s.iteration, 8);
-    bmf::resume(exec, single, o, s);
-    EXPECT_EQ(words_of(s.A), words_of(full.state.A));
-    EXPECT_EQ(words_of(s.Bt), words_of(full.state.Bt));
-    EXPECT_EQ(s.accepted, full.state.accepted);
-  }
-  MPI_Barrier(MPI_COMM_WORLD);
   if (world_rank() == 0) std::filesystem::remove_all(dir);
 }
 #endif
