@@ -1,5 +1,5 @@
-// bench_distributed: distributed NMF and ALS (kfactor/distributed/) under
-// mpiexec. For every rank count p = 1..P of the job (sub-communicators of
+// bench_distributed: distributed NMF, ALS, BMF and MNMF
+// (kfactor/distributed/) under mpiexec. For every rank count p = 1..P of the job (sub-communicators of
 // the first p ranks; the others wait without spinning), it times:
 //   strong scaling: a fixed problem;
 //   weak scaling:   the problem's rows grow with p (V = V0 p, m = m0 p; the
@@ -8,7 +8,8 @@
 // communication (the MPI calls, timed after a fence, see
 // distributed/detail/collectives.hpp) and compute (the rest), per kind of
 // call (all-reduce, all-gather, ring shift), and the model: bytes per
-// iteration and rank (distributed/nmf.hpp, als.hpp) and the predicted time
+// iteration and rank (distributed/nmf.hpp, als.hpp, bmf.hpp, mnmf.hpp) and
+// the predicted time
 // per kind, calls x latency + bytes x inverse bandwidth, with constants
 // calibrated on the same ranks just before by size sweeps through the
 // solvers' own collectives (Calibration below). One JSON record per
@@ -23,9 +24,22 @@
 // bytes for either, and the calibration's all-gather over p ranks stands in
 // for the grid's exchanges over its rows and columns).
 //
+// BMF (--bmf ROWSxCOLSxDENSITY) runs bench_bmf's planted case: a Boolean C
+// of 20 planted blocks at that density with 2% noise (bmf::make_planted,
+// factor density sqrt(DENSITY / 20)), factorized at k = --bmf-k from the
+// cover start, L = 4000, C stored as --dense-c auto decides; its model is
+// the two all-reductions of an iteration, 8 (2 min(L, COLS) + 3) bytes.
+// MNMF (--mnmf USERSxITEMSxDRAWS) runs bench_mnmf's ratings
+// (bench::power_law_ratings, perf/common/mnmf_data.hpp) with random
+// symmetric graphs of 15 neighbours (a kNN graph's structure, not its build
+// cost), euclid, lambda 1, r = --mnmf-r; its model is an epoch's two
+// all-gathers of the factors, (P - 1) / P (USERS + ITEMS) r values received.
+// Weak scaling grows ROWS (USERS) and, for MNMF, DRAWS with p.
+//
 //   mpiexec -n P bench_distributed [--nmf VxDxNNZ|none] [--k K] [--algs hals,alo,mu]
 //       [--grid 1d,auto,PRxPC] [--als MxNxNNZ|none] [--f F] [--als-layout csr|bals]
 //       [--factor-layout replicated|blocked|both]
+//       [--bmf ROWSxCOLSxDENSITY|none] [--bmf-k K] [--mnmf USERSxITEMSxDRAWS|none] [--mnmf-r R]
 //       [--max-batch-mb MB] [--iters N] [--precision float|double]
 //       [--weak 1|0] [--strong 1|0] [--split 1|0] [--dense 1|0] [--seed S]
 //
@@ -49,10 +63,13 @@
 #include <kfactor/core/convert.hpp>
 #include <kfactor/core/random.hpp>
 #include <kfactor/distributed/als.hpp>
+#include <kfactor/distributed/bmf.hpp>
+#include <kfactor/distributed/mnmf.hpp>
 #include <kfactor/distributed/nmf.hpp>
 
 #include <mpi.h>
 
+#include "common/mnmf_data.hpp"
 #include "common/mpi.hpp"
 
 #include <algorithm>
@@ -91,6 +108,12 @@ struct Args {
   std::vector<std::string> layouts = {"replicated"};  ///< ALS factor layouts
   std::string als_layout = "csr";                     ///< ALS half-step layout (csr: the solver's usual choice)
   double max_batch_mb = 0;                            ///< ALS normal equations per batch (0: the solver's default)
+  /// bench_bmf's largest case, its planted 100000 x 100000 C at density 1e-5.
+  std::string bmf = "100000x100000x1e-5";
+  int bmf_k = 20;
+  /// bench_mnmf's largest case, its Netflix-shaped preset.
+  std::string mnmf = "480189x17770x99072112";
+  int mnmf_r = 32;
 };
 
 std::vector<std::int64_t> dims(const std::string& s) {
@@ -101,6 +124,20 @@ std::vector<std::int64_t> dims(const std::string& s) {
     std::exit(2);
   }
   return d;
+}
+
+/// --bmf ROWSxCOLSxDENSITY.
+struct BmfShape {
+  std::int64_t rows = 0, cols = 0;
+  double density = 0;
+};
+BmfShape bmf_shape(const std::string& s) {
+  const auto d = bench::split(s, 'x');
+  if (d.size() != 3) {
+    std::fprintf(stderr, "bench_distributed: expected ROWSxCOLSxDENSITY, got %s\n", s.c_str());
+    std::exit(2);
+  }
+  return {std::stoll(d[0]), std::stoll(d[1]), std::stod(d[2])};
 }
 
 Args parse(int argc, char** argv) {
@@ -143,6 +180,14 @@ Args parse(int argc, char** argv) {
       a.layouts = v == "both" ? std::vector<std::string>{"replicated", "blocked"} : bench::split(v, ',');
     else if (k == "--max-batch-mb")
       a.max_batch_mb = std::stod(v);
+    else if (k == "--bmf")
+      a.bmf = v;
+    else if (k == "--bmf-k")
+      a.bmf_k = std::stoi(v);
+    else if (k == "--mnmf")
+      a.mnmf = v;
+    else if (k == "--mnmf-r")
+      a.mnmf_r = std::stoi(v);
     else {
       std::fprintf(stderr, "bench_distributed: unknown option %s\n", k.c_str());
       std::exit(2);
@@ -621,6 +666,70 @@ void run_als(MPI_Comm c, const Exec& exec, const Args& a, const std::string& sca
   }
 }
 
+/// BMF on bench_bmf's planted case (see the file comment). The factors are
+/// bits whatever --precision says.
+void run_bmf(MPI_Comm c, const Exec& exec, const Args& a, const std::string& scaling, const BmfShape& shape,
+             const Calibration& cal) {
+  namespace db = distributed::bmf;
+  const int P = size_of(c);
+  const auto pl = bmf::make_planted(shape.rows, shape.cols, 20, std::sqrt(shape.density / 20.0), 0.02, 7);
+  bmf::Options o;
+  o.rank = a.bmf_k;
+  o.seed = a.seed;
+  o.init = bmf::Init::cover;  // random starts do not find lines this sparse (bench_bmf)
+  o.every_line_changed = 0;
+  o.flip_prob = std::min(o.flip_prob, 2.5 / o.rank);
+  const auto problem = db::make_problem(exec, c, pl.rows, pl.cols, pl.one_rows, pl.one_cols, o);
+  auto s = db::init(exec, problem, o);
+  problem.coll->measure_wait = a.split;
+  const Measure m = measure(
+      c, exec, a.iters, {problem.coll.get()}, cal,
+      [&] {
+        db::step(exec, problem, o, s);
+        ++s.iteration;
+      },
+      [&] { return s.comm_stats(); });
+  // B's proposals' (dFP, dFN) and A's accepted (dFP, dFN, count), as int64.
+  const double payload = 8.0 * (2.0 * double(std::min<std::int64_t>(o.batch, pl.cols)) + 3.0);
+  Model model;
+  if (P > 1) model.reduce_s = cal.reduce(2, payload, P);
+  emit(c, "bmf", scaling, problem.local.dense ? "dense" : "sparse", "", problem.coll->template engine_name<Exec, Mem>(),
+       "bits", pl.rows, pl.cols, std::int64_t(problem.layout.ones), o.rank, a.iters, m, P > 1 ? payload : 0.0, model,
+       cal);
+}
+
+/// MNMF on bench_mnmf's ratings with random graphs (see the file comment).
+template <class T>
+void run_mnmf(MPI_Comm c, const Exec& exec, const Args& a, const std::string& scaling, std::int64_t users,
+              std::int64_t items, std::int64_t draws, const Calibration& cal) {
+  namespace dm = distributed::mnmf;
+  const int P = size_of(c);
+  const auto R = bench::power_law_ratings<T>(exec, users, items, draws, a.seed + 2);
+  const auto user_graph = bench::random_graph<T>(exec, R, 15, a.seed + 3);
+  const auto item_graph = bench::random_graph<T>(exec, transpose(exec, R), 15, a.seed + 4);
+  const auto problem = dm::make_problem(exec, c, R, user_graph, item_graph);
+  mnmf::Options o;
+  o.rank = a.mnmf_r;
+  o.lambda_w = o.lambda_h = 1.0;
+  o.seed = a.seed;
+  auto s = dm::init(exec, problem, o);
+  problem.coll->measure_wait = a.split;
+  const Measure m = measure(
+      c, exec, a.iters, {problem.coll.get()}, cal,
+      [&] {
+        dm::step(exec, problem, o, s);
+        ++s.iteration;
+      },
+      [&] { return s.comm_stats(); });
+  // Each rank receives the others' rows of W and of H: on average
+  // (P - 1) / P of them.
+  const double bytes = double(P - 1) / P * double(users + items) * o.rank * sizeof(T);
+  Model model;
+  if (P > 1) model.gather_s = cal.gather(2, bytes);
+  emit(c, "mnmf", scaling, mnmf::to_string(o.objective), "", problem.coll->template engine_name<Exec, Mem>(),
+       sizeof(T) == 4 ? "float" : "double", users, items, problem.ratings, o.rank, a.iters, m, bytes, model, cal);
+}
+
 template <class T>
 void run_all(MPI_Comm c, const Exec& exec, const Args& a) {
   const int p = size_of(c);
@@ -634,16 +743,23 @@ void run_all(MPI_Comm c, const Exec& exec, const Args& a) {
                  ab.shift_beta > 0 ? 1e-9 / ab.shift_beta : 0.0);
   // "none" skips a solver.
   const bool do_nmf = a.nmf != "none", do_als = a.als != "none";
+  const bool do_bmf = a.bmf != "none", do_mnmf = a.mnmf != "none";
   const auto nd = do_nmf ? dims(a.nmf) : std::vector<std::int64_t>(3, 0), ad = do_als ? dims(a.als) : nd;
+  const auto md = do_mnmf ? dims(a.mnmf) : std::vector<std::int64_t>(3, 0);
+  const BmfShape bd = do_bmf ? bmf_shape(a.bmf) : BmfShape{};
   if (a.strong) {
     if (do_nmf) run_nmf<T>(c, exec, a, "strong", nd[0], nd[1], nd[2], ab);
     if (do_als) run_als<T>(c, exec, a, "strong", ad[0], ad[1], ad[2], ab);
+    if (do_bmf) run_bmf(c, exec, a, "strong", bd, ab);
+    if (do_mnmf) run_mnmf<T>(c, exec, a, "strong", md[0], md[1], md[2], ab);
   }
   if (a.weak) {  // rows and nonzeros grow with p; the base problem is the strong one over the job's size
     int world = 1;
     MPI_Comm_size(MPI_COMM_WORLD, &world);
     if (do_nmf) run_nmf<T>(c, exec, a, "weak", nd[0] * p / world, nd[1], nd[2] * p / world, ab);
     if (do_als) run_als<T>(c, exec, a, "weak", ad[0] * p / world, ad[1], ad[2] * p / world, ab);
+    if (do_bmf) run_bmf(c, exec, a, "weak", {bd.rows * p / world, bd.cols, bd.density}, ab);
+    if (do_mnmf) run_mnmf<T>(c, exec, a, "weak", md[0] * p / world, md[1], md[2] * p / world, ab);
   }
 }
 

@@ -10,9 +10,8 @@
 //              [--knn all|items|none] [--serial-ranks 32] [--reps 3] [--precision double|float]
 //
 // Presets: ml10m = 71,567 x 10,681 with 10M draws; netflix = 480,189 x 17,770
-// with 99M draws (duplicates removed, so nnz is a little lower). Row and
-// column of each draw are floor(size * u^1.5): power-law counts, heavy rows and
-// columns at low indices. Ratings 1..5.
+// with 99M draws (duplicates removed, so nnz is a little lower), drawn by
+// bench::power_law_ratings (perf/common/mnmf_data.hpp).
 // --knn: which graphs come from knn_graph (timed); the others are random
 // symmetric graphs with K neighbours per node (same structure, no build cost).
 // One JSON record per measurement (perf/common/bench.hpp), a table on stderr.
@@ -22,6 +21,7 @@
 #include "../tests/mnmf/serial_reference.hpp"
 
 #include "common/bench.hpp"
+#include "common/mnmf_data.hpp"
 
 #include <chrono>
 #include <cstdio>
@@ -110,65 +110,6 @@ Args parse(int argc, char** argv) {
   return a;
 }
 
-/// Synthetic power-law ratings on the device (see the file comment).
-template <class T>
-CsrMatrix<T, Mem> synthetic(const Exec& exec, std::int64_t m, std::int64_t n, std::int64_t draws, std::uint64_t seed) {
-  Kokkos::View<std::uint64_t*, Mem> keys("keys", draws);
-  const CounterRng rng(seed, RngStream::user);
-  Kokkos::parallel_for(
-      "bench_mnmf::draw", Kokkos::RangePolicy<Exec>(exec, 0, draws), KOKKOS_LAMBDA(std::int64_t p) {
-        const double u1 = rng.uniform(std::uint64_t(3 * p)), u2 = rng.uniform(std::uint64_t(3 * p + 1));
-        auto i = static_cast<std::int64_t>(double(m) * Kokkos::pow(u1, 1.5));
-        auto j = static_cast<std::int64_t>(double(n) * Kokkos::pow(u2, 1.5));
-        i = i < m ? i : m - 1;
-        j = j < n ? j : n - 1;
-        keys(p) = std::uint64_t(i) * std::uint64_t(n) + std::uint64_t(j);
-      });
-  Kokkos::sort(exec, keys);
-  std::size_t U = 0;
-  Kokkos::View<std::size_t*, Mem> pos("pos", draws);
-  Kokkos::parallel_scan(
-      "bench_mnmf::unique", Kokkos::RangePolicy<Exec>(exec, 0, draws),
-      KOKKOS_LAMBDA(std::int64_t p, std::size_t& u, bool final) {
-        const bool first = p == 0 || keys(p) != keys(p - 1);
-        if (final) pos(p) = first ? u : ~std::size_t(0);
-        if (first) ++u;
-      },
-      U);
-  Kokkos::View<ordinal_t*, Mem> rows("rows", U), cols("cols", U);
-  Kokkos::View<T*, Mem> vals("vals", U);
-  Kokkos::parallel_for(
-      "bench_mnmf::triplets", Kokkos::RangePolicy<Exec>(exec, 0, draws), KOKKOS_LAMBDA(std::int64_t p) {
-        const std::size_t u = pos(p);
-        if (u == ~std::size_t(0)) return;
-        rows(u) = static_cast<ordinal_t>(keys(p) / std::uint64_t(n));
-        cols(u) = static_cast<ordinal_t>(keys(p) % std::uint64_t(n));
-        vals(u) = T(1 + int(5 * rng.uniform(std::uint64_t(3 * p + 2))));
-      });
-  keys = {};
-  pos = {};
-  return kfactor::detail::csr_from_triplets<Exec, T, Mem>(exec, rows, cols, vals, ordinal_t(m), ordinal_t(n));
-}
-
-/// Random symmetric graph with K neighbours per node (OR), binary weights.
-template <class T>
-CsrMatrix<T, Mem> random_graph(const Exec& exec, const CsrMatrix<T, Mem>& V, int K, std::uint64_t seed) {
-  const ordinal_t m = V.num_rows();
-  K = std::min<int>(K, m - 1);
-  Kokkos::View<ordinal_t**, Kokkos::LayoutRight, Mem> nbr("nbr", m, K);
-  const CounterRng rng(seed, RngStream::graph);
-  Kokkos::parallel_for(
-      "bench_mnmf::random_graph", Kokkos::RangePolicy<Exec>(exec, 0, m), KOKKOS_LAMBDA(ordinal_t i) {
-        for (int k = 0; k < K; ++k) {
-          auto l = static_cast<ordinal_t>(rng.uniform(std::uint64_t(i) * K + k) * (m - 1));
-          nbr(i, k) = l >= i ? l + 1 : l;
-        }
-      });
-  mnmf::GraphOptions g;
-  g.neighbors = K;
-  return mnmf::detail::graph_from_neighbors(exec, V, nbr, g, mnmf::detail::row_norms(exec, V));
-}
-
 double now_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
@@ -189,7 +130,7 @@ template <class T>
 void run(const Args& a) {
   const Exec exec;
   auto t0 = std::chrono::steady_clock::now();
-  const auto R = synthetic<T>(exec, a.m, a.n, a.nnz, 2018);
+  const auto R = bench::power_law_ratings<T>(exec, a.m, a.n, a.nnz, 2018);
   exec.fence();
   const double gen_seconds = now_since(t0);
   const auto Rt = transpose(exec, R);
@@ -209,7 +150,7 @@ void run(const Args& a) {
   g.neighbors = a.neighbors;
   auto build = [&](const CsrMatrix<T, Mem>& V, bool knn, const char* which) {
     const auto t = std::chrono::steady_clock::now();
-    auto G = knn ? mnmf::knn_graph(exec, V, g) : random_graph(exec, V, a.neighbors, 7);
+    auto G = knn ? mnmf::knn_graph(exec, V, g) : bench::random_graph<T>(exec, V, a.neighbors, 7);
     exec.fence();
     const double s = now_since(t);
     if (knn) {

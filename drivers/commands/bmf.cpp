@@ -9,6 +9,15 @@
 // save and continue the exact State (io/checkpoint.hpp). No output and no
 // checkpoint may replace the input (nor an output the restart checkpoint):
 // every target is checked before the run (io::check_run_files).
+//
+// --distributed (under `mpiexec -n P kfactor bmf --distributed ...`): every
+// rank reads the input and checks the run's files (errors agreed on every
+// rank), the ranks compare its checksum, keep their rows of C
+// (kfactor/distributed/bmf.hpp) and run the same search, with the same
+// factors for one seed as one process; rank 0 prints progress and the report
+// and writes the output set. Checkpoints hold the whole factors in the
+// single-process layout, so a run restarts on any number of ranks, or
+// without --distributed, and vice versa.
 #include "cli.hpp"
 
 #include <kfactor/bmf/bmf.hpp>
@@ -18,6 +27,15 @@
 #include <kfactor/io/checkpoint.hpp>
 #include <kfactor/io/read.hpp>
 #include <kfactor/io/write.hpp>
+
+#include <kfactor/config.hpp>
+#if defined(KFACTOR_HAVE_MPI)
+#include <kfactor/distributed/bmf.hpp>
+#include <kfactor/distributed/checkpoint.hpp>
+#include <kfactor/distributed/collective.hpp>
+
+#include <mpi.h>
+#endif
 
 #include <chrono>
 #include <cstdint>
@@ -75,6 +93,7 @@ struct BmfCliOptions {
   double target_error = 0.0;
   std::string checkpoint, restart;
   int checkpoint_every = 100;
+  bool distributed = false;
 };
 
 /// PREFIX_A / PREFIX_B with the extension the input decides (.csv for
@@ -114,6 +133,66 @@ std::string write_factors(const BmfCliOptions& o, const BooleanInput& input, con
   io::write_bit_factor_matrix_market(apath, A, "kfactor bmf factor A (m x k)", set["A"]);
   io::write_bit_factor_matrix_market(bpath, B, "kfactor bmf factor B (k x n)", set["B"]);
   return o.common.output + "_{A,B}.mtx";
+}
+
+/// --distributed, on every rank of MPI_COMM_WORLD (rank 0 prints and writes).
+void run_bmf_distributed(const BmfCliOptions& o, bool has_threshold) {
+#if defined(KFACTOR_HAVE_MPI)
+  using Space = Kokkos::DefaultExecutionSpace;
+  namespace db = distributed::bmf;
+  MPI_Comm comm = MPI_COMM_WORLD;
+  int rank = 0;
+  MPI_Comm_rank(comm, &rank);
+  const Space exec;
+  const auto& s = o.solver;
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto input = distributed::agree(comm, [&] {
+    auto in = read_boolean_input(o.common.input, o.common.format, o.threshold, has_threshold);
+    check_files(o, in);
+    return in;
+  });
+  const Kokkos::DefaultHostExecutionSpace host;
+  const auto fp = fingerprint(host, to_csr(host, input.ones));
+  distributed::require_same(comm, fp.checksum, "the checksum of " + o.common.input);
+  const auto problem = db::make_problem(exec, comm, input.ones, s);
+  const double read_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  auto meta = checkpoint_meta<std::uint64_t, Space>("bmf", option_values(s), fp, s.rank);
+  meta.precision = "bits";
+  meta.input_files = {o.common.input};  // a checkpoint may not replace the input
+  const auto t1 = std::chrono::steady_clock::now();
+  auto state = db::init(exec, problem, s);
+  std::string setup_change;
+  if (!o.restart.empty())
+    setup_change = warn_restart(load_checkpoint(comm, o.restart, state, meta, state.row_blocks()).setup_change);
+  const double init_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
+  // Collective: every rank calls it each iteration, so that all ranks stop
+  // together on SIGINT/SIGTERM; rank 0 prints.
+  Observer observer = progress_printer(o.common, 100, comm);
+  if (!o.checkpoint.empty())
+    observer = chain(std::move(observer),
+                     distributed::checkpoint_observer(comm, o.checkpoint, o.checkpoint_every, state, meta));
+  Report report = db::resume(exec, problem, s, state, observer);
+  if (!o.checkpoint.empty()) {
+    save_checkpoint(comm, o.checkpoint, state, meta, state.row_blocks());
+    report.info["checkpoint"] = o.checkpoint;
+  }
+  if (!o.restart.empty()) note_restart(report, o.restart, setup_change);
+  report.timings.set("read", read_s);
+  report.timings.set("init", init_s);
+  report.info["input"] = o.common.input;
+  if (!o.common.output.empty()) {
+    const auto A = db::factor_a(exec, state), B = db::factor_b(state);
+    // Rank 0 writes the set; its error ends every rank alike.
+    distributed::agree(comm, [&] {
+      if (rank == 0) report.info["output"] = write_factors(o, input, A, B);
+    });
+  }
+  if (rank == 0) print_report(o.common, report);
+#else
+  (void)o;
+  (void)has_threshold;
+  throw UsageError("bmf: --distributed needs kfactor built with MPI");
+#endif
 }
 
 const Registrar bmf_command{Command{
@@ -182,6 +261,10 @@ const Registrar bmf_command{Command{
                                checkpoint_every_range);
       cmd.add_option("--restart", o->restart,
                      "continue from this checkpoint (same input, rank and options) to --iters");
+      cmd.add_flag("--distributed", o->distributed,
+                   "run over the ranks of MPI_COMM_WORLD (mpiexec -n P kfactor bmf --distributed ...): rows of C "
+                   "and A split over the ranks, B replicated; the same factors for one seed as one process. "
+                   "Default off");
       return [o, thr, every] {
         if (every->count() > 0 && o->checkpoint.empty()) throw UsageError("bmf: --checkpoint-every needs --checkpoint");
         auto& s = o->solver;
@@ -194,6 +277,10 @@ const Registrar bmf_command{Command{
         s.order = bmf::parse_order(o->order);
         s.dense_limit_bytes = std::size_t(o->dense_limit_mb * mib);
         s.validate();
+        if (o->distributed) {
+          run_bmf_distributed(*o, thr->count() > 0);
+          return;
+        }
         const auto t0 = std::chrono::steady_clock::now();
         const auto input = read_boolean_input(o->common.input, o->common.format, o->threshold, thr->count() > 0);
         check_files(*o, input);

@@ -10,6 +10,15 @@
 // --graph-w/-h; outputs: the restart checkpoint too): every target is
 // checked before the run (io::check_run_files). Graphs loaded with
 // --graph-w and --graph-h that both carry a stamp must come from one run.
+//
+// --distributed (under `mpiexec -n P kfactor mnmf --distributed ...`): every
+// rank checks the run's files, reads the input and builds (or loads) the
+// graphs, with errors agreed on every rank; the ranks compare the ratings'
+// checksum, keep their users' and items' rows (kfactor/distributed/mnmf.hpp)
+// and run the same epochs, with the same factors as one process; rank 0
+// prints and writes the output set. Checkpoints hold the whole factors in the
+// single-process layout, so a run restarts on any number of ranks, or
+// without --distributed, and vice versa.
 #include "../cli.hpp"
 
 #include <kfactor/core/contract.hpp>
@@ -24,8 +33,18 @@
 #include <kfactor/mnmf/mnmf.hpp>
 #include <kfactor/mnmf/model_selection.hpp>
 
+#include <kfactor/config.hpp>
+#if defined(KFACTOR_HAVE_MPI)
+#include <kfactor/distributed/checkpoint.hpp>
+#include <kfactor/distributed/collective.hpp>
+#include <kfactor/distributed/mnmf.hpp>
+
+#include <mpi.h>
+#endif
+
 #include <chrono>
 #include <cstdio>
+#include <functional>
 #include <memory>
 #include <string>
 #include <tuple>
@@ -85,6 +104,7 @@ struct MnmfCli {
   double knn_block_mb = 256;
   std::string checkpoint, restart;
   int checkpoint_every = 10;
+  bool distributed = false;
 };
 
 /// The files the run reads: no output or checkpoint may replace one.
@@ -148,31 +168,91 @@ constexpr Range<double> knn_block_mb_range{.lo = double(mnmf::GraphOptions::bloc
 void validate(const MnmfCli& c) {
   if (!c.lambda_grid.empty() && !(c.validation_fraction > 0))
     throw UsageError("mnmf: --lambda-grid needs --validation-fraction > 0");
+  if (!c.lambda_grid.empty() && c.distributed)
+    throw UsageError("mnmf: --lambda-grid runs on one process; choose lambda without --distributed");
 }
+
+#if defined(KFACTOR_HAVE_MPI)
+/// --distributed, on every rank of `comm`: the solver part of run() (the
+/// report matters on rank 0); W and H receive the whole factors when
+/// `whole` is set.
+template <class T>
+Report run_distributed(const MnmfCli& c, const mnmf::Options& o, const CsrMatrix<T, Mem>& R, const CsrMatrix<T, Mem>& P,
+                       const CsrMatrix<T, Mem>& Pb, const CsrMatrix<T, Mem>& test, const CheckpointMeta& meta,
+                       MPI_Comm comm, bool whole, DenseMatrix<T, Mem>& W, DenseMatrix<T, Mem>& H) {
+  namespace dm = distributed::mnmf;
+  const Exec exec;
+  distributed::require_same(comm, meta.input.checksum, "the checksum of the training ratings of " + c.common.input);
+  const auto problem = dm::make_problem(exec, comm, R, P, Pb, test);
+  auto state = dm::init(exec, problem, o);
+  Report restart;
+  if (!c.restart.empty()) {
+    note_restart(restart, c.restart,
+                 warn_restart(load_checkpoint(comm, c.restart, state, meta, state.row_blocks()).setup_change));
+    restart.info["restart_iteration"] = std::to_string(state.iteration);
+  }
+  // Collective: every rank calls it each iteration, so that all ranks stop
+  // together on SIGINT/SIGTERM; rank 0 prints.
+  Observer observer = progress_printer(c.common, 1, comm);
+  if (!c.checkpoint.empty())
+    observer = chain(observer, distributed::checkpoint_observer(comm, c.checkpoint, c.checkpoint_every, state, meta));
+  Report r = dm::resume(exec, problem, o, state, observer);
+  if (!c.checkpoint.empty()) save_checkpoint(comm, c.checkpoint, state, meta, state.row_blocks());
+  for (auto& [k, v] : restart.info) r.info[k] = v;
+  if (whole) {
+    W = dm::gather_W(exec, state);
+    H = dm::gather_H(exec, state);
+  }
+  return r;
+}
+#endif
 
 template <class T>
 void run(const MnmfCli& c) {
   validate(c);
-  check_files(c);
   const Exec exec;
+  int rank = 0;
+  // A step that can fail on one rank alone (reading a file, building a
+  // graph, writing) runs through `each`: with --distributed its error is
+  // agreed, every rank throwing it. `on_rank0` runs the writes of rank 0.
+  std::function<void(const std::function<void()>&)> each = [](const std::function<void()>& f) { f(); };
+  std::function<void(const std::function<void()>&)> on_rank0 = each;
+#if defined(KFACTOR_HAVE_MPI)
+  MPI_Comm comm = MPI_COMM_WORLD;
+  if (c.distributed) {
+    MPI_Comm_rank(comm, &rank);
+    each = [comm](const std::function<void()>& f) { distributed::agree(comm, f); };
+    on_rank0 = [comm, rank](const std::function<void()>& f) {
+      distributed::agree(comm, [&] {
+        if (rank == 0) f();
+      });
+    };
+  }
+#else
+  if (c.distributed) throw UsageError("mnmf: --distributed needs kfactor built with MPI");
+#endif
+  each([&] { check_files(c); });
   Report report;
   const auto t_read = std::chrono::steady_clock::now();
   const auto format = io::parse_format(c.common.format);
-  const io::RatingData<T> file = read_ratings<T>(c.common.input, format);
-  const CooMatrix<T>& all = file.matrix;
+  io::RatingData<T> file;
   CooMatrix<T> train, test;
-  if (!c.test_input.empty()) {
-    auto held = io::reindex_ratings(read_ratings<T>(c.test_input, format), file,
-                                    io::parse_unknown_ids(c.unknown_test_ids), c.test_input);
-    train = all;
-    test = std::move(held.matrix);
-    report.info["test_input"] = c.test_input;
-    report.info["test_dropped_unknown_ids"] = std::to_string(held.dropped);
-  } else if (c.test_fraction > 0) {
-    std::tie(train, test) = split_train_test(all, c.test_fraction, c.common.seed);
-  } else {
-    train = all;
-  }
+  each([&] {
+    file = read_ratings<T>(c.common.input, format);
+    const CooMatrix<T>& all = file.matrix;
+    if (!c.test_input.empty()) {
+      auto held = io::reindex_ratings(read_ratings<T>(c.test_input, format), file,
+                                      io::parse_unknown_ids(c.unknown_test_ids), c.test_input);
+      train = all;
+      test = std::move(held.matrix);
+      report.info["test_input"] = c.test_input;
+      report.info["test_dropped_unknown_ids"] = std::to_string(held.dropped);
+    } else if (c.test_fraction > 0) {
+      std::tie(train, test) = split_train_test(all, c.test_fraction, c.common.seed);
+    } else {
+      train = all;
+    }
+  });
   report.timings.set("read", seconds_since(t_read));
 
   mnmf::GraphOptions g;
@@ -213,7 +293,7 @@ void run(const MnmfCli& c) {
   double graph_seconds = 0.0;
   const auto R = to_csr(exec, train);
   CsrMatrix<T, Mem> P, Pb;
-  {
+  each([&] {
     // graphs over the rows of R (users) and of R^T (items): loaded or built
     const auto t0 = std::chrono::steady_clock::now();
     // Two saved graphs of one run, or of none: not the user graph of one run
@@ -231,11 +311,10 @@ void run(const MnmfCli& c) {
       Pb = mnmf::knn_graph(exec, transpose(exec, R), g);
     exec.fence();
     graph_seconds = seconds_since(t0);
-  }
-  const auto problem =
-      mnmf::make_problem(exec, R, o.lambda_w > 0 ? P : CsrMatrix<T, Mem>{}, o.lambda_h > 0 ? Pb : CsrMatrix<T, Mem>{},
-                         test.nnz() > 0 ? to_csr(exec, test) : CsrMatrix<T, Mem>{});
-  auto state = mnmf::init(exec, problem, o);
+  });
+  const auto user_graph = o.lambda_w > 0 ? P : CsrMatrix<T, Mem>{};
+  const auto item_graph = o.lambda_h > 0 ? Pb : CsrMatrix<T, Mem>{};
+  const auto held_out = test.nnz() > 0 ? to_csr(exec, test) : CsrMatrix<T, Mem>{};
   // The solver's options, and the driver's that decide the graphs and the
   // held-out split (the fingerprint covers the training ratings only).
   auto options = option_values(o);
@@ -247,17 +326,29 @@ void run(const MnmfCli& c) {
   options["graph_h"] = c.graph_h;
   options["test_fraction"] = kfactor::detail::option_text(c.test_fraction);
   options["test_input"] = c.test_input;
-  auto meta = checkpoint_meta<T, Exec>("mnmf", std::move(options), fingerprint(exec, problem.ratings), o.rank);
+  auto meta = checkpoint_meta<T, Exec>("mnmf", std::move(options), fingerprint(exec, R), o.rank);
   meta.input_files = input_files(c);  // a checkpoint may not replace an input
-  if (!c.restart.empty()) {
-    note_restart(report, c.restart, warn_restart(load_checkpoint(c.restart, state, meta).setup_change));
-    report.info["restart_iteration"] = std::to_string(state.iteration);
+  Report r;
+  DenseMatrix<T, Mem> W, H;
+  if (c.distributed) {
+#if defined(KFACTOR_HAVE_MPI)
+    r = run_distributed(c, o, R, user_graph, item_graph, held_out, meta, comm, !c.common.output.empty(), W, H);
+#endif
+  } else {
+    const auto problem = mnmf::make_problem(exec, R, user_graph, item_graph, held_out);
+    auto state = mnmf::init(exec, problem, o);
+    if (!c.restart.empty()) {
+      note_restart(report, c.restart, warn_restart(load_checkpoint(c.restart, state, meta).setup_change));
+      report.info["restart_iteration"] = std::to_string(state.iteration);
+    }
+    Observer observer = progress_printer(c.common);
+    if (!c.checkpoint.empty())
+      observer = chain(observer, checkpoint_observer(c.checkpoint, c.checkpoint_every, state, meta));
+    r = mnmf::resume(exec, problem, o, state, observer);
+    if (!c.checkpoint.empty()) save_checkpoint(c.checkpoint, state, meta);
+    W = state.W;
+    H = state.H;
   }
-  Observer observer = progress_printer(c.common);
-  if (!c.checkpoint.empty())
-    observer = chain(observer, checkpoint_observer(c.checkpoint, c.checkpoint_every, state, meta));
-  Report r = mnmf::resume(exec, problem, o, state, observer);
-  if (!c.checkpoint.empty()) save_checkpoint(c.checkpoint, state, meta);
   for (const auto& [k, v] : report.timings.items) r.timings.set(k, v);
   r.timings.set("graph", graph_seconds);
   r.timings.set("solve", r.seconds);
@@ -267,30 +358,33 @@ void run(const MnmfCli& c) {
   r.info["weighting"] = c.weighting;
   r.info["symmetrize"] = c.symmetrize;
   r.info["test_ratings"] = std::to_string(test.nnz());
-  // All outputs together at the end: they are published as one set.
+  // All outputs together at the end: they are published as one set, by
+  // rank 0 alone with --distributed.
   const auto outputs = output_files(c);
   if (!outputs.empty()) {
-    std::vector<std::string> members, protected_files = input_files(c);
-    for (const auto& [member, path] : outputs) members.push_back(member);
-    if (!c.restart.empty()) protected_files.push_back(c.restart);
-    const io::OutputSet set(protected_files, members);
-    for (const auto& [member, path] : outputs) {
-      if (member == "W") {
-        io::write_factor(path, state.W, file.user_ids, "kfactor mnmf user factor W", set[member]);
-      } else if (member == "H") {
-        io::write_factor(path, state.H, file.item_ids, "kfactor mnmf item factor H", set[member]);
-      } else {
-        const bool users = member == "graph_w";
-        io::write_matrix_market(path, users ? P : Pb,
-                                users ? "kfactor mnmf user kNN graph" : "kfactor mnmf item kNN graph", set[member]);
+    on_rank0([&] {
+      std::vector<std::string> members, protected_files = input_files(c);
+      for (const auto& [member, path] : outputs) members.push_back(member);
+      if (!c.restart.empty()) protected_files.push_back(c.restart);
+      const io::OutputSet set(protected_files, members);
+      for (const auto& [member, path] : outputs) {
+        if (member == "W") {
+          io::write_factor(path, W, file.user_ids, "kfactor mnmf user factor W", set[member]);
+        } else if (member == "H") {
+          io::write_factor(path, H, file.item_ids, "kfactor mnmf item factor H", set[member]);
+        } else {
+          const bool users = member == "graph_w";
+          io::write_matrix_market(path, users ? P : Pb,
+                                  users ? "kfactor mnmf user kNN graph" : "kfactor mnmf item kNN graph", set[member]);
+        }
       }
-    }
+    });
     if (!c.common.output.empty()) {
       const auto [prefix, ext] = factor_prefix(c);
       r.info["output"] = prefix + "_{W,H}" + ext;
     }
   }
-  print_report(c.common, r);
+  if (rank == 0) print_report(c.common, r);
 }
 
 const Registrar mnmf_command{Command{
@@ -354,6 +448,9 @@ const Registrar mnmf_command{Command{
                  checkpoint_every_range);
       cmd.add_option("--restart", c->restart,
                      "continue from this checkpoint (same input, options and rank) to --iters");
+      cmd.add_flag("--distributed", c->distributed,
+                   "run over the ranks of MPI_COMM_WORLD (mpiexec -n P kfactor mnmf --distributed ...): users and "
+                   "items split over the ranks, factors all-gathered; the same factors as one process. Default off");
       return [c] {
         if (c->common.precision == "float")
           run<float>(*c);

@@ -52,6 +52,10 @@
 /// are returned (keep_best), while the State keeps the current iterate, so
 /// that a restart from any checkpoint, the final one included, continues
 /// exactly as an uninterrupted run.
+///
+/// init, step and resume take a communication policy (detail::SingleProcess
+/// here); kfactor/distributed/bmf.hpp runs the same search over MPI ranks
+/// that each hold a block of C's rows, with the same factors for a seed.
 
 #include <kfactor/bmf/detail/phase.hpp>
 #include <kfactor/core/contract.hpp>

@@ -39,6 +39,10 @@
 /// counter RNG (streams factor_w / factor_h), with s = sqrt(mean rating / r)
 /// unless Options::init_scale > 0, so the initial predictions are about the
 /// mean rating. init_low > 0 makes every entry strictly positive.
+///
+/// The sweeps and the metrics take a communication policy
+/// (detail::SingleProcess here); kfactor/distributed/mnmf.hpp runs the same
+/// ones over MPI ranks that each hold a block of users and of items.
 
 #include <kfactor/core/contract.hpp>
 #include <kfactor/core/convert.hpp>
@@ -55,6 +59,7 @@
 #include <Kokkos_Core.hpp>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <string>
@@ -283,12 +288,22 @@ Problem<T, MemorySpace> make_problem(const ExecutionSpace& exec, const CsrMatrix
 namespace detail {
 /// The rank fits the data: above min(users, items) a rank adds nothing
 /// (W H^T already has full rank), so it is a mistake.
-template <class T, class MemorySpace>
-void check_rank_fits(const Problem<T, MemorySpace>& problem, const Options& options) {
-  const std::int64_t limit = std::min<std::int64_t>(problem.rows(), problem.cols());
+inline void check_rank_fits(std::int64_t users, std::int64_t items, const Options& options) {
+  const std::int64_t limit = std::min(users, items);
   if (options.rank > limit)
     throw UsageError("mnmf: rank must be in 1..min(users, items) = " + std::to_string(limit) + ", got " +
                      std::to_string(options.rank));
+}
+
+/// w_ik, h_jk uniform in [init_low, init_high) * scale from the counter RNG
+/// (all rows of both factors; keyed by (seed, stream, row, feature)).
+template <class ExecutionSpace, class T, class MemorySpace>
+void initial_factors(const ExecutionSpace& exec, double mean_rating, const Options& options,
+                     const DenseMatrix<T, MemorySpace>& W, const DenseMatrix<T, MemorySpace>& H) {
+  const double scale = options.init_scale > 0 ? options.init_scale
+                                              : std::sqrt((mean_rating > 0 ? mean_rating : 1.0) / double(options.rank));
+  fill_uniform(exec, W, options.seed, RngStream::factor_w, T(options.init_low * scale), T(options.init_high * scale));
+  fill_uniform(exec, H, options.seed, RngStream::factor_h, T(options.init_low * scale), T(options.init_high * scale));
 }
 }  // namespace detail
 
@@ -297,13 +312,10 @@ void check_rank_fits(const Problem<T, MemorySpace>& problem, const Options& opti
 template <class ExecutionSpace, class T, class MemorySpace>
 State<T, MemorySpace> init(const ExecutionSpace& exec, const Problem<T, MemorySpace>& problem, const Options& options) {
   options.validate();
-  detail::check_rank_fits(problem, options);
+  detail::check_rank_fits(problem.rows(), problem.cols(), options);
   const int r = options.rank;
   State<T, MemorySpace> s;
   s.seed = options.seed;
-  const double scale = options.init_scale > 0
-                           ? options.init_scale
-                           : std::sqrt((problem.mean_rating > 0 ? problem.mean_rating : 1.0) / double(r));
   try {
     s.W = DenseMatrix<T, MemorySpace>(Kokkos::view_alloc(exec, Kokkos::WithoutInitializing, "kfactor::mnmf::W"),
                                       problem.rows(), r);
@@ -313,18 +325,23 @@ State<T, MemorySpace> init(const ExecutionSpace& exec, const Problem<T, MemorySp
     throw RuntimeFailure("mnmf: cannot allocate factors of " + std::to_string(problem.rows()) + " + " +
                          std::to_string(problem.cols()) + " rows x rank " + std::to_string(r) + ": " + e.what());
   }
-  fill_uniform(exec, s.W, options.seed, RngStream::factor_w, T(options.init_low * scale), T(options.init_high * scale));
-  fill_uniform(exec, s.H, options.seed, RngStream::factor_h, T(options.init_low * scale), T(options.init_high * scale));
+  detail::initial_factors(exec, problem.mean_rating, options, s.W, s.H);
   return s;
 }
 
 namespace detail {
+/// A positive lambda needs its graph.
 template <class T, class MemorySpace>
-void check_step_inputs(const Problem<T, MemorySpace>& problem, const Options& options, const State<T, MemorySpace>& s) {
+void check_graphs(const Problem<T, MemorySpace>& problem, const Options& options) {
   if (options.lambda_w > 0 && problem.user_graph.row_map.extent(0) == 0)
     throw UsageError("mnmf: lambda_w > 0 needs a user graph");
   if (options.lambda_h > 0 && problem.item_graph.row_map.extent(0) == 0)
     throw UsageError("mnmf: lambda_h > 0 needs an item graph");
+}
+
+template <class T, class MemorySpace>
+void check_step_inputs(const Problem<T, MemorySpace>& problem, const Options& options, const State<T, MemorySpace>& s) {
+  check_graphs(problem, options);
   if (s.W.extent(0) != std::size_t(problem.rows()) || s.H.extent(0) != std::size_t(problem.cols()) ||
       s.W.extent(1) != s.H.extent(1))
     throw UsageError("mnmf: state factors do not fit the problem");
@@ -344,6 +361,143 @@ void ensure_workspace(const ExecutionSpace& exec, State<T, MemorySpace>& s) {
     throw RuntimeFailure(std::string("mnmf: cannot allocate the sweep workspace: ") + e.what());
   }
 }
+
+enum class Factor { w, h };
+
+/// The communication policy of the single-process solver. The distributed
+/// solver's MpiPolicy (kfactor/distributed/mnmf.hpp) has the same members:
+///   one_process()             true when no other process takes part;
+///   whole(exec, X, which)     the whole factor W or H (all rows) to read,
+///                             given this process's rows X of it;
+///   updated(exec, X, which)   this process's rows X hold new values (what
+///                             whole() returns must follow);
+///   first_row(which)          the row of the whole factor that is X's row 0;
+///   sum(values, n)            host doubles summed over the processes.
+struct SingleProcess {
+  [[nodiscard]] static constexpr bool one_process() { return true; }
+  template <class ExecutionSpace, class X>
+  X whole(const ExecutionSpace&, const X& local, Factor) const {
+    return local;
+  }
+  template <class ExecutionSpace, class X>
+  void updated(const ExecutionSpace&, const X&, Factor) const {}
+  [[nodiscard]] static constexpr ordinal_t first_row(Factor) { return 0; }
+  void sum(double*, int) const {}
+};
+
+/// One Jacobi sweep of W (which = w: the rows of R, the user graph) or of
+/// H (the rows of R^T, the item graph) over this process's rows, reading
+/// the whole old factors.
+template <class ExecutionSpace, class T, class MemorySpace, class Comm>
+void half_step(const ExecutionSpace& exec, const Problem<T, MemorySpace>& problem, const Options& options,
+               State<T, MemorySpace>& s, Factor which, const Comm& comm) {
+  const bool w = which == Factor::w;
+  auto& X = w ? s.W : s.H;
+  auto& X_next = w ? s.workspace.W_next : s.workspace.H_next;
+  const DenseMatrix<T, MemorySpace> X_all = comm.whole(exec, X, which);
+  const DenseMatrix<T, MemorySpace> Y_all = comm.whole(exec, w ? s.H : s.W, w ? Factor::h : Factor::w);
+  sweep(exec, options.objective, w ? problem.ratings : problem.ratings_t, w ? problem.user_bins : problem.item_bins,
+        X_all, Y_all, w ? problem.user_graph : problem.item_graph, w ? problem.user_degree : problem.item_degree,
+        T(w ? options.lambda_w : options.lambda_h), T(options.kl_floor), X_next, comm.first_row(which));
+  std::swap(X, X_next);
+  comm.updated(exec, X, which);
+}
+
+/// The objective from its sums (eq. 20: weight lambda; eq. 25: lambda / 2).
+inline double objective_of(const Options& options, double data, double rough_w, double rough_h) {
+  const double weight = options.objective == Objective::kl ? 0.5 : 1.0;
+  double reg = 0.0;
+  if (options.lambda_w > 0) reg += weight * options.lambda_w * rough_w;
+  if (options.lambda_h > 0) reg += weight * options.lambda_h * rough_h;
+  return data + reg;
+}
+
+/// This process's parts of the objective's sums: the data term over its
+/// rows of R, and each graph term over its rows of the graph (0 when its
+/// lambda is 0).
+template <class ExecutionSpace, class T, class MemorySpace, class Comm>
+std::array<double, 3> objective_sums(const ExecutionSpace& exec, const Problem<T, MemorySpace>& problem,
+                                     const Options& options, const State<T, MemorySpace>& s, const Comm& comm) {
+  const DenseMatrix<T, MemorySpace> W_all = comm.whole(exec, s.W, Factor::w);
+  const DenseMatrix<T, MemorySpace> H_all = comm.whole(exec, s.H, Factor::h);
+  std::array<double, 3> sums{};
+  sums[0] = data_term(exec, options.objective, problem.ratings, s.W, H_all, options.kl_floor);
+  if (options.lambda_w > 0) sums[1] = roughness(exec, problem.user_graph, W_all, comm.first_row(Factor::w));
+  if (options.lambda_h > 0) sums[2] = roughness(exec, problem.item_graph, H_all, comm.first_row(Factor::h));
+  return sums;
+}
+
+/// evaluate() on this process's rows; `test`: the whole problem has test
+/// ratings.
+template <class ExecutionSpace, class T, class MemorySpace, class Comm>
+Metrics evaluate_on(const ExecutionSpace& exec, const Problem<T, MemorySpace>& problem, const Options& options,
+                    const State<T, MemorySpace>& s, const Comm& comm, bool test) {
+  const DenseMatrix<T, MemorySpace> H_all = comm.whole(exec, s.H, Factor::h);
+  RatingErrors held, train = rating_errors(exec, problem.ratings, s.W, H_all);
+  if (test) held = rating_errors(exec, problem.test, s.W, H_all);
+  auto sums = objective_sums(exec, problem, options, s, comm);
+  if (!comm.one_process()) {
+    // RMSE and MAE of the whole rating set from the parts' sums and counts.
+    double v[8] = {held.rmse * held.rmse * double(held.count),
+                   held.mae * double(held.count),
+                   double(held.count),
+                   train.rmse * train.rmse * double(train.count),
+                   double(train.count),
+                   sums[0],
+                   sums[1],
+                   sums[2]};
+    comm.sum(v, 8);
+    held.rmse = v[2] > 0 ? std::sqrt(v[0] / v[2]) : 0.0;
+    held.mae = v[2] > 0 ? v[1] / v[2] : 0.0;
+    train.rmse = v[4] > 0 ? std::sqrt(v[3] / v[4]) : 0.0;
+    sums = {v[5], v[6], v[7]};
+  }
+  Metrics m;
+  if (test) {
+    m.set("test_rmse", held.rmse);
+    m.set("test_mae", held.mae);
+  }
+  m.set("train_rmse", train.rmse);
+  m.set("objective", objective_of(options, sums[0], sums[1], sums[2]));
+  return m;
+}
+
+/// The report's fields known before the loop.
+template <class ExecutionSpace, class T>
+Report report_header(const Options& options, std::int64_t rows, std::int64_t cols, std::int64_t nnz,
+                     std::int64_t user_edges, std::int64_t item_edges) {
+  Report r;
+  r.command = "mnmf";
+  r.backend = backend_name<ExecutionSpace>();
+  r.precision = sizeof(T) == 4 ? "float" : "double";
+  r.rows = rows;
+  r.cols = cols;
+  r.nnz = nnz;
+  r.rank = options.rank;
+  r.info["objective"] = to_string(options.objective);
+  r.info["lambda_w"] = std::to_string(options.lambda_w);
+  r.info["lambda_h"] = std::to_string(options.lambda_h);
+  r.info["user_graph_edges"] = std::to_string(user_edges);
+  r.info["item_graph_edges"] = std::to_string(item_edges);
+  return r;
+}
+
+/// resume(): the loop of core/solver.hpp with `step` and `evaluate` (the
+/// single-process or the distributed ones), completing `r`.
+template <class T, class MemorySpace, class StepFn, class EvaluateFn>
+Report resume_on(const Options& options, State<T, MemorySpace>& state, const Observer& observer, Report r,
+                 StepFn&& step, EvaluateFn&& evaluate) {
+  double seconds = 0.0;
+  const StopReason reason = run_solver_loop(
+      state.iteration, state.history, options.stop, "objective", observer, step, evaluate,
+      [](const Metrics&) { return false; }, &seconds);
+  r.iterations = state.iteration;
+  r.seconds = seconds;
+  r.stop_reason = to_string(reason);
+  r.metrics = state.history.size() > 0 ? state.history.last() : evaluate();
+  r.history = state.history;
+  return r;
+}
 }  // namespace detail
 
 /// The W sweep alone (Jacobi; W is replaced by the new W).
@@ -352,9 +506,7 @@ void update_w(const ExecutionSpace& exec, const Problem<T, MemorySpace>& problem
               State<T, MemorySpace>& s) {
   detail::check_step_inputs(problem, options, s);
   detail::ensure_workspace(exec, s);
-  detail::sweep(exec, options.objective, problem.ratings, problem.user_bins, s.W, s.H, problem.user_graph,
-                problem.user_degree, T(options.lambda_w), T(options.kl_floor), s.workspace.W_next);
-  std::swap(s.W, s.workspace.W_next);
+  detail::half_step(exec, problem, options, s, detail::Factor::w, detail::SingleProcess{});
 }
 
 /// The H sweep alone, using the current W.
@@ -363,9 +515,7 @@ void update_h(const ExecutionSpace& exec, const Problem<T, MemorySpace>& problem
               State<T, MemorySpace>& s) {
   detail::check_step_inputs(problem, options, s);
   detail::ensure_workspace(exec, s);
-  detail::sweep(exec, options.objective, problem.ratings_t, problem.item_bins, s.H, s.W, problem.item_graph,
-                problem.item_degree, T(options.lambda_h), T(options.kl_floor), s.workspace.H_next);
-  std::swap(s.H, s.workspace.H_next);
+  detail::half_step(exec, problem, options, s, detail::Factor::h, detail::SingleProcess{});
 }
 
 /// One epoch: the W sweep, then the H sweep with the new W. Does not advance
@@ -382,12 +532,8 @@ void step(const ExecutionSpace& exec, const Problem<T, MemorySpace>& problem, co
 template <class ExecutionSpace, class T, class MemorySpace>
 double objective(const ExecutionSpace& exec, const Problem<T, MemorySpace>& problem, const Options& options,
                  const State<T, MemorySpace>& s) {
-  const double data = detail::data_term(exec, options.objective, problem.ratings, s.W, s.H, options.kl_floor);
-  const double weight = options.objective == Objective::kl ? 0.5 : 1.0;
-  double reg = 0.0;
-  if (options.lambda_w > 0) reg += weight * options.lambda_w * detail::roughness(exec, problem.user_graph, s.W);
-  if (options.lambda_h > 0) reg += weight * options.lambda_h * detail::roughness(exec, problem.item_graph, s.H);
-  return data + reg;
+  const auto sums = detail::objective_sums(exec, problem, options, s, detail::SingleProcess{});
+  return detail::objective_of(options, sums[0], sums[1], sums[2]);
 }
 
 /// Metrics of the current iterate, in this order: test_rmse, test_mae (when
@@ -395,15 +541,7 @@ double objective(const ExecutionSpace& exec, const Problem<T, MemorySpace>& prob
 template <class ExecutionSpace, class T, class MemorySpace>
 Metrics evaluate(const ExecutionSpace& exec, const Problem<T, MemorySpace>& problem, const Options& options,
                  const State<T, MemorySpace>& s) {
-  Metrics m;
-  if (problem.has_test()) {
-    const auto e = rating_errors(exec, problem.test, s.W, s.H);
-    m.set("test_rmse", e.rmse);
-    m.set("test_mae", e.mae);
-  }
-  m.set("train_rmse", rating_errors(exec, problem.ratings, s.W, s.H).rmse);
-  m.set("objective", objective(exec, problem, options, s));
-  return m;
+  return detail::evaluate_on(exec, problem, options, s, detail::SingleProcess{}, problem.has_test());
 }
 
 /// Continues `state` (fresh from init(), or restored from a checkpoint into
@@ -414,31 +552,14 @@ template <class ExecutionSpace, class T, class MemorySpace>
 Report resume(const ExecutionSpace& exec, const Problem<T, MemorySpace>& problem, const Options& options,
               State<T, MemorySpace>& state, const Observer& observer = {}) {
   options.validate();
-  detail::check_rank_fits(problem, options);
+  detail::check_rank_fits(problem.rows(), problem.cols(), options);
   detail::check_step_inputs(problem, options, state);
-  double seconds = 0.0;
-  const StopReason reason = run_solver_loop(
-      state.iteration, state.history, options.stop, "objective", observer, [&] { step(exec, problem, options, state); },
-      [&] { return evaluate(exec, problem, options, state); }, [](const Metrics&) { return false; }, &seconds);
-  Report r;
-  r.command = "mnmf";
-  r.backend = backend_name<ExecutionSpace>();
-  r.precision = sizeof(T) == 4 ? "float" : "double";
-  r.rows = problem.rows();
-  r.cols = problem.cols();
-  r.nnz = static_cast<std::int64_t>(problem.ratings.nnz());
-  r.rank = options.rank;
-  r.iterations = state.iteration;
-  r.seconds = seconds;
-  r.stop_reason = to_string(reason);
-  r.metrics = state.history.size() > 0 ? state.history.last() : evaluate(exec, problem, options, state);
-  r.history = state.history;
-  r.info["objective"] = to_string(options.objective);
-  r.info["lambda_w"] = std::to_string(options.lambda_w);
-  r.info["lambda_h"] = std::to_string(options.lambda_h);
-  r.info["user_graph_edges"] = std::to_string(problem.user_graph.nnz());
-  r.info["item_graph_edges"] = std::to_string(problem.item_graph.nnz());
-  return r;
+  return detail::resume_on(
+      options, state, observer,
+      detail::report_header<ExecutionSpace, T>(options, problem.rows(), problem.cols(),
+                                               std::int64_t(problem.ratings.nnz()), problem.user_graph.nnz(),
+                                               problem.item_graph.nnz()),
+      [&] { step(exec, problem, options, state); }, [&] { return evaluate(exec, problem, options, state); });
 }
 
 /// init(), then resume().

@@ -21,6 +21,14 @@
 /// are found through an inverted index of Y's bits (BitIndex, built once per
 /// phase), so a line costs O((sum over flipped bits l of |Y lines with bit l|
 /// + nnz_line) * W) instead of O(len * W).
+///
+/// A process may hold only some lines of X and of C (PhaseArgs::x_begin:
+/// the rows of A and of C of one rank of the distributed solver): it takes
+/// the window's lines that it holds (window_runs). And a proposal's delta
+/// may be a sum over processes (B's columns when C's rows are split): then
+/// run_phase only stores each proposal's partial (dFP, dFN) in
+/// PhaseArgs::deltas, the caller sums them over the processes, and
+/// decide_phase makes the decisions from the sums, the same on every process.
 
 #include <kfactor/core/random.hpp>
 #include <kfactor/core/spaces.hpp>
@@ -28,7 +36,9 @@
 
 #include <Kokkos_Core.hpp>
 
+#include <algorithm>
 #include <cstdint>
+#include <type_traits>
 
 namespace kfactor::bmf::detail {
 
@@ -47,9 +57,13 @@ struct PhaseArgs {
   Kokkos::View<const offset_t*, MemorySpace> bit_offsets;  ///< inverted index of Y: lines with bit l set are
   Kokkos::View<const ordinal_t*, MemorySpace> bit_lists;   ///< bit_lists(bit_offsets(l) .. bit_offsets(l+1))
   Kokkos::View<std::int64_t*, MemorySpace> totals;         ///< [FP, FN, accepted]: accepted deltas are added
-  std::int64_t num_lines = 0;                              ///< lines of X
-  std::int64_t len = 0;                                    ///< lines of Y (= length of a C line)
-  std::int64_t start = 0, count = 0;
+  /// When allocated (2 count entries): run_phase stores the (dFP, dFN) of
+  /// window slot s in deltas(2 s), deltas(2 s + 1) and decides nothing.
+  Kokkos::View<std::int64_t*, MemorySpace> deltas;
+  std::int64_t num_lines = 0;         ///< lines of X in the whole problem (the window wraps around them)
+  std::int64_t x_begin = 0;           ///< line x_begin of the whole X is X(0) here (and C's line 0)
+  std::int64_t len = 0;               ///< lines of Y (= length of a C line)
+  std::int64_t start = 0, count = 0;  ///< the window: count lines from start on, wrapping
   int bits = 0;
   std::uint64_t iter_key = 0;        ///< CounterRng key of (seed, iteration)
   std::uint64_t phase = 0;           ///< 0 columns of B, 1 rows of A
@@ -61,8 +75,63 @@ struct PhaseArgs {
   bool use_index = true;   ///< walk the inverted bit lists (else scan all lines of Y)
 };
 
+/// The flip mask of a proposal: every bit of `bits` flips independently
+/// with probability thr / 65536 (four 16-bit draws per 64-bit random word of
+/// `prop`). Returns the OR of the mask's words (0: an empty proposal).
+template <int MaxW>
+KOKKOS_INLINE_FUNCTION bit_word_t proposal_mask(const CounterRng& prop, int bits, std::uint32_t thr,
+                                                bit_word_t (&flip)[MaxW]) {
+  for (int q = 0; q < MaxW; ++q) flip[q] = 0;
+  for (int l = 0; l < bits; l += 4) {
+    const std::uint64_t r = prop.bits(std::uint64_t(l / 4));
+    for (int t = 0; t < 4 && l + t < bits; ++t)
+      if (((r >> (16 * t)) & 0xFFFFu) < thr)
+        flip[(l + t) / bit_word_bits] |= bit_word_t(1) << ((l + t) % bit_word_bits);
+  }
+  bit_word_t any = 0;
+  for (int q = 0; q < MaxW; ++q) any |= flip[q];
+  return any;
+}
+
+/// Whether a proposal with error change (dfp, dfn) is accepted: a strict
+/// drop of the weighted error, or Metropolis' exp(-delta / T) against the
+/// line's acceptance draw (`accept_at` of its stream `rng`).
+KOKKOS_INLINE_FUNCTION bool accepts(std::int64_t dfp, std::int64_t dfn, double weight_ones, double T,
+                                    const CounterRng& rng, std::uint64_t accept_at) {
+  const double delta = double(dfp) + weight_ones * double(dfn);
+  bool accept = delta < 0.0;
+  if (!accept && T > 0.0) accept = rng.uniform(accept_at) < Kokkos::exp(-delta / T);
+  return accept;
+}
+
+/// The streams of line `line` in a phase: its own (acceptance) and its
+/// proposal group's (flip mask).
+KOKKOS_INLINE_FUNCTION CounterRng line_stream(std::uint64_t iter_key, std::int64_t line, std::uint64_t phase) {
+  return CounterRng(iter_key, (std::uint64_t(line) << 2) | phase);
+}
+
+/// Lines [first, first + count) of the window (no wrap), window slots from
+/// `slot` on.
+struct WindowRun {
+  std::int64_t first = 0, count = 0, slot = 0;
+};
+
+/// The window's lines held here, lines [lo, hi) of the whole X, as at most
+/// two runs (the window wraps once at most).
+inline int window_runs(std::int64_t start, std::int64_t count, std::int64_t num_lines, std::int64_t lo, std::int64_t hi,
+                       WindowRun (&runs)[2]) {
+  const std::int64_t first_end = std::min(start + count, num_lines);
+  const WindowRun pieces[2] = {{start, first_end - start, 0}, {0, count - (first_end - start), first_end - start}};
+  int n = 0;
+  for (const auto& piece : pieces) {
+    const std::int64_t a = std::max(piece.first, lo), b = std::min(piece.first + piece.count, hi);
+    if (b > a) runs[n++] = {a, b - a, piece.slot + (a - piece.first)};
+  }
+  return n;
+}
+
 template <int MaxW, class ExecutionSpace, class MemorySpace>
-void run_phase_impl(const ExecutionSpace& exec, const PhaseArgs<MemorySpace>& p) {
+void run_phase_impl(const ExecutionSpace& exec, const PhaseArgs<MemorySpace>& p, const WindowRun& run) {
   using Policy = Kokkos::TeamPolicy<ExecutionSpace, Kokkos::Schedule<Kokkos::Dynamic>>;
   using Team = typename Policy::member_type;
   const auto X = p.X;
@@ -71,9 +140,11 @@ void run_phase_impl(const ExecutionSpace& exec, const PhaseArgs<MemorySpace>& p)
   const auto map = p.map;
   const auto idx = p.idx;
   const auto totals = p.totals;
+  const auto deltas = p.deltas;
+  const bool only_deltas = p.deltas.extent(0) > 0;
   const auto offs = p.bit_offsets;
   const auto lists = p.bit_lists;
-  const std::int64_t num_lines = p.num_lines, start = p.start;
+  const std::int64_t first = run.first, slot0 = run.slot, x_begin = p.x_begin;
   const int bits = p.bits;
   const int W = bit_words(bits);
   const std::uint64_t iter_key = p.iter_key, phase = p.phase;
@@ -88,31 +159,18 @@ void run_phase_impl(const ExecutionSpace& exec, const PhaseArgs<MemorySpace>& p)
   // Host backends: one thread per line (a team barrier per reduction would
   // cost more than the line's work); device backends: a team per line.
   const Policy policy =
-      is_host_space_v<ExecutionSpace> ? Policy(exec, p.count, 1) : Policy(exec, p.count, Kokkos::AUTO);
+      is_host_space_v<ExecutionSpace> ? Policy(exec, run.count, 1) : Policy(exec, run.count, Kokkos::AUTO);
   Kokkos::parallel_for(
       "kfactor::bmf::phase", policy, KOKKOS_LAMBDA(const Team& team) {
-        const std::int64_t line = (start + team.league_rank()) % num_lines;
-        const CounterRng rng(iter_key, (std::uint64_t(line) << 2) | phase);
-        const CounterRng prop(iter_key, (std::uint64_t(line / group) << 2) | phase);
+        const std::int64_t line = first + team.league_rank();
+        const std::int64_t x = line - x_begin;  // its line of X and of C here
         bit_word_t old[MaxW], nw[MaxW], flip[MaxW];
-        bit_word_t any_flip = 0;
+        if (proposal_mask(line_stream(iter_key, line / group, phase), bits, thr, flip) == 0)
+          return;  // empty proposal: nothing changes (same for the whole team)
         for (int q = 0; q < MaxW; ++q) {
-          old[q] = q < W ? X(line, q) : 0;
-          flip[q] = 0;
-        }
-        // Every bit flips independently with probability thr / 65536: four
-        // 16-bit draws per 64-bit random word.
-        for (int l = 0; l < bits; l += 4) {
-          const std::uint64_t r = prop.bits(std::uint64_t(l / 4));
-          for (int t = 0; t < 4 && l + t < bits; ++t)
-            if (((r >> (16 * t)) & 0xFFFFu) < thr)
-              flip[(l + t) / bit_word_bits] |= bit_word_t(1) << ((l + t) % bit_word_bits);
-        }
-        for (int q = 0; q < MaxW; ++q) {
+          old[q] = q < W ? X(x, q) : 0;
           nw[q] = old[q] ^ flip[q];
-          any_flip |= flip[q];
         }
-        if (any_flip == 0) return;  // empty proposal: nothing changes (same for the whole team)
 
         // dv for entry i of the line: +1 when it turns on, -1 when it turns off.
         auto dv_of = [&](std::int64_t i) -> int {
@@ -140,7 +198,7 @@ void run_phase_impl(const ExecutionSpace& exec, const PhaseArgs<MemorySpace>& p)
         std::int64_t packed = 0;  // dFP * 2^32 + dFN (dense) or S_all * 2^32 + S_ones (sparse)
         auto contribution = [&](std::int64_t i, int dv) -> std::int64_t {
           if (dense) {
-            const bool c = (C(line, i / bit_word_bits) >> (i % bit_word_bits)) & 1u;
+            const bool c = (C(x, i / bit_word_bits) >> (i % bit_word_bits)) & 1u;
             return c ? std::int64_t(-dv) : std::int64_t(dv) * hi;
           }
           return std::int64_t(dv) * hi;
@@ -174,7 +232,7 @@ void run_phase_impl(const ExecutionSpace& exec, const PhaseArgs<MemorySpace>& p)
         }
         if (!dense) {
           std::int64_t ones_part = 0;
-          const offset_t e0 = map(line), e1 = map(line + 1);
+          const offset_t e0 = map(x), e1 = map(x + 1);
           Kokkos::parallel_reduce(
               Kokkos::TeamThreadRange(team, e0, e1), [&](offset_t e, std::int64_t& s) { s += dv_of(idx(e)); },
               ones_part);
@@ -190,17 +248,51 @@ void run_phase_impl(const ExecutionSpace& exec, const PhaseArgs<MemorySpace>& p)
           dfp = high - low;
           dfn = -low;
         }
-        const double delta = double(dfp) + w1 * double(dfn);
-        bool accept = delta < 0.0;
-        if (!accept && T > 0.0) accept = rng.uniform(accept_at) < Kokkos::exp(-delta / T);
-        if (!accept) return;
+        if (only_deltas) {
+          Kokkos::single(Kokkos::PerTeam(team), [&]() {
+            deltas(2 * (slot0 + team.league_rank())) = dfp;
+            deltas(2 * (slot0 + team.league_rank()) + 1) = dfn;
+          });
+          return;
+        }
+        if (!accepts(dfp, dfn, w1, T, line_stream(iter_key, line, phase), accept_at)) return;
         // The team reductions above are barriers: every thread has read X(line) already.
         Kokkos::single(Kokkos::PerTeam(team), [&]() {
-          for (int q = 0; q < W && q < MaxW; ++q) X(line, q) = nw[q];
+          for (int q = 0; q < W && q < MaxW; ++q) X(x, q) = nw[q];
           Kokkos::atomic_add(&totals(0), dfp);
           Kokkos::atomic_add(&totals(1), dfn);
           Kokkos::atomic_add(&totals(2), std::int64_t(1));
         });
+      });
+}
+
+/// The decisions of a phase whose deltas (PhaseArgs::deltas, summed over
+/// the processes) are known: the same tests as run_phase's, per window
+/// slot. X holds the whole factor (x_begin = 0: B's columns).
+template <int MaxW, class ExecutionSpace, class MemorySpace>
+void decide_phase_impl(const ExecutionSpace& exec, const PhaseArgs<MemorySpace>& p) {
+  const auto X = p.X;
+  const auto totals = p.totals;
+  const auto deltas = p.deltas;
+  const std::int64_t num_lines = p.num_lines, start = p.start;
+  const int bits = p.bits;
+  const int W = bit_words(bits);
+  const std::uint64_t iter_key = p.iter_key, phase = p.phase;
+  const std::uint32_t thr = p.flip_threshold;
+  const double T = p.temperature, w1 = p.weight_ones;
+  const std::int64_t group = p.group;
+  const std::uint64_t accept_at = accept_counter;
+  Kokkos::parallel_for(
+      "kfactor::bmf::decide", Kokkos::RangePolicy<ExecutionSpace>(exec, 0, p.count), KOKKOS_LAMBDA(std::int64_t s) {
+        const std::int64_t line = (start + s) % num_lines;
+        bit_word_t flip[MaxW];
+        if (proposal_mask(line_stream(iter_key, line / group, phase), bits, thr, flip) == 0) return;
+        const std::int64_t dfp = deltas(2 * s), dfn = deltas(2 * s + 1);
+        if (!accepts(dfp, dfn, w1, T, line_stream(iter_key, line, phase), accept_at)) return;
+        for (int q = 0; q < W && q < MaxW; ++q) X(line, q) ^= flip[q];
+        Kokkos::atomic_add(&totals(0), dfp);
+        Kokkos::atomic_add(&totals(1), dfn);
+        Kokkos::atomic_add(&totals(2), std::int64_t(1));
       });
 }
 
@@ -277,19 +369,46 @@ void build_bit_index(const ExecutionSpace& exec, Kokkos::View<const bit_word_t**
 /// Largest supported rank (16 words per line).
 inline constexpr int max_rank = 16 * bit_word_bits;
 
+/// f(std::integral_constant<int, MaxW>) for the smallest supported MaxW >= words.
+template <class F>
+void with_max_words(int words, F&& f) {
+  if (words <= 1)
+    f(std::integral_constant<int, 1>{});
+  else if (words <= 2)
+    f(std::integral_constant<int, 2>{});
+  else if (words <= 4)
+    f(std::integral_constant<int, 4>{});
+  else if (words <= 8)
+    f(std::integral_constant<int, 8>{});
+  else
+    f(std::integral_constant<int, 16>{});
+}
+
+/// The phase on the window's lines held here (X's lines [x_begin,
+/// x_begin + X.extent(0)) of the whole X): decided and applied, or with
+/// PhaseArgs::deltas only the deltas stored.
 template <class ExecutionSpace, class MemorySpace>
 void run_phase(const ExecutionSpace& exec, const PhaseArgs<MemorySpace>& p) {
-  const int W = bit_words(p.bits);
-  if (W <= 1)
-    run_phase_impl<1>(exec, p);
-  else if (W <= 2)
-    run_phase_impl<2>(exec, p);
-  else if (W <= 4)
-    run_phase_impl<4>(exec, p);
-  else if (W <= 8)
-    run_phase_impl<8>(exec, p);
-  else
-    run_phase_impl<16>(exec, p);
+  WindowRun runs[2];
+  const int n = window_runs(p.start, p.count, p.num_lines, p.x_begin, p.x_begin + std::int64_t(p.X.extent(0)), runs);
+  with_max_words(bit_words(p.bits), [&](auto max_words) {
+    for (int r = 0; r < n; ++r) run_phase_impl<decltype(max_words)::value>(exec, p, runs[r]);
+  });
+}
+
+/// decide_phase_impl for p.bits.
+template <class ExecutionSpace, class MemorySpace>
+void decide_phase(const ExecutionSpace& exec, const PhaseArgs<MemorySpace>& p) {
+  with_max_words(bit_words(p.bits), [&](auto max_words) { decide_phase_impl<decltype(max_words)::value>(exec, p); });
+}
+
+/// dst(i) += src(i) for the 3 counters [FP, FN, accepted].
+template <class ExecutionSpace, class MemorySpace>
+void add_totals(const ExecutionSpace& exec, const Kokkos::View<std::int64_t*, MemorySpace>& dst,
+                const Kokkos::View<std::int64_t*, MemorySpace>& src) {
+  Kokkos::parallel_for(
+      "kfactor::bmf::add_totals", Kokkos::RangePolicy<ExecutionSpace>(exec, 0, 3),
+      KOKKOS_LAMBDA(int i) { dst(i) += src(i); });
 }
 
 }  // namespace kfactor::bmf::detail

@@ -123,12 +123,15 @@ LaunchShape sweep_shape(int bin, int rank, std::size_t scalar_bytes) {
 }
 
 /// One Jacobi multiplicative sweep (see the file comment). A is the sparse
-/// matrix whose rows index X; G may be empty when lambda == 0.
+/// matrix whose rows index Xnew (and G's and deg's rows); G may be empty
+/// when lambda == 0. X and Y are the whole old factors (read by the ids in
+/// A and G); row i of A is row first_row + i of X (0 on one process; a
+/// rank of the distributed solver updates its block of rows).
 template <class ExecutionSpace, class T, class MemorySpace>
 void sweep(const ExecutionSpace& exec, Objective objective, const CsrMatrix<T, MemorySpace>& A,
            const RowBins<MemorySpace>& bins, const DenseMatrix<T, MemorySpace>& X, const DenseMatrix<T, MemorySpace>& Y,
            const CsrMatrix<T, MemorySpace>& G, const Kokkos::View<T*, MemorySpace>& deg, T lambda, T kl_floor,
-           const DenseMatrix<T, MemorySpace>& Xnew) {
+           const DenseMatrix<T, MemorySpace>& Xnew, ordinal_t first_row) {
   using Policy = Kokkos::TeamPolicy<ExecutionSpace, Kokkos::Schedule<Kokkos::Dynamic>>;
   using Member = typename Policy::member_type;
   using Scratch = Kokkos::View<T*, typename ExecutionSpace::scratch_memory_space, Kokkos::MemoryUnmanaged>;
@@ -169,7 +172,7 @@ void sweep(const ExecutionSpace& exec, Objective objective, const CsrMatrix<T, M
             const T v = vals(e);
             T vt = T(0);
             Kokkos::parallel_reduce(
-                Kokkos::ThreadVectorRange(team, r), [&](int k, T& s) { s += X(i, k) * Y(j, k); }, vt);
+                Kokkos::ThreadVectorRange(team, r), [&](int k, T& s) { s += X(first_row + i, k) * Y(j, k); }, vt);
             if (kl) {
               const T ratio = v / (vt > kl_floor ? vt : kl_floor);
               Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, r), [&](int k) {
@@ -198,7 +201,7 @@ void sweep(const ExecutionSpace& exec, Objective objective, const CsrMatrix<T, M
               d += acc(std::size_t(3 * s + 1) * r + k);
               gs += acc(std::size_t(3 * s + 2) * r + k);
             }
-            const T x = X(i, k);
+            const T x = X(first_row + i, k);
             if (graph) {
               u = u + lambda * gs;
               d = d + lambda * deg(i) * x;
@@ -257,9 +260,11 @@ double data_term(const ExecutionSpace& exec, Objective objective, const CsrMatri
 }
 
 /// Tr(X^T L X) = 1/2 sum_{i,l} g_il ||x_i - x_l||^2 over the stored edges, in
-/// double (never forms L); 0 for an empty graph.
+/// double (never forms L); 0 for an empty graph. Row i of G is row
+/// first_row + i of X (a process's share of the sum when G holds its rows).
 template <class ExecutionSpace, class T, class MemorySpace>
-double roughness(const ExecutionSpace& exec, const CsrMatrix<T, MemorySpace>& G, const DenseMatrix<T, MemorySpace>& X) {
+double roughness(const ExecutionSpace& exec, const CsrMatrix<T, MemorySpace>& G, const DenseMatrix<T, MemorySpace>& X,
+                 ordinal_t first_row = 0) {
   if (G.row_map.extent(0) == 0) return 0.0;
   auto row_map = G.row_map;
   auto cols = G.entries;
@@ -273,7 +278,7 @@ double roughness(const ExecutionSpace& exec, const CsrMatrix<T, MemorySpace>& G,
           const ordinal_t l = cols(e);
           double d2 = 0.0;
           for (int k = 0; k < r; ++k) {
-            const double d = double(X(i, k)) - double(X(l, k));
+            const double d = double(X(first_row + i, k)) - double(X(l, k));
             d2 += d * d;
           }
           acc += 0.5 * double(vals(e)) * d2;
