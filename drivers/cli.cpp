@@ -32,7 +32,9 @@ void add_output_options(CLI::App& cmd, OutputOptions& o) {
 void add_common_options(CLI::App& cmd, CommonOptions& o, bool input_required) {
   auto* in = cmd.add_option("-i,--input", o.input, "input matrix file");
   if (input_required) in->required();
-  cmd.add_option("--format", o.format, "input format: auto|mm|edges|ratings|bmf|dense (auto guesses from the file)")
+  cmd.add_option("--format", o.format,
+                 "input format: auto|mm|edges|ratings|bmf|dense|h5csr (auto guesses from the file; HDF5 by its "
+                 "signature)")
       ->capture_default_str();
   cmd.add_option("-k,--rank", o.rank, "factorization rank K")->capture_default_str()->check(CLI::PositiveNumber);
   cmd.add_option("-n,--iters", o.iters, "maximum iterations")->capture_default_str()->check(CLI::NonNegativeNumber);

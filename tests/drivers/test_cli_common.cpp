@@ -56,7 +56,7 @@ TEST_P(EveryCommand, TakesJsonAndQuiet) {
 
 INSTANTIATE_TEST_SUITE_P(Commands, EveryCommand,
                          ::testing::Values("nmf", "als", "predict", "bmf", "mnmf", "sddmm", "demo", "info",
-                                           "checkpoint-info"),
+                                           "convert", "checkpoint-info"),
                          [](const auto& info) {
                            std::string n = info.param;
                            for (auto& c : n)

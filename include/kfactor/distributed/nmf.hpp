@@ -96,6 +96,7 @@
 #include <kfactor/distributed/detail/blocks.hpp>
 #include <kfactor/distributed/detail/collectives.hpp>
 #include <kfactor/distributed/partition.hpp>
+#include <kfactor/distributed/read.hpp>
 #include <kfactor/io/checkpoint.hpp>
 
 #include <mpi.h>
@@ -165,6 +166,51 @@ Problem<Matrix> make_problem(const ExecutionSpace& exec, MPI_Comm comm, const Ma
     b.col_bounds = detail::nonempty_balanced_blocks(std::vector<offset_t>(b.global_cols, b.global_rows), b.size);
     b.rows = detail::dense_block(exec, A, b.row_bounds[p], b.row_bounds[p + 1], 0, b.global_cols);
     b.cols = detail::dense_block(exec, A, 0, b.global_rows, b.col_bounds[p], b.col_bounds[p + 1]);
+  }
+  // The row blocks partition A: ||A||^2 and the bad-entry count are sums.
+  double sums[2] = {0.0, 0.0};
+  if (b.global_rows > 0 && b.global_cols > 0) {
+    const auto [norm2, bad] = nd::check_values(exec, b.rows);
+    sums[0] = norm2;
+    sums[1] = double(bad);
+  }
+  b.coll->allreduce_sum_host(sums, 2);
+  b.norm2 = sums[0];
+  nd::check_input(b.global_rows, b.global_cols, static_cast<std::int64_t>(sums[1]), b.norm2);
+  return b;
+}
+
+/// Collective. The same Problem from a sparse matrix that no rank holds
+/// whole: each rank passes its part as kfactor::distributed::read_rows gave
+/// it (distributed/read.hpp: a partitioned text read or an HDF5 CSR
+/// hyperslab read). The rows move to this layout's nnz-balanced blocks and
+/// a second all-to-all of the same entries by column blocks builds the
+/// column side; blocks, values and norms are bit for bit those of
+/// make_problem(exec, comm, A) on the whole A (as CSR). Checks and errors as
+/// there.
+template <class ExecutionSpace, class T>
+Problem<CsrMatrix<T, typename ExecutionSpace::memory_space>> make_problem(const ExecutionSpace& exec, MPI_Comm comm,
+                                                                          const RowSlice<T>& A) {
+  namespace nd = kfactor::nmf::detail;
+  Problem<CsrMatrix<T, typename ExecutionSpace::memory_space>> b;
+  b.coll = std::make_shared<distributed::detail::Collectives>(comm);
+  b.rank = b.coll->rank();
+  b.size = b.coll->size();
+  b.global_rows = A.entries.num_rows;
+  b.global_cols = A.entries.num_cols;
+  b.global_nnz = A.global_nnz;
+  require_same(comm, static_cast<std::uint64_t>(b.global_rows), "the input's rows");
+  require_same(comm, static_cast<std::uint64_t>(b.global_cols), "the input's columns");
+  require_same(comm, static_cast<std::uint64_t>(b.global_nnz), "the input's stored entries");
+  if (b.size > std::min(b.global_rows, b.global_cols))
+    throw UsageError("distributed nmf: " + std::to_string(b.size) + " ranks for a " + std::to_string(b.global_rows) +
+                     " x " + std::to_string(b.global_cols) + " input; use at most min(rows, cols) ranks");
+  b.row_bounds = detail::nonempty_balanced_blocks(global_row_counts(comm, A), b.size);
+  b.col_bounds = detail::nonempty_balanced_blocks(global_column_counts(comm, A), b.size);
+  {
+    const RowSlice<T> rows = move_rows(comm, A, b.row_bounds);
+    b.rows = local_csr(exec, rows);
+    b.cols = local_csr(exec, transpose_rows(comm, rows, b.col_bounds));
   }
   // The row blocks partition A: ||A||^2 and the bad-entry count are sums.
   double sums[2] = {0.0, 0.0};

@@ -128,11 +128,14 @@
 
 namespace kfactor::io {
 
-/// Input file formats (CLI `--format auto|mm|edges|ratings|bmf|dense`).
-enum class Format { automatic, matrix_market, edges, ratings, bmf, dense };
+/// Input file formats (CLI `--format auto|mm|edges|ratings|bmf|dense|h5csr`).
+/// h5csr, the binary HDF5 CSR of io/hdf5_csr.hpp, is read from its file by
+/// io::read_input (it has no text to parse; io/input.hpp detects it by the
+/// HDF5 signature).
+enum class Format { automatic, matrix_market, edges, ratings, bmf, dense, h5csr };
 
 /// Parses a CLI format name (`auto`, `mm`/`mtx`, `edges`, `ratings`, `bmf`,
-/// `dense`); throws UsageError for anything else.
+/// `dense`, `h5csr`/`h5`/`hdf5`); throws UsageError for anything else.
 Format parse_format(std::string_view name);
 /// The CLI name of a format (`auto`, `mm`, ...).
 std::string_view format_name(Format f);
