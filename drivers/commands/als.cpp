@@ -212,12 +212,17 @@ void run_als_distributed(const AlsCli& a, MPI_Comm comm) {
   // holding them all: the same LocalProblem as from the whole file.
   const auto t0 = std::chrono::steady_clock::now();
   const io::Format format = io::parse_format(a.common.format);
+  auto some_ratings = [&](const auto& rows, const std::string& path) {
+    distributed::agree(comm, [&] {
+      if (rows.global_nnz == 0) throw InputError(path + ": no ratings");
+    });
+  };
   const auto ratings = distributed::read_rows<T>(comm, a.common.input, format);
-  if (ratings.global_nnz == 0) distributed::detail::throw_kind(3, a.common.input + ": no ratings");
+  some_ratings(ratings, a.common.input);
   std::optional<distributed::RowSlice<T>> given;
   if (!a.test_input.empty()) {
     const auto held = distributed::read_rows<T>(comm, a.test_input, format);
-    if (held.global_nnz == 0) distributed::detail::throw_kind(3, a.test_input + ": no ratings");
+    some_ratings(held, a.test_input);
     given = distributed::reindex_rows(comm, held, ratings, io::UnknownIds::reject, a.test_input);
   }
   const double read_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -325,7 +325,7 @@ const Registrar sddmm_command{Command{
       o->common.rank = 32;
       o->common.precision = "float";
       cmd.add_option("-i,--input", o->common.input, "sparse matrix S (any io/ format); none: generate");
-      cmd.add_option("--format", o->common.format, "input format: auto|mm|edges|ratings|bmf|dense")
+      cmd.add_option("--format", o->common.format, "input format: auto|mm|edges|ratings|bmf|dense|h5csr")
           ->capture_default_str();
       cmd.add_option("-k,--rank", o->common.rank, "inner dimension K")
           ->capture_default_str()

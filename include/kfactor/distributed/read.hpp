@@ -181,8 +181,12 @@ InputFingerprint fingerprint(const ExecutionSpace& exec, MPI_Comm comm, const Cs
               static_cast<double>(values(e)));
       },
       sum);
-  std::uint64_t total[2] = {sum, static_cast<std::uint64_t>(local.nnz())};
-  detail::Collectives(comm).allreduce_sum_host(total, 2);
+  // Gathered and added here: the wrap-around of unsigned addition is
+  // defined in C++, not for an MPI sum.
+  const auto parts = detail::Collectives(comm).allgather_host(
+      std::vector<std::uint64_t>{sum, static_cast<std::uint64_t>(local.nnz())});
+  std::uint64_t total[2] = {0, 0};
+  for (std::size_t k = 0; k < parts.size(); ++k) total[k % 2] += parts[k];
   InputFingerprint f;
   f.rows = global_rows;
   f.cols = local.num_cols;

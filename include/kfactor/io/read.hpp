@@ -8,7 +8,11 @@
 /// Every format has two entry points: `read_X(path, ...)` reads the whole file
 /// into memory and calls `parse_X(text, name, ...)`, which parses a memory
 /// buffer (the fuzzers and tests use it; `name` is what error messages call the
-/// input). Parsing uses std::from_chars on the buffer, not iostreams.
+/// input). Parsing uses std::from_chars on the buffer, not iostreams. The
+/// formats with entry lines are parsed by pieces that also run on
+/// line-aligned parts of a file, one per process (detail/text_ranges.hpp,
+/// kfactor/distributed/read.hpp), with the same results and errors.
+/// io/input.hpp's read_input is the entry that also reads HDF5 CSR files.
 ///
 /// ## What every reader guarantees
 /// - Bad input throws kfactor::InputError whose message starts with
