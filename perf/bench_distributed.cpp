@@ -15,10 +15,19 @@
 // (solver, layout, scaling, p) through perf/common/bench.hpp on rank 0; a
 // table on stderr.
 //
-//   mpiexec -n P bench_distributed [--nmf VxDxNNZ] [--k K] [--algs hals,alo,mu]
-//       [--als MxNxNNZ] [--f F] [--factor-layout replicated|blocked|both]
+// NMF runs each layout of --grid (a comma list of 1d, auto and PRxPC; a
+// PRxPC runs at p = PR * PC only, auto is choose_grid's pick for each p, a
+// layout already run at this p is skipped; default 1d,auto); the records
+// carry the grid, and the model is epoch_volume's for it (all-gathers and
+// the grid's reduce-scatters both as all-gather calls: a ring moves the same
+// bytes for either, and the calibration's all-gather over p ranks stands in
+// for the grid's exchanges over its rows and columns).
+//
+//   mpiexec -n P bench_distributed [--nmf VxDxNNZ|none] [--k K] [--algs hals,alo,mu]
+//       [--grid 1d,auto,PRxPC] [--als MxNxNNZ|none] [--f F] [--als-layout csr|bals]
+//       [--factor-layout replicated|blocked|both]
 //       [--max-batch-mb MB] [--iters N] [--precision float|double]
-//       [--weak 1|0] [--strong 1|0] [--seed S]
+//       [--weak 1|0] [--strong 1|0] [--split 1|0] [--dense 1|0] [--seed S]
 //
 // The benchmark sets Collectives::measure_wait: a timed barrier before each
 // collective separates waiting for slower ranks ("wait": imbalance, or here
@@ -67,13 +76,20 @@ struct Args {
   std::string nmf = "40000x20000x800000";
   int k = 32;
   std::vector<std::string> algs = {"hals", "mu"};
+  std::vector<std::string> grids = {"1d", "auto"};  ///< NMF layouts
   std::string als = "20000x5000x400000";
   int f = 16;
   int iters = 7;
   std::string precision = "double";
   bool weak = true, strong = true;
+  bool dense = false;  ///< NMF on a dense V x D (the NNZ of --nmf is ignored)
+  /// Time every collective apart (barrier before each, a record per call);
+  /// 0 measures the iteration as a user's run makes it, where small NCCL
+  /// all-reductions are enqueued without a host round trip.
+  bool split = true;
   std::uint64_t seed = 1;
   std::vector<std::string> layouts = {"replicated"};  ///< ALS factor layouts
+  std::string als_layout = "csr";                     ///< ALS half-step layout (csr: the solver's usual choice)
   double max_batch_mb = 0;                            ///< ALS normal equations per batch (0: the solver's default)
 };
 
@@ -101,6 +117,8 @@ Args parse(int argc, char** argv) {
       a.k = std::stoi(v);
     else if (k == "--algs")
       a.algs = bench::split(v, ',');
+    else if (k == "--grid")
+      a.grids = bench::split(v, ',');
     else if (k == "--als")
       a.als = v;
     else if (k == "--f")
@@ -111,6 +129,12 @@ Args parse(int argc, char** argv) {
       a.precision = v;
     else if (k == "--weak")
       a.weak = v != "0";
+    else if (k == "--dense")
+      a.dense = v != "0";
+    else if (k == "--split")
+      a.split = v != "0";
+    else if (k == "--als-layout")
+      a.als_layout = v;
     else if (k == "--strong")
       a.strong = v != "0";
     else if (k == "--seed")
@@ -156,6 +180,9 @@ CooMatrix<T> synthetic(std::int64_t V, std::int64_t D, std::int64_t nnz, std::ui
   }
   return c;
 }
+
+/// Args::split, for measure().
+bool split_calls = true;
 
 int rank_of(MPI_Comm c) {
   int r = 0;
@@ -316,15 +343,16 @@ struct Model {
 /// transfer and the wait (robust to a machine shared with other jobs), then
 /// reduced over ranks. Collective over c.
 template <class StepFn, class StatsFn>
-Measure measure(MPI_Comm c, const Exec& exec, int iters, distributed::detail::Collectives& coll, const Calibration& cal,
-                StepFn&& step, StatsFn&& stats) {
+Measure measure(MPI_Comm c, const Exec& exec, int iters, const std::vector<distributed::detail::Collectives*>& colls,
+                const Calibration& cal, StepFn&& step, StatsFn&& stats) {
   step();
   exec.fence();
   std::vector<double> ts, cs, ws, bytes, red, rs, gs, ss, rc, gc, sc;
   std::vector<distributed::detail::Collectives::CallRecord> calls;
   double clean_s = 0, clean_model = 0, n_clean = 0, n_all = 0;
   const int p = size_of(c);
-  coll.log = &calls;
+  if (split_calls)
+    for (auto* coll : colls) coll->log = &calls;
   for (int i = 0; i < iters; ++i) {
     calls.clear();
     MPI_Barrier(c);
@@ -384,7 +412,7 @@ Measure measure(MPI_Comm c, const Exec& exec, int iters, distributed::detail::Co
   m.reduce_calls = median(rc);
   m.gather_calls = median(gc);
   m.shift_calls = median(sc);
-  coll.log = nullptr;
+  for (auto* coll : colls) coll->log = nullptr;
   m.undisturbed_fraction = n_all > 0 ? n_clean / n_all : 0.0;
   m.undisturbed_s = clean_s;
   m.undisturbed_model_s = clean_model;
@@ -392,8 +420,9 @@ Measure measure(MPI_Comm c, const Exec& exec, int iters, distributed::detail::Co
 }
 
 void emit(MPI_Comm c, const std::string& solver, const std::string& scaling, const std::string& variant,
-          const char* prec, std::int64_t rows, std::int64_t cols, std::int64_t nnz, int K, int iters, const Measure& m,
-          double model_bytes, const Model& model, const Calibration& cal, double gathers_alone = 0) {
+          const std::string& grid, const std::string& engine, const char* prec, std::int64_t rows, std::int64_t cols,
+          std::int64_t nnz, int K, int iters, const Measure& m, double model_bytes, const Model& model,
+          const Calibration& cal, double gathers_alone = 0) {
   if (rank_of(c) != 0) return;
   const int p = size_of(c);
   const double model_s = model.total();
@@ -419,39 +448,48 @@ void emit(MPI_Comm c, const std::string& solver, const std::string& scaling, con
   r.info["variant"] = variant;
   r.info["scaling"] = scaling;
   r.info["mpi_ranks"] = std::to_string(p);
-  bench::emit(r, nlohmann::json{{"benchmark", "distributed"},
-                                {"solver", solver},
-                                {"scaling", scaling},
-                                {"ranks", p},
-                                {"model_bytes_per_iteration", model_bytes},
-                                {"measured_gather_bytes_per_iteration", m.bytes_in_mean},
-                                {"measured_reduce_payload_bytes_per_iteration", m.reduce_bytes},
-                                {"alpha_s", cal.alpha},
-                                {"beta_s_per_byte", cal.beta},
-                                {"gamma_s_per_byte", cal.gamma},
-                                {"gather_latency_s", cal.gather_latency},
-                                {"shift_latency_s", cal.shift_latency},
-                                {"shift_beta_s_per_byte", cal.shift_beta},
-                                {"model_over_measured_comm", m.comm_min > 0 ? model_s / m.comm_min : 0.0},
-                                {"gathers_alone_s", gathers_alone},
-                                {"measured_reduce_s", m.reduce_s},
-                                {"measured_gather_s", m.gather_s},
-                                {"measured_shift_s", m.shift_s},
-                                {"model_reduce_s", model.reduce_s},
-                                {"model_gather_s", model.gather_s},
-                                {"model_shift_s", model.shift_s},
-                                {"calls_reduce_gather_shift", {m.reduce_calls, m.gather_calls, m.shift_calls}},
-                                {"undisturbed_call_fraction", m.undisturbed_fraction},
-                                {"undisturbed_calls_s", m.undisturbed_s},
-                                {"undisturbed_calls_model_s", m.undisturbed_model_s},
-                                {"measured_over_model_undisturbed",
-                                 m.undisturbed_model_s > 0 ? m.undisturbed_s / m.undisturbed_model_s : 0.0}});
-  std::fprintf(stderr,
-               "%-4s %-5s %-6s p=%d %6lldx%-6lld nnz %8lld K=%-3d %8.2f ms/it  compute %8.2f  wait %6.2f  comm %6.3f "
-               "(min %6.3f max %6.3f)  model %6.3f ms  bytes/it %.3g (model %.3g)  gathers alone %.3f ms\n",
-               solver.c_str(), variant.c_str(), scaling.c_str(), p, (long long)rows, (long long)cols, (long long)nnz, K,
-               1e3 * m.per_iter, 1e3 * m.compute_max, 1e3 * m.wait_mean, 1e3 * m.comm_mean, 1e3 * m.comm_min,
-               1e3 * m.comm_max, 1e3 * model_s, m.bytes_in_mean + m.reduce_bytes, model_bytes, 1e3 * gathers_alone);
+  nlohmann::json record{
+      {"benchmark", "distributed"},
+      {"solver", solver},
+      {"scaling", scaling},
+      {"ranks", p},
+      {"model_bytes_per_iteration", model_bytes},
+      {"measured_gather_bytes_per_iteration", m.bytes_in_mean},
+      {"measured_reduce_payload_bytes_per_iteration", m.reduce_bytes},
+      {"alpha_s", cal.alpha},
+      {"beta_s_per_byte", cal.beta},
+      {"gamma_s_per_byte", cal.gamma},
+      {"gather_latency_s", cal.gather_latency},
+      {"shift_latency_s", cal.shift_latency},
+      {"shift_beta_s_per_byte", cal.shift_beta},
+      {"model_over_measured_comm", m.comm_min > 0 ? model_s / m.comm_min : 0.0},
+      {"gathers_alone_s", gathers_alone},
+      {"measured_reduce_s", m.reduce_s},
+      {"measured_gather_s", m.gather_s},
+      {"measured_shift_s", m.shift_s},
+      {"model_reduce_s", model.reduce_s},
+      {"model_gather_s", model.gather_s},
+      {"model_shift_s", model.shift_s},
+      {"calls_reduce_gather_shift", {m.reduce_calls, m.gather_calls, m.shift_calls}},
+      {"undisturbed_call_fraction", m.undisturbed_fraction},
+      {"undisturbed_calls_s", m.undisturbed_s},
+      {"undisturbed_calls_model_s", m.undisturbed_model_s},
+      {"measured_over_model_undisturbed", m.undisturbed_model_s > 0 ? m.undisturbed_s / m.undisturbed_model_s : 0.0}};
+  r.info["comm_engine"] = engine;
+  record["comm_engine"] = engine;
+  if (!grid.empty()) {  // NMF: the layout that ran
+    r.info["grid"] = grid;
+    record["grid"] = grid;
+  }
+  bench::emit(r, record);
+  std::fprintf(
+      stderr,
+      "%-4s %-5s %-4s %-6s %-11s p=%d %6lldx%-6lld nnz %8lld K=%-3d %8.2f ms/it  compute %8.2f  wait %6.2f  comm "
+      "%6.3f (min %6.3f max %6.3f)  model %6.3f ms  bytes/it %.3g (model %.3g)  gathers alone %.3f ms\n",
+      solver.c_str(), variant.c_str(), grid.c_str(), scaling.c_str(), engine.c_str(), p, (long long)rows,
+      (long long)cols, (long long)nnz, K, 1e3 * m.per_iter, 1e3 * m.compute_max, 1e3 * m.wait_mean, 1e3 * m.comm_mean,
+      1e3 * m.comm_min, 1e3 * m.comm_max, 1e3 * model_s, m.bytes_in_mean + m.reduce_bytes, model_bytes,
+      1e3 * gathers_alone);
   if (p > 1)
     std::fprintf(stderr,
                  "       by kind, measured (model) ms: reduce %.3f (%.3f) x%.0f  gather %.3f (%.3f) x%.0f  shift %.3f "
@@ -467,51 +505,81 @@ void emit(MPI_Comm c, const std::string& solver, const std::string& scaling, con
                  model_s > 0 ? m.comm_min / model_s : 0.0);
 }
 
+/// The NMF layouts of --grid for p ranks (see the file comment).
+std::vector<distributed::nmf::Grid> nmf_grids(const Args& a, std::int64_t V, std::int64_t D, int p) {
+  namespace dn = distributed::nmf;
+  std::vector<dn::Grid> out;
+  for (const auto& spec : a.grids) {
+    dn::Grid g = dn::parse_grid(spec);
+    if (g.automatic()) g = dn::choose_grid(V, D, p);
+    if (!g.one_d && g.rows * g.cols != p) continue;
+    if (std::find(out.begin(), out.end(), g) == out.end() && (p > 1 || out.empty())) out.push_back(g);
+  }
+  return out;
+}
+
+template <class T, class Matrix>
+void run_nmf_on(MPI_Comm c, const Exec& exec, const Args& a, const std::string& scaling, std::int64_t V, std::int64_t D,
+                const Matrix& A, const Calibration& cal) {
+  namespace dn = distributed::nmf;
+  const int P = size_of(c);
+  for (const auto& grid : nmf_grids(a, V, D, P)) {
+    const auto blocks = dn::make_problem(exec, c, A, grid);
+    for (const auto& alg : a.algs) {
+      nmf::Options o;
+      o.algorithm = nmf::parse_algorithm(alg);
+      o.rank = a.k;
+      o.seed = a.seed;
+      auto s = dn::init(exec, blocks, o);
+      const auto colls = s.comm->collectives();
+      for (auto* coll : colls) coll->measure_wait = a.split;
+      // The two all-gathers of an epoch alone (no compute in between), for
+      // comparison with their share of the in-loop transfer time.
+      double gathers_alone = 0;
+      if (P > 1) {
+        std::vector<double> t;
+        for (int i = 0; i < 9; ++i) {
+          const double c0 = s.comm_stats().seconds;
+          s.comm->gather_w(exec, s.W);
+          s.comm->gather_h(exec, s.Ht);
+          t.push_back(s.comm_stats().seconds - c0);
+        }
+        std::sort(t.begin(), t.end());
+        gathers_alone = allreduce(c, t[4], MPI_MAX);
+      }
+      const Measure m = measure(
+          c, exec, a.iters, colls, cal,
+          [&] {
+            dn::step(exec, blocks, o, s);
+            ++s.iteration;
+          },
+          [&] { return s.comm_stats(); });
+      const auto v = dn::epoch_volume(V, D, a.k, P, o.algorithm, sizeof(T), blocks.grid);
+      Model model;
+      if (P > 1) {
+        // Payload of the all-reductions: two K x K Grams and the doubles.
+        const double payload = 2.0 * a.k * a.k * sizeof(T) + 8.0 * v.scalar_reductions;
+        model.gather_s = cal.gather(v.exchanges, (v.gather_words + v.scatter_words) * sizeof(T));
+        model.reduce_s = cal.reduce(2 + v.scalar_reductions, payload, P);
+      }
+      emit(c, "nmf", scaling, alg, dn::to_string(blocks.grid), s.comm->coll->template engine_name<Exec, Mem>(),
+           sizeof(T) == 4 ? "float" : "double", V, D, std::int64_t(blocks.global_nnz), a.k, a.iters, m, v.bytes, model,
+           cal, gathers_alone);
+    }
+  }
+}
+
+/// NMF on a sparse synthetic() input or, with --dense 1, on a dense V x D of
+/// uniform values generated on the device.
 template <class T>
 void run_nmf(MPI_Comm c, const Exec& exec, const Args& a, const std::string& scaling, std::int64_t V, std::int64_t D,
              std::int64_t nnz, const Calibration& cal) {
-  namespace dn = distributed::nmf;
-  const auto A = to_csr(exec, synthetic<T>(V, D, nnz, a.seed));
-  const auto blocks = dn::make_problem(exec, c, A);
-  for (const auto& alg : a.algs) {
-    nmf::Options o;
-    o.algorithm = nmf::parse_algorithm(alg);
-    o.rank = a.k;
-    o.seed = a.seed;
-    auto s = dn::init(exec, blocks, o);
-    s.comm->coll->measure_wait = true;
-    // The two all-gathers of an epoch alone (no compute in between), for
-    // comparison with their share of the in-loop transfer time.
-    double gathers_alone = 0;
-    if (size_of(c) > 1) {
-      std::vector<double> t;
-      for (int i = 0; i < 9; ++i) {
-        const double c0 = s.comm->coll->stats.seconds;
-        s.comm->gather(exec, s.W, nmf::detail::Factor::w);
-        s.comm->gather(exec, s.Ht, nmf::detail::Factor::h);
-        t.push_back(s.comm->coll->stats.seconds - c0);
-      }
-      std::sort(t.begin(), t.end());
-      gathers_alone = allreduce(c, t[4], MPI_MAX);
-    }
-    const Measure m = measure(
-        c, exec, a.iters, *s.comm->coll, cal,
-        [&] {
-          dn::step(exec, blocks, o, s);
-          ++s.iteration;
-        },
-        [&] { return s.comm_stats(); });
-    const int P = size_of(c);
-    const auto v = dn::epoch_volume(V, D, a.k, P, o.algorithm, sizeof(T));
-    Model model;
-    if (P > 1) {
-      // Payload of the all-reductions: two K x K Grams and the doubles.
-      const double payload = 2.0 * a.k * a.k * sizeof(T) + 8.0 * v.scalar_reductions;
-      model.gather_s = cal.gather(2, v.gather_words * sizeof(T));
-      model.reduce_s = cal.reduce(2 + v.scalar_reductions, payload, P);
-    }
-    emit(c, "nmf", scaling, alg, sizeof(T) == 4 ? "float" : "double", V, D, std::int64_t(A.nnz()), a.k, a.iters, m,
-         v.bytes, model, cal, gathers_alone);
+  if (a.dense) {
+    DenseMatrix<T, Mem> A(Kokkos::view_alloc(Kokkos::WithoutInitializing, "bench::A"), V, D);
+    fill_uniform(exec, A, a.seed, RngStream::user, T(0), T(1));
+    run_nmf_on<T>(c, exec, a, scaling, V, D, A, cal);
+  } else {
+    run_nmf_on<T>(c, exec, a, scaling, V, D, to_csr(exec, synthetic<T>(V, D, nnz, a.seed)), cal);
   }
 }
 
@@ -526,15 +594,18 @@ void run_als(MPI_Comm c, const Exec& exec, const Args& a, const std::string& sca
     o.rank = a.f;
     o.lambda = 0.05;
     o.seed = a.seed;
-    o.layout = als::Layout::bals;
-    o.xb = 4;  // fixed tile: the autotuner is not what is measured here
-    o.yb = 64;
+    // A fixed layout (and BALS tile): the autotuner is not what is measured.
+    o.layout = a.als_layout == "bals" ? als::Layout::bals : als::Layout::csr;
+    if (o.layout == als::Layout::bals) {
+      o.xb = 4;
+      o.yb = 64;
+    }
     o.max_batch_bytes = std::size_t(a.max_batch_mb * 1048576.0);
     o.factor_layout = da::parse_factor_layout(layout);
     auto s = da::init(exec, c, lp, o);
-    s.coll->measure_wait = true;
-    const Measure m =
-        measure(c, exec, a.iters, *s.coll, cal, [&] { da::step(exec, lp, o, s); }, [&] { return s.comm_stats(); });
+    s.coll->measure_wait = a.split;
+    const Measure m = measure(
+        c, exec, a.iters, {s.coll.get()}, cal, [&] { da::step(exec, lp, o, s); }, [&] { return s.comm_stats(); });
     const auto v = s.iteration_volume();
     Model model;
     if (s.layout == da::FactorLayout::blocked)
@@ -542,11 +613,11 @@ void run_als(MPI_Comm c, const Exec& exec, const Args& a, const std::string& sca
     else
       model.gather_s = cal.gather(v.collectives, v.bytes);
     const std::string variant = s.layout == da::FactorLayout::blocked
-                                    ? "bals-blocked(b=" + std::to_string(s.comm->ring->user_batches) + "," +
+                                    ? a.als_layout + "-blocked(b=" + std::to_string(s.comm->ring->user_batches) + "," +
                                           std::to_string(s.comm->ring->item_batches) + ")"
-                                    : "bals";
-    emit(c, "als", scaling, variant, sizeof(T) == 4 ? "float" : "double", m_, n, lp.nnz, a.f, a.iters, m, v.bytes,
-         model, cal);
+                                    : a.als_layout;
+    emit(c, "als", scaling, variant, "", s.coll->template engine_name<Exec, Mem>(), sizeof(T) == 4 ? "float" : "double",
+         m_, n, lp.nnz, a.f, a.iters, m, v.bytes, model, cal);
   }
 }
 
@@ -561,16 +632,18 @@ void run_all(MPI_Comm c, const Exec& exec, const Args& a) {
                  p, 1e6 * ab.alpha, 1e9 * ab.gamma, 1e6 * ab.gather_latency, 1e9 * ab.beta,
                  ab.beta > 0 ? 1e-9 / ab.beta : 0.0, 1e6 * ab.shift_latency, 1e9 * ab.shift_beta,
                  ab.shift_beta > 0 ? 1e-9 / ab.shift_beta : 0.0);
-  const auto nd = dims(a.nmf), ad = dims(a.als);
+  // "none" skips a solver.
+  const bool do_nmf = a.nmf != "none", do_als = a.als != "none";
+  const auto nd = do_nmf ? dims(a.nmf) : std::vector<std::int64_t>(3, 0), ad = do_als ? dims(a.als) : nd;
   if (a.strong) {
-    run_nmf<T>(c, exec, a, "strong", nd[0], nd[1], nd[2], ab);
-    run_als<T>(c, exec, a, "strong", ad[0], ad[1], ad[2], ab);
+    if (do_nmf) run_nmf<T>(c, exec, a, "strong", nd[0], nd[1], nd[2], ab);
+    if (do_als) run_als<T>(c, exec, a, "strong", ad[0], ad[1], ad[2], ab);
   }
   if (a.weak) {  // rows and nonzeros grow with p; the base problem is the strong one over the job's size
     int world = 1;
     MPI_Comm_size(MPI_COMM_WORLD, &world);
-    run_nmf<T>(c, exec, a, "weak", nd[0] * p / world, nd[1], nd[2] * p / world, ab);
-    run_als<T>(c, exec, a, "weak", ad[0] * p / world, ad[1], ad[2] * p / world, ab);
+    if (do_nmf) run_nmf<T>(c, exec, a, "weak", nd[0] * p / world, nd[1], nd[2] * p / world, ab);
+    if (do_als) run_als<T>(c, exec, a, "weak", ad[0] * p / world, ad[1], ad[2] * p / world, ab);
   }
 }
 
@@ -581,6 +654,7 @@ int main(int argc, char** argv) {
   Kokkos::initialize(argc, argv);
   {
     const Args a = parse(argc, argv);
+    split_calls = a.split;
     const Exec exec;
     int world = 1, me = 0;
     MPI_Comm_size(MPI_COMM_WORLD, &world);

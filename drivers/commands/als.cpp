@@ -9,7 +9,8 @@
 // 0-based indices. --output PREFIX writes PREFIX_X.csv and PREFIX_Y.csv
 // (io::write_factor: `id,f0,...` with the original ids) as one output set
 // (a `# kfactor-set` stamp line first); neither they nor a checkpoint may
-// replace an input file.
+// replace an input file (nor the factors the restart checkpoint): every
+// target is checked before the run (io::check_run_files).
 //
 // Checkpoints: --checkpoint FILE saves the State every --checkpoint-every
 // iterations and at the end; --restart FILE continues a saved run to --iters.
@@ -100,6 +101,10 @@ struct AlsCli {
   double factor_memory_budget_mb = 2048;
 };
 
+/// --factor-memory-budget in MiB: up to 1 TiB per rank, more than any
+/// device holds.
+constexpr Range<double> factor_memory_budget_range{.lo = 0.0, .hi = 1048576.0};
+
 void print_info(const CommonOptions& o, const Report& r) {
   if (o.json) return;
   for (const auto& [k, v] : r.info) std::printf("  %-22s %s\n", k.c_str(), v.c_str());
@@ -153,13 +158,27 @@ std::vector<std::string> input_files(const AlsCli& a) {
   return files;
 }
 
+/// Refuses, before anything is read, an output or checkpoint that would
+/// replace an input, an output over the restart checkpoint, and two targets
+/// that are one file (UsageError naming both paths).
+void check_files(const AlsCli& a) {
+  io::RunFiles files;
+  files.inputs = input_files(a);
+  if (!a.common.output.empty()) files.outputs = {a.common.output + "_X.csv", a.common.output + "_Y.csv"};
+  files.checkpoint = a.checkpoint;
+  files.restart = a.restart;
+  io::check_run_files(files);
+}
+
 /// Writes PREFIX_X.csv and PREFIX_Y.csv as one output set (io::OutputSet:
 /// a reader can tell that they come from the same run); returns their names.
 template <class T, class... P>
 std::string write_factors(const AlsCli& a, const Kokkos::View<T**, P...>& X, const Kokkos::View<T**, P...>& Y,
                           const io::RatingData<T>& R) {
   const std::string fx = a.common.output + "_X.csv", fy = a.common.output + "_Y.csv";
-  const io::OutputSet set(input_files(a), {"X", "Y"});
+  auto protected_files = input_files(a);
+  if (!a.restart.empty()) protected_files.push_back(a.restart);
+  const io::OutputSet set(protected_files, {"X", "Y"});
   io::write_factor(fx, X, R.user_ids, {}, set["X"]);
   io::write_factor(fy, Y, R.item_ids, {}, set["Y"]);
   return fx + ", " + fy;
@@ -169,6 +188,7 @@ template <class T>
 void run_als(const AlsCli& a) {
   using Space = Kokkos::DefaultExecutionSpace;
   const Space exec;
+  check_files(a);
   const AlsInput<T> in = read_als_input<T>(a);
   const io::RatingData<T>& R = in.R;
   const auto& problem = in.problem;
@@ -181,9 +201,8 @@ void run_als(const AlsCli& a) {
   }
 
   auto state = als::init(exec, problem, o);
-  if (!a.restart.empty()) {
-    load_checkpoint(a.restart, state, meta);
-  }
+  std::string setup_change;
+  if (!a.restart.empty()) setup_change = warn_restart(load_checkpoint(a.restart, state, meta).setup_change);
   Observer observer = progress_printer(a.common);
   if (!a.checkpoint.empty())
     observer = chain(observer, checkpoint_observer(a.checkpoint, a.checkpoint_every, state, meta));
@@ -191,7 +210,7 @@ void run_als(const AlsCli& a) {
   if (!a.checkpoint.empty()) save_checkpoint(a.checkpoint, state, meta);
   report.timings.set("read", in.read_seconds);
   report.info["input"] = a.common.input;
-  if (!a.restart.empty()) report.info["restart"] = a.restart;
+  if (!a.restart.empty()) note_restart(report, a.restart, setup_change);
   if (!a.checkpoint.empty()) report.info["checkpoint"] = a.checkpoint;
   if (!a.common.output.empty()) report.info["factors"] = write_factors(a, state.X, state.Y, R);
   print_report(a.common, report);
@@ -210,6 +229,7 @@ void run_als_distributed(const AlsCli& a, MPI_Comm comm) {
   // Each rank parses only its part of the ratings (distributed::read_rows);
   // distribute() splits, balances and transposes them without any rank
   // holding them all: the same LocalProblem as from the whole file.
+  distributed::agree(comm, [&] { check_files(a); });
   const auto t0 = std::chrono::steady_clock::now();
   const io::Format format = io::parse_format(a.common.format);
   auto some_ratings = [&](const auto& rows, const std::string& path) {
@@ -235,8 +255,6 @@ void run_als_distributed(const AlsCli& a, MPI_Comm comm) {
   const auto fp = distributed::fingerprint(exec, comm, lp.train, lp.user_begin(), lp.users);
   da::Options o = make_options(a);
   o.factor_layout = da::parse_factor_layout(a.factor_layout);
-  if (!(a.factor_memory_budget_mb >= 0 && a.factor_memory_budget_mb <= 1048576.0))
-    throw UsageError("--factor-memory-budget must be in 0..1048576 MiB");
   o.factor_memory_budget = static_cast<std::size_t>(a.factor_memory_budget_mb * 1048576.0);
   {
     // The factor layout changes only rounding: not among the checkpoint's
@@ -249,9 +267,9 @@ void run_als_distributed(const AlsCli& a, MPI_Comm comm) {
   CheckpointMeta meta = checkpoint_meta<T, Space>("als", option_values(o), fp, o.rank);
   meta.input_files = input_files(a);
   auto state = distributed::agree(comm, [&] { return da::init(exec, comm, lp, o); });
-  if (!a.restart.empty()) {
-    load_checkpoint(comm, a.restart, state, meta, state.row_blocks());
-  }
+  std::string setup_change;
+  if (!a.restart.empty())
+    setup_change = warn_restart(load_checkpoint(comm, a.restart, state, meta, state.row_blocks()).setup_change);
   Observer observer = progress_printer(a.common, 1, comm);
   if (!a.checkpoint.empty())
     observer = chain(observer, distributed::checkpoint_observer(comm, a.checkpoint, a.checkpoint_every, state, meta));
@@ -259,7 +277,7 @@ void run_als_distributed(const AlsCli& a, MPI_Comm comm) {
   if (!a.checkpoint.empty()) save_checkpoint(comm, a.checkpoint, state, meta, state.row_blocks());
   report.timings.set("read", read_seconds);
   report.info["input"] = a.common.input;
-  if (!a.restart.empty()) report.info["restart"] = a.restart;
+  if (!a.restart.empty()) note_restart(report, a.restart, setup_change);
   if (!a.checkpoint.empty()) report.info["checkpoint"] = a.checkpoint;
   // Only rank 0 holds the whole factors, and only to write them.
   const auto factors = a.common.output.empty() ? decltype(da::gather_factors_to(exec, state, 0)){}
@@ -293,20 +311,19 @@ const Registrar als_command{Command{
       auto a = std::make_shared<AlsCli>();
       a->common.iters = 10;
       a->common.precision = "float";
-      add_common_options(cmd, a->common);
-      cmd.add_option("--lambda", a->lambda,
-                     "regularization lambda, in (0, 1e6]; default 0.1: the best test RMSE of 0.05, 0.1 and 0.15 on "
-                     "MovieLens latest-small at f = 10 with nnz weighting")
-          ->capture_default_str();
+      add_common_options(cmd, a->common, als::Options::rank_range);
+      add_number(cmd, "--lambda", a->lambda,
+                 "regularization lambda; default 0.1: the best test RMSE of 0.05, 0.1 and 0.15 on MovieLens "
+                 "latest-small at f = 10 with nnz weighting",
+                 als::Options::lambda_range);
       cmd.add_option("--lambda-weighting", a->weighting,
                      "nnz (lambda * n_u, ALS-WR) or plain (lambda); default nnz, as ALS-WR, cuMF and Spark use")
           ->capture_default_str()
           ->check(CLI::IsMember({"nnz", "plain"}));
-      cmd.add_option("--test-fraction", a->test_fraction,
-                     "held-out fraction for test RMSE, in [0, 1) (0: none); default 0.1, the usual 90/10 split")
-          ->capture_default_str();
-      cmd.add_option("--split-seed", a->split_seed, "seed of the held-out split; default 42, any fixed seed")
-          ->capture_default_str();
+      add_number(cmd, "--test-fraction", a->test_fraction,
+                 "held-out fraction for test RMSE; default 0.1, the usual 90/10 split", test_fraction_range);
+      add_number(cmd, "--split-seed", a->split_seed, "seed of the held-out split; default 42, any fixed seed",
+                 seed_range);
       cmd.add_option("--test-input", a->test_input,
                      "a test ratings file in the same id space (same --format); default none");
       cmd.add_option("--layout", a->layout,
@@ -317,22 +334,19 @@ const Registrar als_command{Command{
       cmd.add_flag("--reorder,!--no-reorder", a->reorder,
                    "visit rows and columns by descending count; default off: it changes only rounding and costs a "
                    "permuted copy of R");
-      cmd.add_option("--xb", a->xb, "BALS tile rows, in 0..64; default 0: autotuned per half-step")
-          ->capture_default_str();
-      cmd.add_option("--yb", a->yb, "BALS tile columns, in 0..65536; default 0: autotuned per half-step")
-          ->capture_default_str();
-      cmd.add_option("--batch-rows", a->batch_rows,
-                     "rows per batch of normal equations, in 0..2^31-1; default 0: as many as fit 32 MiB on hosts, "
-                     "1 GiB on devices (the result does not depend on it)")
-          ->capture_default_str();
-      cmd.add_option("--tolerance", a->tolerance,
-                     "stop when the test RMSE changes by <= this (relative), >= 0; default 0: off, run --iters")
-          ->capture_default_str();
+      add_number(cmd, "--xb", a->xb, "BALS tile rows; default 0: autotuned per half-step", als::Options::xb_range);
+      add_number(cmd, "--yb", a->yb, "BALS tile columns; default 0: autotuned per half-step", als::Options::yb_range);
+      add_number(cmd, "--batch-rows", a->batch_rows,
+                 "rows per batch of normal equations; default 0: as many as fit 32 MiB on hosts, 1 GiB on devices "
+                 "(the result does not depend on it)",
+                 als::Options::batch_rows_range);
+      add_number(cmd, "--tolerance", a->tolerance,
+                 "stop when the test RMSE changes by <= this (relative); default 0: off, run --iters",
+                 StopRule::tolerance_range);
       cmd.add_option("--checkpoint", a->checkpoint, "save the state to this HDF5 file (atomically); default none");
-      cmd.add_option("--checkpoint-every", a->checkpoint_every,
-                     "iterations between checkpoints (and at the end); default 1: a crash loses one iteration")
-          ->capture_default_str()
-          ->check(CLI::Range(1, 1000000));
+      add_number(cmd, "--checkpoint-every", a->checkpoint_every,
+                 "iterations between checkpoints (and at the end); default 1: a crash loses one iteration",
+                 checkpoint_every_range);
       cmd.add_option("--restart", a->restart, "continue the run saved in this checkpoint up to --iters; default none");
       cmd.add_flag("--distributed", a->distributed,
                    "run over the ranks of MPI_COMM_WORLD (mpiexec -n P kfactor als --distributed ...): users and "
@@ -344,10 +358,10 @@ const Registrar als_command{Command{
                      "exceed --factor-memory-budget, since replicated needs fewer messages")
           ->capture_default_str()
           ->check(CLI::IsMember({"replicated", "blocked", "auto"}));
-      cmd.add_option("--factor-memory-budget", a->factor_memory_budget_mb,
-                     "--distributed --factor-layout auto: MiB per rank the replicas of X and Y may take, in "
-                     "0..1048576; default 2048, a small share of a GPU's memory")
-          ->capture_default_str();
+      add_number(cmd, "--factor-memory-budget", a->factor_memory_budget_mb,
+                 "--distributed --factor-layout auto: MiB per rank the replicas of X and Y may take; default 2048, "
+                 "a small share of a GPU's memory",
+                 factor_memory_budget_range);
       return [a] {
         if (a->common.precision == "float")
           run_als_command<float>(*a);

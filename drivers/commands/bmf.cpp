@@ -4,8 +4,11 @@
 // an entry is a one when its value is >= --threshold (when given) or nonzero.
 // Factors: PREFIX_A.mtx / PREFIX_B.mtx (coordinate, value 1 per set bit), or
 // for ratings input PREFIX_A.csv / PREFIX_B.csv (one line per user / item with
-// its original id, then the k bits). --checkpoint/--restart save and continue
-// the exact State (io/checkpoint.hpp).
+// its original id, then the k bits), written as one output set (a
+// `kfactor-set` stamp line in each, io::OutputSet). --checkpoint/--restart
+// save and continue the exact State (io/checkpoint.hpp). No output and no
+// checkpoint may replace the input (nor an output the restart checkpoint):
+// every target is checked before the run (io::check_run_files).
 #include "cli.hpp"
 
 #include <kfactor/bmf/bmf.hpp>
@@ -21,6 +24,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace kfactor::cli {
@@ -53,6 +57,8 @@ BooleanInput read_boolean_input(const std::string& path, const std::string& form
   return in;
 }
 
+constexpr double mib = 1024.0 * 1024.0;
+
 struct BmfCliOptions {
   CommonOptions common;
   bmf::Options solver;
@@ -64,35 +70,75 @@ struct BmfCliOptions {
   int checkpoint_every = 100;
 };
 
+/// PREFIX_A / PREFIX_B with the extension the input decides (.csv for
+/// ratings, which keep their ids; else .mtx).
+std::pair<std::string, std::string> output_names(const BmfCliOptions& o, const BooleanInput& input) {
+  const std::string ext = input.row_ids.empty() ? ".mtx" : ".csv";
+  return {o.common.output + "_A" + ext, o.common.output + "_B" + ext};
+}
+
+/// Refuses, before the run, an output or checkpoint that would replace the
+/// input, an output over the restart checkpoint, and two targets that are
+/// one file (UsageError naming both paths).
+void check_files(const BmfCliOptions& o, const BooleanInput& input) {
+  io::RunFiles files;
+  files.inputs = {o.common.input};
+  if (!o.common.output.empty()) {
+    const auto [a, b] = output_names(o, input);
+    files.outputs = {a, b};
+  }
+  files.checkpoint = o.checkpoint;
+  files.restart = o.restart;
+  io::check_run_files(files);
+}
+
+/// A and B as one output set.
+template <class Factor>
+std::string write_factors(const BmfCliOptions& o, const BooleanInput& input, const Factor& A, const Factor& B) {
+  const auto [apath, bpath] = output_names(o, input);
+  std::vector<std::string> protected_files{o.common.input};
+  if (!o.restart.empty()) protected_files.push_back(o.restart);
+  const io::OutputSet set(protected_files, {"A", "B"});
+  if (!input.row_ids.empty()) {
+    io::write_bit_factor_csv(apath, A, false, input.row_ids, set["A"]);
+    io::write_bit_factor_csv(bpath, B, true, input.col_ids, set["B"]);
+    return o.common.output + "_{A,B}.csv";
+  }
+  io::write_bit_factor_matrix_market(apath, A, "kfactor bmf factor A (m x k)", set["A"]);
+  io::write_bit_factor_matrix_market(bpath, B, "kfactor bmf factor B (k x n)", set["B"]);
+  return o.common.output + "_{A,B}.mtx";
+}
+
 const Registrar bmf_command{Command{
     "bmf", "Boolean matrix factorization C ~ A o B (CuBin: parallel random bit-flip search)",
     [](CLI::App& cmd) -> std::function<void()> {
       auto o = std::make_shared<BmfCliOptions>();
       o->common.rank = 20;
       o->common.iters = 10000;
-      add_common_options(cmd, o->common);
+      add_common_options(cmd, o->common, bmf::Options::rank_range, bmf::Options::max_iterations_range);
       auto& s = o->solver;
-      auto* thr = cmd.add_option("--threshold", o->threshold,
-                                 "a value is a one when >= t (ratings, mm, dense); default: nonzero, so a pattern "
-                                 "or 0/1 file reads as is");
-      cmd.add_option("--batch,-L", s.batch,
-                     "lines changed in parallel per half-iteration, 1..2^31-1 (CuBin's linesAtOnce; the default "
-                     "proposes every line of the thesis files each iteration)")
-          ->capture_default_str();
-      cmd.add_option("--flip-prob", s.flip_prob,
-                     "probability of flipping each bit of a proposed line, (0, 1] (default 1/8: CuBin's code)")
-          ->capture_default_str();
-      cmd.add_option("--temperature", s.temperature,
-                     "Metropolis start temperature T0, [0, 1e12] (default 0: greedy, CuBin's default)")
-          ->capture_default_str();
-      cmd.add_option("--temp-step", s.temp_step,
-                     "multiply T by --temp-factor every this many iterations, >= 1 (default: never)")
-          ->capture_default_str();
-      cmd.add_option("--temp-factor", s.temp_factor, "cooling factor, (0, 1] (default 0.99: slow cooling)")
-          ->capture_default_str();
-      cmd.add_option("--weight-ones", s.weight_ones,
-                     "cost of a missed one (a spurious one costs 1), (0, 1e6] (default 1: the plain Hamming error)")
-          ->capture_default_str();
+      auto* thr = add_number(cmd, "--threshold", o->threshold,
+                             "a value is a one when >= t (ratings, mm, dense); default: nonzero, so a pattern or 0/1 "
+                             "file reads as is",
+                             Range<double>{});
+      thr->default_str("");
+      add_number(cmd, "--batch,-L", s.batch,
+                 "lines changed in parallel per half-iteration (CuBin's linesAtOnce; the default proposes every "
+                 "line of the thesis files each iteration)",
+                 bmf::Options::batch_range);
+      add_number(cmd, "--flip-prob", s.flip_prob,
+                 "probability of flipping each bit of a proposed line (default 1/8: CuBin's code)",
+                 bmf::Options::flip_prob_range);
+      add_number(cmd, "--temperature", s.temperature, "Metropolis start temperature T0 (default 0: greedy, CuBin's)",
+                 bmf::Options::temperature_range);
+      add_number(cmd, "--temp-step", s.temp_step,
+                 "multiply T by --temp-factor every this many iterations (default: never)",
+                 bmf::Options::temp_step_range);
+      add_number(cmd, "--temp-factor", s.temp_factor, "cooling factor (default 0.99: slow cooling)",
+                 bmf::Options::temp_factor_range);
+      add_number(cmd, "--weight-ones", s.weight_ones,
+                 "cost of a missed one (a spurious one costs 1; default 1: the plain Hamming error)",
+                 bmf::Options::weight_ones_range);
       cmd.add_option("--init", o->init,
                      "initial factors: cover (greedy Asso-like cover of C's ones; the default: after 300 "
                      "iterations at k = 20 the search ends at E_rec 6.45e-3 on APatio and 3.95e-3 on AOffice from "
@@ -100,42 +146,37 @@ const Registrar bmf_command{Command{
                      "density100|density (CuBin's modes 1-3) | rows (B's rows = random rows of C)")
           ->capture_default_str()
           ->check(CLI::IsMember({"dost", "density100", "density", "rows", "cover"}));
-      cmd.add_option("--cover-candidates", s.cover_candidates,
-                     "--init cover: candidate lines per factor line, 1..10^6 (default 64: more costs time, gains "
-                     "little)")
-          ->capture_default_str();
+      add_number(cmd, "--cover-candidates", s.cover_candidates,
+                 "--init cover: candidate lines per factor line (default 64: more costs time, gains little)",
+                 bmf::Options::cover_candidates_range);
       cmd.add_option("--dense-c", o->dense_c,
                      "store C as dense bits: auto|on|off (default auto: dense up to --dense-limit-mb; same factors "
                      "either way)")
           ->capture_default_str()
           ->check(CLI::IsMember({"auto", "on", "off"}));
-      cmd.add_option("--dense-limit-mb", o->dense_limit_mb,
-                     "auto: dense bits up to this many MiB, [0, 2^30] (default 1024: fits any GPU)")
-          ->capture_default_str();
+      add_number(cmd, "--dense-limit-mb", o->dense_limit_mb,
+                 "auto: dense bits up to this many MiB (default 1024: fits any GPU)",
+                 Range<double>{.lo = 0.0, .hi = double(bmf::Options::dense_limit_bytes_range.hi) / mib});
       cmd.add_option("--order", o->order, "columns-first (B then A: CuBin's code, the default) | rows-first")
           ->capture_default_str()
           ->check(CLI::IsMember({"columns-first", "rows-first"}));
-      cmd.add_option("--proposal-group", s.proposal_group,
-                     "lines i with equal i / G share one flip mask, 1..2^31-1 (default 1: independent proposals)")
-          ->capture_default_str();
-      cmd.add_option("--target-error", o->target_error,
-                     "stop when the relative error is <= this, [0, 1] (default 0: only an exact factorization)")
-          ->capture_default_str();
-      cmd.add_option("--every-line-changed", s.every_line_changed,
-                     "no-improvement stop after (max(m,n)/L+1)*this iterations, 0..10^9 (0: off; default 1000: "
-                     "CuBin's)")
-          ->capture_default_str();
+      add_number(cmd, "--proposal-group", s.proposal_group,
+                 "lines i with equal i / G share one flip mask (default 1: independent proposals)",
+                 bmf::Options::proposal_group_range);
+      add_number(cmd, "--target-error", o->target_error,
+                 "stop when the relative error is <= this (default 0: only an exact factorization)",
+                 bmf::Options::target_range);
+      add_number(cmd, "--every-line-changed", s.every_line_changed,
+                 "no-improvement stop after (max(m,n)/L+1)*this iterations (default 1000: CuBin's)",
+                 bmf::Options::every_line_changed_range);
       cmd.add_option("--checkpoint", o->checkpoint, "save the solver state to this HDF5 file (and at the end)");
-      auto* every = cmd.add_option("--checkpoint-every", o->checkpoint_every,
-                                   "iterations between checkpoints (default 100: a small share of the run time)")
-                        ->capture_default_str()
-                        ->check(CLI::PositiveNumber);
+      auto* every = add_number(cmd, "--checkpoint-every", o->checkpoint_every,
+                               "iterations between checkpoints (default 100: a small share of the run time)",
+                               checkpoint_every_range);
       cmd.add_option("--restart", o->restart,
                      "continue from this checkpoint (same input, rank and options) to --iters");
       return [o, thr, every] {
         if (every->count() > 0 && o->checkpoint.empty()) throw UsageError("bmf: --checkpoint-every needs --checkpoint");
-        if (!(o->dense_limit_mb >= 0.0 && o->dense_limit_mb <= double(1 << 30)))
-          throw UsageError("bmf: --dense-limit-mb must be in [0, 2^30]");
         auto& s = o->solver;
         s.rank = o->common.rank;
         s.stop.max_iterations = o->common.iters;
@@ -144,10 +185,11 @@ const Registrar bmf_command{Command{
         s.init = bmf::parse_init(o->init);
         s.dense_c = bmf::parse_dense_c(o->dense_c);
         s.order = bmf::parse_order(o->order);
-        s.dense_limit_bytes = std::size_t(o->dense_limit_mb * 1024.0 * 1024.0);
+        s.dense_limit_bytes = std::size_t(o->dense_limit_mb * mib);
         s.validate();
         const auto t0 = std::chrono::steady_clock::now();
         const auto input = read_boolean_input(o->common.input, o->common.format, o->threshold, thr->count() > 0);
+        check_files(*o, input);
         using Space = Kokkos::DefaultExecutionSpace;
         const Space exec;
         const auto problem = bmf::make_problem(exec, input.ones, s);
@@ -160,10 +202,12 @@ const Registrar bmf_command{Command{
               fingerprint(Kokkos::DefaultHostExecutionSpace{}, to_csr(Kokkos::DefaultHostExecutionSpace{}, input.ones)),
               s.rank);
           meta.precision = "bits";
+          meta.input_files = {o->common.input};  // a checkpoint may not replace the input
         }
         const auto t1 = std::chrono::steady_clock::now();
         auto state = bmf::init(exec, problem, s);
-        if (!o->restart.empty()) load_checkpoint(o->restart, state, meta);
+        std::string setup_change;
+        if (!o->restart.empty()) setup_change = warn_restart(load_checkpoint(o->restart, state, meta).setup_change);
         const double init_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
         Observer observer = progress_printer(o->common, 100);
         if (!o->checkpoint.empty())
@@ -173,22 +217,12 @@ const Registrar bmf_command{Command{
           save_checkpoint(o->checkpoint, state, meta);
           report.info["checkpoint"] = o->checkpoint;
         }
-        if (!o->restart.empty()) report.info["restart"] = o->restart;
+        if (!o->restart.empty()) note_restart(report, o->restart, setup_change);
         report.timings.set("read", read_s);
         report.timings.set("init", init_s);
         report.info["input"] = o->common.input;
-        if (!o->common.output.empty()) {
-          const auto A = bmf::factor_a(state), B = bmf::factor_b(state);
-          if (!input.row_ids.empty()) {
-            io::write_bit_factor_csv(o->common.output + "_A.csv", A, false, input.row_ids);
-            io::write_bit_factor_csv(o->common.output + "_B.csv", B, true, input.col_ids);
-            report.info["output"] = o->common.output + "_{A,B}.csv";
-          } else {
-            io::write_bit_factor_matrix_market(o->common.output + "_A.mtx", A, "kfactor bmf factor A (m x k)");
-            io::write_bit_factor_matrix_market(o->common.output + "_B.mtx", B, "kfactor bmf factor B (k x n)");
-            report.info["output"] = o->common.output + "_{A,B}.mtx";
-          }
-        }
+        if (!o->common.output.empty())
+          report.info["output"] = write_factors(*o, input, bmf::factor_a(state), bmf::factor_b(state));
         print_report(o->common, report);
       };
     }}};

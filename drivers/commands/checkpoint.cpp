@@ -1,17 +1,45 @@
 // `kfactor checkpoint-info FILE`: prints a checkpoint's metadata, fields and
 // history, after verifying every dataset's checksum (exit 3 when the file is
-// truncated, corrupt or not a kfactor checkpoint).
+// truncated, corrupt or not a kfactor checkpoint). Also the solver commands'
+// restart notes (warn_restart, note_restart in cli.hpp).
 #include "cli.hpp"
 
+#include <kfactor/config.hpp>
 #include <kfactor/io/checkpoint.hpp>
 
 #include <nlohmann/json.hpp>
+
+#if defined(KFACTOR_HAVE_MPI)
+#include <mpi.h>
+#endif
 
 #include <cstdio>
 #include <iostream>
 #include <memory>
 
 namespace kfactor::cli {
+
+std::string warn_restart(const std::string& setup_change) {
+  if (setup_change.empty()) return setup_change;
+  int rank = 0;
+#if defined(KFACTOR_HAVE_MPI)
+  // Every rank of a run loads the same file and finds the same change.
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  if (initialized) MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+#endif
+  if (rank == 0) {
+    std::fprintf(stderr, "kfactor: warning: %s\n", setup_change.c_str());
+    std::fflush(stderr);
+  }
+  return setup_change;
+}
+
+void note_restart(Report& report, const std::string& path, const std::string& setup_change) {
+  report.info["restart"] = path;
+  if (!setup_change.empty()) report.info["restart_warning"] = setup_change;
+}
+
 namespace {
 
 struct InfoOptions : OutputOptions {
@@ -29,6 +57,9 @@ nlohmann::json info_json(const CheckpointInfo& info, bool verified) {
   j["backend"] = m.backend;
   j["iteration"] = m.iteration;
   j["mpi_ranks"] = m.mpi_ranks;
+  // null: a file written before kfactor recorded its execution setup.
+  j["execution_space"] = m.execution_space.empty() ? nlohmann::json() : nlohmann::json(m.execution_space);
+  j["concurrency"] = m.execution_space.empty() ? nlohmann::json() : nlohmann::json(m.concurrency);
   j["options"] = m.options;
   char hex[32];
   std::snprintf(hex, sizeof hex, "0x%016llx", static_cast<unsigned long long>(m.input.checksum));
@@ -61,8 +92,11 @@ const Registrar checkpoint_info_command{
                 const auto& m = info.meta;
                 std::printf("%s: kfactor checkpoint, format version %d%s\n", o->file.c_str(), m.format_version,
                             o->no_verify ? "" : ", checksums verified");
+                const std::string setup = m.execution_space.empty()
+                                              ? m.backend + " (thread count not recorded)"
+                                              : m.execution_space + " x " + std::to_string(m.concurrency) + " threads";
                 std::printf("  solver     %s (%s, K = %lld) on %s, %d MPI rank(s)\n", m.solver.c_str(),
-                            m.precision.c_str(), static_cast<long long>(m.rank), m.backend.c_str(), m.mpi_ranks);
+                            m.precision.c_str(), static_cast<long long>(m.rank), setup.c_str(), m.mpi_ranks);
                 std::printf("  iteration  %lld\n", static_cast<long long>(m.iteration));
                 std::printf("  input      %s\n", to_string(m.input).c_str());
                 std::printf("  options    %s\n", nlohmann::json(m.options).dump().c_str());

@@ -67,8 +67,9 @@ const Registrar convert_command{Command{
       auto o = std::make_shared<ConvertOptions>();
       cmd.add_option("input", o->input, "input matrix file (any --format)")->required();
       cmd.add_option("output", o->output, "the HDF5 CSR file to write (atomically; never the input)")->required();
-      cmd.add_option("--format", o->format, "input format: auto|mm|edges|ratings|bmf|dense|h5csr")
-          ->capture_default_str();
+      cmd.add_option("--format", o->format, "input format (auto guesses from the file; HDF5 by its signature)")
+          ->capture_default_str()
+          ->check(format_choices());
       cmd.add_option("--values", o->values,
                      "stored value type: float64 or float32; default float64, exact for every input (float32 "
                      "halves /data and suffices for --precision float runs)")
@@ -76,7 +77,9 @@ const Registrar convert_command{Command{
           ->check(CLI::IsMember({"float64", "float32"}));
       cmd.add_option("--duplicates", o->duplicates,
                      "duplicate (row, col) policy: auto (error with values, merge for patterns)|error|sum|last")
-          ->capture_default_str();
+          ->capture_default_str()
+          ->check(one_of({"auto", "error", "sum", "last"},
+                         [](const std::string& s) { (void)io::parse_duplicate_policy(s); }));
       cmd.add_flag("--symmetrize", o->symmetrize, "edge lists: add (v, u) for every edge (u, v)");
       cmd.add_flag("--one-based", o->one_based, "edge lists: ids start at 1");
       add_output_options(cmd, *o);

@@ -20,8 +20,10 @@ const Registrar demo_command{Command{
     "demo", "factorize generated planted low-rank problems with every solver; print quality and time",
     [](CLI::App& cmd) -> std::function<void()> {
       auto o = std::make_shared<DemoOptions>();
-      cmd.add_option("--seed", o->seed, "random seed")->capture_default_str();
-      cmd.add_option("--only", o->only, "run only these solvers");
+      add_number(cmd, "--seed", o->seed, "random seed", seed_range);
+      std::vector<std::string> names;
+      for (const auto& demo : demo_registry()) names.push_back(demo.name);
+      cmd.add_option("--only", o->only, "run only these solvers")->check(one_of(names));
       add_output_options(cmd, *o);
       return [o] {
         // --json: one object like every command's, the solvers' own reports in "demos".

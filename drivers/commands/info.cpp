@@ -71,11 +71,12 @@ const Registrar info_command{Command{
     [](CLI::App& cmd) -> std::function<void()> {
       auto o = std::make_shared<InfoOptions>();
       cmd.add_option("-i,--input", o->input, "input matrix file")->required();
-      cmd.add_option("--format", o->format, "input format: auto|mm|edges|ratings|bmf|dense|h5csr")
-          ->capture_default_str();
+      cmd.add_option("--format", o->format, "input format")->capture_default_str()->check(format_choices());
       cmd.add_option("--duplicates", o->duplicates,
                      "duplicate (row, col) policy: auto (error with values, merge for patterns)|error|sum|last")
-          ->capture_default_str();
+          ->capture_default_str()
+          ->check(one_of({"auto", "error", "sum", "last"},
+                         [](const std::string& s) { (void)io::parse_duplicate_policy(s); }));
       cmd.add_flag("--symmetrize", o->symmetrize, "edge lists: add (v, u) for every edge (u, v)");
       cmd.add_flag("--one-based", o->one_based, "edge lists: ids start at 1");
       add_output_options(cmd, *o);

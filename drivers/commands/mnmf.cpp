@@ -3,7 +3,13 @@
 // loaded from Matrix Market files.
 //
 // Files go through kfactor::io (ratings keep their original ids; --format
-// honoured); --checkpoint/--restart through io/checkpoint.hpp.
+// honoured); --checkpoint/--restart through io/checkpoint.hpp. Everything the
+// run writes at its end (W, H, --save-graph-w/-h) is one output set (a
+// `kfactor-set` stamp line in each, io::OutputSet). No output and no
+// checkpoint may replace a file the run reads (--input, --test-input,
+// --graph-w/-h; outputs: the restart checkpoint too): every target is
+// checked before the run (io::check_run_files). Graphs loaded with
+// --graph-w and --graph-h that both carry a stamp must come from one run.
 #include "../cli.hpp"
 
 #include <kfactor/core/contract.hpp>
@@ -24,6 +30,8 @@
 #include <memory>
 #include <string>
 #include <tuple>
+#include <utility>
+#include <vector>
 
 namespace kfactor::cli {
 namespace {
@@ -34,17 +42,19 @@ using Mem = Exec::memory_space;
 /// Reads the rating matrix through io::read_input: a ratings file (CSV,
 /// `::`, tab/space) or an HDF5 CSR file with ids keeps its original ids; any
 /// other format (--format) has none (row/column index = id). Negative
-/// ratings are refused (MNMF is non-negative).
+/// ratings are refused where they are (MNMF is non-negative).
 template <class T>
 io::RatingData<T> read_ratings(const std::string& path, io::Format format) {
-  io::RatingData<T> f = io::read_input<T>(path, format);
-  if (io::has_negative(f.matrix)) throw InputError(path, 0, "ratings must be >= 0 (MNMF is non-negative)");
-  return f;
+  io::ReadOptions ro;
+  ro.non_negative = true;
+  return io::read_input<T>(path, format, ro);
 }
 
 template <class T>
 CsrMatrix<T, Mem> read_graph_mm(const std::string& path, std::int64_t n) {
-  const auto c = io::read_matrix<T>(path, io::Format::matrix_market);
+  io::ReadOptions ro;
+  ro.non_negative = true;  // graph weights, refused at their line
+  const auto c = io::read_matrix<T>(path, io::Format::matrix_market, ro);
   if (c.num_rows != n || c.num_cols != n)
     throw InputError(path, 0,
                      "graph is " + std::to_string(c.num_rows) + " x " + std::to_string(c.num_cols) + ", expected " +
@@ -71,18 +81,65 @@ struct MnmfCli {
   int checkpoint_every = 10;
 };
 
+/// The files the run reads: no output or checkpoint may replace one.
+std::vector<std::string> input_files(const MnmfCli& c) {
+  std::vector<std::string> files{c.common.input};
+  for (const auto* f : {&c.test_input, &c.graph_w, &c.graph_h})
+    if (!f->empty()) files.push_back(*f);
+  return files;
+}
+
+/// The factor files' prefix and extension: --output PREFIX writes
+/// PREFIX_W.mtx / PREFIX_H.mtx, --output PREFIX.csv writes PREFIX_W.csv /
+/// PREFIX_H.csv with the original user / item ids.
+std::pair<std::string, std::string> factor_prefix(const MnmfCli& c) {
+  std::string prefix = c.common.output, ext = ".mtx";
+  if (prefix.size() > 4 && prefix.compare(prefix.size() - 4, 4, ".csv") == 0) {
+    prefix.resize(prefix.size() - 4);
+    ext = ".csv";
+  }
+  return {prefix, ext};
+}
+
+/// What the run writes at its end, as (output-set member, path): the
+/// factors (with --output), then the graphs --save-graph-w/-h name.
+std::vector<std::pair<std::string, std::string>> output_files(const MnmfCli& c) {
+  std::vector<std::pair<std::string, std::string>> files;
+  if (!c.common.output.empty()) {
+    const auto [prefix, ext] = factor_prefix(c);
+    files.emplace_back("W", prefix + "_W" + ext);
+    files.emplace_back("H", prefix + "_H" + ext);
+  }
+  if (!c.save_graph_w.empty()) files.emplace_back("graph_w", c.save_graph_w);
+  if (!c.save_graph_h.empty()) files.emplace_back("graph_h", c.save_graph_h);
+  return files;
+}
+
+/// Refuses, before anything is read, an output or checkpoint that would
+/// replace an input, an output over the restart checkpoint, and two targets
+/// that are one file (UsageError naming both paths).
+void check_files(const MnmfCli& c) {
+  io::RunFiles files;
+  files.inputs = input_files(c);
+  for (const auto& [member, path] : output_files(c)) files.outputs.push_back(path);
+  files.checkpoint = c.checkpoint;
+  files.restart = c.restart;
+  io::check_run_files(files);
+}
+
 double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-/// Range checks of the driver's own numeric options (the solver's and the
-/// graph's are checked by their validate()).
+/// --knn-block-mb: GraphOptions::block_bytes_range in MiB.
+constexpr double mib = 1024.0 * 1024.0;
+constexpr Range<double> knn_block_mb_range{.lo = double(mnmf::GraphOptions::block_bytes_range.lo) / mib,
+                                           .hi = double(mnmf::GraphOptions::block_bytes_range.hi) / mib};
+
+/// What the parse cannot check option by option (each option's range it
+/// did; the solver's and the graph's options are checked by their
+/// validate()).
 void validate(const MnmfCli& c) {
-  if (!(c.test_fraction >= 0.0 && c.test_fraction < 1.0)) throw UsageError("mnmf: --test-fraction must be in [0, 1)");
-  if (!(c.validation_fraction >= 0.0 && c.validation_fraction < 1.0))
-    throw UsageError("mnmf: --validation-fraction must be in [0, 1)");
-  if (!(c.knn_block_mb >= 0.001 && c.knn_block_mb <= double(1 << 30)))
-    throw UsageError("mnmf: --knn-block-mb must be in [0.001, 2^30]");
   if (!c.lambda_grid.empty() && !(c.validation_fraction > 0))
     throw UsageError("mnmf: --lambda-grid needs --validation-fraction > 0");
 }
@@ -90,6 +147,7 @@ void validate(const MnmfCli& c) {
 template <class T>
 void run(const MnmfCli& c) {
   validate(c);
+  check_files(c);
   const Exec exec;
   Report report;
   const auto t_read = std::chrono::steady_clock::now();
@@ -116,7 +174,7 @@ void run(const MnmfCli& c) {
   g.weighting = mnmf::parse_weighting(c.weighting);
   g.sigma = c.sigma;
   g.symmetrization = mnmf::parse_symmetrization(c.symmetrize);
-  g.block_bytes = static_cast<std::size_t>(c.knn_block_mb * (1 << 20));
+  g.block_bytes = static_cast<std::size_t>(c.knn_block_mb * mib);
   g.validate();
 
   mnmf::Options o;
@@ -152,6 +210,11 @@ void run(const MnmfCli& c) {
   {
     // graphs over the rows of R (users) and of R^T (items): loaded or built
     const auto t0 = std::chrono::steady_clock::now();
+    // Two saved graphs of one run, or of none: not the user graph of one run
+    // with the item graph of another (other data, split or options).
+    if (!c.graph_w.empty() && !c.graph_h.empty() && !io::read_output_stamp(c.graph_w).set.empty() &&
+        !io::read_output_stamp(c.graph_h).set.empty())
+      io::verify_output_set({c.graph_w, c.graph_h}, io::SetMembers::some);
     if (!c.graph_w.empty())
       P = read_graph_mm<T>(c.graph_w, R.num_rows());
     else if (o.lambda_w > 0 || !c.save_graph_w.empty())
@@ -163,8 +226,6 @@ void run(const MnmfCli& c) {
     exec.fence();
     graph_seconds = seconds_since(t0);
   }
-  if (!c.save_graph_w.empty()) io::write_matrix_market(c.save_graph_w, P, "kfactor mnmf user kNN graph");
-  if (!c.save_graph_h.empty()) io::write_matrix_market(c.save_graph_h, Pb, "kfactor mnmf item kNN graph");
   const auto problem =
       mnmf::make_problem(exec, R, o.lambda_w > 0 ? P : CsrMatrix<T, Mem>{}, o.lambda_h > 0 ? Pb : CsrMatrix<T, Mem>{},
                          test.nnz() > 0 ? to_csr(exec, test) : CsrMatrix<T, Mem>{});
@@ -180,10 +241,10 @@ void run(const MnmfCli& c) {
   options["graph_h"] = c.graph_h;
   options["test_fraction"] = kfactor::detail::option_text(c.test_fraction);
   options["test_input"] = c.test_input;
-  const auto meta = checkpoint_meta<T, Exec>("mnmf", std::move(options), fingerprint(exec, problem.ratings), o.rank);
+  auto meta = checkpoint_meta<T, Exec>("mnmf", std::move(options), fingerprint(exec, problem.ratings), o.rank);
+  meta.input_files = input_files(c);  // a checkpoint may not replace an input
   if (!c.restart.empty()) {
-    load_checkpoint(c.restart, state, meta);
-    report.info["restart"] = c.restart;
+    note_restart(report, c.restart, warn_restart(load_checkpoint(c.restart, state, meta).setup_change));
     report.info["restart_iteration"] = std::to_string(state.iteration);
   }
   Observer observer = progress_printer(c.common);
@@ -200,17 +261,28 @@ void run(const MnmfCli& c) {
   r.info["weighting"] = c.weighting;
   r.info["symmetrize"] = c.symmetrize;
   r.info["test_ratings"] = std::to_string(test.nnz());
-  if (!c.common.output.empty()) {
-    // --output PREFIX writes PREFIX_W.mtx / PREFIX_H.mtx; PREFIX.csv writes
-    // PREFIX_W.csv / PREFIX_H.csv with the original user / item ids
-    std::string prefix = c.common.output, ext = ".mtx";
-    if (prefix.size() > 4 && prefix.compare(prefix.size() - 4, 4, ".csv") == 0) {
-      prefix.resize(prefix.size() - 4);
-      ext = ".csv";
+  // All outputs together at the end: they are published as one set.
+  const auto outputs = output_files(c);
+  if (!outputs.empty()) {
+    std::vector<std::string> members, protected_files = input_files(c);
+    for (const auto& [member, path] : outputs) members.push_back(member);
+    if (!c.restart.empty()) protected_files.push_back(c.restart);
+    const io::OutputSet set(protected_files, members);
+    for (const auto& [member, path] : outputs) {
+      if (member == "W") {
+        io::write_factor(path, state.W, file.user_ids, "kfactor mnmf user factor W", set[member]);
+      } else if (member == "H") {
+        io::write_factor(path, state.H, file.item_ids, "kfactor mnmf item factor H", set[member]);
+      } else {
+        const bool users = member == "graph_w";
+        io::write_matrix_market(path, users ? P : Pb,
+                                users ? "kfactor mnmf user kNN graph" : "kfactor mnmf item kNN graph", set[member]);
+      }
     }
-    io::write_factor(prefix + "_W" + ext, state.W, file.user_ids, "kfactor mnmf user factor W");
-    io::write_factor(prefix + "_H" + ext, state.H, file.item_ids, "kfactor mnmf item factor H");
-    r.info["output"] = prefix + "_{W,H}" + ext;
+    if (!c.common.output.empty()) {
+      const auto [prefix, ext] = factor_prefix(c);
+      r.info["output"] = prefix + "_{W,H}" + ext;
+    }
   }
   print_report(c.common, r);
 }
@@ -219,33 +291,33 @@ const Registrar mnmf_command{Command{
     "mnmf", "manifold-regularized sparse NMF of ratings (CUMNMF): euclid|kl with kNN user/item graphs",
     [](CLI::App& cmd) -> std::function<void()> {
       auto c = std::make_shared<MnmfCli>();
-      add_common_options(cmd, c->common);
+      add_common_options(cmd, c->common, mnmf::Options::rank_range, mnmf::Options::max_iterations_range);
       cmd.add_option("--objective", c->objective,
                      "euclid (eq. 20; the default: ratings are real-valued scores) | kl (eq. 25: counts)")
           ->capture_default_str()
           ->check(CLI::IsMember({"euclid", "kl"}));
-      cmd.add_option("--lambda-w", c->lambda_w,
-                     "weight of the user-graph term, [0, 1e12] (default 1: the paper's order of magnitude; "
-                     "--lambda-grid chooses it)")
-          ->capture_default_str();
-      cmd.add_option("--lambda-h", c->lambda_h, "weight of the item-graph term, [0, 1e12] (default 1, as --lambda-w)")
-          ->capture_default_str();
-      cmd.add_option("--neighbors", c->neighbors, "K of the kNN graphs, 1..1024 (default 15: the paper's)")
-          ->capture_default_str();
+      add_number(cmd, "--lambda-w", c->lambda_w,
+                 "weight of the user-graph term (default 1: the paper's order of magnitude; --lambda-grid "
+                 "chooses it)",
+                 mnmf::Options::lambda_range);
+      add_number(cmd, "--lambda-h", c->lambda_h, "weight of the item-graph term (default 1, as --lambda-w)",
+                 mnmf::Options::lambda_range);
+      add_number(cmd, "--neighbors", c->neighbors, "K of the kNN graphs (default 15: the paper's)",
+                 mnmf::GraphOptions::neighbors_range);
       cmd.add_option("--weighting", c->weighting, "binary|heat|dot (default binary: the paper's, no width to tune)")
           ->capture_default_str()
           ->check(CLI::IsMember({"binary", "heat", "dot"}));
-      cmd.add_option("--sigma", c->sigma,
-                     "heat-kernel width, finite (default 0, any value <= 0: the mean squared kNN distance, "
-                     "which adapts to the data's scale)")
-          ->capture_default_str();
+      add_number(cmd, "--sigma", c->sigma,
+                 "heat-kernel width (default 0, any value <= 0: the mean squared kNN distance, which adapts to the "
+                 "data's scale)",
+                 mnmf::GraphOptions::sigma_range);
       cmd.add_option("--symmetrize", c->symmetrize, "or|and (default or: every row keeps at least its K neighbours)")
           ->capture_default_str()
           ->check(CLI::IsMember({"or", "and"}));
-      cmd.add_option("--test-fraction", c->test_fraction,
-                     "held-out fraction, [0, 1) (default 0.1: a test RMSE at a small cost in training data; "
-                     "deterministic from --seed)")
-          ->capture_default_str();
+      add_number(cmd, "--test-fraction", c->test_fraction,
+                 "held-out fraction (default 0.1: a test RMSE at a small cost in training data; deterministic "
+                 "from --seed)",
+                 test_fraction_range);
       cmd.add_option("--test-input", c->test_input, "held-out ratings file (same ids; replaces --test-fraction)");
       cmd.add_option("--unknown-test-ids", c->unknown_test_ids,
                      "--test-input entries whose user or item the training file lacks: drop (the default: a held-out "
@@ -253,28 +325,27 @@ const Registrar mnmf_command{Command{
                      "| reject (exit 3 naming the entry)")
           ->capture_default_str()
           ->check(CLI::IsMember({"drop", "reject"}));
-      cmd.add_option("--validation-fraction", c->validation_fraction,
-                     "with --lambda-grid: fraction of the training ratings held out to choose lambda, [0, 1) "
-                     "(default 0: no selection)")
-          ->capture_default_str();
-      cmd.add_option("--lambda-grid", c->lambda_grid,
-                     "candidate lambdas (lambda_w = lambda_h) for validation (mnmf::select_lambda); none by default")
-          ->delimiter(',');
+      add_number(cmd, "--validation-fraction", c->validation_fraction,
+                 "with --lambda-grid: fraction of the training ratings held out to choose lambda (default 0: no "
+                 "selection)",
+                 test_fraction_range);
+      add_numbers(cmd, "--lambda-grid", c->lambda_grid,
+                  "candidate lambdas (lambda_w = lambda_h) for validation (mnmf::select_lambda); none by default",
+                  mnmf::Options::lambda_range);
       cmd.add_option("--graph-w", c->graph_w, "load the user graph (Matrix Market) instead of building it");
       cmd.add_option("--graph-h", c->graph_h, "load the item graph (Matrix Market) instead of building it");
       cmd.add_option("--save-graph-w", c->save_graph_w, "write the user graph as Matrix Market");
       cmd.add_option("--save-graph-h", c->save_graph_h, "write the item graph as Matrix Market");
-      cmd.add_option("--knn-block-mb", c->knn_block_mb,
-                     "memory bound of the kNN query blocks (MiB), [0.001, 2^30] (default 256: large blocks, "
-                     "small next to a GPU's memory)")
-          ->capture_default_str();
+      add_number(cmd, "--knn-block-mb", c->knn_block_mb,
+                 "memory bound of the kNN query blocks (MiB; default 256: large blocks, small next to a GPU's "
+                 "memory)",
+                 knn_block_mb_range);
       cmd.add_option("--checkpoint", c->checkpoint,
                      "save the solver state (HDF5) here every --checkpoint-every "
                      "iterations and at the end");
-      cmd.add_option("--checkpoint-every", c->checkpoint_every,
-                     "checkpoint interval (iterations; default 10: a small share of an epoch's time)")
-          ->capture_default_str()
-          ->check(CLI::PositiveNumber);
+      add_number(cmd, "--checkpoint-every", c->checkpoint_every,
+                 "checkpoint interval (iterations; default 10: a small share of an epoch's time)",
+                 checkpoint_every_range);
       cmd.add_option("--restart", c->restart,
                      "continue from this checkpoint (same input, options and rank) to --iters");
       return [c] {

@@ -5,7 +5,10 @@
 // files run the dense solver, everything else CSR). Output: PREFIX_W.mtx and
 // PREFIX_H.mtx (Matrix Market arrays); for a ratings input PREFIX_W.csv
 // (users x K, original user ids) and PREFIX_Ht.csv (items x K = H^T,
-// original item ids). --checkpoint/--restart save and continue the solver
+// original item ids), written as one output set (a `kfactor-set` stamp line
+// in each, io::OutputSet). No output and no checkpoint may replace the input
+// (or an output the restart checkpoint): every target is checked before the
+// run (io::check_run_files). --checkpoint/--restart save and continue the solver
 // state through kfactor/io/checkpoint.hpp; a restarted run to --iters gives
 // the same factors, bit for bit, as an uninterrupted one. The checkpoint
 // records kfactor::option_values(options) and load_checkpoint refuses a
@@ -16,8 +19,10 @@
 // rank reads only its part of a sparse input (distributed::read_rows: a
 // line-aligned byte range of a text file, or its rows of an HDF5 CSR file;
 // errors agreed on every rank; a dense input is read whole by every rank),
-// keeps its blocks (kfactor/distributed/nmf.hpp: 1D, nnz-balanced) and runs
-// the same epochs;
+// keeps its blocks (kfactor/distributed/nmf.hpp: --grid picks the 1D layout
+// or a PRxPC processor grid, by default the one of least modelled
+// communication; make_problem moves the entries there) and runs the same
+// epochs;
 // rank 0 prints progress, the report and writes the outputs. Checkpoints hold
 // the full factors in the single-rank layout (one file, written collectively
 // or gathered to rank 0), so a run restarts on any number of ranks, or
@@ -64,10 +69,18 @@ struct NmfInput {
   std::vector<std::int64_t> user_ids, item_ids;
 };
 
+/// How nmf reads its input: a negative value is refused by the reader, where
+/// it is (its line, or its entry of an HDF5 file).
+io::ReadOptions read_options() {
+  io::ReadOptions ro;
+  ro.non_negative = true;
+  return ro;
+}
+
 NmfInput read_nmf_input(const CommonOptions& common) {
   NmfInput out;
   io::ReadInfo info;
-  auto r = io::read_input<double>(common.input, io::parse_format(common.format), {}, &info);
+  auto r = io::read_input<double>(common.input, io::parse_format(common.format), read_options(), &info);
   out.coo = std::move(r.matrix);
   out.user_ids = std::move(r.user_ids);
   out.item_ids = std::move(r.item_ids);
@@ -89,11 +102,13 @@ struct NmfCliOptions {
   int checkpoint_every = 10;
   std::string restart;
   bool distributed = false;
+  std::string grid = "auto";
 };
 
 /// nmf::Options from the command line; UsageError (exit 2) naming the
-/// option and its range for a value outside it (nmf::Options::validate, and
-/// the driver's own --every and --checkpoint-every).
+/// option and its range for a value outside it (nmf::Options::validate: the
+/// parse already checked each option's own range, this the tile against the
+/// rank).
 nmf::Options make_options(const NmfCliOptions& o) {
   nmf::Options opt;
   opt.algorithm = nmf::parse_algorithm(o.algorithm);
@@ -105,9 +120,6 @@ nmf::Options make_options(const NmfCliOptions& o) {
   opt.epsilon = o.eps;
   opt.seed = o.common.seed;
   opt.validate();
-  if (o.every < 1) throw UsageError("nmf: --every must be >= 1, got " + std::to_string(o.every));
-  if (o.checkpoint_every < 1)
-    throw UsageError("nmf: --checkpoint-every must be >= 1, got " + std::to_string(o.checkpoint_every));
   return opt;
 }
 
@@ -122,26 +134,51 @@ CsrMatrix<T, typename Exec::memory_space> input_csr(const Exec& exec, const NmfI
   return to_csr(exec, coo);
 }
 
-/// PREFIX_W / PREFIX_H(t) files from the full factors.
+/// The factor files --output writes (none without it): PREFIX_W.csv and
+/// PREFIX_Ht.csv for ratings, else PREFIX_W.mtx and PREFIX_H.mtx.
+struct OutputNames {
+  std::string w, h, h_member;
+};
+OutputNames output_names(const NmfCliOptions& o, const NmfInput& input) {
+  if (input.ratings) return {o.common.output + "_W.csv", o.common.output + "_Ht.csv", "Ht"};
+  return {o.common.output + "_W.mtx", o.common.output + "_H.mtx", "H"};
+}
+
+/// Refuses, before the run, an output or checkpoint that would replace the
+/// input, an output over the restart checkpoint, and two targets that are
+/// one file (UsageError naming both paths).
+void check_files(const NmfCliOptions& o, const NmfInput& input) {
+  io::RunFiles files;
+  files.inputs = {o.common.input};
+  if (!o.common.output.empty()) {
+    const auto names = output_names(o, input);
+    files.outputs = {names.w, names.h};
+  }
+  files.checkpoint = o.checkpoint;
+  files.restart = o.restart;
+  io::check_run_files(files);
+}
+
+/// PREFIX_W / PREFIX_H(t) files from the full factors, as one output set.
 template <class T, class Mem>
 void write_outputs(const NmfCliOptions& o, const NmfInput& input, const DenseMatrix<T, Mem>& W,
                    const DenseMatrix<T, Mem>& Ht, Report& report) {
   if (o.common.output.empty()) return;
+  const auto names = output_names(o, input);
+  std::vector<std::string> protected_files{o.common.input};
+  if (!o.restart.empty()) protected_files.push_back(o.restart);
+  const io::OutputSet set(protected_files, {"W", names.h_member});
+  report.info["W"] = names.w;
+  report.info[names.h_member] = names.h;
   if (input.ratings) {
-    const std::string wpath = o.common.output + "_W.csv", hpath = o.common.output + "_Ht.csv";
-    io::write_factor(wpath, W, input.user_ids);
-    io::write_factor(hpath, Ht, input.item_ids);
-    report.info["W"] = wpath;
-    report.info["Ht"] = hpath;
+    io::write_factor(names.w, W, input.user_ids, {}, set["W"]);
+    io::write_factor(names.h, Ht, input.item_ids, {}, set[names.h_member]);
   } else {
-    const std::string wpath = o.common.output + "_W.mtx", hpath = o.common.output + "_H.mtx";
     // H (K x D) is Ht (D x K, row-major) read as LayoutLeft: same memory.
     const Kokkos::View<const T**, Kokkos::LayoutLeft, Mem, Kokkos::MemoryTraits<Kokkos::Unmanaged>> H(
         Ht.data(), Ht.extent(1), Ht.extent(0));
-    io::write_matrix_market_array(wpath, W, "kfactor nmf W (V x K)");
-    io::write_matrix_market_array(hpath, H, "kfactor nmf H (K x D)");
-    report.info["W"] = wpath;
-    report.info["H"] = hpath;
+    io::write_matrix_market_array(names.w, W, "kfactor nmf W (V x K)", set["W"]);
+    io::write_matrix_market_array(names.h, H, "kfactor nmf H (K x D)", set[names.h_member]);
   }
 }
 
@@ -153,10 +190,12 @@ Report run_nmf(const NmfCliOptions& o, const NmfInput& input) {
   const auto csr = input_csr<T>(exec, input);
 
   auto run = [&](const auto& A) {
-    const auto meta = checkpoint_meta<T, Exec>("nmf", option_values(opt), fingerprint(exec, A), opt.rank);
+    auto meta = checkpoint_meta<T, Exec>("nmf", option_values(opt), fingerprint(exec, A), opt.rank);
+    meta.input_files = {o.common.input};  // a checkpoint may not replace the input
     const auto problem = nmf::make_problem(exec, A);
     auto state = nmf::init(exec, problem, opt);
-    if (!o.restart.empty()) load_checkpoint(o.restart, state, meta);
+    std::string setup_change;
+    if (!o.restart.empty()) setup_change = warn_restart(load_checkpoint(o.restart, state, meta).setup_change);
     Observer observer = progress_printer(o.common, o.every);
     if (!o.checkpoint.empty())
       observer = chain(std::move(observer), checkpoint_observer(o.checkpoint, o.checkpoint_every, state, meta));
@@ -165,7 +204,7 @@ Report run_nmf(const NmfCliOptions& o, const NmfInput& input) {
       save_checkpoint(o.checkpoint, state, meta);
       report.info["checkpoint"] = o.checkpoint;
     }
-    if (!o.restart.empty()) report.info["restart"] = o.restart;
+    if (!o.restart.empty()) note_restart(report, o.restart, setup_change);
     write_outputs(o, input, state.W, state.Ht, report);
     report.info["input_file"] = o.common.input;
     return report;
@@ -186,9 +225,12 @@ Report solve_distributed(const NmfCliOptions& o, const NmfInput& input, const Pr
   int rank = 0;
   MPI_Comm_rank(comm, &rank);
   const nmf::Options opt = make_options(o);
-  const auto meta = checkpoint_meta<T, Exec>("nmf", option_values(opt), fp, opt.rank);
+  auto meta = checkpoint_meta<T, Exec>("nmf", option_values(opt), fp, opt.rank);
+  meta.input_files = {o.common.input};  // a checkpoint may not replace the input
   auto state = distributed::agree(comm, [&] { return dn::init(exec, problem, opt); });
-  if (!o.restart.empty()) load_checkpoint(comm, o.restart, state, meta, state.row_blocks());
+  std::string setup_change;
+  if (!o.restart.empty())
+    setup_change = warn_restart(load_checkpoint(comm, o.restart, state, meta, state.row_blocks()).setup_change);
   // Collective: every rank calls it each iteration so that all ranks stop
   // together on SIGINT/SIGTERM; rank 0 prints.
   Observer observer = progress_printer(o.common, o.every, comm);
@@ -200,7 +242,7 @@ Report solve_distributed(const NmfCliOptions& o, const NmfInput& input, const Pr
     save_checkpoint(comm, o.checkpoint, state, meta, state.row_blocks());
     report.info["checkpoint"] = o.checkpoint;
   }
-  if (!o.restart.empty()) report.info["restart"] = o.restart;
+  if (!o.restart.empty()) note_restart(report, o.restart, setup_change);
   const auto W = dn::gather_W(exec, state);
   const auto Ht = dn::gather_Ht(exec, state);
   distributed::agree(comm, [&] {
@@ -214,36 +256,38 @@ Report solve_distributed(const NmfCliOptions& o, const NmfInput& input, const Pr
 template <class T>
 Report run_nmf_distributed(const NmfCliOptions& o, const NmfInput& input, MPI_Comm comm) {
   using Exec = Kokkos::DefaultExecutionSpace;
+  namespace dn = distributed::nmf;
   const Exec exec;
   const auto A = to_dense(exec, input_csr<T>(exec, input));
   const auto fp = fingerprint(exec, A);
   distributed::require_same(comm, fp.checksum, "the checksum of " + o.common.input);
-  const auto problem = distributed::agree(comm, [&] { return distributed::nmf::make_problem(exec, comm, A); });
+  const auto problem =
+      distributed::agree(comm, [&] { return dn::make_problem(exec, comm, A, dn::parse_grid(o.grid)); });
   return solve_distributed<T>(o, input, problem, fp, comm);
 }
 
 /// --distributed, sparse input: each rank parses only its part of the file
 /// (distributed::read_rows: a byte range of text, or an HDF5 CSR hyperslab);
-/// make_problem moves the rows to their blocks. The same problem, bit for
-/// bit, as from the whole file.
+/// make_problem moves the entries to their blocks. The same problem, bit for
+/// bit, as from the whole file. `ids` carries the id maps for the outputs.
 template <class T>
-Report run_nmf_distributed(const NmfCliOptions& o, const distributed::RowSlice<double>& rows, MPI_Comm comm) {
+Report run_nmf_distributed(const NmfCliOptions& o, const NmfInput& ids, const distributed::RowSlice<double>& rows,
+                           MPI_Comm comm) {
   using Exec = Kokkos::DefaultExecutionSpace;
+  namespace dn = distributed::nmf;
   const Exec exec;
-  const auto problem = distributed::agree(
-      comm, [&] { return distributed::nmf::make_problem(exec, comm, distributed::convert_values<T>(rows)); });
-  const auto fp = distributed::fingerprint(exec, comm, problem.rows, problem.row_begin(), problem.global_rows);
-  NmfInput ids;
-  ids.user_ids = rows.row_ids;
-  ids.item_ids = rows.col_ids;
-  ids.ratings = !ids.user_ids.empty();
-  return solve_distributed<T>(o, ids, problem, fp, comm);
+  const auto problem = distributed::agree(comm, [&] {
+    return dn::make_problem(exec, comm, distributed::convert_values<T>(rows), dn::parse_grid(o.grid));
+  });
+  return solve_distributed<T>(o, ids, problem, dn::fingerprint(exec, problem), comm);
 }
 #endif
 
 void run_command(const NmfCliOptions& o) {
   if (!o.distributed) {
+    if (o.grid != "auto") throw UsageError("nmf: --grid needs --distributed");
     const NmfInput input = read_nmf_input(o.common);
+    check_files(o, input);
     const Report r = o.common.precision == "float" ? run_nmf<float>(o, input) : run_nmf<double>(o, input);
     print_report(o.common, r);
     return;
@@ -255,12 +299,21 @@ void run_command(const NmfCliOptions& o) {
   const io::Format format = io::parse_format(o.common.format);
   const bool single = o.common.precision == "float";
   Report r;
-  if (distributed::probe_input(comm, o.common.input, format).dense) {
-    const NmfInput input = distributed::agree(comm, [&] { return read_nmf_input(o.common); });
+  if (distributed::probe_input(comm, o.common.input, format, read_options()).dense) {
+    const NmfInput input = distributed::agree(comm, [&] {
+      auto in = read_nmf_input(o.common);
+      check_files(o, in);
+      return in;
+    });
     r = single ? run_nmf_distributed<float>(o, input, comm) : run_nmf_distributed<double>(o, input, comm);
   } else {
-    const auto rows = distributed::read_rows<double>(comm, o.common.input, format);
-    r = single ? run_nmf_distributed<float>(o, rows, comm) : run_nmf_distributed<double>(o, rows, comm);
+    const auto rows = distributed::read_rows<double>(comm, o.common.input, format, read_options());
+    NmfInput ids;
+    ids.user_ids = rows.row_ids;
+    ids.item_ids = rows.col_ids;
+    ids.ratings = !ids.user_ids.empty();
+    distributed::agree(comm, [&] { check_files(o, ids); });
+    r = single ? run_nmf_distributed<float>(o, ids, rows, comm) : run_nmf_distributed<double>(o, ids, rows, comm);
   }
   if (rank == 0) print_report(o.common, r);
 #else
@@ -272,45 +325,52 @@ const Registrar nmf_command{Command{
     "nmf", "non-negative matrix factorization A ~ W H (FAST-HALS, ALO-NMF, multiplicative updates)",
     [](CLI::App& cmd) -> std::function<void()> {
       auto o = std::make_shared<NmfCliOptions>();
-      add_common_options(cmd, o->common);
+      add_common_options(cmd, o->common, nmf::Options::rank_range);
       cmd.add_option("-a,--algorithm", o->algorithm,
                      "hals|alo|mu. Default alo: the same iterates as hals (to rounding) at GEMM speed; hals is the "
                      "column-by-column reference, mu (Lee-Seung) is slower to converge")
           ->capture_default_str()
           ->check(CLI::IsMember({"hals", "alo", "mu"}));
-      cmd.add_option("--tol", o->tol,
-                     "stop when the relative error changes by <= tol * previous, tol in [0, 1). Default 0 (never): "
-                     "--iters alone decides, so runs are comparable epoch for epoch")
-          ->capture_default_str();
-      cmd.add_option("--target", o->target,
-                     "stop once the relative error is <= target, in [0, 1]. Default none: --iters alone decides");
-      cmd.add_option("--tile", o->tile,
-                     "ALO tile size T in [0, rank]. Default 0: the paper's 8/16/16/32/64 for K = 64..1024, else "
-                     "the power of two nearest its section-5 model (GEMM depth vs. cache reuse)")
-          ->capture_default_str();
-      cmd.add_option("--eps", o->eps,
-                     "floor of W and H (hals, alo) and MU denominator guard, in [0, 1e-3]. Default 0: machine "
-                     "epsilon of --precision, the smallest floor that keeps every entry positive")
-          ->capture_default_str();
-      cmd.add_option("--every", o->every,
-                     "print a progress line every N iterations, N >= 1. Default 1: every epoch (use more for long "
-                     "runs)")
-          ->capture_default_str();
+      add_number(cmd, "--tol", o->tol,
+                 "stop when the relative error changes by <= tol * previous. Default 0 (never): --iters alone "
+                 "decides, so runs are comparable epoch for epoch",
+                 nmf::Options::tolerance_range);
+      add_number(cmd, "--target", o->target,
+                 "stop once the relative error is <= target. Default none: --iters alone decides",
+                 nmf::Options::target_range);
+      add_number(cmd, "--tile", o->tile,
+                 "ALO tile size T, at most --rank. Default 0: the paper's 8/16/16/32/64 for K = 64..1024, else "
+                 "the power of two nearest its section-5 model (GEMM depth vs. cache reuse)",
+                 nmf::Options::tile_range);
+      add_number(cmd, "--eps", o->eps,
+                 "floor of W and H (hals, alo) and MU denominator guard. Default 0: machine epsilon of "
+                 "--precision, the smallest floor that keeps every entry positive",
+                 nmf::Options::epsilon_range);
+      add_number(cmd, "--every", o->every,
+                 "print a progress line every N iterations. Default 1: every epoch (use more for long runs)",
+                 every_range);
       cmd.add_option("--checkpoint", o->checkpoint,
                      "save the solver state to FILE (HDF5) every --checkpoint-every iterations and at the end. "
                      "Default none");
-      cmd.add_option("--checkpoint-every", o->checkpoint_every,
-                     "iterations between checkpoints, >= 1. Default 10: a lost run repeats at most 10 epochs, while "
-                     "writing the factors stays a small share of the time")
-          ->capture_default_str();
+      add_number(cmd, "--checkpoint-every", o->checkpoint_every,
+                 "iterations between checkpoints. Default 10: a lost run repeats at most 10 epochs, while writing "
+                 "the factors stays a small share of the time",
+                 checkpoint_every_range);
       cmd.add_option("--restart", o->restart,
                      "continue from checkpoint FILE up to --iters (same input, --rank, --precision; a different "
                      "--algorithm, --tile, --eps or --seed is refused, naming it; --iters, --tol and --target may "
                      "change). Default none");
-      cmd.add_flag("--distributed", o->distributed,
-                   "run over the ranks of MPI_COMM_WORLD (mpiexec -n P kfactor nmf --distributed ...): 1D "
-                   "nnz-balanced blocks, same iterates as one rank (bit for bit on one rank, to reduction-order "
-                   "rounding on several). Default off");
+      cmd.add_flag(
+          "--distributed", o->distributed,
+          "run over the ranks of MPI_COMM_WORLD (mpiexec -n P kfactor nmf --distributed ...): "
+          "nnz-balanced blocks (see --grid), same iterates as one rank (bit for bit on one rank, to reduction-order "
+          "rounding on several). Default off");
+      cmd.add_option("--grid", o->grid,
+                     "with --distributed: PRxPC (a processor grid of PR * PC = ranks: each rank holds one block of "
+                     "A and exchanges factor rows within its grid row and column), 1d (each rank holds rows and "
+                     "columns of A and all-gathers whole factors) or auto. Default auto: the layout of least "
+                     "modelled communication per epoch (the report's info grid says which)")
+          ->capture_default_str();
       return [o] { run_command(*o); };
     }}};
 

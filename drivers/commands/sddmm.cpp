@@ -1,4 +1,8 @@
 // `kfactor sddmm`: P = S o (A B^T) at S's nonzeros, timed; and its demo entry.
+// --output writes P as an output set of one member (a `kfactor-set` stamp
+// line, io::OutputSet); neither it nor --tune-cache may be the input file,
+// nor --output the tune cache: checked before anything is read
+// (io::check_run_files).
 #include "cli.hpp"
 
 #include <kfactor/core/convert.hpp>
@@ -18,10 +22,12 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <sstream>
 #include <tuple>
+#include <vector>
 
 #if defined(KFACTOR_HAVE_MPI)
 #include <kfactor/distributed/collective.hpp>
@@ -50,6 +56,13 @@ CooMatrix<double> read_sddmm_input(const std::string& path, const std::string& f
 /// the inputs.
 constexpr int warmup_runs = 3;
 
+/// --reps: a million repetitions of even the smallest product is hours.
+constexpr Range<int> reps_range{.lo = 1, .hi = 1000000};
+/// A generated pattern's rows and columns are ordinal_t indices; its
+/// nonzeros are bounded by rows * cols / 2 (load_or_generate).
+constexpr Range<std::int64_t> generated_extent_range{.lo = 1, .hi = std::numeric_limits<ordinal_t>::max()};
+constexpr Range<std::int64_t> generated_nnz_range{.lo = 0};
+
 struct SddmmCliOptions {
   CommonOptions common;
   int reps = 20;
@@ -66,6 +79,32 @@ struct SddmmCliOptions {
   bool distributed = false;               ///< under mpiexec: S's columns split over the ranks
   std::string column_split = "balanced";  ///< with --distributed: balanced|timed|equal
 };
+
+/// The files the run reads: --input, when given.
+std::vector<std::string> input_files(const SddmmCliOptions& o) {
+  if (o.common.input.empty()) return {};
+  return {o.common.input};
+}
+
+/// Refuses --output or --tune-cache over the input, and --output over the
+/// tune cache (UsageError naming both paths).
+void check_files(const SddmmCliOptions& o) {
+  io::RunFiles files;
+  files.inputs = input_files(o);
+  if (!o.output.empty()) files.outputs = {o.output};
+  if (!o.tune_cache.empty()) files.appended = {o.tune_cache};
+  io::check_run_files(files);
+}
+
+/// P at S's pattern to --output, an output set of one member.
+template <class T, class MemorySpace, class Values>
+void write_output(const SddmmCliOptions& o, const CsrMatrix<T, MemorySpace>& S, const Values& P,
+                  const std::string& comment) {
+  std::vector<std::string> protected_files = input_files(o);
+  if (!o.tune_cache.empty()) protected_files.push_back(o.tune_cache);
+  const io::OutputSet set(protected_files, {"P"});
+  io::write_sddmm_output(o.output, S, P, comment, set["P"]);
+}
 
 /// The plan options the command line asks for.
 SddmmOptions plan_options(const SddmmCliOptions& o) {
@@ -147,7 +186,7 @@ Report run_sddmm(const SddmmCliOptions& o, const CooMatrix<double>& coo) {
   r.info["options"] = sddmm_options_string(opt);
   if (!o.output.empty()) {
     auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, out);
-    io::write_sddmm_output(o.output, S, h, "kfactor sddmm: P = S o (A B^T), K = " + std::to_string(K));
+    write_output(o, S, h, "kfactor sddmm: P = S o (A B^T), K = " + std::to_string(K));
     r.info["output"] = o.output;
   }
   return r;
@@ -266,9 +305,9 @@ std::optional<Report> run_sddmm_distributed(const SddmmCliOptions& o, const CooM
     // Only rank 0 writes: a failure here is this rank's alone (main() then
     // ends the job).
     if (!o.output.empty()) {
-      io::write_sddmm_output(o.output, S, P,
-                             "kfactor sddmm --distributed (" + std::to_string(size) +
-                                 " ranks): P = S o (A B^T), K = " + std::to_string(K));
+      write_output(o, S, P,
+                   "kfactor sddmm --distributed (" + std::to_string(size) +
+                       " ranks): P = S o (A B^T), K = " + std::to_string(K));
       r.info["output"] = o.output;
     }
   }
@@ -305,9 +344,11 @@ CooMatrix<double> load_or_generate(const SddmmCliOptions& o, std::string& source
   }
   PowerLawSpec spec = peer_matrix_spec(o.generate);
   if (spec.m == 0) {
-    if (o.generate != "powerlaw") throw UsageError("sddmm: unknown --generate " + o.generate);
     spec = {o.rows, o.cols, o.nnz, 1.0, 200.0, 1.0, 60.0, o.common.seed};
-    if (o.nnz > o.rows * o.cols / 2) throw UsageError("sddmm: --nnz must be at most rows * cols / 2");
+    // In doubles: rows * cols may exceed 2^63.
+    if (double(o.nnz) > double(o.rows) * double(o.cols) / 2)
+      throw UsageError("sddmm: --nnz must be at most --rows * --cols / 2 = " +
+                       number_text(double(o.rows) * double(o.cols) / 2) + ", got " + std::to_string(o.nnz));
   }
   source = "generated:" + o.generate;
   return power_law_pattern<double>(spec, -1.0, 1.0);
@@ -325,38 +366,36 @@ const Registrar sddmm_command{Command{
       o->common.rank = 32;
       o->common.precision = "float";
       cmd.add_option("-i,--input", o->common.input, "sparse matrix S (any io/ format); none: generate");
-      cmd.add_option("--format", o->common.format, "input format: auto|mm|edges|ratings|bmf|dense|h5csr")
-          ->capture_default_str();
-      cmd.add_option("-k,--rank", o->common.rank, "inner dimension K")
-          ->capture_default_str()
-          ->check(CLI::PositiveNumber);
+      cmd.add_option("--format", o->common.format, "input format")->capture_default_str()->check(format_choices());
+      add_number(cmd, "-k,--rank", o->common.rank, "inner dimension K", sddmm_rank_range);
       cmd.add_option("--precision", o->common.precision, "float|double|bf16|fp16 (bf16/fp16: A and B stored so)")
           ->capture_default_str()
           ->check(CLI::IsMember({"float", "double", "bf16", "fp16"}));
-      cmd.add_option("--reps", o->reps, "timed repetitions (median reported) after 3 warm-ups")
-          ->capture_default_str()
-          ->check(CLI::Range(1, 1000000));
-      cmd.add_option("--seed", o->common.seed, "seed of the random A and B")->capture_default_str();
+      add_number(cmd, "--reps", o->reps, "timed repetitions (median reported) after 3 warm-ups", reps_range);
+      add_number(cmd, "--seed", o->common.seed, "seed of the random A and B", seed_range);
       cmd.add_flag("--autotune", o->autotune, "search around the model's configuration first");
       cmd.add_option("--tune-cache", o->tune_cache, "autotune cache file (appended)");
       cmd.add_flag("--check", o->check, "compare with the reference kernel");
-      cmd.add_option("--kernel", o->kernel, "auto|reference|rowsplit|nzsplit|sm_l2|sm_sm|panels")
-          ->capture_default_str();
+      cmd.add_option("--kernel", o->kernel, "the kernel (auto: the model's choice)")
+          ->capture_default_str()
+          ->check(CLI::IsMember({"auto", "reference", "rowsplit", "nzsplit", "sm_l2", "sm_sm", "panels"}));
       cmd.add_flag("--no-tiles", o->no_tiles, "no column tiles");
-      cmd.add_option("--tile-cols", o->tile_cols, "column-tile width T_j (0: model)");
-      cmd.add_option("--tk", o->tk, "SM-L2 K-slice (multiple of 32; 0: auto)");
-      cmd.add_option("--chunk", o->chunk, "row-split items' max nonzeros (0: auto)");
-      cmd.add_option("--lanes", o->lanes, "vector lanes per item (0: auto)");
-      cmd.add_option("--panel-rows", o->panel_rows, "panels: staged rows per panel (0: as many as 32 KB hold, <= 256)");
-      cmd.add_option("--l2-hints", o->l2_hints,
-                     "nzsplit, 32 lanes, CUDA: fraction of L2 kept for the most used streamed rows "
-                     "(0: plain loads; -1: 0.5 when one tile exceeds twice the cache)")
-          ->capture_default_str();
-      cmd.add_option("--generate", o->generate, "without --input: powerlaw|m1_nytimes_like|m2_webgoogle_like")
-          ->capture_default_str();
-      cmd.add_option("--rows", o->rows, "generated rows")->capture_default_str();
-      cmd.add_option("--cols", o->cols, "generated columns")->capture_default_str();
-      cmd.add_option("--nnz", o->nnz, "generated nonzeros")->capture_default_str();
+      add_number(cmd, "--tile-cols", o->tile_cols, "column-tile width T_j", SddmmOptions::tile_cols_range);
+      add_number(cmd, "--tk", o->tk, "SM-L2 K-slice", SddmmOptions::tk_range);
+      add_number(cmd, "--chunk", o->chunk, "row-split items' max nonzeros", SddmmOptions::chunk_range);
+      add_number(cmd, "--lanes", o->lanes, "vector lanes per item", SddmmOptions::vector_length_range);
+      add_number(cmd, "--panel-rows", o->panel_rows, "panels: staged rows per panel (0: as many as 32 KB hold)",
+                 SddmmOptions::panel_rows_range);
+      add_number(cmd, "--l2-hints", o->l2_hints,
+                 "nzsplit, 32 lanes, CUDA: fraction of L2 kept for the most used streamed rows (-1: 0.5 when one "
+                 "tile exceeds twice the cache)",
+                 SddmmOptions::hot_cache_fraction_range);
+      cmd.add_option("--generate", o->generate, "without --input: the generated pattern")
+          ->capture_default_str()
+          ->check(CLI::IsMember({"powerlaw", "m1_nytimes_like", "m2_webgoogle_like"}));
+      add_number(cmd, "--rows", o->rows, "generated rows", generated_extent_range);
+      add_number(cmd, "--cols", o->cols, "generated columns", generated_extent_range);
+      add_number(cmd, "--nnz", o->nnz, "generated nonzeros, at most rows * cols / 2", generated_nnz_range);
       add_output_options(cmd, o->common);
       cmd.add_option("-o,--output", o->output, "write P (S's pattern, the product's values) as Matrix Market");
       cmd.add_flag("--distributed", o->distributed,
@@ -373,7 +412,10 @@ const Registrar sddmm_command{Command{
           MPI_Comm comm = MPI_COMM_WORLD;
           std::string source;
           // Every rank reads the file itself; an error on any rank is every rank's.
-          auto coo = distributed::agree(comm, [&] { return load_or_generate(*o, source); });
+          auto coo = distributed::agree(comm, [&] {
+            check_files(*o);
+            return load_or_generate(*o, source);
+          });
           auto r = dispatch_distributed(*o, coo, comm);
           if (r) {
             r->info["input"] = source;
@@ -384,6 +426,7 @@ const Registrar sddmm_command{Command{
           throw UsageError("sddmm: --distributed needs a kfactor built with MPI");
 #endif
         }
+        check_files(*o);
         std::string source;
         auto coo = load_or_generate(*o, source);
         Report r = dispatch(*o, coo);

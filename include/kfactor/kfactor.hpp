@@ -15,6 +15,7 @@
 #include <kfactor/core/metrics.hpp>
 #include <kfactor/core/planted.hpp>
 #include <kfactor/core/random.hpp>
+#include <kfactor/core/range.hpp>
 #include <kfactor/core/report.hpp>
 #include <kfactor/core/solver.hpp>
 #include <kfactor/core/spaces.hpp>

@@ -5,7 +5,6 @@
 #include <climits>
 #include <cmath>
 #include <span>
-#include <sstream>
 
 namespace kfactor::bmf {
 
@@ -50,39 +49,21 @@ Order parse_order(const std::string& s) {
 }
 
 void Options::validate() const {
-  // Each check names the option and its range; the comparisons are written
-  // so that NaN fails them.
-  auto range = [](const char* name, const std::string& allowed, const std::string& got) {
-    throw UsageError(std::string("bmf: ") + name + " must be in " + allowed + ", got " + got);
-  };
-  auto num = [](double v) {
-    std::ostringstream os;
-    os << v;
-    return os.str();
-  };
-  constexpr int billion = 1000000000;
-  if (rank < 1 || rank > detail::max_rank)
-    range("rank", "1.." + std::to_string(detail::max_rank), std::to_string(rank));
-  if (stop.max_iterations < 0 || stop.max_iterations > billion)
-    range("stop.max_iterations", "0..10^9", std::to_string(stop.max_iterations));
-  if (!(stop.tolerance >= 0.0 && stop.tolerance <= 1.0))
-    range("stop.tolerance", "[0, 1] (0: off)", num(stop.tolerance));
-  if (!std::isnan(stop.target) && !(stop.target >= 0.0 && stop.target <= 1.0))
-    range("stop.target", "[0, 1] (the relative error; NaN: off)", num(stop.target));
-  if (batch < 1) range("batch", "1..2^31-1", std::to_string(batch));
-  if (!(flip_prob > 0.0 && flip_prob <= 1.0)) range("flip_prob", "(0, 1]", num(flip_prob));
-  if (!(temperature >= 0.0 && temperature <= 1e12)) range("temperature", "[0, 1e12] (0: greedy)", num(temperature));
-  if (temp_step < 1) range("temp_step", "1..2^31-1", std::to_string(temp_step));
-  if (!(temp_factor > 0.0 && temp_factor <= 1.0)) range("temp_factor", "(0, 1]", num(temp_factor));
-  if (!(weight_ones > 0.0 && weight_ones <= 1e6)) range("weight_ones", "(0, 1e6]", num(weight_ones));
-  if (every_line_changed < 0 || every_line_changed > billion)
-    range("every_line_changed", "0..10^9 (0: off)", std::to_string(every_line_changed));
-  if (cover_candidates < 1 || cover_candidates > 1000000)
-    range("cover_candidates", "1..10^6", std::to_string(cover_candidates));
-  if (proposal_group < 1) range("proposal_group", "1..2^31-1", std::to_string(proposal_group));
-  if (dense_limit_bytes > (std::size_t(1) << 50))
-    range("dense_limit_bytes", "0..2^50", std::to_string(dense_limit_bytes));
-  if (index_min_lines < -1) range("index_min_lines", "-1 (automatic) or >= 0", std::to_string(index_min_lines));
+  check_range("bmf", "rank", rank, rank_range);
+  stop.validate();
+  check_range("bmf", "stop.max_iterations", stop.max_iterations, max_iterations_range);
+  if (!std::isnan(stop.target)) check_range("bmf", "stop.target (the relative error)", stop.target, target_range);
+  check_range("bmf", "batch", batch, batch_range);
+  check_range("bmf", "flip_prob", flip_prob, flip_prob_range);
+  check_range("bmf", "temperature", temperature, temperature_range);
+  check_range("bmf", "temp_step", temp_step, temp_step_range);
+  check_range("bmf", "temp_factor", temp_factor, temp_factor_range);
+  check_range("bmf", "weight_ones", weight_ones, weight_ones_range);
+  check_range("bmf", "every_line_changed", every_line_changed, every_line_changed_range);
+  check_range("bmf", "cover_candidates", cover_candidates, cover_candidates_range);
+  check_range("bmf", "proposal_group", proposal_group, proposal_group_range);
+  check_range("bmf", "dense_limit_bytes", dense_limit_bytes, dense_limit_bytes_range);
+  check_range("bmf", "index_min_lines", index_min_lines, index_min_lines_range);
 }
 
 namespace detail {

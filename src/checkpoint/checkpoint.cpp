@@ -301,7 +301,11 @@ CheckpointReader::CheckpointReader(const std::string& path) : impl_(new Impl) {
   m.path = path;
   std::error_code ec;
   if (!std::filesystem::exists(path, ec)) throw InputError(path + ": checkpoint file does not exist");
-  if (std::filesystem::is_directory(path, ec)) throw InputError(path + ": is a directory, not a checkpoint file");
+  // Only a regular file: a FIFO would block the reads below until a writer
+  // comes, a device would never end.
+  if (const auto st = std::filesystem::status(path, ec); !std::filesystem::is_regular_file(st))
+    throw InputError(path + (std::filesystem::is_directory(st) ? ": is a directory" : ": is not a regular file") +
+                     ", not a checkpoint file");
   const auto sealed_ranges = ckpt::check_seal(path);
   auto fapl = ckpt::file_access(h5::Mode::read);
   const hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl);
@@ -328,6 +332,12 @@ CheckpointReader::CheckpointReader(const std::string& path) : impl_(new Impl) {
   m.meta.backend = h5::read_string_attribute(m.file, "backend", where);
   m.meta.iteration = h5::read_int_attribute(m.file, "iteration", where);
   m.meta.mpi_ranks = static_cast<int>(h5::read_int_attribute(m.file, "mpi_ranks", where));
+  // Optional: files written before kfactor recorded the execution setup lack
+  // both and load as before (CheckpointMeta::execution_space).
+  if (h5::has_attribute(m.file, "execution_space")) {
+    m.meta.execution_space = h5::read_string_attribute(m.file, "execution_space", where);
+    m.meta.concurrency = static_cast<int>(h5::read_int_attribute(m.file, "concurrency", where));
+  }
   {
     const auto text = h5::read_string_attribute(m.file, "options", where);
     const auto j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);

@@ -108,6 +108,10 @@ void WriterCore::write_meta() {
   write_attribute(file, "backend", meta.backend);
   write_attribute(file, "iteration", meta.iteration);
   write_attribute(file, "mpi_ranks", static_cast<std::int64_t>(mpi_size));
+  if (!meta.execution_space.empty()) {
+    write_attribute(file, "execution_space", meta.execution_space);
+    write_attribute(file, "concurrency", static_cast<std::int64_t>(meta.concurrency));
+  }
   write_attribute(file, "options", nlohmann::json(meta.options).dump());
   write_attribute(file, "kfactor_version", std::string(KFACTOR_VERSION_STRING));
   h5::Group input(H5Gcreate2(file, "input", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), h5::Mode::write,
@@ -175,10 +179,13 @@ CheckpointWriter::CheckpointWriter(const std::string& path, const CheckpointMeta
 
 CheckpointWriter::~CheckpointWriter() {
   if (!impl_ || impl_->committed) return;
+  if (impl_->dist) {
+    impl_->dist->abandon(*impl_);
+    return;
+  }
   impl_->state.reset();
   impl_->history.reset();
   impl_->file.reset();
-  if (impl_->collective && impl_->mpi_rank == 0) ::unlink(impl_->tmp.c_str());
 }
 
 void CheckpointWriter::write_field(const FieldBlock& block) {

@@ -30,6 +30,9 @@ class DistributedWrite {
   virtual void commit(WriterCore& m) = 0;
   /// Parallel HDF5: writes this rank's rows of `b` into the dataset `ds`.
   virtual void write_rows(WriterCore& m, hid_t ds, hid_t fspace, const FieldBlock& b) = 0;
+  /// Drops a save that was not committed: closes the file and removes the
+  /// temporary, without waiting for ranks that are not dropping it too.
+  virtual void abandon(WriterCore& m) noexcept = 0;
 };
 
 struct WriterCore {

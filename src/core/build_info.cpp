@@ -31,6 +31,9 @@ BuildInfo build_info() {
 #if defined(KFACTOR_HAVE_MPI)
   b.mpi = true;
 #endif
+#if defined(KFACTOR_HAVE_NCCL)
+  b.nccl = true;
+#endif
 #if defined(KFACTOR_HAVE_HDF5)
   b.hdf5 = true;
 #endif

@@ -401,6 +401,30 @@ RowSlice<T> move_rows(MPI_Comm comm, const RowSlice<T>& slice, const std::vector
 }
 
 template <class T>
+CooMatrix<T> move_blocks(MPI_Comm comm, const RowSlice<T>& slice, const std::vector<ordinal_t>& row_bounds,
+                         const std::vector<ordinal_t>& col_bounds) {
+  Coll coll(comm);
+  const auto& A = slice.entries;
+  const int pr = static_cast<int>(row_bounds.size()) - 1, pc = static_cast<int>(col_bounds.size()) - 1;
+  if (pr < 1 || pc < 1 || std::int64_t(pr) * pc != coll.size())
+    throw UsageError("distributed: a grid of " + std::to_string(pr) + " x " + std::to_string(pc) + " blocks for " +
+                     std::to_string(coll.size()) + " ranks");
+  check_bounds(row_bounds, pr, A.num_rows, "row bounds");
+  check_bounds(col_bounds, pc, A.num_cols, "column bounds");
+  CooMatrix<T> out;
+  unpack(exchange(coll, A, false,
+                  [&](std::size_t k) { return owner(row_bounds, A.rows[k]) * pc + owner(col_bounds, A.cols[k]); }),
+         out);
+  const int i = coll.rank() / pc, j = coll.rank() % pc;
+  out.num_rows = row_bounds[i + 1] - row_bounds[i];
+  out.num_cols = col_bounds[j + 1] - col_bounds[j];
+  for (auto& r : out.rows) r -= row_bounds[i];
+  for (auto& c : out.cols) c -= col_bounds[j];
+  sort_entries(out);
+  return out;
+}
+
+template <class T>
 std::vector<offset_t> global_row_counts(MPI_Comm comm, const RowSlice<T>& slice) {
   Coll coll(comm);
   const auto& A = slice.entries;
@@ -473,6 +497,8 @@ RowSlice<T> reindex_rows(MPI_Comm comm, const RowSlice<T>& heldout, const RowSli
 #define KFACTOR_DISTRIBUTED_READ_INSTANTIATE(T)                                                          \
   template RowSlice<T> read_rows<T>(MPI_Comm, const std::string&, io::Format, const io::ReadOptions&);   \
   template RowSlice<T> move_rows<T>(MPI_Comm, const RowSlice<T>&, const std::vector<ordinal_t>&);        \
+  template CooMatrix<T> move_blocks<T>(MPI_Comm, const RowSlice<T>&, const std::vector<ordinal_t>&,         \
+                                       const std::vector<ordinal_t>&);                                   \
   template std::vector<offset_t> global_row_counts<T>(MPI_Comm, const RowSlice<T>&);                     \
   template std::vector<offset_t> global_column_counts<T>(MPI_Comm, const RowSlice<T>&);                  \
   template RowSlice<T> transpose_rows<T>(MPI_Comm, const RowSlice<T>&, const std::vector<ordinal_t>&);   \

@@ -64,6 +64,21 @@ std::string resolve_write_target(const std::string& path) {
   throw UsageError(path + ": too many levels of symbolic links (a link loop?)");
 }
 
+namespace {
+
+/// UsageError when the file `path` (its stat: `st`) is one of `inputs`.
+void refuse_inputs(const std::string& path, const struct stat& st, const std::vector<std::string>& inputs) {
+  for (const auto& input : inputs) {
+    struct stat in{};
+    if (::stat(input.c_str(), &in) == 0 && in.st_dev == st.st_dev && in.st_ino == st.st_ino)
+      throw UsageError(path + " is the input file " + input +
+                       " of this run (same device and inode): writing it would destroy the input; choose another "
+                       "output path");
+  }
+}
+
+}  // namespace
+
 void check_write_target(const std::string& path, const std::vector<std::string>& inputs) {
   const std::string target = resolve_write_target(path);
   struct stat st{};
@@ -74,13 +89,46 @@ void check_write_target(const std::string& path, const std::vector<std::string>&
   if (!S_ISREG(st.st_mode))
     throw UsageError(path + (target != path ? " (-> " + target + ")" : std::string()) + " is " + kind_of(st.st_mode) +
                      ": kfactor writes an output file only where there is none or a regular file");
-  for (const auto& input : inputs) {
-    struct stat in{};
-    if (::stat(input.c_str(), &in) == 0 && in.st_dev == st.st_dev && in.st_ino == st.st_ino)
-      throw UsageError(path + " is the input file " + input +
-                       " of this run (same device and inode): writing it would destroy the input; choose another "
-                       "output path");
+  refuse_inputs(path, st, inputs);
+}
+
+namespace {
+
+/// Whether two write targets are one file: the same device and inode when
+/// both exist, else the same path once links and `.`/`..` are resolved.
+bool same_target(const std::string& a, const std::string& b) {
+  const std::string ra = resolve_write_target(a), rb = resolve_write_target(b);
+  struct stat sa{}, sb{};
+  if (::stat(ra.c_str(), &sa) == 0 && ::stat(rb.c_str(), &sb) == 0)
+    return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+  std::error_code ea, eb;
+  const fs::path ca = fs::weakly_canonical(fs::absolute(ra), ea), cb = fs::weakly_canonical(fs::absolute(rb), eb);
+  return !ea && !eb ? ca == cb : fs::absolute(ra).lexically_normal() == fs::absolute(rb).lexically_normal();
+}
+
+}  // namespace
+
+void check_run_files(const RunFiles& files) {
+  std::vector<std::string> protected_files = files.inputs;
+  if (!files.restart.empty()) protected_files.push_back(files.restart);
+  protected_files.insert(protected_files.end(), files.appended.begin(), files.appended.end());
+  for (const auto& out : files.outputs) check_write_target(out, protected_files);
+  for (const auto& cache : files.appended) {
+    struct stat st{};
+    if (::stat(resolve_write_target(cache).c_str(), &st) == 0) refuse_inputs(cache, st, files.inputs);
   }
+  std::vector<std::string> targets = files.outputs;
+  if (!files.checkpoint.empty()) {
+    check_write_target(files.checkpoint, files.inputs);
+    targets.push_back(files.checkpoint);
+  }
+  targets.insert(targets.end(), files.appended.begin(), files.appended.end());
+  for (std::size_t i = 0; i < targets.size(); ++i)
+    for (std::size_t j = i + 1; j < targets.size(); ++j)
+      if (same_target(targets[i], targets[j]))
+        throw UsageError(targets[j] + " would be written twice by this run" +
+                         (targets[i] != targets[j] ? " (also as " + targets[i] + ")" : std::string()) +
+                         ": each output needs its own path");
 }
 
 // ---- locks ------------------------------------------------------------------------------
@@ -189,6 +237,7 @@ OutputSet::OutputSet(std::vector<std::string> inputs, std::vector<std::string> m
     if (m.empty() || m.find_first_of(" ,\n") != std::string::npos ||
         std::count(members_.begin(), members_.end(), m) != 1)
       throw UsageError("output set member '" + m + "' is empty, repeated or contains a space or comma");
+  pending_ = std::make_shared<detail::PendingSet>(members_);
 }
 
 OutputOptions OutputSet::operator[](const std::string& member) const {
@@ -197,6 +246,7 @@ OutputOptions OutputSet::operator[](const std::string& member) const {
   OutputOptions o;
   o.inputs = inputs_;
   o.stamp = {id_, member, members_};
+  o.pending = pending_;
   return o;
 }
 
@@ -221,7 +271,7 @@ OutputStamp read_output_stamp(const std::string& path) {
   return {};
 }
 
-std::string verify_output_set(const std::vector<std::string>& paths) {
+std::string verify_output_set(const std::vector<std::string>& paths, SetMembers expect) {
   if (paths.empty()) throw UsageError("verify_output_set: no files");
   std::string set;
   std::vector<std::string> expected;
@@ -243,8 +293,9 @@ std::string verify_output_set(const std::vector<std::string>& paths) {
     if (std::find(expected.begin(), expected.end(), s.member) == expected.end() || !seen.insert(s.member).second)
       throw InputError(p, 0, "is member '" + s.member + "', which the set lists not or twice");
   }
-  for (const auto& m : expected)
-    if (!seen.count(m)) throw InputError(paths.front(), 0, "output set " + set + " misses its member '" + m + "'");
+  if (expect == SetMembers::all)
+    for (const auto& m : expected)
+      if (!seen.count(m)) throw InputError(paths.front(), 0, "output set " + set + " misses its member '" + m + "'");
   return set;
 }
 
@@ -326,15 +377,47 @@ void AtomicFile::write(const void* data, std::size_t size) {
 }
 
 void AtomicFile::commit() {
-  if (committed_) return;
+  finish();
+  publish();
+}
+
+void AtomicFile::finish() {
+  if (fd_ < 0) return;
   if (::fsync(fd_) != 0) throw RuntimeFailure(path_ + ": fsync failed: " + errno_text(errno));
   const int fd = fd_;
   fd_ = -1;
   if (::close(fd) != 0) throw RuntimeFailure(path_ + ": write failed on close: " + errno_text(errno));
+}
+
+void AtomicFile::publish() {
+  if (committed_) return;
+  finish();
   if (std::rename(tmp_.c_str(), target_.c_str()) != 0)
     throw RuntimeFailure(path_ + ": cannot rename " + tmp_ + " to " + target_ + ": " + errno_text(errno));
   committed_ = true;
   sync_path(directory_of(target_), true, path_);
+}
+
+PendingSet::PendingSet(std::vector<std::string> members) : members_(std::move(members)) {}
+
+PendingSet::~PendingSet() = default;  // the AtomicFiles remove their temporaries
+
+void PendingSet::claim(const std::string& member, const std::string& target) {
+  for (const auto& [m, t] : targets_) {
+    if (m == member) throw UsageError("output set member '" + member + "' is written twice");
+    if (same_target(t, target))
+      throw UsageError(target + " is both member '" + m + "' and member '" + member +
+                       "' of one output set: each member needs its own path");
+  }
+  targets_.emplace_back(member, target);
+}
+
+void PendingSet::add(const std::string& member, std::unique_ptr<AtomicFile> file) {
+  files_.emplace_back(member, std::move(file));
+  if (files_.size() < members_.size()) return;
+  for (const auto& m : members_)
+    for (auto& [name, f] : files_)
+      if (name == m) f->publish();
 }
 
 }  // namespace detail

@@ -50,12 +50,23 @@ ReindexedRatings<T> reindex_ratings(const RatingData<T>& heldout, const RatingDa
     const std::int64_t u = index_of(training.user_ids, uid, training.matrix.num_rows);
     const std::int64_t i = index_of(training.item_ids, iid, training.matrix.num_cols);
     if (u < 0 || i < 0) {
-      if (policy == UnknownIds::reject)
-        throw InputError(source, 0,
-                         "entry " + std::to_string(first_entry + e + 1) + " (user " + std::to_string(uid) + ", item " +
-                             std::to_string(iid) +
+      if (policy == UnknownIds::reject) {
+        // The entry's line, from the file once more (ratings files only:
+        // elsewhere the ids are indices); the entries are in sorted order.
+        std::int64_t line = 0;
+        if (!heldout.user_ids.empty()) {
+          try {
+            line = rating_line(read_file(source), uid, iid);
+          } catch (const Error&) {
+            // `source` is no readable file: the message names the entry alone
+          }
+        }
+        throw InputError(source, line,
+                         "entry " + (line > 0 ? std::string() : std::to_string(first_entry + e + 1) + " ") + "(user " +
+                             std::to_string(uid) + ", item " + std::to_string(iid) +
                              "): " + (u < 0 ? "user " + std::to_string(uid) : "item " + std::to_string(iid)) +
                              " is not in the training ratings");
+      }
       ++out.dropped;
       continue;
     }

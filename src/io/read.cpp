@@ -902,6 +902,20 @@ RatingData<T> parse_ratings(std::string_view text, const std::string& name, cons
   return parse_body<T>(text, whole_header(text, name, Format::ratings, opt), opt, info);
 }
 
+std::int64_t rating_line(std::string_view text, std::int64_t user, std::int64_t item) {
+  // The separator and header line as parse_ratings takes them.
+  const TextHeader h = whole_header(text, std::string(), Format::ratings, ReadOptions{});
+  Lines lines(text.substr(h.body_offset), h.body_offset == 0, h.body_line);
+  std::string_view line;
+  std::int64_t u = 0, i = 0;
+  while (next_data_line(lines, line, "#")) {
+    const Fields f = h.separator.empty() ? detail::split_ws(line) : detail::split_sep(line, h.separator);
+    if (f.n >= 2 && detail::try_int(f[0], u) && detail::try_int(f[1], i) && u == user && i == item)
+      return lines.number();
+  }
+  return 0;
+}
+
 template <class T>
 CooMatrix<T> parse_bmf(std::string_view text, const std::string& name, const ReadOptions& opt, ReadInfo* info) {
   return parse_body<T>(text, whole_header(text, name, Format::bmf, opt), opt, info).matrix;

@@ -3,6 +3,7 @@
 #include <kfactor/io/write.hpp>
 
 #include <charconv>
+#include <memory>
 
 namespace kfactor::io::detail {
 
@@ -16,7 +17,11 @@ std::string stamp_text(const OutputStamp& s) {
 }
 }  // namespace
 
-TextWriter::TextWriter(const std::string& path, const OutputOptions& out) : file_(path, out.inputs), stamp_(out.stamp) {
+TextWriter::TextWriter(const std::string& path, const OutputOptions& out) : stamp_(out.stamp), pending_(out.pending) {
+  // Claimed first: a second member at the same target would otherwise
+  // replace the first one's waiting temporary.
+  if (pending_) pending_->claim(stamp_.member, resolve_write_target(path));
+  file_ = std::make_unique<AtomicFile>(path, out.inputs);
   buffer_.reserve(flush_at + 256);
 }
 
@@ -24,7 +29,7 @@ TextWriter::~TextWriter() = default;
 
 void TextWriter::flush() {
   if (buffer_.empty()) return;
-  file_.write(buffer_.data(), buffer_.size());
+  file_->write(buffer_.data(), buffer_.size());
   buffer_.clear();
 }
 
@@ -83,7 +88,12 @@ void TextWriter::put_csv_stamp() {
 
 void TextWriter::close() {
   flush();
-  file_.commit();
+  if (!pending_) {
+    file_->commit();
+    return;
+  }
+  file_->finish();
+  pending_->add(stamp_.member, std::move(file_));
 }
 
 }  // namespace kfactor::io::detail

@@ -1,5 +1,8 @@
 #include <kfactor/sddmm/autotune.hpp>
 
+#include <kfactor/core/error.hpp>
+
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <mutex>
@@ -15,6 +18,17 @@ std::mutex& cache_mutex() {
 std::map<std::string, SddmmOptions>& memory_cache() {
   static std::map<std::string, SddmmOptions> c;
   return c;
+}
+
+/// InputError unless `file` is a regular file or does not exist yet: a
+/// directory would read as an empty cache and refuse the append, a FIFO
+/// would block the read until a writer comes.
+void check_cache_file(const std::string& file) {
+  std::error_code ec;
+  const auto st = std::filesystem::status(file, ec);
+  if (std::filesystem::exists(st) && !std::filesystem::is_regular_file(st))
+    throw InputError(file + (std::filesystem::is_directory(st) ? ": is a directory" : ": is not a regular file") +
+                     ", not an autotune cache file");
 }
 
 bool parse_options(std::istringstream& in, SddmmOptions& o) {
@@ -78,6 +92,7 @@ std::optional<SddmmOptions> sddmm_tune_lookup(const std::string& key, const std:
   auto& mem = memory_cache();
   if (auto it = mem.find(key); it != mem.end()) return it->second;
   if (file.empty()) return std::nullopt;
+  check_cache_file(file);
   std::ifstream in(file);
   std::string line;
   std::optional<SddmmOptions> found;
@@ -96,6 +111,7 @@ void sddmm_tune_store(const std::string& key, const SddmmOptions& options, const
   std::lock_guard<std::mutex> lock(cache_mutex());
   memory_cache()[key] = options;
   if (file.empty()) return;
+  check_cache_file(file);
   std::ofstream out(file, std::ios::app);
   if (!out) throw RuntimeFailure("sddmm autotune: cannot append to cache file " + file);
   out << key << " " << sddmm_options_string(options) << "\n";

@@ -36,20 +36,23 @@ SddmmKernel parse_sddmm_kernel(const std::string& name) {
 }
 
 void SddmmOptions::validate() const {
-  if (tile_cols < 0) throw UsageError("sddmm: tile_cols must be >= 0");
-  if (!(model_c > 0)) throw UsageError("sddmm: model_c must be > 0");
-  if (tile_round < 1) throw UsageError("sddmm: tile_round must be >= 1");
-  if (tk < 0) throw UsageError("sddmm: tk must be >= 0");
-  if (tk > 0 && tk % 32 != 0) throw UsageError("sddmm: tk must be a multiple of 32, got " + std::to_string(tk));
-  if (smsm_tile < 0) throw UsageError("sddmm: smsm_tile must be >= 0");
-  if (chunk < 0) throw UsageError("sddmm: chunk must be >= 0");
-  if (vector_length < 0 || (vector_length & (vector_length - 1)) != 0)
+  check_range("sddmm", "tile_cols", tile_cols, tile_cols_range);
+  check_range("sddmm", "model_c", model_c, model_c_range);
+  check_range("sddmm", "tile_round", tile_round, tile_round_range);
+  check_range("sddmm", "tk", tk, tk_range);
+  if (tk % 32 != 0) throw UsageError("sddmm: tk must be a multiple of 32 (0: automatic), got " + std::to_string(tk));
+  check_range("sddmm", "smsm_tile", smsm_tile, smsm_tile_range);
+  check_range("sddmm", "chunk", chunk, chunk_range);
+  check_range("sddmm", "vector_length", vector_length, vector_length_range);
+  if ((vector_length & (vector_length - 1)) != 0)
     throw UsageError("sddmm: vector_length must be 0 or a power of two, got " + std::to_string(vector_length));
-  if (team_size < 0) throw UsageError("sddmm: team_size must be >= 0");
-  if (panel_rows < 0 || panel_rows > 256) throw UsageError("sddmm: panel_rows must be in [0, 256]");
-  if (panel_nnz < 0) throw UsageError("sddmm: panel_nnz must be >= 0");
-  if (!(hot_cache_fraction == -1 || (hot_cache_fraction >= 0 && hot_cache_fraction <= 1)))
-    throw UsageError("sddmm: hot_cache_fraction must be -1 (automatic) or in [0, 1]");
+  check_range("sddmm", "team_size", team_size, team_size_range);
+  check_range("sddmm", "panel_rows", panel_rows, panel_rows_range);
+  check_range("sddmm", "panel_nnz", panel_nnz, panel_nnz_range);
+  check_range("sddmm", "hot_cache_fraction", hot_cache_fraction, hot_cache_fraction_range);
+  if (hot_cache_fraction != -1 && hot_cache_fraction < 0)
+    throw UsageError("sddmm: hot_cache_fraction must be -1 (automatic) or in [0, 1], got " +
+                     number_text(hot_cache_fraction));
 }
 
 std::int64_t model_tile_cols_raw(double l2_elements, double density, double c) {

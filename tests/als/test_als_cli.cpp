@@ -27,6 +27,7 @@ using kfactor::test::quote;
 using kfactor::test::run_kfactor;
 using kfactor::test::slurp;
 using kfactor::test::TempDir;
+using kfactor::test::without_stamp;
 
 const std::string movielens = kfactor::test::data_path("movielens-latest-small/ratings.csv");
 
@@ -37,14 +38,6 @@ std::string head_of_movielens(const TempDir& dir, int lines, const std::string& 
   std::string line;
   for (int k = 0; k < lines && std::getline(in, line); ++k) out << line << '\n';
   return dir.file(name);
-}
-
-/// A factor file without its first line, the output-set stamp
-/// `# kfactor-set ...` (a fresh set id per run); fails the test without one.
-std::string without_stamp(const std::string& text) {
-  EXPECT_EQ(text.rfind("# kfactor-set ", 0), 0u) << text.substr(0, 40);
-  const auto end = text.find('\n');
-  return end == std::string::npos ? std::string() : text.substr(end + 1);
 }
 
 TEST(AlsCli, MovieLensThroughIoWithJson) {

@@ -1,12 +1,14 @@
 // `kfactor bmf` as a user runs it: a real data set read through kfactor::io
 // (--json fields; ratings with --threshold keep their ids in the CSV
-// factors), exact restart from a checkpoint (byte-identical factor files),
+// factors), exact restart from a checkpoint (byte-identical factor files
+// after their output-set stamp lines),
 // and a restart against another input or rank failing with exit code 3
 // without touching the checkpoint.
 #include "common/cli.hpp"
 #include "common/test_spaces.hpp"
 
 #include <kfactor/config.hpp>
+#include <kfactor/io/write.hpp>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -29,6 +31,7 @@ using kfactor::test::quote;
 using kfactor::test::run_kfactor;
 using kfactor::test::slurp;
 using kfactor::test::TempDir;
+using kfactor::test::without_stamp;
 
 const std::string patio = kfactor::test::data_path("bmf/APatio.in");
 // Small, fast settings (dost init: dense enough start that the search moves) on the thesis's APatio (1686 x 962, 12080
@@ -72,12 +75,12 @@ TEST(BmfCli, RealFileThroughIoJson) {
 TEST(BmfCli, OutOfRangeOptionsExitTwoNamingThem) {
   TempDir dir;
   for (const auto& [arg, name] :
-       std::vector<std::pair<std::string, std::string>>{{"--proposal-group 0", "proposal_group"},
-                                                        {"--flip-prob nan", "flip"},
-                                                        {"--weight-ones inf", "weight"},
-                                                        {"--cover-candidates -1", "cover_candidates"},
-                                                        {"--target-error 2", "stop.target"},
-                                                        {"--dense-limit-mb -1", "dense-limit-mb"},
+       std::vector<std::pair<std::string, std::string>>{{"--proposal-group 0", "--proposal-group"},
+                                                        {"--flip-prob nan", "--flip-prob"},
+                                                        {"--weight-ones inf", "--weight-ones"},
+                                                        {"--cover-candidates -1", "--cover-candidates"},
+                                                        {"--target-error 2", "--target-error"},
+                                                        {"--dense-limit-mb -1", "--dense-limit-mb"},
                                                         {"--rank 1000", "rank"}}) {
     SCOPED_TRACE(arg);
     const auto r = run_kfactor(common + " --iters 2 " + arg, dir);
@@ -97,7 +100,10 @@ TEST(BmfCli, RatingsWithThresholdKeepIds) {
   EXPECT_EQ(j.at("rows"), 610);   // users
   EXPECT_EQ(j.at("cols"), 9724);  // rated movies
   EXPECT_EQ(j.at("nnz"), 48580);  // ratings >= 4
-  std::istringstream a(slurp(dir.file("m_A.csv"))), b(slurp(dir.file("m_B.csv")));
+  const std::string a_text = slurp(dir.file("m_A.csv")), b_text = slurp(dir.file("m_B.csv"));
+  // A and B are one output set: a stamp line first, one set id.
+  EXPECT_EQ(kfactor::io::verify_output_set({dir.file("m_A.csv"), dir.file("m_B.csv")}).size(), 16u);
+  std::istringstream a(without_stamp(a_text)), b(without_stamp(b_text));
   std::string line;
   std::getline(a, line);
   EXPECT_EQ(line, "id,f0,f1,f2,f3");
@@ -127,16 +133,20 @@ TEST(BmfCli, RestartFromCheckpointIsExact) {
   r = run_kfactor(common + " --iters 9 --restart '" + ck + "' --output '" + dir.file("restarted") + "' --json", dir);
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(nlohmann::json::parse(r.out).at("iterations"), 9);
+  // The same bytes after the stamp line (whose set id is new in every run).
+  const auto factors = [&](const std::string& prefix, const char* f) {
+    return without_stamp(slurp(dir.file(prefix + f)));
+  };
   for (const char* f : {"_A.mtx", "_B.mtx"}) {
-    const auto x = slurp(dir.file(std::string("straight") + f)), y = slurp(dir.file(std::string("restarted") + f));
+    const auto x = factors("straight", f), y = factors("restarted", f);
     EXPECT_GT(x.size(), 100u) << f;
     EXPECT_EQ(x, y) << f;
   }
   // And a different number of iterations does give different factors (the test can fail).
   r = run_kfactor(common + " --iters 4 --output '" + dir.file("short") + "'", dir);
   ASSERT_EQ(r.code, 0) << r.err;
-  EXPECT_NE(slurp(dir.file("short_A.mtx")) + slurp(dir.file("short_B.mtx")),
-            slurp(dir.file("straight_A.mtx")) + slurp(dir.file("straight_B.mtx")));
+  EXPECT_NE(factors("short", "_A.mtx") + factors("short", "_B.mtx"),
+            factors("straight", "_A.mtx") + factors("straight", "_B.mtx"));
 }
 
 TEST(BmfCli, RestartAgainstAnotherInputOrRankFails) {

@@ -1,5 +1,5 @@
-// Checkpoints: exact restart of a toy solver, every refusal, atomic writes,
-// fingerprints, observers.
+// Checkpoints: exact restart of a toy solver, the recorded execution setup,
+// every refusal, atomic writes, fingerprints, observers.
 #include "checkpoint/toy_solver.hpp"
 
 #include <kfactor/core/contract.hpp>
@@ -291,6 +291,79 @@ TYPED_TEST(CheckpointKinds, UnallocatedViewsTakeTheStoredShapes) {
   toy::State<double, typename Exec::memory_space> empty;
   load_checkpoint(tmp / "s.h5", empty, CheckpointMeta{});
   EXPECT_TRUE(toy::bitwise_equal(empty, s));
+}
+
+// ---- the execution setup ---------------------------------------------------------------
+
+// A checkpoint records the execution space, its concurrency and the number of
+// MPI ranks that wrote it. load_checkpoint names any difference from the
+// loading run (setup_change) and loads all the same; in the same setup it
+// names nothing and the restart is bit-exact. A file without the record (as
+// kfactor wrote before it kept one) loads with no note.
+TYPED_TEST(CheckpointKinds, TheExecutionSetupIsRecordedAndAChangeIsNamed) {
+  using Exec = TypeParam;
+  TempDir tmp;
+  Exec exec;
+  const auto A = toy::planted<double>(exec, 40, 30, 4, 21);
+  toy::Options o;
+  o.max_iterations = 9;
+  const auto meta = toy_meta<double>(exec, A, o);
+  const std::string space = Exec::name();
+  const int threads = exec.concurrency();
+  EXPECT_EQ(meta.execution_space, space);
+  EXPECT_EQ(meta.concurrency, threads);
+  ASSERT_GT(threads, 0);
+
+  auto full = toy::init<double>(exec, A, o);
+  toy::solve<double>(exec, A, o, full);
+  toy::Options stop_early = o;
+  stop_early.max_iterations = 4;
+  auto first = toy::init<double>(exec, A, o);
+  toy::solve<double>(exec, A, stop_early, first);
+  save_checkpoint(tmp / "same.h5", first, meta);
+  const auto info = inspect_checkpoint(tmp / "same.h5");
+  EXPECT_EQ(info.meta.execution_space, space);
+  EXPECT_EQ(info.meta.concurrency, threads);
+  EXPECT_EQ(info.meta.mpi_ranks, 1);
+
+  // The same setup: nothing to note, and the continuation is bit-exact.
+  auto resumed = toy::init<double>(exec, A, o);
+  const auto same = load_checkpoint(tmp / "same.h5", resumed, meta);
+  EXPECT_EQ(same.setup_change, "");
+  toy::solve<double>(exec, A, o, resumed);
+  EXPECT_TRUE(toy::bitwise_equal(resumed, full));
+
+  const std::string tail = ": the continuation is not guaranteed to be bit-identical to an uninterrupted run";
+  // Another thread count: named, and the state loads all the same.
+  auto more = meta;
+  more.concurrency = threads + 3;
+  save_checkpoint(tmp / "threads.h5", first, more);
+  auto t = toy::init<double>(exec, A, o);
+  EXPECT_EQ(load_checkpoint(tmp / "threads.h5", t, meta).setup_change,
+            "checkpoint written with " + space + " x " + std::to_string(threads + 3) + " threads, resuming with " +
+                space + " x " + std::to_string(threads) + tail);
+  EXPECT_TRUE(toy::bitwise_equal(t, first));
+  // Another execution space with the same concurrency.
+  auto other = meta;
+  other.execution_space = space == "Cuda" ? "OpenMP" : "Cuda";
+  save_checkpoint(tmp / "space.h5", first, other);
+  EXPECT_EQ(load_checkpoint(tmp / "space.h5", t, meta).setup_change,
+            "checkpoint written with " + other.execution_space + " x " + std::to_string(threads) +
+                " threads, resuming with " + space + " x " + std::to_string(threads) + tail);
+
+  // No record in the file: it loads, with nothing to note.
+  auto unrecorded = meta;
+  unrecorded.execution_space.clear();
+  unrecorded.concurrency = 0;
+  save_checkpoint(tmp / "old.h5", first, unrecorded);
+  const auto old_info = inspect_checkpoint(tmp / "old.h5");
+  EXPECT_EQ(old_info.meta.execution_space, "");
+  EXPECT_EQ(old_info.meta.concurrency, 0);
+  auto u = toy::init<double>(exec, A, o);
+  EXPECT_EQ(load_checkpoint(tmp / "old.h5", u, meta).setup_change, "");
+  EXPECT_TRUE(toy::bitwise_equal(u, first));
+  // Nor when the loading run does not say its setup.
+  EXPECT_EQ(load_checkpoint(tmp / "threads.h5", u, unrecorded).setup_change, "");
 }
 
 // ---- refusals --------------------------------------------------------------------------

@@ -1,9 +1,14 @@
 // Distributed checkpoints under mpiexec (1, 2, 3 ranks): one file written
 // collectively (parallel HDF5) or gathered to rank 0, read back on another
 // partition of the rows and by a single process (a restart on another rank
-// count), with the refusals agreed on every rank.
+// count, which the loaded metadata names), with the refusals agreed on every
+// rank; a save that does not fit the disk (a 64 KiB tmpfs) fails alike on
+// every rank and leaves the previous checkpoint and nothing else.
+#include "checkpoint/write_targets.hpp"
+
 #include <kfactor/config.hpp>
 #include <kfactor/core/random.hpp>
+#include <kfactor/distributed/collective.hpp>
 #include <kfactor/io/checkpoint.hpp>
 
 #include <gtest/gtest.h>
@@ -11,6 +16,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -223,6 +229,104 @@ TEST(CheckpointMpi, RefusalsAreAgreedOnEveryRank) {
     EXPECT_FALSE(fs::exists(dir + "/bad.h5"));
     fs::remove_all(dir);
   }
+}
+
+TEST(CheckpointMpi, FullDiskFailsOnEveryRankAndKeepsThePreviousCheckpoint) {
+  const int rank = world_rank(), size = world_size();
+  const std::string dir = shared_dir();
+  const std::string full = dir + "/full";
+  std::optional<kfactor::test::ScopedTmpfs> mount;
+  int mounted = 0;
+  if (rank == 0) {
+    fs::create_directory(full);
+    mount.emplace(full, "size=64k");
+    mounted = mount->ok() ? 1 : 0;
+  }
+  MPI_Bcast(&mounted, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  if (!mounted) {
+    if (rank == 0) fs::remove_all(dir);
+    GTEST_SKIP() << "no tmpfs can be mounted here";
+  }
+  const auto meta = dist_meta();
+  const RowBlock mine = distributed::balanced_row_block(m, size, rank);
+  const auto mine_rows = block_rows(distributed::balanced_row_block, m, size, rank);
+  const RowBlocks blocks{{"W", mine}, {"owner", mine}};
+  const std::string path = full + "/ck.h5";
+  auto small = make_state(mine.first_row, mine_rows, true);
+  save_checkpoint(MPI_COMM_WORLD, path, small, meta, blocks);
+  const std::string before = rank == 0 ? kfactor::test::file_bytes(path) : "";
+
+  // 6000 x 4 doubles: 192 KB, three times the file system.
+  constexpr std::int64_t big_rows = 6000;
+  const RowBlock big_block = distributed::balanced_row_block(big_rows, size, rank);
+  auto big = make_state(big_block.first_row, block_rows(distributed::balanced_row_block, big_rows, size, rank), true);
+  std::vector<std::pair<std::string, DistributedIo>> modes = {{"gather", DistributedIo::gather}};
+#if defined(KFACTOR_HAVE_PARALLEL_HDF5)
+  modes.emplace_back("collective", DistributedIo::collective);
+#endif
+  for (const auto& [name, io] : modes) {
+    SCOPED_TRACE(name);
+    try {
+      save_checkpoint(MPI_COMM_WORLD, path, big, meta, RowBlocks{{"W", big_block}, {"owner", big_block}}, io);
+      ADD_FAILURE() << "the save fit on rank " << rank;
+    } catch (const RuntimeFailure& e) {
+      const std::string what = e.what();
+      EXPECT_TRUE(distributed::is_agreed(e)) << what;
+      EXPECT_NE(what.find(path), std::string::npos) << what;
+      EXPECT_NE(what.find("No space left on device"), std::string::npos) << what;
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << "not a RuntimeFailure on rank " << rank << ": " << e.what();
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (rank == 0) {
+      EXPECT_EQ(kfactor::test::file_bytes(path), before);
+      EXPECT_EQ(kfactor::test::leftovers(full), std::vector<std::string>{});
+    }
+    // The previous checkpoint still loads, on every rank.
+    auto t = make_state(mine.first_row, mine_rows, false);
+    load_checkpoint(MPI_COMM_WORLD, path, t, meta, blocks);
+    expect_rows(t, mine.first_row);
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (rank == 0) {
+    mount.reset();
+    fs::remove_all(dir);
+  }
+}
+
+// The number of ranks is part of the recorded setup: a restart on as many
+// ranks names nothing, one on a single process names both rank counts.
+TEST(CheckpointMpi, ARestartOnAnotherRankCountIsNamed) {
+  const int rank = world_rank(), size = world_size();
+  const std::string dir = shared_dir();
+  auto meta = dist_meta();
+  meta.execution_space = Exec::name();
+  meta.concurrency = Exec().concurrency();
+  const RowBlock mine = distributed::balanced_row_block(m, size, rank);
+  const RowBlocks blocks{{"W", mine}, {"owner", mine}};
+  const auto rows = block_rows(distributed::balanced_row_block, m, size, rank);
+  auto s = make_state(mine.first_row, rows, true);
+  const std::string path = dir + "/setup.h5";
+  save_checkpoint(MPI_COMM_WORLD, path, s, meta, blocks);
+  auto t = make_state(mine.first_row, rows, false);
+  const auto same = load_checkpoint(MPI_COMM_WORLD, path, t, meta, blocks);
+  EXPECT_EQ(same.execution_space, meta.execution_space);
+  EXPECT_EQ(same.concurrency, meta.concurrency);
+  EXPECT_EQ(same.mpi_ranks, size);
+  EXPECT_EQ(same.setup_change, "");
+  auto whole = make_state(0, m, false);
+  const auto alone = load_checkpoint(path, whole, meta);
+  expect_rows(whole, 0);
+  const std::string threads = meta.execution_space + " x " + std::to_string(meta.concurrency);
+  if (size == 1)
+    EXPECT_EQ(alone.setup_change, "");
+  else
+    EXPECT_EQ(alone.setup_change, "checkpoint written with " + threads + " threads on " + std::to_string(size) +
+                                      " MPI ranks, resuming with " + threads +
+                                      " on 1 MPI rank: the continuation is not guaranteed to be bit-identical to "
+                                      "an uninterrupted run");
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (rank == 0) fs::remove_all(dir);
 }
 
 }  // namespace

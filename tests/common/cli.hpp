@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 
 #include <sys/wait.h>
@@ -46,6 +47,21 @@ inline std::string quote(const std::string& s) {
   std::string q = "'";
   for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
   return q + "'";
+}
+
+/// The text of an output file without its output-set stamp line (`% kfactor-set
+/// ...` among a Matrix Market file's comments, `# kfactor-set ...` first in a
+/// CSV), which carries a fresh set id per run: what two runs' outputs can be
+/// compared by. Throws (failing the test) when the file has no stamp.
+inline std::string without_stamp(const std::string& text) {
+  for (std::size_t b = 0; b < text.size();) {
+    const std::size_t e = text.find('\n', b);
+    const std::size_t next = e == std::string::npos ? text.size() : e + 1;
+    if (text[b] != '%' && text[b] != '#') break;  // past the leading comments
+    if (text.compare(b + 1, 13, " kfactor-set ") == 0) return text.substr(0, b) + text.substr(next);
+    b = next;
+  }
+  throw std::runtime_error("no kfactor-set stamp line in the output: " + text.substr(0, 80));
 }
 
 struct CliRun {

@@ -6,11 +6,13 @@ usage: cli_test.py KFACTOR MPIEXEC WORKDIR nmf|als
 nmf:
 - dense input: the factor files of a 2-rank run equal the single-rank ones
   within 1e-9 (relative); stdout under --json is exactly one JSON object
-  (rank 0 alone prints) and its history matches;
+  (rank 0 alone prints) and its history matches; so do those of a 1x2 grid
+  (--grid 1x2, reported as info grid), while a grid of other than 2 ranks,
+  a malformed one and --grid without --distributed exit 2;
 - sparse input: a checkpoint written by 2 ranks at iteration 4 restarts on 3
   ranks and without --distributed, and both end within 1e-9 of the
   uninterrupted single-rank run; --restart with another rank K is refused
-  on every rank (exit 3).
+  on every rank (exit 3, reported once).
 als:
 - the factor CSVs of a 3-rank run are byte-identical to the single-rank
   ones, metrics within 1e-12; a 2-rank checkpoint restarts on 3 ranks to
@@ -123,10 +125,29 @@ def nmf_checks():
             _, _, a = read_mm_array(os.path.join(WORK, f"sparse_{tag}_{fac}.mtx"))
             _, _, b = read_mm_array(os.path.join(WORK, f"sparse_1_{fac}.mtx"))
             check(rel(a, b) <= 1e-9, f"nmf sparse: restart {tag} {fac} differs by {rel(a, b)}")
-    # A checkpoint of another rank K is refused on every rank (exit 3).
+    # --grid: a 1x2 grid on 2 ranks equals one rank and says so; a grid of other than P ranks, a malformed grid
+    # and --grid without --distributed are usage errors (exit 2).
+    common = ["nmf", "--input", "dense.mtx", "--rank", "4", "--algorithm", "hals", "--json", "--seed", "5",
+              "--iters", "6"]
+    single = report(run(common + ["--output", "dense_g1"]))
+    grid = report(run(common + ["--output", "dense_g2", "--distributed", "--grid", "1x2"], np=2))
+    check(grid.get("info", {}).get("grid") == "1x2", "nmf: the report lacks grid 1x2")
+    for fac in ("W", "H"):
+        _, _, a = read_mm_array(os.path.join(WORK, f"dense_g2_{fac}.mtx"))
+        _, _, b = read_mm_array(os.path.join(WORK, f"dense_g1_{fac}.mtx"))
+        check(rel(a, b) <= 1e-9, f"nmf dense: grid 1x2 {fac} differs from single-rank by {rel(a, b)}")
+    auto = report(run(common + ["--distributed"], np=2))
+    check(auto.get("info", {}).get("grid") in ("1d", "2x1", "1x2"), "nmf: --grid auto reports no layout of 2 ranks")
+    run(common + ["--distributed", "--grid", "2x2"], np=2, expect=2)
+    run(common + ["--distributed", "--grid", "2by1"], np=2, expect=2)
+    run(common + ["--grid", "1x1"], expect=2)
+
+    # A checkpoint of another rank K is refused on every rank (exit 3), agreed:
+    # rank 0 reports it once.
     p = run(["nmf", "--input", "sparse.mtx", "--rank", "3", "--algorithm", "hals", "--seed", "5", "--iters", "8",
              "--distributed", "--restart", "ck.h5"], np=2, expect=3)
-    check(p.stderr.count("kfactor: error") == 2, "nmf: the refusal is not reported by both ranks")
+    check(p.stderr.count("kfactor: error: rank 0: ") == 1 and p.stderr.count("kfactor: error") == 1,
+          "nmf: the refusal is not reported once, naming rank 0")
 
 
 def factor_lines(path):

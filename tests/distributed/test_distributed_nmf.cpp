@@ -1,4 +1,4 @@
-// Distributed NMF under mpiexec (1..4 ranks): the iterates equal the
+// Distributed NMF in the 1D layout under mpiexec (1..4 ranks): the iterates equal the
 // single-rank solver's (bit for bit on one rank, on every backend: one rank
 // runs the single-process kernels; within the documented reduction-order
 // tolerance otherwise) for dense and CSR input and every
@@ -14,6 +14,7 @@
 #include <kfactor/io/checkpoint.hpp>
 #include <kfactor/nmf/nmf.hpp>
 #include "mpi_test_util.hpp"
+#include "nmf_test_util.hpp"
 
 #include <gtest/gtest.h>
 #include <mpi.h>
@@ -29,6 +30,8 @@
 
 namespace {
 using kfactor::test::first_ranks;
+using kfactor::test::planted;
+using kfactor::test::rel_diff;
 using kfactor::test::shared_dir;
 using kfactor::test::world_rank;
 using kfactor::test::world_size;
@@ -37,58 +40,12 @@ using namespace kfactor;
 namespace dn = kfactor::distributed::nmf;
 using Exec = Kokkos::DefaultExecutionSpace;
 using Mem = Exec::memory_space;
+// This file tests the 1D layout (test_distributed_nmf_grid.cpp the grids).
+const dn::Grid one_d{.one_d = true};
 
 // The distributed solver keeps the single-rank contract (core/solver.hpp).
 static_assert(Solver<Exec, dn::Problem<CsrMatrix<double, Mem>>, nmf::Options, dn::State<double, Mem>>);
 static_assert(Solver<Exec, dn::Problem<DenseMatrix<float, Mem>>, nmf::Options, dn::State<float, Mem>>);
-
-/// Planted non-negative V x D matrix of rank 5 plus noise (dense), or a
-/// sparse one with skewed row and column counts (CSR): rows i < V/8 are 6x
-/// denser, so nnz-balanced blocks differ from equal ones.
-template <class T>
-CooMatrix<T> planted(int V, int D, bool sparse, std::uint64_t seed) {
-  const CounterRng rng(seed, RngStream::user);
-  const int r = 5;
-  CooMatrix<T> c;
-  c.num_rows = V;
-  c.num_cols = D;
-  for (int i = 0; i < V; ++i)
-    for (int j = 0; j < D; ++j) {
-      const std::uint64_t key = std::uint64_t(i) * D + j;
-      if (sparse) {
-        const double keep = (i < V / 8 ? 0.9 : 0.15) * (j < D / 6 ? 1.0 : 0.6);
-        if (rng.uniform(3 * key) >= keep) continue;
-      }
-      double v = 0;
-      for (int k = 0; k < r; ++k) v += rng.uniform((1ull << 40) + i * r + k) * rng.uniform((2ull << 40) + k * D + j);
-      v += 0.05 * rng.uniform(3 * key + 1);
-      c.rows.push_back(i);
-      c.cols.push_back(j);
-      c.values.push_back(T(v));
-    }
-  return c;
-}
-
-template <class T>
-double max_abs(const DenseMatrix<T, Mem>& X) {
-  auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, X);
-  double m = 0;
-  for (std::size_t i = 0; i < h.extent(0); ++i)
-    for (std::size_t j = 0; j < h.extent(1); ++j) m = std::max(m, std::abs(double(h(i, j))));
-  return m;
-}
-
-/// max |X - Y| / max |Y| (inf on a shape mismatch); 0 means bitwise equal.
-template <class T>
-double rel_diff(const DenseMatrix<T, Mem>& X, const DenseMatrix<T, Mem>& Y) {
-  if (X.extent(0) != Y.extent(0) || X.extent(1) != Y.extent(1)) return INFINITY;
-  auto hx = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, X);
-  auto hy = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, Y);
-  double d = 0;
-  for (std::size_t i = 0; i < hx.extent(0); ++i)
-    for (std::size_t j = 0; j < hx.extent(1); ++j) d = std::max(d, std::abs(double(hx(i, j)) - double(hy(i, j))));
-  return d / max_abs(Y);
-}
 
 template <class T, class Matrix>
 void expect_same_iterates(const Matrix& A, nmf::Algorithm alg, double tol) {
@@ -100,7 +57,7 @@ void expect_same_iterates(const Matrix& A, nmf::Algorithm alg, double tol) {
   o.stop.max_iterations = 12;
   o.seed = 11;
   const auto ref = nmf::solve(exec, nmf::make_problem(exec, A), o);
-  const auto problem = dn::make_problem(exec, MPI_COMM_WORLD, A);
+  const auto problem = dn::make_problem(exec, MPI_COMM_WORLD, A, one_d);
   auto res = dn::solve(exec, problem, o);
   const auto W = dn::gather_W(exec, res.state);
   const auto Ht = dn::gather_Ht(exec, res.state);
@@ -156,7 +113,7 @@ TEST(DistributedNmf, FloatWithinItsTolerance) {
 TEST(DistributedNmf, PartitionIsNonEmptyAndBalanced) {
   const Exec exec;
   const auto A = to_csr(exec, planted<double>(64, 50, true, 2));
-  const auto b = dn::make_problem(exec, MPI_COMM_WORLD, A);
+  const auto b = dn::make_problem(exec, MPI_COMM_WORLD, A, one_d);
   const int P = world_size();
   ASSERT_EQ(b.row_bounds.size(), std::size_t(P) + 1);
   ASSERT_EQ(b.col_bounds.size(), std::size_t(P) + 1);
@@ -238,7 +195,7 @@ TEST(DistributedNmf, CheckpointOnTwoRanksRestartsOnThreeAndOnOne) {
   // Uninterrupted run (12 epochs) and a run stopped after 5 with a checkpoint, on `writers` ranks.
   DenseMatrix<double, Mem> W_full, Ht_full;
   if (MPI_Comm c = first_ranks(writers); c != MPI_COMM_NULL) {
-    const auto b = dn::make_problem(exec, c, A);
+    const auto b = dn::make_problem(exec, c, A, one_d);
     o.stop.max_iterations = 12;
     auto full = dn::solve(exec, b, o);
     W_full = dn::gather_W(exec, full.state);
@@ -254,7 +211,7 @@ TEST(DistributedNmf, CheckpointOnTwoRanksRestartsOnThreeAndOnOne) {
   MPI_Barrier(MPI_COMM_WORLD);
   // Restart on `readers` ranks, to 12 epochs.
   if (MPI_Comm c = first_ranks(readers); c != MPI_COMM_NULL) {
-    const auto b = dn::make_problem(exec, c, A);
+    const auto b = dn::make_problem(exec, c, A, one_d);
     o.stop.max_iterations = 12;
     auto s = dn::init(exec, b, o);
     const auto stored = load_checkpoint(c, path, s, meta, s.row_blocks());

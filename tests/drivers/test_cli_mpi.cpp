@@ -1,21 +1,24 @@
-// `kfactor sddmm --distributed` under `mpiexec -n P`, as a user runs it. Each
-// run is wrapped in `timeout`, so a hang shows as exit 124 instead of stalling
-// the suite; a small shell wrapper records every rank's own exit code.
+// `kfactor sddmm --distributed` under `mpiexec -n P`, as a user runs it
+// (common/mpi_run.hpp: each job under `timeout`, every rank's own exit code
+// recorded).
 //
 // - A malformed file (all ranks) and a malformed file seen by one rank only:
 //   every rank exits 3, and the message naming the file and line is printed
 //   once (rank 0 prints agreed errors).
 // - Ranks given different inputs: every rank exits 3, "ranks disagree".
 // - A failure only rank 0 sees (its --output cannot be written) while the
-//   others wait for it: the job ends (nonzero exit, MPI_Abort), no hang.
-// - Ranks whose command lines differ (--distributed or --checkpoint on one
-//   rank, other --checkpoint paths, another subcommand, another value):
-//   every rank exits 3 before any collective, naming the option once.
+//   others wait for it: the job ends with the error's exit code (MPI_Abort),
+//   one message naming rank 0, no hang.
+// - Ranks whose command lines differ (--distributed, --checkpoint or
+//   --restart on one rank, other --checkpoint paths, another subcommand,
+//   another integer or real value): every rank exits 3 before any
+//   collective, within 60 s, naming the option once; the same options in
+//   another order, or one given its default value, agree.
 // - P = 1..4 (a subset for the variants, and for the timed and equal column
 //   splits): the gathered product equals the single-rank command's output
 //   (bitwise with the reference kernel, to rounding with the tuned one), and
 //   the report's per-rank nonzeros add up to nnz.
-#include "common/cli.hpp"
+#include "common/mpi_run.hpp"
 
 #include <kfactor/config.hpp>
 #include <kfactor/io/read.hpp>
@@ -38,18 +41,15 @@
 #include <vector>
 
 namespace {
+using kfactor::test::count;
+using kfactor::test::kfactor_binary;
+using kfactor::test::mpi_run;
 using kfactor::test::quote;
 using kfactor::test::slurp;
 using kfactor::test::TempDir;
+using Run = kfactor::test::MpiRun;
 
-std::string kfactor_bin() { return std::string(KFACTOR_BINARY_DIR) + "/kfactor"; }
 std::string corpus(const std::string& name) { return std::string(KFACTOR_SOURCE_DIR) + "/tests/io/malformed/" + name; }
-
-struct Run {
-  int code = -1;                 ///< mpiexec's (timeout's) exit code; 124: it hung
-  std::map<int, int> rank_exit;  ///< rank -> kfactor's own exit code (ranks that ended normally)
-  std::string out, err;
-};
 
 constexpr int timeout_seconds = 120;
 
@@ -57,79 +57,19 @@ int status_code(int status) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
 }
 
-/// Names in the environment before main(), so before MPI_Init: whatever the
-/// user (or the machine) set for Open MPI, e.g. its launch agent, stays.
-const std::set<std::string> startup_environment = [] {
-  std::set<std::string> names;
-  for (char** e = environ; *e != nullptr; ++e) names.insert(std::string(*e).substr(0, std::string(*e).find('=')));
-  return names;
-}();
-
-/// This test program is itself an MPI process (a singleton), and Open MPI 4
-/// hands its singleton state to children in OMPI_/PMIX_ variables; an
-/// mpiexec started with them fails at once. `env -u` prefix that drops the
-/// MPI variables MPI_Init added.
-std::string without_singleton_environment() {
-  std::string prefix = "env";
-  for (char** e = environ; *e != nullptr; ++e) {
-    const std::string kv(*e);
-    const std::string name = kv.substr(0, kv.find('='));
-    const bool mpi = name.rfind("OMPI_", 0) == 0 || name.rfind("PMIX_", 0) == 0 || name.rfind("OPAL_", 0) == 0 ||
-                     name.rfind("ORTE_", 0) == 0 || name.rfind("PMI_", 0) == 0;
-    if (mpi && startup_environment.count(name) == 0) prefix += " -u " + quote(name);
-  }
-  return prefix + " ";
-}
-
-/// Runs `kfactor ARGS` on P ranks; rank `odd_rank` gets `odd_input` as
-/// --input instead of `input` (odd_rank < 0: none).
+/// Runs `kfactor sddmm --distributed --input INPUT ARGS` on P ranks; rank
+/// `odd_rank` gets `odd_input` as --input instead (odd_rank < 0: none).
 Run mpirun(const TempDir& dir, int P, const std::string& input, const std::string& args, int odd_rank = -1,
            const std::string& odd_input = {}) {
-  static int serial = 0;
-  const std::string tag = std::to_string(serial++);
-  const std::string out = dir.file("out" + tag), err = dir.file("err" + tag), codes = dir.file("codes" + tag);
-  // $OMPI_COMM_WORLD_RANK is Open MPI's; PMI_RANK / PMIX_RANK cover others.
-  const std::string wrapper =
-      "r=${OMPI_COMM_WORLD_RANK:-${PMIX_RANK:-${PMI_RANK:-0}}}; in=\"$2\"; [ \"$r\" = \"$3\" ] && in=\"$4\"; "
-      "\"$1\" sddmm --distributed --input \"$in\" $5; c=$?; echo \"$r $c\" >>\"$6\"; exit $c";
-  const std::string cmd = "timeout -k 10 " + std::to_string(timeout_seconds) + " " + without_singleton_environment() +
-                          quote(KFACTOR_MPIEXEC) + " " + KFACTOR_MPIEXEC_NUMPROC_FLAG + " " + std::to_string(P) +
-                          " --oversubscribe sh -c " + quote(wrapper) + " sh " + quote(kfactor_bin()) + " " +
-                          quote(input) + " " + std::to_string(odd_rank) + " " +
-                          quote(odd_input.empty() ? input : odd_input) + " " + quote(args) + " " + quote(codes) + " >" +
-                          quote(out) + " 2>" + quote(err);
-  Run r;
-  r.code = status_code(std::system(cmd.c_str()));
-  r.out = slurp(out);
-  r.err = slurp(err);
-  std::istringstream c(slurp(codes));
-  int rank = 0, code = 0;
-  while (c >> rank >> code) r.rank_exit[rank] = code;
-  return r;
+  const std::string line = "sddmm --distributed --input " + quote(input) + " " + args;
+  const std::string odd = "sddmm --distributed --input " + quote(odd_input.empty() ? input : odd_input) + " " + args;
+  return mpi_run(dir, P, kfactor_binary(), line, odd_rank, odd, {}, timeout_seconds);
 }
 
 /// Runs `kfactor ARGS` on P ranks, where rank `odd_rank` runs `kfactor
 /// ODD_ARGS` instead (both already shell-quoted where needed).
 Run mpirun_lines(const TempDir& dir, int P, const std::string& args, int odd_rank, const std::string& odd_args) {
-  static int serial = 0;
-  const std::string tag = "l" + std::to_string(serial++);
-  const std::string out = dir.file("out" + tag), err = dir.file("err" + tag), codes = dir.file("codes" + tag);
-  const std::string wrapper =
-      "r=${OMPI_COMM_WORLD_RANK:-${PMIX_RANK:-${PMI_RANK:-0}}}; a=\"$2\"; [ \"$r\" = \"$3\" ] && a=\"$4\"; "
-      "eval \"\\\"$1\\\" $a\"; c=$?; echo \"$r $c\" >>\"$5\"; exit $c";
-  const std::string cmd = "timeout -k 10 " + std::to_string(timeout_seconds) + " " + without_singleton_environment() +
-                          quote(KFACTOR_MPIEXEC) + " " + KFACTOR_MPIEXEC_NUMPROC_FLAG + " " + std::to_string(P) +
-                          " --oversubscribe sh -c " + quote(wrapper) + " sh " + quote(kfactor_bin()) + " " +
-                          quote(args) + " " + std::to_string(odd_rank) + " " + quote(odd_args) + " " + quote(codes) +
-                          " >" + quote(out) + " 2>" + quote(err);
-  Run r;
-  r.code = status_code(std::system(cmd.c_str()));
-  r.out = slurp(out);
-  r.err = slurp(err);
-  std::istringstream c(slurp(codes));
-  int rank = 0, code = 0;
-  while (c >> rank >> code) r.rank_exit[rank] = code;
-  return r;
+  return mpi_run(dir, P, kfactor_binary(), args, odd_rank, odd_args, {}, timeout_seconds);
 }
 
 /// The single-rank command (no mpiexec).
@@ -137,19 +77,13 @@ Run single(const TempDir& dir, const std::string& args) {
   static int serial = 0;
   const std::string tag = std::to_string(serial++);
   const std::string out = dir.file("sout" + tag), err = dir.file("serr" + tag);
-  const std::string cmd = "timeout " + std::to_string(timeout_seconds) + " " + quote(kfactor_bin()) + " sddmm " + args +
-                          " >" + quote(out) + " 2>" + quote(err);
+  const std::string cmd = "timeout " + std::to_string(timeout_seconds) + " " + quote(kfactor_binary()) + " sddmm " +
+                          args + " >" + quote(out) + " 2>" + quote(err);
   Run r;
   r.code = status_code(std::system(cmd.c_str()));
   r.out = slurp(out);
   r.err = slurp(err);
   return r;
-}
-
-std::size_t count(const std::string& hay, const std::string& needle) {
-  std::size_t n = 0;
-  for (auto p = hay.find(needle); p != std::string::npos; p = hay.find(needle, p + 1)) ++n;
-  return n;
 }
 
 /// Every rank that got to record its exit code exited with `code`, and so
@@ -211,24 +145,31 @@ TEST_P(CliMpi, MismatchedInputsAreDetected) {
 TEST_P(CliMpi, OneRankFailureEndsTheJob) {
   const int P = GetParam();
   TempDir dir;
-  // Rank 0 alone writes --output; a path under a regular file cannot be
+  // Rank 0 alone writes --output; a file in a missing folder passes the
+  // targets' check before the run (no file there yet) but cannot be
   // created, so rank 0 fails while the other ranks wait in a collective.
-  const std::string blocker = dir.file("not_a_dir");
-  std::ofstream(blocker) << "x";
-  const auto r = mpirun(dir, P, corpus("mm_ok_crlf.mtx"), "--reps 1 -k 4 --output " + blocker + "/p.mtx");
+  const std::string missing = dir.file("no_such_folder") + "/p.mtx";
+  const auto r = mpirun(dir, P, corpus("mm_ok_crlf.mtx"), "--reps 1 -k 4 --output " + missing);
   EXPECT_NE(r.code, 124) << "timed out (hang)\n" << r.err;
-  EXPECT_NE(r.code, 0) << r.err;
-  EXPECT_NE(r.err.find("kfactor: error: "), std::string::npos) << r.err;
-  EXPECT_NE(r.err.find(blocker + "/p.mtx"), std::string::npos) << r.err;
+  // MPI_Abort with the error's exit code, which mpiexec returns; one message, naming the rank.
+  EXPECT_EQ(r.code, 4) << r.err;
+  EXPECT_EQ(count(r.err, "kfactor: error: rank 0: "), 1u) << r.err;
+  EXPECT_EQ(count(r.err, "kfactor: error:"), 1u) << r.err;
+  EXPECT_NE(r.err.find(missing), std::string::npos) << r.err;
 }
 
 INSTANTIATE_TEST_SUITE_P(Ranks, CliMpi, ::testing::Values(2, 3));
 
 // Ranks whose command lines differ in what decides the collectives end with
-// exit 3 before the first collective, the message naming the option and
-// both values once; node-local copies of the input (other paths, same
-// content) are not a disagreement.
+// exit 3 before the first collective, within a time bound, the message
+// naming the option and both values once: one option kind each (a flag on
+// one rank, a file option on one rank, other file paths, another
+// subcommand, another integer, another real number). Node-local copies of
+// the input (other paths, same content), options in another order and an
+// option given its default value are not a disagreement.
 class CliMpiAgree : public ::testing::TestWithParam<int> {};
+
+constexpr double agreement_time_bound_seconds = 60;
 
 struct Disagreement {
   std::string odd_args, message;
@@ -251,14 +192,20 @@ TEST_P(CliMpiAgree, DifferingCommandLinesExit3NamingTheOption) {
        {nmf + " --checkpoint " + quote(other),
         "ranks disagree on --checkpoint: rank 0 has '" + ck + "', " + odd_rank + " has '" + other + "'"}},
       {nmf, {"info --input " + in, "ranks disagree on the subcommand: rank 0 has 'nmf', " + odd_rank + " has 'info'"}},
+      {nmf + " --distributed --restart " + quote(ck),
+       {nmf + " --distributed", "ranks disagree on --restart: rank 0 has '" + ck + "', " + odd_rank + " has none"}},
       {base,
        {"sddmm --distributed --reps 1 --rank 5 --input " + in,
         "ranks disagree on --rank: rank 0 has '4', " + odd_rank + " has '5'"}},
+      {nmf + " --distributed --tol 1e-4",
+       {nmf + " --distributed --tol 0.001",
+        "ranks disagree on --tol: rank 0 has '1e-4', " + odd_rank + " has '0.001'"}},
   };
   for (const auto& [args, d] : cases) {
     SCOPED_TRACE(args + " | rank " + std::to_string(odd) + ": " + d.odd_args);
     const auto r = mpirun_lines(dir, P, args, odd, d.odd_args);
     expect_all_ranks_exit(r, P, 3);
+    EXPECT_LT(r.seconds, agreement_time_bound_seconds) << r.err;
     EXPECT_EQ(count(r.err, "kfactor: error:"), 1u) << r.err;
     EXPECT_EQ(count(r.err, d.message), 1u) << r.err;
     EXPECT_EQ(r.out, "");
@@ -274,6 +221,22 @@ TEST_P(CliMpiAgree, NodeLocalInputCopiesAgree) {
   const auto r = mpirun_lines(dir, P, args + quote(corpus("mm_ok_crlf.mtx")), P - 1, args + quote(copy));
   expect_all_ranks_exit(r, P, 0);
   EXPECT_EQ(nlohmann::json::parse(r.out).value("command", ""), "sddmm") << r.out;
+}
+
+TEST_P(CliMpiAgree, EquivalentCommandLinesAgree) {
+  const int P = GetParam();
+  TempDir dir;
+  const std::string in = quote(corpus("mm_ok_crlf.mtx"));
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"info --json --format mm --input " + in, "info --input " + in + " --format mm --json"},
+      {"info --json --input " + in, "info --json --format auto --input " + in},
+  };
+  for (const auto& [args, odd_args] : cases) {
+    SCOPED_TRACE(args + " | rank " + std::to_string(P - 1) + ": " + odd_args);
+    const auto r = mpirun_lines(dir, P, args, P - 1, odd_args);
+    expect_all_ranks_exit(r, P, 0);
+    EXPECT_EQ(count(r.err, "kfactor: error:"), 0u) << r.err;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Ranks, CliMpiAgree, ::testing::Values(2, 3, 4));

@@ -160,8 +160,9 @@ TEST(ReportSchema, CheckpointInfo) {
   ASSERT_EQ(r.code, 0) << r.err;
   const json j = run_json("checkpoint-info " + quote(ck));
   for (const char* s : {"solver", "precision", "backend"}) EXPECT_TRUE(j.contains(s) && j[s].is_string()) << s;
-  for (const char* i : {"format_version", "rank", "iteration", "mpi_ranks"})
+  for (const char* i : {"format_version", "rank", "iteration", "mpi_ranks", "concurrency"})
     EXPECT_TRUE(j.contains(i) && j[i].is_number_integer()) << i;
+  EXPECT_TRUE(j.contains("execution_space") && j["execution_space"].is_string());
   EXPECT_EQ(j.value("solver", ""), "nmf");
   EXPECT_EQ(j.value("iteration", -1), 2);
   EXPECT_TRUE(j.contains("options") && j["options"].is_object());

@@ -1,11 +1,21 @@
 // Hostile input, one sweep per class of attack rather than one example each:
 // factor files mutated line by line, non-regular files (directory, FIFO,
 // device node) that must fail fast, header claims priced against memory,
-// numbers in messages, edge-list count lines, CR-only line ends in every
-// format, format detection, and bad values at every line of every format.
+// numbers in messages (of the readers and of every solver's option checks),
+// edge-list count lines, CR-only line ends in every format, format
+// detection, bad values at every line of every format, and held-out entries
+// with unknown ids named by their line.
+#include <kfactor/als/als.hpp>
+#include <kfactor/bmf/bmf.hpp>
+#include <kfactor/core/metrics.hpp>
 #include <kfactor/io/factor_file.hpp>
+#include <kfactor/io/ratings.hpp>
 #include <kfactor/io/read.hpp>
 #include <kfactor/io/write.hpp>
+#include <kfactor/mnmf/knn_graph.hpp>
+#include <kfactor/mnmf/mnmf.hpp>
+#include <kfactor/nmf/nmf.hpp>
+#include <kfactor/sddmm/options.hpp>
 
 #include "common/test_spaces.hpp"
 #include "io_test_util.hpp"
@@ -13,6 +23,7 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <future>
 #include <map>
@@ -20,6 +31,7 @@
 #include <random>
 #include <regex>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <fcntl.h>
@@ -333,6 +345,91 @@ TEST(Hostile, NumbersInMessagesAreShort) {
 
 // ---- 4. edge lists: count lines and line ends ------------------------------------------------
 
+TEST(Hostile, OptionMessagesPrintNumbersShort) {
+  // Every solver family's option check, given values far outside its
+  // ranges: a UsageError naming the field, the range and the value in a
+  // short form (std::to_string(1e300) would print 301 digits).
+  const std::regex long_number("[0-9]{25,}");
+  const double huge = 1e300, nan = std::nan("");
+  const std::vector<std::tuple<std::string, std::string, std::function<void()>>> cases = {
+      {"als lambda", "lambda",
+       [&] {
+         als::Options o;
+         o.lambda = huge;
+         o.validate();
+       }},
+      {"als lambda nan", "lambda",
+       [&] {
+         als::Options o;
+         o.lambda = nan;
+         o.validate();
+       }},
+      {"als tolerance", "stop.tolerance",
+       [&] {
+         als::Options o;
+         o.stop.tolerance = -huge;
+         o.validate();
+       }},
+      {"nmf epsilon", "epsilon",
+       [&] {
+         nmf::Options o;
+         o.epsilon = huge;
+         o.validate();
+       }},
+      {"nmf target", "stop.target",
+       [&] {
+         nmf::Options o;
+         o.stop.target = -huge;
+         o.validate();
+       }},
+      {"bmf temperature", "temperature",
+       [&] {
+         bmf::Options o;
+         o.temperature = huge;
+         o.validate();
+       }},
+      {"mnmf lambda_w", "lambda_w",
+       [&] {
+         mnmf::Options o;
+         o.lambda_w = huge;
+         o.validate();
+       }},
+      {"mnmf init_high", "init_high",
+       [&] {
+         mnmf::Options o;
+         o.init_high = huge;
+         o.validate();
+       }},
+      {"knn sigma", "sigma",
+       [&] {
+         mnmf::GraphOptions g;
+         g.sigma = -huge;
+         g.validate();
+       }},
+      {"sddmm hot cache", "hot_cache_fraction",
+       [&] {
+         SddmmOptions o;
+         o.hot_cache_fraction = huge;
+         o.validate();
+       }},
+      {"split fraction", "test fraction", [&] { (void)split_train_test(CooMatrix<double>{}, huge, 1); }},
+  };
+  for (const auto& [what, field, f] : cases) {
+    SCOPED_TRACE(what);
+    try {
+      f();
+      ADD_FAILURE() << "accepted";
+    } catch (const UsageError& e) {
+      const std::string m = e.what();
+      EXPECT_FALSE(std::regex_search(m, long_number)) << m;
+      EXPECT_LT(m.size(), 200u) << m;
+      EXPECT_NE(m.find(field), std::string::npos) << m;
+      EXPECT_NE(m.find("must be"), std::string::npos) << m;  // the range
+      EXPECT_TRUE(m.find("1e+300") != std::string::npos || m.find("nan") != std::string::npos) << m;
+    }
+  }
+}
+
 TEST(Hostile, EdgeCountLineMustBeEdgesOrNodes) {
   std::mt19937_64 rng(41);
   for (int trial = 0; trial < 20; ++trial) {
@@ -531,6 +628,41 @@ TEST(Hostile, BadValuesNameTheirLineInEveryFormat) {
                          "negative value -0.25");
     }
   }
+}
+
+// ---- 7. held-out entries with unknown ids: named by their line ------------------------------
+
+TEST(Hostile, UnknownHeldOutIdsNameTheirLine) {
+  // A held-out file whose one entry of an unknown user or item sits at each
+  // line in turn, in each ratings spelling (the entries are sorted, so the
+  // line must come from the file, not from the entry's place).
+  TempDir dir("heldout");
+  const auto training = parse_ratings<double>("u,i,r\n1,10,4\n2,10,3\n2,30,1\n3,20,5\n", "train.csv");
+  std::mt19937_64 rng(71);
+  for (const std::string sep : {",", "::", "\t"}) {
+    const std::vector<std::string> known = {"3" + sep + "20" + sep + "2", "1" + sep + "10" + sep + "5",
+                                            "2" + sep + "30" + sep + "4"};
+    for (std::size_t at = 0; at <= known.size(); ++at)
+      for (const std::string unknown : {"9" + sep + "10" + sep + "1", "1" + sep + "99" + sep + "1"}) {
+        std::vector<std::string> lines = known;
+        lines.insert(lines.begin() + static_cast<std::ptrdiff_t>(at), unknown);
+        const bool header = rng() % 2 == 0;
+        if (header) lines.insert(lines.begin(), "user" + sep + "item" + sep + "rating");
+        const std::string path = dir.file("heldout.txt");
+        std::ofstream(path) << join_lines(lines);
+        const auto held = read_ratings<double>(path);
+        const auto line = static_cast<std::int64_t>(at + 1 + (header ? 1 : 0));
+        SCOPED_TRACE("separator '" + sep + "', unknown entry at line " + std::to_string(line));
+        EXPECT_EQ(rating_line(read_file(path), unknown[0] == '9' ? 9 : 1, unknown[0] == '9' ? 10 : 99), line);
+        expect_input_error([&] { (void)reindex_ratings(held, training, UnknownIds::reject, path); }, path, line,
+                           "is not in the training ratings");
+        EXPECT_EQ(reindex_ratings(held, training, UnknownIds::drop, path).dropped, 1u);
+      }
+  }
+  // Held-out data that is no file: the entry alone, by its place.
+  const auto held = parse_ratings<double>("1,10,1\n7,10,1\n", "memory");
+  expect_input_error([&] { (void)reindex_ratings(held, training, UnknownIds::reject, "memory"); }, "memory", 0,
+                     "entry 2 (user 7, item 10)");
 }
 
 }  // namespace

@@ -16,9 +16,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <sstream>
 
 namespace {
@@ -285,15 +287,147 @@ TEST(SafeWrite, OutputSetsTieTheFilesOfOneRun) {
   const io::OutputSet other({}, {"W", "H"});
   EXPECT_NE(other.id(), run.id());
   io::write_factor(dir.file("H2.mtx"), H, {}, {}, other["H"]);
+  io::write_factor(dir.file("W2.mtx"), W, {}, {}, other["W"]);
   test::expect_input_error([&] { io::verify_output_set({dir.file("W.mtx"), dir.file("H2.mtx")}); }, dir.file("H2.mtx"),
                            0, "belongs to output set " + other.id());
   test::expect_input_error([&] { io::verify_output_set({dir.file("W.mtx")}); }, dir.file("W.mtx"), 0,
                            "misses its member 'H'");
+  // Some members of one set: fine when that is what the reader expects.
+  EXPECT_EQ(io::verify_output_set({dir.file("W.mtx")}, io::SetMembers::some), run.id());
+  test::expect_input_error(
+      [&] { io::verify_output_set({dir.file("W.mtx"), dir.file("H2.mtx")}, io::SetMembers::some); }, dir.file("H2.mtx"),
+      0, "belongs to output set " + other.id());
+  test::expect_input_error([&] { io::verify_output_set({dir.file("W.mtx"), dir.file("W.mtx")}, io::SetMembers::some); },
+                           dir.file("W.mtx"), 0, "twice");
   io::write_factor(dir.file("plain.mtx"), H);
   test::expect_input_error([&] { io::verify_output_set({dir.file("W.mtx"), dir.file("plain.mtx")}); },
                            dir.file("plain.mtx"), 0, "no kfactor-set stamp");
   EXPECT_THROW((void)run["X"], UsageError);
   EXPECT_THROW(io::OutputSet({}, {"W", "W"}), UsageError);
+}
+
+// The members of a set are published together: none is in place until the
+// last is written, and a set that fails or is abandoned before that leaves
+// none of its new files, the old ones as they were, and no temporary.
+TEST(SafeWrite, OutputSetMembersArePublishedTogether) {
+  TempDir dir;
+  DenseMatrix<double, Kokkos::HostSpace> W("W", 6, 3), H("H", 5, 3);
+  const CounterRng rng(11, RngStream::user);
+  for (int i = 0; i < 6; ++i)
+    for (int k = 0; k < 3; ++k) W(i, k) = rng.uniform(std::uint64_t(i * 3 + k));
+  for (int i = 0; i < 5; ++i)
+    for (int k = 0; k < 3; ++k) H(i, k) = rng.uniform(std::uint64_t(100 + i * 3 + k));
+  const std::string w = dir.file("run_W.mtx"), h = dir.file("run_H.csv");
+  {
+    const io::OutputSet set({}, {"W", "H"});
+    io::write_factor(w, W, {}, {}, set["W"]);
+    EXPECT_FALSE(std::filesystem::exists(w)) << "published before its set is complete";
+    EXPECT_EQ(test::leftovers(dir.path).size(), 1u);  // W's finished temporary
+    io::write_factor(h, H, {}, {}, set["H"]);
+    EXPECT_TRUE(std::filesystem::exists(w));
+    EXPECT_TRUE(std::filesystem::exists(h));
+    EXPECT_TRUE(test::leftovers(dir.path).empty());
+    EXPECT_EQ(io::verify_output_set({w, h}), set.id());
+  }
+  const auto before = test::snapshot(dir.path);
+  {
+    // Abandoned after W: the old W stays, the new one is removed.
+    const io::OutputSet set({}, {"W", "H"});
+    io::write_factor(w, H, {}, {}, set["W"]);
+  }
+  EXPECT_EQ(test::snapshot(dir.path), before);
+  {
+    // Two members aimed at one file (another spelling): refused before it is written.
+    const io::OutputSet set({}, {"W", "H"});
+    io::write_factor(w, W, {}, {}, set["W"]);
+    EXPECT_THROW(io::write_factor((dir.path / "." / "run_W.mtx").string(), H, {}, {}, set["H"]), UsageError);
+    EXPECT_THROW(io::write_factor(dir.file("other.mtx"), H, {}, {}, set["W"]), UsageError);  // W again
+  }
+  EXPECT_EQ(test::snapshot(dir.path), before);
+
+  // A full disk while writing the last member: nothing of the new set.
+  std::filesystem::create_directory(dir.file("full"));
+  const std::string full = dir.file("full");
+  test::ScopedTmpfs mount(full, "size=64k");
+  const std::string fw = full + "/run_W.mtx", fh = full + "/run_H.mtx";
+  {
+    const io::OutputSet set({}, {"W", "H"});
+    io::write_factor(fw, W, {}, {}, set["W"]);
+    io::write_factor(fh, H, {}, {}, set["H"]);
+  }
+  const auto full_before = test::snapshot(full);
+  DenseMatrix<double, Kokkos::HostSpace> big("big", 20000, 4);  // about 1.5 MB of text
+  for (int i = 0; i < 20000; ++i)
+    for (int k = 0; k < 4; ++k) big(i, k) = rng.uniform(std::uint64_t(1000 + i * 4 + k));
+  {
+    std::unique_ptr<test::FileSizeLimit> limit;
+    if (!mount.ok()) {
+      std::printf("[ note ] no tmpfs: full disk simulated with RLIMIT_FSIZE\n");
+      limit = std::make_unique<test::FileSizeLimit>(64 * 1024);
+    }
+    const io::OutputSet set({}, {"W", "H"});
+    io::write_factor(fw, W, {}, {}, set["W"]);
+    test::expect_error<RuntimeFailure>([&] { io::write_factor(fh, big, {}, {}, set["H"]); }, fh, "full disk");
+  }
+  EXPECT_EQ(test::snapshot(full), full_before);
+  EXPECT_TRUE(test::leftovers(full).empty());
+}
+
+// check_run_files: every target of a run against its inputs, the restart
+// checkpoint and each other, before anything is written.
+TEST(SafeWrite, CheckRunFilesRefusesInputsAndSharedTargets) {
+  TempDir dir;
+  for (const char* name : {"in.mtx", "test.csv", "ck.h5"}) std::ofstream(dir.file(name)) << name;
+  std::filesystem::create_hard_link(dir.file("in.mtx"), dir.file("hard.mtx"));
+  std::filesystem::create_symlink("in.mtx", dir.file("soft.mtx"));
+  const auto before = test::snapshot(dir.path);
+  const auto refused = [&](const io::RunFiles& f, const std::string& a, const std::string& b) {
+    try {
+      io::check_run_files(f);
+      ADD_FAILURE() << "not refused: " << a << " / " << b;
+    } catch (const UsageError& e) {
+      const std::string what = e.what();
+      EXPECT_NE(what.find(a), std::string::npos) << what;
+      EXPECT_NE(what.find(b), std::string::npos) << what;
+    }
+  };
+  const std::vector<std::string> inputs{dir.file("in.mtx"), dir.file("test.csv")};
+  io::RunFiles ok;
+  ok.inputs = inputs;
+  ok.outputs = {dir.file("out_W.mtx"), dir.file("out_H.mtx")};
+  ok.checkpoint = ok.restart = dir.file("ck.h5");  // a run continues its own checkpoint
+  ok.appended = {dir.file("cache.txt")};
+  EXPECT_NO_THROW(io::check_run_files(ok));
+
+  for (const char* out : {"in.mtx", "hard.mtx", "soft.mtx", "test.csv"}) {
+    SCOPED_TRACE(out);
+    io::RunFiles f = ok;
+    f.outputs[1] = dir.file(out);
+    refused(f, dir.file(out), "is the input file");
+    f = ok;
+    f.checkpoint = dir.file(out);
+    refused(f, dir.file(out), "is the input file");
+    f = ok;
+    f.appended = {dir.file(out)};
+    refused(f, dir.file(out), "is the input file");
+  }
+  io::RunFiles f = ok;
+  f.outputs[0] = dir.file("ck.h5");  // the restart checkpoint
+  refused(f, dir.file("ck.h5"), "is the input file");
+  f = ok;
+  f.restart.clear();
+  f.outputs[0] = dir.file("ck.h5");  // the checkpoint it is about to write
+  refused(f, dir.file("ck.h5"), "written twice");
+  f = ok;
+  f.outputs[1] = (dir.path / "." / "out_W.mtx").string();  // not yet there, two spellings
+  refused(f, (dir.path / "." / "out_W.mtx").string(), "written twice");
+  f = ok;
+  f.outputs[1] = dir.file("cache.txt");  // not there yet: the run would create it, then replace it
+  refused(f, dir.file("cache.txt"), "written twice");
+  std::ofstream(dir.file("cache.txt")) << "cache";
+  refused(f, dir.file("cache.txt"), "is the input file");
+  std::filesystem::remove(dir.file("cache.txt"));
+  EXPECT_EQ(test::snapshot(dir.path), before);
 }
 
 }  // namespace

@@ -65,6 +65,7 @@
 #include <kfactor/core/matrix.hpp>
 #include <kfactor/core/metrics.hpp>
 #include <kfactor/core/random.hpp>
+#include <kfactor/core/range.hpp>
 #include <kfactor/core/report.hpp>
 #include <kfactor/core/solver.hpp>
 #include <kfactor/core/spaces.hpp>
@@ -110,42 +111,47 @@ inline Layout parse_layout(const std::string& s) {
   throw UsageError("ALS layout must be auto, bals or csr, got '" + s + "'");
 }
 
+/// Solver options. Every numeric field has a Range beside it, checked by
+/// validate() (UsageError naming the field and its range).
 struct Options {
-  int rank = 10;        ///< f, in 1..1024 (and <= min(users, items), checked by init)
+  static constexpr std::int64_t max32 = std::numeric_limits<std::int32_t>::max();
+  static constexpr Range<int> rank_range{.lo = 1, .hi = 1024};
+  static constexpr Range<double> lambda_range{.lo = 0.0, .hi = 1e6, .lo_open = true};
+  static constexpr Range<int> xb_range{.lo = 0, .hi = 64, .note = "0: autotune"};
+  static constexpr Range<int> yb_range{.lo = 0, .hi = 65536, .note = "0: autotune"};
+  static constexpr Range<std::int64_t> batch_rows_range{.lo = 0, .hi = max32, .note = "0: from max_batch_bytes"};
+  static constexpr Range<std::size_t> max_batch_bytes_range{
+      .lo = 0, .hi = std::size_t(1) << 40, .note = "0: per space"};
+  static constexpr Range<std::int64_t> autotune_sample_nnz_range{.lo = 0, .hi = max32, .note = "0: per space"};
+
+  int rank = 10;        ///< f, in rank_range (and <= min(users, items), checked by init)
   StopRule stop{10};    ///< primary metric: test_rmse, else given_test_rmse, else train_rmse
-  double lambda = 0.1;  ///< regularization, in (0, 1e6]
+  double lambda = 0.1;  ///< regularization, in lambda_range
   LambdaWeighting weighting = LambdaWeighting::nnz;
   Layout layout = Layout::automatic;
   bool reorder = false;         ///< visit rows/columns by descending count
-  int xb = 0, yb = 0;           ///< BALS tile (xb in 0..64, yb in 0..65536); 0, 0: autotune each half-step
-  std::int64_t batch_rows = 0;  ///< rows per batch of normal equations, in 0..2^31-1; 0: from max_batch_bytes
-  /// Bytes of normal equations per batch, at most 2^40; 0: 1 GiB on devices,
-  /// 32 MiB on hosts (a batch that stays in cache).
+  int xb = 0, yb = 0;           ///< BALS tile (xb_range, yb_range); 0, 0: autotune each half-step
+  std::int64_t batch_rows = 0;  ///< rows per batch of normal equations, in batch_rows_range
+  /// Bytes of normal equations per batch, in max_batch_bytes_range; 0: 1 GiB
+  /// on devices, 32 MiB on hosts (a batch that stays in cache).
   std::size_t max_batch_bytes = 0;
   std::uint64_t seed = 42;  ///< initial Y
   /// Largest sample (nonzeros) the autotuner times per candidate, in
-  /// 0..2^31-1; 0: a default per space.
+  /// autotune_sample_nnz_range; 0: a default per space.
   std::int64_t autotune_sample_nnz = 0;
 
   /// Throws UsageError naming the option and its allowed range.
   void validate() const {
     stop.validate();
-    if (rank < 1 || rank > 1024) throw UsageError("ALS rank must be in 1..1024, got " + std::to_string(rank));
-    if (!(lambda > 0.0) || !(lambda <= 1e6))
-      throw UsageError("ALS lambda must be in (0, 1e6], got " + std::to_string(lambda));
-    if (xb < 0 || xb > 64) throw UsageError("ALS xb must be in 0..64 (0: autotune), got " + std::to_string(xb));
-    if (yb < 0 || yb > 65536) throw UsageError("ALS yb must be in 0..65536 (0: autotune), got " + std::to_string(yb));
+    check_range("ALS", "rank", rank, rank_range);
+    check_range("ALS", "lambda", lambda, lambda_range);
+    check_range("ALS", "xb", xb, xb_range);
+    check_range("ALS", "yb", yb, yb_range);
     if ((xb == 0) != (yb == 0)) throw UsageError("ALS xb and yb: give both, or neither (autotune)");
     if ((xb > 0) && layout == Layout::csr) throw UsageError("ALS xb and yb are BALS tiles: not with layout csr");
-    constexpr std::int64_t max32 = std::numeric_limits<std::int32_t>::max();
-    if (batch_rows < 0 || batch_rows > max32)
-      throw UsageError("ALS batch_rows must be in 0..2^31-1 (0: from max_batch_bytes), got " +
-                       std::to_string(batch_rows));
-    if (max_batch_bytes > (std::size_t(1) << 40))
-      throw UsageError("ALS max_batch_bytes must be in 0..2^40 (0: per space), got " + std::to_string(max_batch_bytes));
-    if (autotune_sample_nnz < 0 || autotune_sample_nnz > max32)
-      throw UsageError("ALS autotune_sample_nnz must be in 0..2^31-1 (0: per space), got " +
-                       std::to_string(autotune_sample_nnz));
+    check_range("ALS", "batch_rows", batch_rows, batch_rows_range);
+    check_range("ALS", "max_batch_bytes", max_batch_bytes, max_batch_bytes_range);
+    check_range("ALS", "autotune_sample_nnz", autotune_sample_nnz, autotune_sample_nnz_range);
   }
 
   /// The options that decide the iterates (checkpoints compare them). The
@@ -180,8 +186,7 @@ template <class ExecutionSpace, class T>
 Problem<T, typename ExecutionSpace::memory_space> make_problem(const ExecutionSpace& exec, const CooMatrix<T>& all,
                                                                double test_fraction, std::uint64_t split_seed,
                                                                const CooMatrix<T>* given_test = nullptr) {
-  if (!(test_fraction >= 0.0 && test_fraction < 1.0))
-    throw UsageError("ALS test fraction must be in [0, 1), got " + std::to_string(test_fraction));
+  check_range("ALS", "test fraction", test_fraction, test_fraction_range);
   if (all.values.empty()) throw InputError("ALS: no ratings");
   bool any_nonzero = false;
   for (std::size_t e = 0; e < all.values.size(); ++e) {

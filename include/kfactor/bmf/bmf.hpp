@@ -49,13 +49,16 @@
 /// value; the text's intended 1/4 and the buggy `& 11` mask are not
 /// reproduced: bits flip independently); 64-bit error counts; a counter-based
 /// RNG instead of KISS with a time seed; with Metropolis the best factors seen
-/// are returned (keep_best).
+/// are returned (keep_best), while the State keeps the current iterate, so
+/// that a restart from any checkpoint, the final one included, continues
+/// exactly as an uninterrupted run.
 
 #include <kfactor/bmf/detail/phase.hpp>
 #include <kfactor/core/contract.hpp>
 #include <kfactor/core/error.hpp>
 #include <kfactor/core/matrix.hpp>
 #include <kfactor/core/random.hpp>
+#include <kfactor/core/range.hpp>
 #include <kfactor/core/report.hpp>
 #include <kfactor/core/solver.hpp>
 #include <kfactor/core/spaces.hpp>
@@ -120,18 +123,36 @@ Order parse_order(const std::string& s);     ///< "columns-first" | "rows-first"
 /// choices dense_c, dense_limit_bytes and index_min_lines (the factors are the
 /// same whatever they are).
 struct Options {
-  int rank = 20;  ///< k, 1..1024 (and at most min(m, n): make_problem)
-  /// max_iterations: CuBin's gpuIterations (0..10^9); target: stop when the
-  /// relative error E_rec <= target (CuBin's threshold; NaN: off); tolerance:
-  /// relative change of E_rec between iterations (0: off). An exact
-  /// factorization (E_rec = 0) always stops: no proposal can lower it.
+  static constexpr Range<int> rank_range{.lo = 1, .hi = detail::max_rank};
+  /// 10^9 iterations is beyond any run's patience: a larger count is a typo.
+  static constexpr Range<int> max_iterations_range{.lo = 0, .hi = 1000000000};
+  /// E_rec is a relative error: 0 (an exact factorization) to 1.
+  static constexpr Range<double> target_range{.lo = 0.0, .hi = 1.0};
+  static constexpr Range<int> batch_range{.lo = 1};
+  static constexpr Range<double> flip_prob_range{.lo = 0.0, .hi = 1.0, .lo_open = true};
+  static constexpr Range<double> temperature_range{.lo = 0.0, .hi = 1e12, .note = "0: greedy"};
+  static constexpr Range<int> temp_step_range{.lo = 1};
+  static constexpr Range<double> temp_factor_range{.lo = 0.0, .hi = 1.0, .lo_open = true};
+  static constexpr Range<double> weight_ones_range{.lo = 0.0, .hi = 1e6, .lo_open = true};
+  static constexpr Range<int> every_line_changed_range{.lo = 0, .hi = 1000000000, .note = "0: off"};
+  static constexpr Range<int> cover_candidates_range{.lo = 1, .hi = 1000000};
+  static constexpr Range<int> proposal_group_range{.lo = 1};
+  static constexpr Range<std::size_t> dense_limit_bytes_range{.lo = 0, .hi = std::size_t(1) << 50};
+  static constexpr Range<std::int64_t> index_min_lines_range{.lo = -1, .note = "-1: automatic"};
+
+  int rank = 20;  ///< k, in rank_range (and at most min(m, n): make_problem)
+  /// max_iterations: CuBin's gpuIterations (max_iterations_range); target:
+  /// stop when the relative error E_rec <= target (CuBin's threshold;
+  /// target_range or NaN: off); tolerance: relative change of E_rec between
+  /// iterations (StopRule::tolerance_range, 0: off). An exact factorization
+  /// (E_rec = 0) always stops: no proposal can lower it.
   StopRule stop{10000, 0.0};
-  int batch = 4000;           ///< L = CuBin's linesAtOnce, 1..2^31-1
-  double flip_prob = 0.125;   ///< per-bit flip probability of a proposal, (0, 1] (CuBin's code: 1/8)
-  double temperature = 0.0;   ///< T0, [0, 1e12]; 0 = greedy (strict improvement only)
-  int temp_step = INT_MAX;    ///< T *= temp_factor every temp_step iterations, >= 1
-  double temp_factor = 0.99;  ///< (0, 1]
-  double weight_ones = 1.0;   ///< cost of a missed one (a spurious one costs 1), (0, 1e6]
+  int batch = 4000;           ///< L = CuBin's linesAtOnce, in batch_range
+  double flip_prob = 0.125;   ///< per-bit flip probability of a proposal, flip_prob_range (CuBin's code: 1/8)
+  double temperature = 0.0;   ///< T0, in temperature_range; 0 = greedy (strict improvement only)
+  int temp_step = INT_MAX;    ///< T *= temp_factor every temp_step iterations, in temp_step_range
+  double temp_factor = 0.99;  ///< in temp_factor_range
+  double weight_ones = 1.0;   ///< cost of a missed one (a spurious one costs 1), in weight_ones_range
   /// The start; see Init. Default cover, the start after which the search
   /// ends lowest: on the CuBin thesis files at k = 20 (perf/bench_bmf.cpp,
   /// 300 iterations, mean relative error E_rec of 3 seeds) APatio ends at
@@ -144,15 +165,16 @@ struct Options {
   /// ones under a pattern).
   Init init = Init::cover;
   DenseC dense_c = DenseC::automatic;
-  std::size_t dense_limit_bytes = std::size_t(1) << 30;  ///< automatic: dense bits up to this size
+  std::size_t dense_limit_bytes = std::size_t(1)
+                                  << 30;  ///< automatic: dense bits up to this size (in dense_limit_bytes_range)
   Order order = Order::columns_first;
-  /// No-improvement stop factor, 0..10^9 (0 disables the rule).
+  /// No-improvement stop factor, in every_line_changed_range (0 disables the rule).
   int every_line_changed = 1000;
-  bool keep_best = true;  ///< with T0 > 0: return the best factors seen
+  bool keep_best = true;  ///< with T0 > 0: return the best factors seen (factor_a, factor_b, the report)
   std::uint64_t seed = 42;
-  int cover_candidates = 64;  ///< Init::cover: candidate lines per factor line, 1..10^6
+  int cover_candidates = 64;  ///< Init::cover: candidate lines per factor line, in cover_candidates_range
   /// Lines i with equal i / proposal_group share one flip mask per phase
-  /// (coordinated proposals; 1 = every line its own mask), 1..2^31-1.
+  /// (coordinated proposals; 1 = every line its own mask), in proposal_group_range.
   int proposal_group = 1;
   /// Use the inverted bit index of the fixed factor when a C line has at
   /// least this many entries (-1: automatic, host always, devices from 65536).
@@ -232,18 +254,27 @@ Problem<typename ExecutionSpace::memory_space> make_problem(const ExecutionSpace
 }
 
 /// Everything that decides the next iterate.
+///
+/// A and Bt are always the current iterate, the one the next step changes,
+/// also after resume() returned: the best factors seen live beside it
+/// (best_A, best_Bt, with their counts) and are what factor_a(),
+/// factor_b() and the report give. A checkpoint holds both, so a run
+/// restarted from any checkpoint, the last one of a finished run included,
+/// follows the uninterrupted run bit for bit.
 template <class MemorySpace>
 struct State {
-  BitMatrix<MemorySpace> A;   ///< m lines of k bits
-  BitMatrix<MemorySpace> Bt;  ///< n lines of k bits (B's columns)
+  BitMatrix<MemorySpace> A;   ///< m lines of k bits (the current iterate)
+  BitMatrix<MemorySpace> Bt;  ///< n lines of k bits (B's columns; the current iterate)
   int iteration = 0;          ///< iterations done; step() performs number iteration + 1
   std::uint64_t seed = 0;
   double temperature = 0.0;                    ///< current T
   int no_improve = 0;                          ///< iterations since the last new lowest weighted error
   std::uint64_t false_pos = 0, false_neg = 0;  ///< exact counts for (A, Bt)
   std::uint64_t accepted = 0;                  ///< accepted line changes so far
-  /// Best seen; the copies exist only with keep_best and T0 > 0 (init sets
-  /// has_best_copy from the options, so a restored state has them too).
+  /// Best seen (lowest weighted error, the earliest on ties); the copies
+  /// exist only with keep_best and T0 > 0 (init sets has_best_copy from the
+  /// options, so a restored state has them too). The counts are kept always:
+  /// the no-improvement stop compares with them.
   BitMatrix<MemorySpace> best_A, best_Bt;
   std::uint64_t best_false_pos = 0, best_false_neg = 0;
   bool has_best_copy = false;
@@ -272,6 +303,8 @@ struct State {
     e.cols = cols;
     return e;
   }
+  /// The errors of the result: of the best copy when there is one, else of
+  /// the current factors.
   [[nodiscard]] BooleanErrors best_errors() const {
     BooleanErrors e = errors();
     if (has_best_copy) {
@@ -325,14 +358,10 @@ template <class ExecutionSpace>
 void step(const ExecutionSpace& exec, const Problem<typename ExecutionSpace::memory_space>& problem,
           const Options& options, State<typename ExecutionSpace::memory_space>& state);
 
-/// Metrics of the current factors from the tracked counts (no device work):
-/// relative_error, errors, ones_precision and ones_recall (of the ones of C;
-/// not `precision`, which names the report's element type), false_pos,
-/// false_neg, weighted_error, temperature, accepted.
-template <class ExecutionSpace>
-Metrics evaluate(const ExecutionSpace&, const Problem<typename ExecutionSpace::memory_space>&, const Options& options,
-                 const State<typename ExecutionSpace::memory_space>& state) {
-  const auto e = state.errors();
+namespace detail {
+/// evaluate()'s metrics for the errors `e` of the current or the best factors.
+template <class MemorySpace>
+Metrics metrics_of(const BooleanErrors& e, const Options& options, const State<MemorySpace>& state) {
   Metrics m;
   m.set("relative_error", e.relative());
   m.set("errors", double(e.hamming()));
@@ -344,6 +373,18 @@ Metrics evaluate(const ExecutionSpace&, const Problem<typename ExecutionSpace::m
   m.set("temperature", state.temperature);
   m.set("accepted", double(state.accepted));
   return m;
+}
+}  // namespace detail
+
+/// Metrics of the current factors from the tracked counts (no device work):
+/// relative_error, errors, ones_precision and ones_recall (of the ones of C;
+/// not `precision`, which names the report's element type), false_pos,
+/// false_neg, weighted_error, temperature, accepted. resume()'s report gives
+/// the same metrics of the best factors (State::best_errors()).
+template <class ExecutionSpace>
+Metrics evaluate(const ExecutionSpace&, const Problem<typename ExecutionSpace::memory_space>&, const Options& options,
+                 const State<typename ExecutionSpace::memory_space>& state) {
+  return detail::metrics_of(state.errors(), options, state);
 }
 
 /// Recomputes d(C, A o B) from scratch (dense bits or the CSR of ones,
@@ -368,13 +409,16 @@ kfactor::Result<State<typename ExecutionSpace::memory_space>> solve(
 /// Continues `state` (fresh from init(), or restored from a checkpoint into
 /// an init() state) with the loop: step, evaluate, observer, stop rules. The
 /// observer may hold a reference to `state` (e.g. a checkpoint_observer).
-/// With keep_best and T0 > 0, `state` ends holding the best factors seen.
+/// `state` ends at the last iterate (see State); the report's final metrics
+/// are those of the result, the best factors seen with keep_best and T0 > 0.
 template <class ExecutionSpace>
 Report resume(const ExecutionSpace& exec, const Problem<typename ExecutionSpace::memory_space>& problem,
               const Options& options, State<typename ExecutionSpace::memory_space>& state,
               const Observer& observer = {});
 
-/// A (m x k) and B (k x n) as dense 0/1 matrices in host memory.
+/// The result's A (m x k) and B (k x n) as dense 0/1 matrices in host
+/// memory: the best factors seen when the state keeps a best copy (keep_best
+/// and T0 > 0), else the current ones.
 template <class MemorySpace>
 DenseMatrix<std::uint8_t, Kokkos::HostSpace> factor_a(const State<MemorySpace>& state);
 template <class MemorySpace>

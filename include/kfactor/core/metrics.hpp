@@ -11,6 +11,7 @@
 #include <kfactor/core/error.hpp>
 #include <kfactor/core/matrix.hpp>
 #include <kfactor/core/random.hpp>
+#include <kfactor/core/range.hpp>
 
 #include <Kokkos_Core.hpp>
 
@@ -146,14 +147,18 @@ RatingErrors rating_errors(const ExecutionSpace& exec, const CsrMatrix<T, Memory
   return out;
 }
 
+/// The fractions split_train_test takes: all ratings in the test set would
+/// leave none to train on.
+inline constexpr Range<double> test_fraction_range{.lo = 0.0, .hi = 1.0, .hi_open = true, .note = "0: none"};
+
 /// Deterministic train/test split: entry (i, j) goes to the test set when a
 /// counter-based draw keyed by (seed, i * num_cols + j) falls below
-/// `test_fraction`, so the split does not depend on file order.
+/// `test_fraction` (in test_fraction_range; UsageError otherwise), so the
+/// split does not depend on file order.
 template <class T>
 std::pair<CooMatrix<T>, CooMatrix<T>> split_train_test(const CooMatrix<T>& all, double test_fraction,
                                                        std::uint64_t seed) {
-  if (!(test_fraction >= 0.0 && test_fraction < 1.0))
-    throw UsageError("test fraction must be in [0, 1), got " + std::to_string(test_fraction));
+  check_range("", "test fraction", test_fraction, test_fraction_range);
   CooMatrix<T> train, test;
   for (auto* part : {&train, &test}) {
     part->num_rows = all.num_rows;

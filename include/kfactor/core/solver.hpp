@@ -28,6 +28,7 @@
 /// library never prints.
 
 #include <kfactor/core/error.hpp>
+#include <kfactor/core/range.hpp>
 
 #include <chrono>
 #include <cmath>
@@ -143,13 +144,20 @@ struct StopRule {
   /// metric cannot go below 0 treats 0 as "never").
   double target = std::nan("");
 
-  /// Throws UsageError naming the field: max_iterations >= 0, tolerance
-  /// finite and >= 0, target finite or NaN.
+  /// Any count: a tolerance, a target or an observer may end the run first.
+  static constexpr Range<int> max_iterations_range{.lo = 0, .note = "0: initialize only"};
+  /// A relative change: a tolerance of 1 or more stops at the second iterate.
+  static constexpr Range<double> tolerance_range{.lo = 0.0, .hi = 1.0, .note = "0 disables the rule"};
+  /// Any finite value (or NaN to disable the rule); families narrow it.
+  static constexpr Range<double> target_range{};
+
+  /// Throws UsageError naming the field and its range: max_iterations in
+  /// max_iterations_range, tolerance in tolerance_range, target in
+  /// target_range or NaN.
   void validate() const {
-    if (max_iterations < 0) throw UsageError("stop.max_iterations must be >= 0, got " + std::to_string(max_iterations));
-    if (!(tolerance >= 0.0) || !std::isfinite(tolerance))
-      throw UsageError("stop.tolerance must be finite and >= 0 (0 disables the rule)");
-    if (std::isinf(target)) throw UsageError("stop.target must be finite (or NaN to disable it)");
+    check_range("", "stop.max_iterations", max_iterations, max_iterations_range);
+    check_range("", "stop.tolerance", tolerance, tolerance_range);
+    if (!std::isnan(target)) check_range("", "stop.target", target, target_range);
   }
 };
 

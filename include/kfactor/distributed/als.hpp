@@ -771,6 +771,7 @@ Report resume(const ExecutionSpace& exec, const LocalProblem<T, Mem>& lp, const 
   r.timings.set("communication", comm_in_steps);
   r.timings.set("compute", r.timings.get("iterations") - comm_in_steps);
   r.info["mpi_ranks"] = std::to_string(lp.size);
+  r.info["comm_engine"] = s.coll->template engine_name<ExecutionSpace, Mem>();
   r.info["factor_layout"] = to_string(s.layout);
   r.info["distribution"] = s.layout == FactorLayout::blocked
                                ? "rows of R and X, rows of R^T and Y per rank, nnz-balanced; X and Y blocks rotated "

@@ -5,7 +5,8 @@
 /// (reading a file, validating data, loading a checkpoint) runs inside
 /// `agree`, which makes every rank throw the same kfactor error, with the
 /// message of the lowest failing rank. `require_same` detects ranks that were
-/// given different inputs or options.
+/// given different inputs or options. An error that escapes agreement (one
+/// rank fails between two collectives) ends the job through `abort_job`.
 
 #include <kfactor/config.hpp>
 #include <kfactor/core/error.hpp>
@@ -15,6 +16,8 @@
 
 #include <climits>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <new>
 #include <optional>
@@ -39,13 +42,8 @@ class Agreed final : public E, public AgreedError {
   explicit Agreed(const std::string& what) : E(what) {}
 };
 
-/// Set when an agreed error was thrown (kept for callers that test it; a
-/// driver should ask is_agreed(e) about the error it caught).
-inline bool error_agreed = false;
-
 /// Error kinds as sent between ranks (the exit codes of core/error.hpp).
 [[noreturn]] inline void throw_kind(int code, const std::string& what) {
-  error_agreed = true;
   switch (code) {
     case 2: throw Agreed<UsageError>(what);
     case 3: throw Agreed<InputError>(what);
@@ -113,6 +111,24 @@ auto agree(MPI_Comm comm, F&& fn) -> decltype(fn()) {
 
 /// True when `e` was thrown on every rank alike (by agree or require_same).
 inline bool is_agreed(const std::exception& e) noexcept { return dynamic_cast<const AgreedError*>(&e) != nullptr; }
+
+/// For drivers (the library itself throws and never ends the process): ends
+/// the whole job after an error that this rank may hold alone (one that is
+/// not is_agreed(), e.g. thrown between two collectives), since the other
+/// ranks may be waiting in a collective that this rank will never enter and
+/// returning would hang them. Prints "kfactor: error: rank R: what" to
+/// stderr and calls MPI_Abort(comm, code), which ends every rank of the job;
+/// Open MPI's mpiexec exits with `code` (docs/distributed.md). Call it before
+/// anything else collective: destructors on the way here must not wait for
+/// the other ranks either (the checkpoint writer does not). Never returns.
+[[noreturn]] inline void abort_job(MPI_Comm comm, int code, const std::string& what) noexcept {
+  int rank = 0;
+  MPI_Comm_rank(comm, &rank);
+  std::fprintf(stderr, "kfactor: error: rank %d: %s\n", rank, what.c_str());
+  std::fflush(stderr);
+  MPI_Abort(comm, code);
+  std::abort();  // MPI_Abort does not return
+}
 
 /// Throws InputError on every rank unless `value` is the same on all ranks of
 /// `comm` (e.g. an input fingerprint, a shape, the rank K); the message names

@@ -38,9 +38,10 @@
 /// dense solvers hold a dense input whole anyway).
 ///
 /// The rows then go where a solver wants them: move_rows() (the nnz-balanced
-/// row blocks of distributed nmf and als) and transpose_rows() (the rank's
-/// rows of A^T for a column block: the second copy of A the 1D layouts keep),
-/// both all-to-alls of the entries. distributed::nmf::make_problem and
+/// row blocks of distributed nmf and als), transpose_rows() (the rank's
+/// rows of A^T for a column block: the second copy of A the 1D layouts keep)
+/// and move_blocks() (the rank's block of a 2D processor grid), all
+/// all-to-alls of the entries. distributed::nmf::make_problem and
 /// distributed::als::distribute take a RowSlice and do both; the result is
 /// the same, bit for bit, as when every rank reads the whole file and keeps
 /// its blocks.
@@ -104,6 +105,18 @@ RowSlice<T> read_rows(MPI_Comm comm, const std::string& path, io::Format format 
 template <class T>
 RowSlice<T> move_rows(MPI_Comm comm, const RowSlice<T>& slice, const std::vector<ordinal_t>& bounds);
 
+/// The same matrix on a pr x pc grid of blocks (pr = row_bounds.size() - 1,
+/// pc = col_bounds.size() - 1, pr pc = P): rank p = i pc + j gets the
+/// entries of rows [row_bounds[i], row_bounds[i + 1]) and columns
+/// [col_bounds[j], col_bounds[j + 1]), returned as that block alone (indices
+/// less the block's first row and column; num_rows and num_cols the
+/// block's), sorted by (row, column). One all-to-all of the entries; the
+/// owner of an entry is the grid's block of its row and column, as the
+/// owner in move_rows() is the row block of its row.
+template <class T>
+CooMatrix<T> move_blocks(MPI_Comm comm, const RowSlice<T>& slice, const std::vector<ordinal_t>& row_bounds,
+                         const std::vector<ordinal_t>& col_bounds);
+
 /// Entries per row, and per column, of the whole matrix (on every rank).
 template <class T>
 std::vector<offset_t> global_row_counts(MPI_Comm comm, const RowSlice<T>& slice);
@@ -159,25 +172,28 @@ CsrMatrix<T, typename ExecutionSpace::memory_space> local_csr(const ExecutionSpa
   return to_csr(exec, local);
 }
 
-/// kfactor::fingerprint of the whole matrix from every rank's rows
-/// `local` (the rows from `first_row` of a global_rows x local.num_cols
-/// matrix; the ranks' rows together are all rows once). The checksum is a
-/// wrapping sum of per-entry hashes, so the parts add up exactly.
+/// kfactor::fingerprint of the whole global_rows x global_cols matrix from
+/// every rank's block `local`: its entries at rows from `first_row` and
+/// columns from `first_col` of the whole matrix (the ranks' blocks together
+/// are all entries once: row blocks, or the blocks of a processor grid). The
+/// checksum is a wrapping sum of per-entry hashes, so the parts add up
+/// exactly.
 template <class ExecutionSpace, class T, class MemorySpace>
 InputFingerprint fingerprint(const ExecutionSpace& exec, MPI_Comm comm, const CsrMatrix<T, MemorySpace>& local,
-                             std::int64_t first_row, std::int64_t global_rows) {
+                             std::int64_t first_row, std::int64_t first_col, std::int64_t global_rows,
+                             std::int64_t global_cols) {
   auto row_map = local.row_map;
   auto entries = local.entries;
   auto values = local.values;
-  const std::uint64_t ncols = static_cast<std::uint64_t>(local.num_cols);
-  const auto r0 = static_cast<std::uint64_t>(first_row);
+  const auto ncols = static_cast<std::uint64_t>(global_cols);
+  const auto r0 = static_cast<std::uint64_t>(first_row), c0 = static_cast<std::uint64_t>(first_col);
   std::uint64_t sum = 0;
   Kokkos::parallel_reduce(
       "kfactor::distributed::fingerprint", Kokkos::RangePolicy<ExecutionSpace>(exec, 0, local.num_rows()),
       KOKKOS_LAMBDA(ordinal_t r, std::uint64_t& s) {
         for (auto e = row_map(r); e < row_map(r + 1); ++e)
           s += kfactor::detail::entry_hash(
-              (r0 + static_cast<std::uint64_t>(r)) * ncols + static_cast<std::uint64_t>(entries(e)),
+              (r0 + static_cast<std::uint64_t>(r)) * ncols + c0 + static_cast<std::uint64_t>(entries(e)),
               static_cast<double>(values(e)));
       },
       sum);
@@ -189,15 +205,25 @@ InputFingerprint fingerprint(const ExecutionSpace& exec, MPI_Comm comm, const Cs
   for (std::size_t k = 0; k < parts.size(); ++k) total[k % 2] += parts[k];
   InputFingerprint f;
   f.rows = global_rows;
-  f.cols = local.num_cols;
+  f.cols = global_cols;
   f.nnz = static_cast<std::int64_t>(total[1]);
   f.checksum = kfactor::detail::finish_fingerprint(total[0], f.rows, f.cols, f.nnz);
   return f;
 }
 
+/// The same from every rank's rows `local` (whole rows from `first_row`; the
+/// ranks' rows together are all rows once).
+template <class ExecutionSpace, class T, class MemorySpace>
+InputFingerprint fingerprint(const ExecutionSpace& exec, MPI_Comm comm, const CsrMatrix<T, MemorySpace>& local,
+                             std::int64_t first_row, std::int64_t global_rows) {
+  return fingerprint(exec, comm, local, first_row, 0, global_rows, local.num_cols);
+}
+
 #define KFACTOR_DISTRIBUTED_READ_EXTERN(T)                                                                      \
   extern template RowSlice<T> read_rows<T>(MPI_Comm, const std::string&, io::Format, const io::ReadOptions&);   \
   extern template RowSlice<T> move_rows<T>(MPI_Comm, const RowSlice<T>&, const std::vector<ordinal_t>&);        \
+  extern template CooMatrix<T> move_blocks<T>(MPI_Comm, const RowSlice<T>&, const std::vector<ordinal_t>&,         \
+                                              const std::vector<ordinal_t>&);                                   \
   extern template std::vector<offset_t> global_row_counts<T>(MPI_Comm, const RowSlice<T>&);                     \
   extern template std::vector<offset_t> global_column_counts<T>(MPI_Comm, const RowSlice<T>&);                  \
   extern template RowSlice<T> transpose_rows<T>(MPI_Comm, const RowSlice<T>&, const std::vector<ordinal_t>&);   \

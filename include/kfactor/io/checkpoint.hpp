@@ -37,7 +37,9 @@
 /// from the State's; and UsageError naming the option when an option that
 /// decides the iterates differs. These are all detected before anything is
 /// copied; only a checksum failure found while copying leaves the State
-/// partly overwritten.
+/// partly overwritten. A restart in another execution setup (execution
+/// space, thread count, number of MPI ranks) is not refused but named in the
+/// returned metadata (CheckpointMeta::setup_change) for the caller to report.
 ///
 /// The file layout (readable with h5dump and h5py) is documented in
 /// docs/checkpoints.md: root attributes for the metadata, `/input` attributes
@@ -124,6 +126,25 @@ struct CheckpointMeta {
   std::string backend;          ///< execution space, e.g. "openmp", "cuda" (recorded, not checked)
   std::int64_t iteration = -1;  ///< filled by save from State::iteration when it has one
   int mpi_ranks = 1;            ///< number of ranks that wrote the file (filled by save)
+  /// The execution space as Kokkos names it ("OpenMP", "Cuda", "Serial") and
+  /// its concurrency() (threads; in a distributed run rank 0's, per rank).
+  /// Together with mpi_ranks they decide how parallel sums are split, and so
+  /// the rounding of every solver that reduces in floating point: a restart
+  /// in another setup continues correctly but not necessarily bit for bit
+  /// (see setup_change). Empty and 0 mean "not recorded" (files written before
+  /// kfactor recorded them, or a meta not made by checkpoint_meta()); such a
+  /// file is written without the two attributes.
+  std::string execution_space;
+  int concurrency = 0;
+  /// Never stored: filled by load_checkpoint() in the metadata it returns.
+  /// Empty when the file was written by the execution space, concurrency and
+  /// number of MPI ranks of the loading run (`expected` and the
+  /// communicator), or when the file or `expected` does not record them;
+  /// otherwise a sentence for a warning, "checkpoint written with OpenMP x 4
+  /// threads, resuming with OpenMP x 2: the continuation is not guaranteed
+  /// to be bit-identical to an uninterrupted run". The library does not
+  /// print it; drivers do.
+  std::string setup_change;
   /// The run's input files (neither stored nor compared): a save refuses to
   /// write over one of them (io::check_write_target(), device and inode).
   std::vector<std::string> input_files;
@@ -141,7 +162,8 @@ std::string precision_name() {
 }
 
 /// Metadata for a solver running in ExecutionSpace on T factors: fills
-/// precision and backend from the types.
+/// precision and backend from the types, execution_space and concurrency
+/// from ExecutionSpace's default instance (Kokkos must be initialized).
 template <class T, class ExecutionSpace>
 CheckpointMeta checkpoint_meta(std::string solver, std::map<std::string, std::string> options,
                                const InputFingerprint& input, std::int64_t rank) {
@@ -152,8 +174,30 @@ CheckpointMeta checkpoint_meta(std::string solver, std::map<std::string, std::st
   m.precision = precision_name<T>();
   m.rank = rank;
   m.backend = backend_name<ExecutionSpace>();
+  m.execution_space = ExecutionSpace::name();
+  m.concurrency = ExecutionSpace().concurrency();
   return m;
 }
+
+namespace detail {
+/// CheckpointMeta::setup_change for the file `stored` loaded by a run that
+/// `current` describes, on `mpi_ranks` ranks.
+inline std::string setup_change(const CheckpointMeta& stored, const CheckpointMeta& current, int mpi_ranks) {
+  if (stored.execution_space.empty() || current.execution_space.empty()) return {};
+  if (stored.execution_space == current.execution_space && stored.concurrency == current.concurrency &&
+      stored.mpi_ranks == mpi_ranks)
+    return {};
+  // The rank counts are named only when they differ: most runs have one.
+  const bool ranks_differ = stored.mpi_ranks != mpi_ranks;
+  auto on = [&](int n) {
+    return ranks_differ ? " on " + std::to_string(n) + (n == 1 ? " MPI rank" : " MPI ranks") : std::string();
+  };
+  return "checkpoint written with " + stored.execution_space + " x " + std::to_string(stored.concurrency) + " threads" +
+         on(stored.mpi_ranks) + ", resuming with " + current.execution_space + " x " +
+         std::to_string(current.concurrency) + on(mpi_ranks) +
+         ": the continuation is not guaranteed to be bit-identical to an uninterrupted run";
+}
+}  // namespace detail
 
 // ---- fingerprints -----------------------------------------------------------
 
@@ -417,9 +461,10 @@ void save_checkpoint(const std::string& path, State& state, const CheckpointMeta
 
 /// Loads `path` into `state`, whose views must already have the stored shapes
 /// (e.g. a State from the solver's init(); unallocated views are allocated).
-/// Returns the metadata stored in the file, after calling
-/// `state.reset_workspace()` when the State has one. Throws InputError (see
-/// the file comment) when the file does not match `expected` or `state`.
+/// Returns the metadata stored in the file, with setup_change filled (this
+/// process is one rank), after calling `state.reset_workspace()` when the
+/// State has one. Throws InputError (see the file comment) when the file does
+/// not match `expected` or `state`.
 template <class State>
 CheckpointMeta load_checkpoint(const std::string& path, State& state, const CheckpointMeta& expected) {
   detail::CheckpointReader r(path);
@@ -454,7 +499,9 @@ CheckpointMeta load_checkpoint(const std::string& path, State& state, const Chec
   // Buffers derived from the replaced fields are stale now (the contract of
   // State::reset_workspace in core/solver.hpp).
   if constexpr (requires { state.reset_workspace(); }) state.reset_workspace();
-  return r.meta();
+  CheckpointMeta stored = r.meta();
+  stored.setup_change = detail::setup_change(stored, expected, 1);
+  return stored;
 }
 
 /// Metadata and per-field summary of a checkpoint, for tools
@@ -498,10 +545,10 @@ namespace detail {
 /// UsageError when the block runs past the field's global rows).
 void apply_row_block(FieldBlock& b, const RowBlocks& blocks);
 /// Collective: UsageError on every rank unless the ranks' blocks of `b`
-/// tile rows [0, global_rows) in rank order.
+/// tile rows [0, global_rows) (in any order of the ranks).
 void check_tiling(MPI_Comm comm, const FieldBlock& b);
-/// Collective: every rank learns whether any failed; rethrows the local
-/// failure, or throws RuntimeFailure on the ranks that did not fail.
+/// Collective: when any rank failed, every rank throws the error of the
+/// lowest failing rank (distributed::agree).
 void agree(MPI_Comm comm, const std::exception_ptr& local_error);
 std::uint64_t allreduce_sum(MPI_Comm comm, std::uint64_t local);
 }  // namespace detail
@@ -529,7 +576,8 @@ void save_checkpoint(MPI_Comm comm, const std::string& path, State& state, const
 
 /// Collective load on any number of ranks (not necessarily the number that
 /// wrote the file): each rank reads its rows of the partitioned fields and
-/// all of the replicated ones. Errors are agreed: every rank throws.
+/// all of the replicated ones. Errors are agreed: every rank throws. The
+/// returned metadata's setup_change compares with the size of `comm`.
 template <class State>
 CheckpointMeta load_checkpoint(MPI_Comm comm, const std::string& path, State& state, const CheckpointMeta& expected,
                                const RowBlocks& blocks) {
@@ -606,7 +654,11 @@ CheckpointMeta load_checkpoint(MPI_Comm comm, const std::string& path, State& st
   detail::agree(comm, error);
   // As in the serial load: the derived buffers no longer match the fields.
   if constexpr (requires { state.reset_workspace(); }) state.reset_workspace();
-  return r->meta();
+  int size = 1;
+  MPI_Comm_size(comm, &size);
+  CheckpointMeta stored = r->meta();
+  stored.setup_change = detail::setup_change(stored, expected, size);
+  return stored;
 }
 #endif
 

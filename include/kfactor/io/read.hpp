@@ -205,6 +205,10 @@ CooMatrix<T> parse_edges(std::string_view text, const std::string& name, const R
 template <class T>
 RatingData<T> parse_ratings(std::string_view text, const std::string& name, const ReadOptions& opt = {},
                             ReadInfo* info = nullptr);
+/// The 1-based line of the first rating of (user, item) in a ratings text,
+/// as parse_ratings reads it; 0 if there is none. For messages about an
+/// entry that the parse took but a later check refuses (reindex_ratings).
+std::int64_t rating_line(std::string_view text, std::int64_t user, std::int64_t item);
 template <class T>
 CooMatrix<T> parse_bmf(std::string_view text, const std::string& name, const ReadOptions& opt = {},
                        ReadInfo* info = nullptr);

@@ -17,11 +17,12 @@ namespace kfactor::io {
 
 /// Writes the values `values_in_csr_order` (host-indexable with operator[]
 /// or operator(), one per nonzero of S in S's CSR order: a host View, a
-/// std::vector) at S's pattern to `path`. Throws InputError when the count
+/// std::vector) at S's pattern to `path`; `out` as for write_matrix_market
+/// (the run's inputs, an OutputSet member). Throws InputError when the count
 /// differs from S's nonzeros, and write_matrix_market's errors.
 template <class T, class MemorySpace, class Values>
 void write_sddmm_output(const std::string& path, const CsrMatrix<T, MemorySpace>& S, const Values& values_in_csr_order,
-                        const std::string& comment = {}) {
+                        const std::string& comment = {}, const OutputOptions& out = {}) {
   const std::size_t nnz = S.nnz();
   if (static_cast<std::size_t>(values_in_csr_order.size()) != nnz)
     throw InputError(path + ": " + std::to_string(values_in_csr_order.size()) + " product values for " +
@@ -31,7 +32,7 @@ void write_sddmm_output(const std::string& path, const CsrMatrix<T, MemorySpace>
   const CsrMatrix<T, Kokkos::HostSpace> P(Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, S.row_map),
                                           Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, S.entries), values,
                                           S.num_cols);
-  write_matrix_market(path, P, comment);
+  write_matrix_market(path, P, comment, out);
 }
 
 }  // namespace kfactor::io

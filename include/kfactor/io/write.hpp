@@ -22,9 +22,14 @@
 /// and inode, whatever the names). A symbolic link as target is written
 /// through: the link stays and the file it points to is replaced.
 ///
-/// Output sets. The files of one run (e.g. W and H) can carry a stamp
-/// (OutputOptions::set) naming the set id and its members, so that a reader
-/// can check with verify_output_set() that files come from the same run.
+/// Output sets. The files of one run (e.g. W and H) are written through an
+/// OutputSet: each carries a stamp line naming the set id, its member name
+/// and all members, so that a reader can check with verify_output_set() that
+/// files come from the same run. The members are published together: each
+/// is written to its temporary and synced, and only when the last one is
+/// written are they all renamed into place, so a failure while writing any
+/// of them (a full disk) leaves none of the new files and every old one as
+/// it was. check_run_files() checks all targets of a run before it starts.
 
 #include <kfactor/core/error.hpp>
 #include <kfactor/core/matrix.hpp>
@@ -36,6 +41,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace kfactor::io {
@@ -53,6 +59,32 @@ std::string resolve_write_target(const std::string& path);
 /// links, symbolic links and other spellings are caught) as one of `inputs`.
 /// Inputs that do not exist are ignored. A missing target is fine.
 void check_write_target(const std::string& path, const std::vector<std::string>& inputs = {});
+
+/// The files a run reads and writes, for check_run_files().
+struct RunFiles {
+  /// Files the run reads (data, held-out data, graphs): nothing may replace one.
+  std::vector<std::string> inputs;
+  /// Files the run writes at its end (its output set).
+  std::vector<std::string> outputs;
+  /// The checkpoint the run saves to (empty: none). It may be `restart`: a
+  /// run continues and replaces its own checkpoint.
+  std::string checkpoint;
+  /// The checkpoint the run continues from (empty: none): no output may
+  /// replace it.
+  std::string restart;
+  /// Files the run appends to (a cache): none may be an input, no output
+  /// may replace one.
+  std::vector<std::string> appended;
+};
+
+/// Checks every write target of a run before the run starts, so that it is
+/// refused at once rather than after its work: check_write_target() for each
+/// output (against the inputs, the restart checkpoint and the appended files)
+/// and for the checkpoint (against the inputs); an appended file that is an
+/// input; and two targets (outputs, checkpoint, appended files) that are one
+/// file (the same resolved path, or device and inode). UsageError naming the
+/// path (and the other one's spelling, or the input).
+void check_run_files(const RunFiles& files);
 
 /// An exclusive advisory lock (flock) on `target.lock` beside the resolved
 /// target, so that two runs cannot write the same file (a checkpoint path)
@@ -89,6 +121,10 @@ struct OutputStamp {
 /// across machines).
 std::string new_output_set_id();
 
+namespace detail {
+class PendingSet;
+}
+
 /// How an output file is written.
 struct OutputOptions {
   /// The run's input files: writing over one of them is refused
@@ -96,14 +132,23 @@ struct OutputOptions {
   std::vector<std::string> inputs;
   /// When stamp.set is not empty, the file carries the stamp: a
   /// `% kfactor-set <set> <member> <m1,m2,...>` line after a Matrix Market
-  /// header, a `# kfactor-set ...` first line in a CSV factor file.
+  /// header's comment, a `# kfactor-set ...` first line in a CSV factor file.
   OutputStamp stamp;
+  /// Set by OutputSet: the written file waits, synced, as its temporary
+  /// until every member of the set is written, then all are published.
+  std::shared_ptr<detail::PendingSet> pending;
 };
 
-/// The stamps of the files of one run, one OutputOptions per member:
-/// `OutputSet set(inputs, {"W", "H"}); write_factor(w, W, {}, {}, set["W"]);`
+/// The files of one run, one OutputOptions per member:
+/// `OutputSet set(inputs, {"W", "H"}); write_factor(w, W, {}, {}, set["W"]);
+/// write_factor(h, H, {}, {}, set["H"]);` stamps both files with one set id
+/// and publishes both when H, the last member, is written. Members written
+/// while the set is incomplete are removed (never published) when the
+/// OutputSet and the OutputOptions it handed out are destroyed.
 class OutputSet {
  public:
+  /// UsageError unless `members` are non-empty names without space or comma,
+  /// each listed once.
   OutputSet(std::vector<std::string> inputs, std::vector<std::string> members);
   /// UsageError unless `member` is one of the members.
   [[nodiscard]] OutputOptions operator[](const std::string& member) const;
@@ -112,17 +157,25 @@ class OutputSet {
  private:
   std::string id_;
   std::vector<std::string> inputs_, members_;
+  std::shared_ptr<detail::PendingSet> pending_;
 };
 
 /// The stamp of a Matrix Market or CSV file written by these writers (an
 /// empty stamp when it has none). InputError when the file cannot be read.
 OutputStamp read_output_stamp(const std::string& path);
 
-/// Checks that `paths` are the complete set of one run: every file carries
-/// a stamp, all with the same set id, and their member names are exactly the
-/// members the stamps list. Returns the set id; InputError naming the first
-/// file that does not belong otherwise.
-std::string verify_output_set(const std::vector<std::string>& paths);
+/// How much of a set verify_output_set() expects.
+enum class SetMembers {
+  all,   ///< the files are the whole set
+  some,  ///< the files are some members of one set
+};
+
+/// Checks that `paths` are files of one run: every file carries a stamp, all
+/// with the same set id and member list, each a different member; with
+/// SetMembers::all their member names are exactly the members the stamps
+/// list. Returns the set id; InputError naming the first file that does not
+/// belong otherwise.
+std::string verify_output_set(const std::vector<std::string>& paths, SetMembers expect = SetMembers::all);
 
 namespace detail {
 
@@ -140,7 +193,12 @@ class AtomicFile {
   /// Writes all of `data` (RuntimeFailure naming the path on any error,
   /// ENOSPC and EFBIG included).
   void write(const void* data, std::size_t size);
+  /// finish() then publish().
   void commit();
+  /// fsyncs and closes the temporary: complete on disk, not yet in place.
+  void finish();
+  /// Renames the finished temporary over the target and fsyncs the directory.
+  void publish();
   [[nodiscard]] const std::string& path() const { return path_; }
   [[nodiscard]] const std::string& target() const { return target_; }
   [[nodiscard]] const std::string& temp_path() const { return tmp_; }
@@ -160,6 +218,27 @@ void remove_stale_temporaries(const std::string& target);
 /// (RuntimeFailure naming `what` on failure; `tmp` is then still there).
 void publish_file(const std::string& tmp, const std::string& target, const std::string& what);
 
+/// The members of an OutputSet written so far (finished temporaries); when
+/// the last member arrives all are published, in member order. Destroyed
+/// before that, it removes the temporaries.
+class PendingSet {
+ public:
+  explicit PendingSet(std::vector<std::string> members);
+  PendingSet(const PendingSet&) = delete;
+  PendingSet& operator=(const PendingSet&) = delete;
+  ~PendingSet();
+  /// Before `member`'s temporary is created: UsageError when `target` is
+  /// already the target of another member written (two members, one file).
+  void claim(const std::string& member, const std::string& target);
+  /// Takes `member`'s finished file; publishes all when it is the last.
+  void add(const std::string& member, std::unique_ptr<AtomicFile> file);
+
+ private:
+  std::vector<std::string> members_;
+  std::vector<std::pair<std::string, std::string>> targets_;  // (member, resolved target)
+  std::vector<std::pair<std::string, std::unique_ptr<AtomicFile>>> files_;
+};
+
 /// Buffered text output to an AtomicFile (RuntimeFailure on any error).
 class TextWriter {
  public:
@@ -177,13 +256,16 @@ class TextWriter {
   void put_comment(const std::string& comment);
   /// `# kfactor-set ...` when the file has a stamp (first line of a CSV).
   void put_csv_stamp();
-  /// Flushes and publishes the file; throws RuntimeFailure if anything failed.
+  /// Flushes and publishes the file (a member of an OutputSet: hands it to
+  /// the set, which publishes it with the others); throws RuntimeFailure if
+  /// anything failed.
   void close();
 
  private:
   void flush();
-  AtomicFile file_;
+  std::unique_ptr<AtomicFile> file_;
   OutputStamp stamp_;
+  std::shared_ptr<PendingSet> pending_;
   std::string buffer_;
 };
 

@@ -36,6 +36,7 @@
 #include <kfactor/core/convert.hpp>
 #include <kfactor/core/error.hpp>
 #include <kfactor/core/matrix.hpp>
+#include <kfactor/core/range.hpp>
 #include <kfactor/core/spaces.hpp>
 
 #include <Kokkos_Core.hpp>
@@ -66,20 +67,23 @@ inline Symmetrization parse_symmetrization(const std::string& s) {
   throw UsageError("unknown graph symmetrization '" + s + "' (or|and)");
 }
 
+/// How knn_graph builds a graph. Every numeric field has a Range beside it,
+/// checked by validate() (UsageError naming the field and its range).
 struct GraphOptions {
-  int neighbors = 15;  ///< K (the paper's default)
+  static constexpr Range<int> neighbors_range{.lo = 1, .hi = 1024};
+  static constexpr Range<double> sigma_range{.lo = -1e12, .hi = 1e12, .note = "<= 0: automatic"};
+  static constexpr Range<std::size_t> block_bytes_range{.lo = 1024, .hi = std::size_t(1) << 50};
+
+  int neighbors = 15;  ///< K (the paper's default), in neighbors_range
   Weighting weighting = Weighting::binary;
-  double sigma = 0.0;  ///< heat-kernel width; <= 0: mean squared distance over the edges
+  double sigma = 0.0;  ///< heat-kernel width, in sigma_range; <= 0: mean squared distance over the edges
   Symmetrization symmetrization = Symmetrization::union_or;
-  std::size_t block_bytes = std::size_t(256) << 20;  ///< bound on the query-block buffers
+  std::size_t block_bytes = std::size_t(256) << 20;  ///< bound on the query-block buffers, in block_bytes_range
 
   void validate() const {
-    if (neighbors < 1) throw UsageError("knn graph: neighbors must be >= 1, got " + std::to_string(neighbors));
-    if (neighbors > 1024) throw UsageError("knn graph: neighbors must be <= 1024");
-    if (!(sigma <= 1e12 && sigma >= -1e12))  // NaN fails too
-      throw UsageError("knn graph: sigma must be finite, in [-1e12, 1e12] (<= 0: automatic)");
-    if (block_bytes < 1024 || block_bytes > (std::size_t(1) << 50))
-      throw UsageError("knn graph: block_bytes must be in 1024..2^50");
+    check_range("knn graph", "neighbors", neighbors, neighbors_range);
+    check_range("knn graph", "sigma", sigma, sigma_range);
+    check_range("knn graph", "block_bytes", block_bytes, block_bytes_range);
   }
 };
 

@@ -46,6 +46,7 @@
 #include <kfactor/core/matrix.hpp>
 #include <kfactor/core/metrics.hpp>
 #include <kfactor/core/random.hpp>
+#include <kfactor/core/range.hpp>
 #include <kfactor/core/report.hpp>
 #include <kfactor/core/solver.hpp>
 #include <kfactor/core/spaces.hpp>
@@ -56,7 +57,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <sstream>
 #include <string>
 #include <utility>
 
@@ -70,48 +70,50 @@ inline Objective parse_objective(const std::string& s) {
   throw UsageError("unknown MNMF objective '" + s + "' (euclid|kl)");
 }
 
-/// Solver options. Every numeric field has a declared range, checked by
+/// Solver options. Every numeric field has a Range beside it, checked by
 /// validate() (UsageError naming the field and its range); visit() lists the
 /// fields that decide the iterates (everything but the stop rule), which a
 /// checkpoint records and a restart must repeat.
 struct Options {
-  Objective objective = Objective::euclid;
-  /// r, 1..max_rank (and at most min(users, items): init). The bound keeps a
-  /// sweep team's accumulators, 3 rows of r scalars, within its 32 KiB of
-  /// scratch.
-  int rank = 10;
+  /// The bound keeps a sweep team's accumulators, 3 rows of r scalars,
+  /// within its 32 KiB of scratch.
   static constexpr int max_rank = 1024;
-  double lambda_w = 0.0;  ///< weight of the user-graph term, [0, 1e12] (eq. 20; eq. 25 uses lambda_w / 2)
-  double lambda_h = 0.0;  ///< weight of the item-graph term, [0, 1e12]
-  /// max_iterations (epochs) 0..10^9; tolerance [0, 1] on the objective's
-  /// relative change (0: off); target: stop when the objective <= target
-  /// (NaN: off).
+  static constexpr Range<int> rank_range{.lo = 1, .hi = max_rank};
+  static constexpr Range<double> lambda_range{.lo = 0.0, .hi = 1e12, .note = "0: no graph term"};
+  /// 10^9 epochs is beyond any run's patience: a larger count is a typo.
+  static constexpr Range<int> max_iterations_range{.lo = 0, .hi = 1000000000};
+  static constexpr Range<double> init_low_range{.lo = 0.0, .hi = 1e6, .lo_open = true};
+  static constexpr Range<double> init_high_range{.lo = 0.0, .hi = 1e6, .lo_open = true, .note = "above init_low"};
+  static constexpr Range<double> init_scale_range{.lo = 0.0, .hi = 1e12, .note = "0: automatic"};
+  static constexpr Range<double> kl_floor_range{.lo = 0.0, .hi = 1.0, .lo_open = true};
+
+  Objective objective = Objective::euclid;
+  int rank = 10;          ///< r, in rank_range (and at most min(users, items): init)
+  double lambda_w = 0.0;  ///< weight of the user-graph term, in lambda_range (eq. 20; eq. 25 uses lambda_w / 2)
+  double lambda_h = 0.0;  ///< weight of the item-graph term, in lambda_range
+  /// max_iterations (epochs) in max_iterations_range; tolerance
+  /// (StopRule::tolerance_range) on the objective's relative change (0:
+  /// off); target: stop when the objective <= target (NaN: off).
   StopRule stop{100, 0.0};
   std::uint64_t seed = 42;
-  double init_low = 0.5;    ///< init entries uniform in [init_low, init_high) * scale; 0 < init_low < init_high
-  double init_high = 1.5;   ///< <= 1e6
-  double init_scale = 0.0;  ///< 0: sqrt(mean training rating / rank); else in (0, 1e12]
-  double kl_floor = 1e-12;  ///< floor of vt under KL (guard for vt = 0), (0, 1]
+  double init_low = 0.5;    ///< init entries uniform in [init_low, init_high) * scale; init_low_range
+  double init_high = 1.5;   ///< init_high_range, above init_low
+  double init_scale = 0.0;  ///< init_scale_range; 0: sqrt(mean training rating / rank)
+  double kl_floor = 1e-12;  ///< floor of vt under KL (guard for vt = 0), in kl_floor_range
 
   void validate() const {
-    auto range = [](const std::string& name, const std::string& allowed, double got) {
-      std::ostringstream os;
-      os << "mnmf: " << name << " must be in " << allowed << ", got " << got;
-      throw UsageError(os.str());
-    };
-    // Written so that NaN fails every comparison.
-    if (rank < 1 || rank > max_rank) range("rank", "1.." + std::to_string(max_rank), rank);
-    if (!(lambda_w >= 0.0 && lambda_w <= 1e12)) range("lambda_w", "[0, 1e12]", lambda_w);
-    if (!(lambda_h >= 0.0 && lambda_h <= 1e12)) range("lambda_h", "[0, 1e12]", lambda_h);
-    if (stop.max_iterations < 0 || stop.max_iterations > 1000000000)
-      range("stop.max_iterations", "0..10^9", stop.max_iterations);
-    if (!(stop.tolerance >= 0.0 && stop.tolerance <= 1.0)) range("stop.tolerance", "[0, 1] (0: off)", stop.tolerance);
-    if (std::isinf(stop.target)) range("stop.target", "finite values (NaN: off)", stop.target);
-    if (!(init_low > 0.0 && init_low <= 1e6)) range("init_low", "(0, 1e6] (a strictly positive start)", init_low);
-    if (!(init_high > init_low && init_high <= 1e6)) range("init_high", "(init_low, 1e6]", init_high);
-    if (!(init_scale == 0.0 || (init_scale > 0.0 && init_scale <= 1e12)))
-      range("init_scale", "0 (automatic) or (0, 1e12]", init_scale);
-    if (!(kl_floor > 0.0 && kl_floor <= 1.0)) range("kl_floor", "(0, 1]", kl_floor);
+    check_range("mnmf", "rank", rank, rank_range);
+    check_range("mnmf", "lambda_w", lambda_w, lambda_range);
+    check_range("mnmf", "lambda_h", lambda_h, lambda_range);
+    stop.validate();
+    check_range("mnmf", "stop.max_iterations", stop.max_iterations, max_iterations_range);
+    check_range("mnmf", "init_low", init_low, init_low_range);
+    check_range("mnmf", "init_high", init_high, init_high_range);
+    if (!(init_high > init_low))
+      throw UsageError("mnmf: init_high must be above init_low = " + number_text(init_low) + ", got " +
+                       number_text(init_high));
+    check_range("mnmf", "init_scale", init_scale, init_scale_range);
+    check_range("mnmf", "kl_floor", kl_floor, kl_floor_range);
   }
 
   template <class F>

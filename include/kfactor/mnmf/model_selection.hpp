@@ -20,6 +20,7 @@
 #include <kfactor/core/convert.hpp>
 #include <kfactor/core/error.hpp>
 #include <kfactor/core/metrics.hpp>
+#include <kfactor/core/range.hpp>
 #include <kfactor/mnmf/knn_graph.hpp>
 #include <kfactor/mnmf/mnmf.hpp>
 
@@ -44,22 +45,24 @@ struct LambdaSelection {
   std::vector<LambdaCandidate> candidates;
 };
 
+/// The validation fractions select_lambda takes from the training ratings:
+/// some must be held out, and some left to fit on.
+inline constexpr Range<double> validation_fraction_range{.lo = 0.0, .hi = 1.0, .lo_open = true, .hi_open = true};
+
 /// Called after each candidate (progress output); may be empty.
 using LambdaObserver = std::function<void(const LambdaCandidate&)>;
 
 namespace detail {
 inline void check_grid(const std::vector<double>& grid) {
   if (grid.empty()) throw UsageError("mnmf: the lambda grid is empty");
-  for (double l : grid)
-    if (!(l >= 0.0 && l <= 1e12))
-      throw UsageError("mnmf: every lambda of the grid must be in [0, 1e12], got " + std::to_string(l));
+  for (double l : grid) check_range("mnmf", "every lambda of the grid", l, Options::lambda_range);
 }
 }  // namespace detail
 
 /// Solves `problem` once per lambda of `grid` (lambda_w = lambda_h = lambda,
 /// the other options as given) and returns the lambda with the lowest
 /// test_rmse on the problem's held-out ratings. UsageError for an empty grid,
-/// a lambda outside [0, 1e12], a problem without held-out ratings, or a
+/// a lambda outside Options::lambda_range, a problem without held-out ratings, or a
 /// lambda > 0 without both graphs.
 template <class ExecutionSpace, class T, class MemorySpace>
 LambdaSelection select_lambda(const ExecutionSpace& exec, const Problem<T, MemorySpace>& problem,
@@ -85,13 +88,12 @@ LambdaSelection select_lambda(const ExecutionSpace& exec, const Problem<T, Memor
 /// The same from the training ratings: `validation_fraction` of them
 /// (split_train_test with `seed`) is held out, the kNN user and item graphs
 /// (`graph`) are built on the rest, and select_lambda runs on that problem.
-/// UsageError for a fraction outside (0, 1).
+/// UsageError for a fraction outside validation_fraction_range.
 template <class ExecutionSpace, class T>
 LambdaSelection select_lambda(const ExecutionSpace& exec, const CooMatrix<T>& train, double validation_fraction,
                               std::uint64_t seed, const GraphOptions& graph, const Options& options,
                               const std::vector<double>& grid, const LambdaObserver& observer = {}) {
-  if (!(validation_fraction > 0.0 && validation_fraction < 1.0))
-    throw UsageError("mnmf: validation_fraction must be in (0, 1), got " + std::to_string(validation_fraction));
+  check_range("mnmf", "validation_fraction", validation_fraction, validation_fraction_range);
   detail::check_grid(grid);
   auto [fit, validation] = split_train_test(train, validation_fraction, seed);
   const auto R = to_csr(exec, fit);

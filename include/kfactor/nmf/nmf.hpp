@@ -83,15 +83,17 @@
 /// **Distributed runs** (kfactor/distributed/nmf.hpp) use the same code:
 /// init/step/evaluate/resume are detail::initial_factors / step_on /
 /// evaluate_on / resume_on on one process's blocks with a communication
-/// policy; here it is detail::SingleProcess (sums are identities, gathers
-/// return the local = full factor), there an MPI one (Gram, norm and error
-/// sums all-reduced, W and Ht all-gathered per half step). No MPI in this
+/// policy; here it is detail::SingleProcess (sums are identities, the
+/// products R = A^T W and P = A Ht the plain ones), there an MPI one (Gram,
+/// norm and error sums all-reduced; per half step W or Ht all-gathered and,
+/// on a 2D grid, the partial products reduce-scattered). No MPI in this
 /// header.
 
 #include <kfactor/core/contract.hpp>
 #include <kfactor/core/detail/eti.hpp>
 #include <kfactor/core/error.hpp>
 #include <kfactor/core/matrix.hpp>
+#include <kfactor/core/range.hpp>
 #include <kfactor/core/report.hpp>
 #include <kfactor/core/solver.hpp>
 
@@ -134,14 +136,20 @@ inline constexpr int max_rank = 1 << 20;
 inline constexpr double max_epsilon = 1e-3;
 
 /// The options of a run. Ranges (validate() throws UsageError naming the
-/// field and its range): rank in [1, max_rank]; tile in [0, rank] (0: the
-/// default tile); epsilon finite in [0, max_epsilon] (0: machine epsilon of
-/// the value type); stop.max_iterations >= 0 (0: init only);
-/// stop.tolerance finite in [0, 1) (the relative error never rises by more
-/// than 100%, so 1 or more would stop after the second epoch); stop.target
-/// in [0, 1] or NaN (the relative error of the start is below 1). Every
-/// seed is valid.
+/// field and its range): rank in rank_range; tile in tile_range and at most
+/// rank; epsilon in epsilon_range (0: machine epsilon of the value type);
+/// stop.max_iterations in StopRule::max_iterations_range (0: init only);
+/// stop.tolerance in tolerance_range (the relative error never rises by
+/// more than 100%, so 1 or more would stop after the second epoch);
+/// stop.target in target_range or NaN (the relative error of the start is
+/// below 1). Every seed is valid.
 struct Options {
+  static constexpr Range<int> rank_range{.lo = 1, .hi = max_rank};
+  static constexpr Range<int> tile_range{.lo = 0, .hi = max_rank, .note = "0: the default tile; at most the rank"};
+  static constexpr Range<double> epsilon_range{.lo = 0.0, .hi = max_epsilon, .note = "0: machine epsilon"};
+  static constexpr Range<double> tolerance_range{.lo = 0.0, .hi = 1.0, .hi_open = true, .note = "0 disables the rule"};
+  static constexpr Range<double> target_range{.lo = 0.0, .hi = 1.0};
+
   Algorithm algorithm = Algorithm::alo;
   int rank = 10;         ///< K
   int tile = 0;          ///< ALO tile size T; 0 = default_tile(K)

@@ -40,9 +40,11 @@ struct SddmmTuneResult {
 /// The cache key: "device|M|N|nnz|K|element bytes".
 std::string sddmm_tune_key(const std::string& device, std::int64_t m, std::int64_t n, std::int64_t nnz, int k,
                            std::size_t element_bytes);
-/// Looks the key up in memory, then in `file` (if not empty).
+/// Looks the key up in memory, then in `file` (if not empty; InputError when
+/// it exists and is no regular file).
 std::optional<SddmmOptions> sddmm_tune_lookup(const std::string& key, const std::string& file = "");
-/// Stores the entry in memory and appends it to `file` (if not empty).
+/// Stores the entry in memory and appends it to `file` (if not empty; the
+/// same InputError).
 void sddmm_tune_store(const std::string& key, const SddmmOptions& options, const std::string& file = "");
 /// Text form of the tuned fields ("kernel=rowsplit tiles=1 tile_cols=0 ...").
 std::string sddmm_options_string(const SddmmOptions& o);

@@ -12,6 +12,7 @@
 
 #include <kfactor/core/error.hpp>
 #include <kfactor/core/matrix.hpp>
+#include <kfactor/core/range.hpp>
 #include <kfactor/distributed/partition.hpp>
 
 #include <cstddef>
@@ -47,9 +48,28 @@ const char* to_string(SddmmStaged s);
 /// Parses "auto", "reference", "rowsplit", "nzsplit", "sm_l2", "sm_sm", "panels" (UsageError otherwise).
 SddmmKernel parse_sddmm_kernel(const std::string& name);
 
+/// The inner dimension K a plan takes (SddmmPlan: UsageError outside it).
+inline constexpr Range<int> sddmm_rank_range{.lo = 1};
+
 /// Every mechanism of the paper can be switched, so that its effect can be
-/// measured (perf/bench_sddmm.cpp). Zero means "choose" for sizes.
+/// measured (perf/bench_sddmm.cpp). Zero means "choose" for sizes. The
+/// fields with a Range beside them are checked against it by validate().
 struct SddmmOptions {
+  static constexpr Range<ordinal_t> tile_cols_range{.lo = 0, .note = "0: the model's"};
+  static constexpr Range<double> model_c_range{.lo = 0.0, .lo_open = true};
+  static constexpr Range<ordinal_t> tile_round_range{.lo = 1};
+  static constexpr Range<int> tk_range{.lo = 0, .note = "a multiple of 32; 0: automatic"};
+  static constexpr Range<int> smsm_tile_range{.lo = 0, .note = "0: the largest that fits"};
+  static constexpr Range<int> chunk_range{.lo = 0, .note = "0: automatic"};
+  /// Lanes beyond the space's vector_length_max() are clamped to it; more
+  /// than 1024 is a typo on any space.
+  static constexpr Range<int> vector_length_range{.lo = 0, .hi = 1024, .note = "a power of two; 0: automatic"};
+  static constexpr Range<int> team_size_range{.lo = 0, .note = "0: automatic"};
+  static constexpr Range<int> panel_rows_range{.lo = 0, .hi = 256, .note = "0: automatic"};
+  static constexpr Range<std::int64_t> panel_nnz_range{.lo = 0, .note = "0: automatic"};
+  static constexpr Range<double> hot_cache_fraction_range{
+      .lo = -1.0, .hi = 1.0, .note = "-1: automatic, 0: plain loads; none in (-1, 0)"};
+
   SddmmKernel kernel = SddmmKernel::automatic;
 
   // --- column tiles (§III, eq. 6) -------------------------------------------

@@ -207,7 +207,7 @@ SddmmPlan<ExecutionSpace, T, TI>::SddmmPlan(const ExecutionSpace& exec, const cs
   using Traits = detail::SddmmTraits<ExecutionSpace>;
   const auto t0 = std::chrono::steady_clock::now();
   options.validate();
-  if (K < 1) throw UsageError("sddmm: K must be >= 1, got " + std::to_string(K));
+  check_range("sddmm", "K", K, sddmm_rank_range);
   const ordinal_t m = S.num_rows(), n = S.num_cols;
   const offset_t nnz = S.nnz();
   if (S.row_map.extent(0) == 0) throw InputError("sddmm: S has no row_map");

@@ -428,16 +428,6 @@ Report resume(const ExecutionSpace& exec, const Problem<typename ExecutionSpace:
         extra_stop, &loop_seconds);
     reason = r == StopReason::target_reached ? (by_no_improve ? "no_improvement" : "target_reached") : to_string(r);
   }
-  if (state.has_best_copy) {
-    const double w = options.weight_ones;
-    if (double(state.best_false_pos) + w * double(state.best_false_neg) <
-        double(state.false_pos) + w * double(state.false_neg)) {
-      std::swap(state.A, state.best_A);
-      std::swap(state.Bt, state.best_Bt);
-      std::swap(state.false_pos, state.best_false_pos);
-      std::swap(state.false_neg, state.best_false_neg);
-    }
-  }
   Report rep;
   rep.command = "bmf";
   rep.backend = backend_name<ExecutionSpace>();
@@ -449,7 +439,7 @@ Report resume(const ExecutionSpace& exec, const Problem<typename ExecutionSpace:
   rep.iterations = state.iteration;
   rep.seconds = loop_seconds;
   rep.stop_reason = reason;
-  rep.metrics = evaluate(exec, problem, options, state);
+  rep.metrics = detail::metrics_of(state.best_errors(), options, state);
   rep.timings.set("iterations", loop_seconds);
   rep.info["algorithm"] = "cubin";
   rep.info["c_storage"] = problem.dense ? "dense_bits" : "sparse_csr";
@@ -480,13 +470,13 @@ kfactor::Result<State<typename ExecutionSpace::memory_space>> solve(
 
 template <class MemorySpace>
 DenseMatrix<std::uint8_t, Kokkos::HostSpace> factor_a(const State<MemorySpace>& state) {
-  const auto h = copy_to<Kokkos::HostSpace>(state.A);
+  const auto h = copy_to<Kokkos::HostSpace>(state.has_best_copy ? state.best_A : state.A);
   return unpack_bits<std::uint8_t>(Kokkos::DefaultHostExecutionSpace{}, h);
 }
 
 template <class MemorySpace>
 DenseMatrix<std::uint8_t, Kokkos::HostSpace> factor_b(const State<MemorySpace>& state) {
-  const auto h = copy_to<Kokkos::HostSpace>(state.Bt);
+  const auto h = copy_to<Kokkos::HostSpace>(state.has_best_copy ? state.best_Bt : state.Bt);
   DenseMatrix<std::uint8_t, Kokkos::HostSpace> B("bmf::B", h.bits, h.lines);
   for (std::int64_t j = 0; j < h.lines; ++j)
     for (std::int64_t l = 0; l < h.bits; ++l) B(l, j) = h.get(j, l) ? 1 : 0;

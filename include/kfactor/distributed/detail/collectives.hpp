@@ -4,15 +4,26 @@
 /// ALS (KFACTOR_HAVE_MPI only).
 ///
 /// Every call first fences the execution space (the data must be complete
-/// before MPI reads it, and the fence keeps pending kernels out of the
-/// communication time), then times the MPI call alone with MPI_Wtime. The
-/// measured time therefore includes waiting for the slowest rank (load
-/// imbalance shows up as communication). Views in memory the host cannot
-/// address (CUDA) are staged through one pinned host buffer per
-/// communicator, grown on demand and reused (a fresh pageable mirror per call
-/// paid page faults and half the copy bandwidth), so no CUDA-aware MPI is
-/// needed; the staging copies are counted as communication. CommStats splits
-/// the time by kind of call (all-reduce, all-gather, ring shift).
+/// before the collective reads it, and the fence keeps pending kernels out of
+/// the communication time), then times the collective alone with MPI_Wtime.
+/// The measured time therefore includes waiting for the slowest rank (load
+/// imbalance shows up as communication). CommStats splits the time by kind
+/// of call (all-reduce, all-gather, ring shift).
+///
+/// **Engines.** Views in host memory go to MPI directly. Views in memory the
+/// host cannot address (CUDA) take the first available of
+///   1. NCCL (builds with KFACTOR_HAVE_NCCL, CUDA execution spaces, one GPU
+///      per rank): the collective is enqueued on the execution space's
+///      stream and the data stays on the device (detail/nccl.hpp);
+///   2. a CUDA-aware MPI, when the MPI library says at run time that it is
+///      one (Open MPI's MPIX_Query_cuda_support): device pointers go to MPI;
+///   3. host staging: through one pinned host buffer per communicator, grown
+///      on demand and reused (a fresh pageable mirror per call paid page
+///      faults and half the copy bandwidth); the copies count as
+///      communication.
+/// The environment variable KFACTOR_COMM_ENGINE (auto, nccl, mpi, host)
+/// overrides the choice (an engine this build or MPI lacks is an error), and
+/// engine_name() tells which one ran, for the report.
 
 #include <kfactor/config.hpp>
 #include <kfactor/core/error.hpp>
@@ -22,12 +33,18 @@
 
 #if defined(KFACTOR_HAVE_MPI)
 #include <mpi.h>
+#include <kfactor/distributed/detail/nccl.hpp>
+#if __has_include(<mpi-ext.h>)
+#include <mpi-ext.h>
+#endif
 #include <sys/resource.h>
 
 #include <Kokkos_Core.hpp>
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
+#include <memory>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -65,12 +82,94 @@ struct CommStats {
   std::int64_t reduce_calls = 0, gather_calls = 0, shift_calls = 0;
 };
 
+/// How collectives on device memory travel (see the file comment).
+enum class DeviceEngine { nccl, cuda_aware_mpi, host_staged };
+
+/// True when `Exec` is a CUDA execution space (NCCL enqueues on its stream).
+template <class Exec>
+inline constexpr bool is_cuda_space =
+#if defined(KOKKOS_ENABLE_CUDA)
+    std::is_same_v<Exec, Kokkos::Cuda>;
+#else
+    false;
+#endif
+
+/// True when the MPI library reports at run time that it accepts CUDA
+/// device pointers.
+inline bool mpi_is_cuda_aware() {
+#if defined(MPIX_CUDA_AWARE_SUPPORT) && MPIX_CUDA_AWARE_SUPPORT
+  return MPIX_Query_cuda_support() == 1;
+#else
+  return false;
+#endif
+}
+
+/// The device engine for this build and MPI, or the one KFACTOR_COMM_ENGINE
+/// names (UsageError when it is not available).
+inline DeviceEngine choose_device_engine() {
+  constexpr bool have_nccl =
+#if defined(KFACTOR_HAVE_NCCL)
+      true;
+#else
+      false;
+#endif
+  const char* env = std::getenv("KFACTOR_COMM_ENGINE");
+  const std::string want = env != nullptr ? env : "auto";
+  if (want == "auto" || want.empty())
+    return have_nccl             ? DeviceEngine::nccl
+           : mpi_is_cuda_aware() ? DeviceEngine::cuda_aware_mpi
+                                 : DeviceEngine::host_staged;
+  if (want == "nccl") {
+    if (!have_nccl) throw UsageError("KFACTOR_COMM_ENGINE=nccl: this build of kfactor has no NCCL");
+    return DeviceEngine::nccl;
+  }
+  if (want == "mpi") {
+    if (!mpi_is_cuda_aware()) throw UsageError("KFACTOR_COMM_ENGINE=mpi: this MPI library is not CUDA-aware");
+    return DeviceEngine::cuda_aware_mpi;
+  }
+  if (want == "host") return DeviceEngine::host_staged;
+  throw UsageError("KFACTOR_COMM_ENGINE='" + want + "': expected auto, nccl, mpi or host");
+}
+
+/// Adds the statistics of another communicator (a layout that talks over
+/// several, see Collectives::split).
+inline CommStats& operator+=(CommStats& a, const CommStats& b) {
+  a.seconds += b.seconds;
+  a.wait_seconds += b.wait_seconds;
+  a.calls += b.calls;
+  a.bytes_in += b.bytes_in;
+  a.reduce_bytes += b.reduce_bytes;
+  a.reduce_seconds += b.reduce_seconds;
+  a.gather_seconds += b.gather_seconds;
+  a.shift_seconds += b.shift_seconds;
+  a.reduce_calls += b.reduce_calls;
+  a.gather_calls += b.gather_calls;
+  a.shift_calls += b.shift_calls;
+  return a;
+}
+
 /// Thin timed wrappers; one per communicator (not thread safe).
 class Collectives {
  public:
-  explicit Collectives(MPI_Comm comm) : comm_(comm) {
+  explicit Collectives(MPI_Comm comm) : comm_(comm), device_engine_(choose_device_engine()) {
+    const char* env = std::getenv("KFACTOR_COMM_ENGINE");
+    explicit_engine_ = env != nullptr && std::string(env) == "nccl";
     MPI_Comm_rank(comm, &rank_);
     MPI_Comm_size(comm, &size_);
+  }
+  /// The engine collectives on `Mem` (with execution space `Exec`) take:
+  /// "mpi" (host memory), "nccl", "cuda-aware-mpi" or "host-staged".
+  /// Collective: the first call on device memory settles the engine (and
+  /// creates the NCCL communicator) on every rank.
+  template <class Exec, class Mem>
+  [[nodiscard]] std::string engine_name() {
+    if (size_ == 1) return "none";
+    switch (prepare<Exec, Mem>()) {
+      case Route::host: return "mpi";
+      case Route::nccl: return "nccl";
+      case Route::device_mpi: return "cuda-aware-mpi";
+      default: return "host-staged";
+    }
   }
   [[nodiscard]] MPI_Comm comm() const { return comm_; }
   [[nodiscard]] int rank() const { return rank_; }
@@ -91,24 +190,55 @@ class Collectives {
     long switches;   ///< involuntary context switches during the call
   };
   std::vector<CallRecord>* log = nullptr;
+  /// All-reductions up to this size go to NCCL without a fence or a wait
+  /// (see allreduce_sum).
+  static constexpr std::size_t small_payload_bytes = 256;
 
-  /// v (contiguous) summed in place over the ranks. No MPI call on one rank.
+  /// v (contiguous) summed in place over the ranks. No call on one rank.
   template <class ExecutionSpace, class V>
   void allreduce_sum(const ExecutionSpace& exec, const V& v) {
     static_assert(Kokkos::is_view_v<V>);
     using T = typename V::non_const_value_type;
+    using Mem = typename V::memory_space;
     if (size_ == 1 || v.size() == 0) return;
     if (!v.span_is_contiguous()) throw UsageError("distributed: all-reduce of a non-contiguous view");
+    const Route r = prepare<ExecutionSpace, Mem>();
+#if defined(KFACTOR_HAVE_NCCL)
+    // A few values (HALS sums one column norm per column): enqueued between
+    // the kernels that produce and read them, with no host round trip; a
+    // fence and a wait would cost more than the transfer. Counted, untimed
+    // (their time shows in compute); a peer's failure surfaces at the next
+    // waited collective.
+    if constexpr (is_cuda_space<ExecutionSpace>) {
+      if (r == Route::nccl && v.size() * sizeof(T) <= small_payload_bytes && !measure_wait && log == nullptr) {
+        nccl_->check(
+            ncclAllReduce(v.data(), v.data(), v.size(), nccl_type<T>(), ncclSum, nccl_->get(), exec.cuda_stream()),
+            "all-reduce");
+        count(stats.reduce_seconds, stats.reduce_calls, 0.0, double(v.size() * sizeof(T)));
+        stats.reduce_bytes += static_cast<std::int64_t>(v.size() * sizeof(T));
+        return;
+      }
+    }
+#endif
     exec.fence();
     wait();
     const double t0 = start();
     const int n = static_cast<int>(v.size());
-    if constexpr (Kokkos::SpaceAccessibility<Kokkos::HostSpace, typename V::memory_space>::accessible) {
+    if (r == Route::host || r == Route::device_mpi) {
       check(MPI_Allreduce(MPI_IN_PLACE, v.data(), n, mpi_type<T>(), MPI_SUM, comm_), "MPI_Allreduce");
+    } else if (r == Route::nccl) {
+#if defined(KFACTOR_HAVE_NCCL)
+      if constexpr (is_cuda_space<ExecutionSpace>) {
+        nccl_->check(
+            ncclAllReduce(v.data(), v.data(), v.size(), nccl_type<T>(), ncclSum, nccl_->get(), exec.cuda_stream()),
+            "all-reduce");
+        nccl_->wait(exec.cuda_stream(), "all-reduce");
+      }
+#endif
     } else {
       T* h = staging<T>(v.size());
       Kokkos::View<T*, Kokkos::SharedHostPinnedSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>> hv(h, v.size());
-      Kokkos::View<T*, typename V::memory_space, Kokkos::MemoryTraits<Kokkos::Unmanaged>> dv(v.data(), v.size());
+      Kokkos::View<T*, Mem, Kokkos::MemoryTraits<Kokkos::Unmanaged>> dv(v.data(), v.size());
       Kokkos::deep_copy(exec, hv, dv);
       exec.fence();
       check(MPI_Allreduce(MPI_IN_PLACE, h, n, mpi_type<T>(), MPI_SUM, comm_), "MPI_Allreduce");
@@ -155,13 +285,18 @@ class Collectives {
       counts[p] = static_cast<int>(c);
       displs[p] = static_cast<int>(d);
     }
+    const Route r = prepare<ExecutionSpace, Mem>();
     exec.fence();
     wait();
     const double t0 = start();
-    if constexpr (Kokkos::SpaceAccessibility<Kokkos::HostSpace, Mem>::accessible) {
+    if (r == Route::host || r == Route::device_mpi) {
       check(MPI_Allgatherv(local.data(), counts[rank_], mpi_type<T>(), full.data(), counts.data(), displs.data(),
                            mpi_type<T>(), comm_),
             "MPI_Allgatherv");
+    } else if (r == Route::nccl) {
+#if defined(KFACTOR_HAVE_NCCL)
+      if constexpr (is_cuda_space<ExecutionSpace>) nccl_allgatherv(exec, local.data(), full.data(), counts, displs);
+#endif
     } else {
       // This rank's rows go to their place in the staging buffer; the
       // all-gather then fills the rest in place.
@@ -182,7 +317,7 @@ class Collectives {
 
   /// One step of a ring: sends `send` (LayoutRight, contiguous) to rank
   /// `dest` and receives `recv` (already sized to what arrives) from rank
-  /// `source`, in one MPI_Sendrecv. Point to point: one latency, no log P.
+  /// `source`, in one exchange. Point to point: one latency, no log P.
   template <class ExecutionSpace, class T, class Mem>
   void shift_rows(const ExecutionSpace& exec, const DenseMatrix<T, Mem>& send, int dest,
                   const DenseMatrix<T, Mem>& recv, int source) {
@@ -190,13 +325,27 @@ class Collectives {
       throw RuntimeFailure("distributed: a ring block of " + std::to_string(std::max(send.size(), recv.size())) +
                            " values exceeds MPI's int counts; use more ranks");
     const int ns = static_cast<int>(send.size()), nr = static_cast<int>(recv.size());
+    const Route r = prepare<ExecutionSpace, Mem>();
     exec.fence();
     wait();
     const double t0 = start();
-    if constexpr (Kokkos::SpaceAccessibility<Kokkos::HostSpace, Mem>::accessible) {
+    if (r == Route::host || r == Route::device_mpi) {
       check(MPI_Sendrecv(send.data(), ns, mpi_type<T>(), dest, 0, recv.data(), nr, mpi_type<T>(), source, 0, comm_,
                          MPI_STATUS_IGNORE),
             "MPI_Sendrecv");
+    } else if (r == Route::nccl) {
+#if defined(KFACTOR_HAVE_NCCL)
+      if constexpr (is_cuda_space<ExecutionSpace>) {
+        const cudaStream_t stream = exec.cuda_stream();
+        nccl_->check(ncclGroupStart(), "group start");
+        if (ns > 0)
+          nccl_->check(ncclSend(send.data(), send.size(), nccl_type<T>(), dest, nccl_->get(), stream), "send");
+        if (nr > 0)
+          nccl_->check(ncclRecv(recv.data(), recv.size(), nccl_type<T>(), source, nccl_->get(), stream), "recv");
+        nccl_->check(ncclGroupEnd(), "ring shift");
+        nccl_->wait(stream, "ring shift");
+      }
+#endif
     } else {
       using Pinned = Kokkos::View<T*, Kokkos::SharedHostPinnedSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
       using Flat = Kokkos::View<T*, Mem, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
@@ -315,7 +464,139 @@ class Collectives {
     return out;
   }
 
+  /// This rank's rows [bounds[rank], bounds[rank + 1]) of the sum over the
+  /// ranks of `full` (N = bounds.back() rows of K: every rank's partial sums
+  /// of all rows), into `local` (MPI_Reduce_scatter). Both LayoutRight and
+  /// contiguous; `full` is left as it was. Counted with the all-gathers
+  /// (bytes_in: the other ranks' rows, the volume a ring moves, as for
+  /// allgather_rows of the same rows). On one rank `local` is just a copy.
+  template <class ExecutionSpace, class T, class Mem>
+  void reduce_scatter_rows(const ExecutionSpace& exec, const DenseMatrix<T, Mem>& full,
+                           const DenseMatrix<T, Mem>& local, const std::vector<ordinal_t>& bounds) {
+    const std::size_t K = full.extent(1);
+    if (local.extent(1) != K || bounds.size() != static_cast<std::size_t>(size_) + 1 ||
+        local.extent(0) != static_cast<std::size_t>(bounds[rank_ + 1] - bounds[rank_]) ||
+        full.extent(0) != static_cast<std::size_t>(bounds.back()))
+      throw UsageError("distributed: reduce-scatter of rows with inconsistent shapes");
+    if (size_ == 1) {
+      Kokkos::deep_copy(exec, local, full);
+      return;
+    }
+    if (static_cast<std::int64_t>(bounds.back()) * static_cast<std::int64_t>(K) > std::int64_t(2147483647))
+      throw RuntimeFailure("distributed: a partial product of " + std::to_string(bounds.back()) + " x " +
+                           std::to_string(K) + " exceeds MPI's int counts; use more ranks or a smaller rank");
+    std::vector<int> counts(size_);
+    for (int p = 0; p < size_; ++p)
+      counts[p] = static_cast<int>(std::int64_t(bounds[p + 1] - bounds[p]) * std::int64_t(K));
+    exec.fence();
+    wait();
+    const double t0 = start();
+    if constexpr (Kokkos::SpaceAccessibility<Kokkos::HostSpace, Mem>::accessible) {
+      check(MPI_Reduce_scatter(full.data(), local.data(), counts.data(), mpi_type<T>(), MPI_SUM, comm_),
+            "MPI_Reduce_scatter");
+    } else {
+      using Pinned = Kokkos::View<T**, Kokkos::LayoutRight, Kokkos::SharedHostPinnedSpace,
+                                  Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+      T* h = staging<T>(full.size() + local.size());
+      Kokkos::deep_copy(exec, Pinned(h, full.extent(0), K), full);
+      exec.fence();
+      check(MPI_Reduce_scatter(h, h + full.size(), counts.data(), mpi_type<T>(), MPI_SUM, comm_), "MPI_Reduce_scatter");
+      Kokkos::deep_copy(exec, local, Pinned(h + full.size(), local.extent(0), K));
+      exec.fence();
+    }
+    const std::size_t in = (full.extent(0) - local.extent(0)) * K * sizeof(T);
+    count(stats.gather_seconds, stats.gather_calls, MPI_Wtime() - t0, double(in));
+    stats.bytes_in += static_cast<std::int64_t>(in);
+  }
+
+  /// The ranks of this communicator that pass the same `color`, ordered by
+  /// `key`, with Collectives of their own (MPI_Comm_split; collective over
+  /// this communicator). The new communicator is freed with the last copy of
+  /// the returned object (unless MPI was finalized first).
+  [[nodiscard]] std::shared_ptr<Collectives> split(int color, int key) const {
+    MPI_Comm sub = MPI_COMM_NULL;
+    check(MPI_Comm_split(comm_, color, key, &sub), "MPI_Comm_split");
+    auto out = std::make_shared<Collectives>(sub);
+    out->owned_ = std::shared_ptr<MPI_Comm>(new MPI_Comm(sub), [](MPI_Comm* c) {
+      int finalized = 0;
+      MPI_Finalized(&finalized);
+      if (!finalized) MPI_Comm_free(c);
+      delete c;
+    });
+    return out;
+  }
+
  private:
+  enum class Route { host, nccl, device_mpi, host_staged };
+  /// Where a collective on `Mem` goes (see the file comment).
+  template <class Exec, class Mem>
+  [[nodiscard]] Route route() const {
+    if constexpr (Kokkos::SpaceAccessibility<Kokkos::HostSpace, Mem>::accessible) {
+      return Route::host;
+    } else {
+      if (device_engine_ == DeviceEngine::nccl && is_cuda_space<Exec>) return Route::nccl;
+      if (device_engine_ == DeviceEngine::cuda_aware_mpi) return Route::device_mpi;
+      return Route::host_staged;
+    }
+  }
+  /// route(), creating the NCCL communicator on first use. Every rank makes
+  /// the same sequence of collectives, so the first one is reached by all
+  /// ranks together and the (collective) creation is safe there; it stays
+  /// out of the timed region.
+  template <class Exec, class Mem>
+  Route prepare() {
+    const Route r = route<Exec, Mem>();
+#if defined(KFACTOR_HAVE_NCCL)
+    if (r == Route::nccl && !nccl_) {
+      const std::string why = nccl_unusable_reason(comm_);
+      if (why.empty()) {
+        nccl_ = std::make_shared<NcclComm>(comm_, rank_, size_);
+      } else {
+        if (explicit_engine_) throw UsageError("KFACTOR_COMM_ENGINE=nccl: " + why);
+        device_engine_ = mpi_is_cuda_aware() ? DeviceEngine::cuda_aware_mpi : DeviceEngine::host_staged;
+        return route<Exec, Mem>();
+      }
+    }
+#endif
+    return r;
+  }
+#if defined(KFACTOR_HAVE_NCCL)
+  /// MPI_Allgatherv's counts and displacements in values, on the device.
+  /// NCCL's all-gather takes equal blocks: blocks of unequal size travel
+  /// padded to the largest in a scratch buffer and are then packed into
+  /// place (device copies, far cheaper than the link).
+  template <class Exec, class T>
+  void nccl_allgatherv(const Exec& exec, const T* local, T* full, const std::vector<int>& counts,
+                       const std::vector<int>& displs) {
+    const cudaStream_t stream = exec.cuda_stream();
+    const std::size_t block = static_cast<std::size_t>(*std::max_element(counts.begin(), counts.end()));
+    const bool equal = std::all_of(counts.begin(), counts.end(), [&](int c) { return std::size_t(c) == block; });
+    T* base = full;
+    if (!equal) {
+      if (nccl_scratch_.extent(0) < block * size_ * sizeof(T))
+        nccl_scratch_ = Kokkos::View<char*, Kokkos::CudaSpace>(
+            Kokkos::view_alloc(Kokkos::WithoutInitializing, "kfactor::nccl_gather"), block * size_ * sizeof(T));
+      base = reinterpret_cast<T*>(nccl_scratch_.data());
+    }
+    T* mine = base + (equal ? std::size_t(displs[rank_]) : block * rank_);
+    if (mine != local)
+      nccl_cuda(cudaMemcpyAsync(mine, local, counts[rank_] * sizeof(T), cudaMemcpyDeviceToDevice, stream));
+    nccl_->check(ncclAllGather(mine, base, block, nccl_type<T>(), nccl_->get(), stream), "all-gather");
+    if (!equal)
+      for (int p = 0; p < size_; ++p)
+        nccl_cuda(cudaMemcpyAsync(full + displs[p], base + block * p, counts[p] * sizeof(T), cudaMemcpyDeviceToDevice,
+                                  stream));
+    nccl_->wait(stream, "all-gather");
+  }
+  void nccl_cuda(cudaError_t rc) {
+    if (rc != cudaSuccess)
+      throw RuntimeFailure("rank " + std::to_string(rank_) +
+                           ": device copy for a collective failed: " + cudaGetErrorString(rc));
+  }
+  std::shared_ptr<NcclComm> nccl_;
+  Kokkos::View<char*, Kokkos::CudaSpace> nccl_scratch_;
+#endif
+  std::shared_ptr<MPI_Comm> owned_;  ///< a communicator made by split(), freed with the last copy
   /// The pinned staging buffer, at least n values of T.
   template <class T>
   T* staging(std::size_t n) {
@@ -358,20 +639,23 @@ class Collectives {
       throw RuntimeFailure(std::string("distributed: ") + what + " failed (MPI error " + std::to_string(rc) + ")");
   }
   MPI_Comm comm_;
+  DeviceEngine device_engine_;
+  bool explicit_engine_ = false;  ///< KFACTOR_COMM_ENGINE=nccl: no silent fallback
   int rank_ = 0, size_ = 1;
 };
 
 /// P + 1 boundaries of contiguous blocks balanced by `counts` (nonzeros per
 /// row or column; kfactor::distributed::balanced_column_blocks), then moved so that every
-/// block is non-empty (needs counts.size() >= parts).
-inline std::vector<ordinal_t> nonempty_balanced_blocks(const std::vector<offset_t>& counts, int parts) {
+/// block has at least min_size rows (needs counts.size() >= parts * min_size).
+inline std::vector<ordinal_t> nonempty_balanced_blocks(const std::vector<offset_t>& counts, int parts,
+                                                       ordinal_t min_size = 1) {
   const auto n = static_cast<ordinal_t>(counts.size());
-  if (n < parts)
-    throw UsageError("distributed: " + std::to_string(parts) + " ranks but only " + std::to_string(n) +
+  if (n < parts * min_size)
+    throw UsageError("distributed: " + std::to_string(parts * min_size) + " ranks but only " + std::to_string(n) +
                      " rows or columns to share; use at most " + std::to_string(n) + " ranks");
   auto b = balanced_column_blocks(counts, parts);
-  for (int p = 1; p < parts; ++p) b[p] = std::max(b[p], b[p - 1] + 1);       // at least one each, from the left
-  for (int p = parts - 1; p >= 1; --p) b[p] = std::min(b[p], b[p + 1] - 1);  // and room for the rest
+  for (int p = 1; p < parts; ++p) b[p] = std::max(b[p], b[p - 1] + min_size);       // min_size each, from the left
+  for (int p = parts - 1; p >= 1; --p) b[p] = std::min(b[p], b[p + 1] - min_size);  // and room for the rest
   return b;
 }
 

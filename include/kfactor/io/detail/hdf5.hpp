@@ -108,6 +108,8 @@ class Handle {
   [[nodiscard]] hid_t get() const { return id_; }
   operator hid_t() const { return id_; }  // NOLINT: used where the C API takes a hid_t
   [[nodiscard]] bool valid() const { return id_ >= 0; }
+  /// Gives the id up without closing it (HDF5 closes it at H5close).
+  void release() { id_ = H5I_INVALID_HID; }
   /// Closes now; returns HDF5's status (negative on failure).
   herr_t reset() {
     herr_t s = 0;

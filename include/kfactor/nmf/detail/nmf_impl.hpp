@@ -38,25 +38,15 @@ inline const char* to_string(Algorithm a) {
 }
 
 inline void Options::validate() const {
-  auto real = [](double v) {
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%.6g", v);
-    return std::string(buf);
-  };
-  if (rank < 1 || rank > max_rank)
-    throw UsageError("nmf: rank must be in [1, " + std::to_string(max_rank) + "], got " + std::to_string(rank));
-  if (tile < 0 || tile > rank)
-    throw UsageError("nmf: tile must be in [0, rank = " + std::to_string(rank) + "] (0: the default tile), got " +
+  check_range("nmf", "rank", rank, rank_range);
+  check_range("nmf", "tile", tile, tile_range);
+  if (tile > rank)
+    throw UsageError("nmf: tile must be at most rank = " + std::to_string(rank) + " (0: the default tile), got " +
                      std::to_string(tile));
-  if (!(epsilon >= 0.0 && epsilon <= max_epsilon))
-    throw UsageError("nmf: epsilon must be in [0, " + real(max_epsilon) + "] (0: machine epsilon), got " +
-                     real(epsilon));
+  check_range("nmf", "epsilon", epsilon, epsilon_range);
   stop.validate();
-  if (!(stop.tolerance < 1.0))
-    throw UsageError("nmf: stop.tolerance must be in [0, 1) (0 disables the rule), got " + real(stop.tolerance));
-  if (!std::isnan(stop.target) && !(stop.target >= 0.0 && stop.target <= 1.0))
-    throw UsageError("nmf: stop.target (a relative error) must be in [0, 1], or NaN to disable it, got " +
-                     real(stop.target));
+  check_range("nmf", "stop.tolerance", stop.tolerance, tolerance_range);
+  if (!std::isnan(stop.target)) check_range("nmf", "stop.target (a relative error)", stop.target, target_range);
 }
 
 inline double alo_tile_model(int K, double C) {
@@ -236,37 +226,6 @@ inline void check_input(std::int64_t V, std::int64_t D, std::int64_t bad, double
   if (!(norm2 > 0.0)) throw InputError("nmf: the input matrix is all zero; there is nothing to factorize");
 }
 
-/// Which factor a gather concerns: rows of W or rows of Ht.
-enum class Factor { w, h };
-
-/// The communication policy of an epoch (DESIGN.md, "Communication"): this
-/// single-process one, whose reductions are identities and whose gathers
-/// return the process's own (= all) rows, and the MPI one of
-/// kfactor/distributed/nmf.hpp. A policy has
-///   sum(exec, v)            v: a contiguous View in the space's memory (a
-///                           K x K Gram, one squared column norm, the error
-///                           scalar), summed in place over processes;
-///   gather(exec, X, which)  the full factor (all rows of W or Ht) from this
-///                           process's rows X.
-///   one_process()           true when the run has one process: the epoch then
-///                           takes the single-process kernels (the same
-///                           arithmetic as kfactor::nmf, bit for bit);
-///   agree(f)                runs f (a local allocation), every process
-///                           throwing when one failed.
-struct SingleProcess {
-  [[nodiscard]] static constexpr bool one_process() { return true; }
-  template <class F>
-  void agree(F&& f) const {
-    f();
-  }
-  template <class ExecutionSpace, class V>
-  void sum(const ExecutionSpace&, const V&) const {}
-  template <class ExecutionSpace, class X>
-  X gather(const ExecutionSpace&, const X& local, Factor) const {
-    return local;
-  }
-};
-
 template <class ExecutionSpace, class Matrix, class XV, class OV>
 void product_AX(const ExecutionSpace& exec, const Matrix& A, const XV& X, const OV& out) {  // out = A X
   using T = typename MatrixTraits<Matrix>::value_type;
@@ -286,6 +245,44 @@ void product_AtX(const ExecutionSpace& exec, const Matrix& Acol, const XV& X, co
   else
     gemm(exec, Trans::transpose, Trans::none, T(1), Acol, X, T(0), out);
 }
+
+/// The communication policy of an epoch (DESIGN.md, "Communication"): this
+/// single-process one, whose reductions are identities and whose products
+/// are the plain ones, and the MPI one of kfactor/distributed/nmf.hpp. A
+/// policy has
+///   sum(exec, v)            v: a contiguous View in the space's memory (a
+///                           K x K Gram, one squared column norm, the error
+///                           scalar), summed in place over processes;
+///   product_AtW(exec, Acol, W, R)
+///                           R = this process's rows of A^T W, from its
+///                           column operand of A (see product_AtX) and its
+///                           rows of W (the policy gathers, and sums partial
+///                           products, as its layout needs);
+///   product_AHt(exec, Arow, Ht, P)
+///                           P = this process's rows of A Ht, from its row
+///                           operand of A and its rows of Ht;
+///   one_process()           true when the run has one process: the epoch then
+///                           takes the single-process kernels (the same
+///                           arithmetic as kfactor::nmf, bit for bit);
+///   agree(f)                runs f (a local allocation), every process
+///                           throwing when one failed.
+struct SingleProcess {
+  [[nodiscard]] static constexpr bool one_process() { return true; }
+  template <class F>
+  void agree(F&& f) const {
+    f();
+  }
+  template <class ExecutionSpace, class V>
+  void sum(const ExecutionSpace&, const V&) const {}
+  template <class ExecutionSpace, class Matrix, class X>
+  void product_AtW(const ExecutionSpace& exec, const Matrix& Acol, const X& W, const X& R) const {
+    product_AtX(exec, Acol, W, R);
+  }
+  template <class ExecutionSpace, class Matrix, class X>
+  void product_AHt(const ExecutionSpace& exec, const Matrix& Arow, const X& Ht, const X& P) const {
+    product_AX(exec, Arow, Ht, P);
+  }
+};
 
 /// The ALO update of one factor (Algs. 2/3) in place: X updated with Gram G
 /// and right-hand side B, in tiles of `tile` columns; W-style (normalised,
@@ -432,8 +429,7 @@ void initial_factors(const ExecutionSpace& exec, const Matrix& Acol, const Optio
   comm.sum(exec, ws.S);
   kfactor::gram(exec, Ht, ws.Q);
   comm.sum(exec, ws.Q);
-  const auto W_all = comm.gather(exec, W, Factor::w);
-  product_AtX(exec, Acol, W_all, ws.R);
+  comm.product_AtW(exec, Acol, W, ws.R);
   frobenius_dot(exec, ws.R, Ht, Kokkos::View<double, Mem>(ws.scal.data()));
   frobenius_dot(exec, ws.S, ws.Q, Kokkos::View<double, Mem>(ws.scal.data() + 1));
   comm.sum(exec, Kokkos::subview(ws.scal, Kokkos::make_pair(0, 1)));
@@ -454,7 +450,8 @@ void initial_factors(const ExecutionSpace& exec, const Matrix& Acol, const Optio
 }
 
 /// One epoch (H then W) on this process's blocks; `iteration` is the state's.
-/// Communication per epoch (distributed policy): gather W, gather Ht, sum S
+/// Communication per epoch (distributed policy): the two products (which
+/// gather W and Ht, and in a grid layout also sum partial products), sum S
 /// and Q (K x K), sum each of the K squared column norms of W (hals, alo) and
 /// the error scalar <W, P>.
 template <class ExecutionSpace, class Matrix, class T, class Mem, class Comm>
@@ -471,10 +468,7 @@ void epoch(const ExecutionSpace& exec, const Matrix& Arow, const Matrix& Acol, c
     kfactor::gram(exec, W, ws.S);
     comm.sum(exec, ws.S);
   }
-  {
-    const auto W_all = comm.gather(exec, W, Factor::w);
-    product_AtX(exec, Acol, W_all, ws.R);
-  }
+  comm.product_AtW(exec, Acol, W, ws.R);
   sw.lap(exec, timed, ws.t_products);
   switch (options.algorithm) {
     case Algorithm::hals: row_sweep(exec, Ht, Ht, Base::old_value, ws.R, ws.S, 0, K, eps); break;
@@ -490,10 +484,7 @@ void epoch(const ExecutionSpace& exec, const Matrix& Arow, const Matrix& Acol, c
   sw.lap(exec, timed, ws.t_h);
 
   // ---- W half: P = A Ht, Q = Ht^T Ht ----
-  {
-    const auto Ht_all = comm.gather(exec, Ht, Factor::h);
-    product_AX(exec, Arow, Ht_all, ws.P);
-  }
+  comm.product_AHt(exec, Arow, Ht, ws.P);
   kfactor::gram(exec, Ht, ws.Q);
   comm.sum(exec, ws.Q);
   sw.lap(exec, timed, ws.t_products);
@@ -532,10 +523,7 @@ template <class ExecutionSpace, class Matrix, class T, class Mem, class Comm>
 void error_products(const ExecutionSpace& exec, const Matrix& Arow, const DenseMatrix<T, Mem>& W,
                     const DenseMatrix<T, Mem>& Ht, Workspace<T, Mem>& ws, int iteration, const Comm& comm) {
   if (ws.error_iteration == iteration) return;
-  {
-    const auto Ht_all = comm.gather(exec, Ht, Factor::h);
-    product_AX(exec, Arow, Ht_all, ws.P);
-  }
+  comm.product_AHt(exec, Arow, Ht, ws.P);
   kfactor::gram(exec, Ht, ws.Q);
   comm.sum(exec, ws.Q);
   kfactor::gram(exec, W, ws.S);
