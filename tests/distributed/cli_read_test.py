@@ -6,8 +6,10 @@ usage: cli_read_test.py KFACTOR MPIEXEC WORKDIR
 - `kfactor convert` writes an HDF5 CSR copy of a Matrix Market file and of a
   ratings file (with its ids);
 - nmf: 3 ranks reading the text (each its byte range) and 3 ranks reading
-  the HDF5 copy (each its rows) write byte-identical factors; one rank with
-  --distributed equals one process without it, byte for byte;
+  the HDF5 copy (each its rows) write byte-identical factors, in the 1D
+  layout and on every processor grid of 1 to 4 ranks (--grid PRxPC, and
+  auto); one rank with --distributed equals one process without it, byte
+  for byte;
 - als: 3 ranks reading the ratings' HDF5 copy write factor CSVs (original
   ids) byte-identical to one process reading the text;
 - a malformed text file fails on every rank with exit 3 and the message one
@@ -75,9 +77,26 @@ run(nmf + ["--input", "sparse.mtx", "--distributed", "--output", "text3"], np=3)
 run(nmf + ["--input", "sparse.h5", "--distributed", "--output", "h5_3"], np=3)
 run(nmf + ["--input", "sparse.h5", "--distributed", "--output", "h5_1"], np=1)
 run(nmf + ["--input", "sparse.mtx", "--output", "single"])
+run(nmf + ["--input", "sparse.mtx", "--distributed", "--grid", "1x1", "--output", "grid1x1"], np=1)
 for fac in ("W", "H"):
     check(body(f"text3_{fac}.mtx") == body(f"h5_3_{fac}.mtx"), f"nmf: {fac} from text and from HDF5 differ")
     check(body(f"h5_1_{fac}.mtx") == body(f"single_{fac}.mtx"), f"nmf: {fac} of one rank differs from one process")
+    check(body(f"grid1x1_{fac}.mtx") == body(f"single_{fac}.mtx"), f"nmf: {fac} of a 1x1 grid differs")
+# Every grid of 2 to 4 ranks, and the automatic choice: the text read and the
+# HDF5 read give the same blocks, so the same factors.
+for np_ in (2, 3, 4):
+    for grid in [f"{pr}x{np_ // pr}" for pr in range(1, np_ + 1) if np_ % pr == 0] + ["auto"]:
+        tag = f"g{np_}_{grid}"
+        outs = []
+        for src in ("sparse.mtx", "sparse.h5"):
+            out = f"{tag}_{src.split('.')[1]}"
+            p = run(nmf + ["--json", "--input", src, "--distributed", "--grid", grid, "--output", out], np=np_)
+            outs.append(out)
+            if grid != "auto":
+                check(f'"grid":"{grid}"' in p.stdout.replace(" ", ""), f"nmf: {tag} reports its grid: {p.stdout[-300:]}")
+        for fac in ("W", "H"):
+            check(body(f"{outs[0]}_{fac}.mtx") == body(f"{outs[1]}_{fac}.mtx"),
+                  f"nmf: {fac} on grid {grid} of {np_} ranks differs between text and HDF5")
 
 als = ["als", "--rank", "4", "--lambda", "0.05", "--precision", "double", "--iters", "4", "--quiet",
        "--factor-layout", "replicated", "--layout", "csr"]

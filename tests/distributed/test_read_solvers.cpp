@@ -107,9 +107,19 @@ std::vector<std::string> sources(const Inputs& in) {
 #endif
 }
 
+/// Every layout of the run's ranks: 1D, each pr x pc grid of them, and the
+/// automatic choice.
+std::vector<dn::Grid> all_grids() {
+  std::vector<dn::Grid> out{dn::Grid{.one_d = true}, dn::Grid{}};
+  for (int pr = 1; pr <= world_size(); ++pr)
+    if (world_size() % pr == 0) out.push_back(dn::Grid{pr, world_size() / pr});
+  return out;
+}
+
 template <class T>
-void nmf_equals_today(const std::string& path) {
-  SCOPED_TRACE(path + " on " + std::to_string(world_size()) + " ranks, " + (sizeof(T) == 4 ? "float" : "double"));
+void nmf_equals_today(const std::string& path, const dn::Grid& grid) {
+  SCOPED_TRACE(path + " on " + std::to_string(world_size()) + " ranks, grid " + dn::to_string(grid) + ", " +
+               (sizeof(T) == 4 ? "float" : "double"));
   const Exec exec;
   // Today's path: the whole file on every rank, values to T, CSR, blocks.
   const auto whole = io::read_input<double>(path).matrix;
@@ -120,20 +130,33 @@ void nmf_equals_today(const std::string& path) {
   coo.cols = whole.cols;
   coo.values.assign(whole.values.begin(), whole.values.end());
   const auto A = to_csr(exec, coo);
-  const auto ref = dn::make_problem(exec, MPI_COMM_WORLD, A);
-  // No rank holds the whole file.
+  const auto ref = dn::make_problem(exec, MPI_COMM_WORLD, A, grid);
+  // No rank holds the whole file: neither what it read nor its block.
   const auto rows = distributed::read_rows<double>(MPI_COMM_WORLD, path);
-  EXPECT_LE(rows.entries.nnz(), whole.nnz());
-  const auto p = dn::make_problem(exec, MPI_COMM_WORLD, distributed::convert_values<T>(rows));
+  const auto p = dn::make_problem(exec, MPI_COMM_WORLD, distributed::convert_values<T>(rows), grid);
+  if (world_size() > 1) {
+    EXPECT_LT(rows.entries.nnz(), whole.nnz());
+    EXPECT_LT(static_cast<std::size_t>(p.rows.nnz()), whole.nnz());
+  }
+  EXPECT_EQ(p.grid, ref.grid);
+  EXPECT_FALSE(p.grid.automatic());
+  EXPECT_EQ(p.grid_row, ref.grid_row);
+  EXPECT_EQ(p.grid_col, ref.grid_col);
   EXPECT_EQ(p.row_bounds, ref.row_bounds);
   EXPECT_EQ(p.col_bounds, ref.col_bounds);
+  EXPECT_EQ(p.w_pieces, ref.w_pieces);
+  EXPECT_EQ(p.h_pieces, ref.h_pieces);
+  EXPECT_EQ(p.row_begin(), ref.row_begin());
+  EXPECT_EQ(p.local_rows(), ref.local_rows());
+  EXPECT_EQ(p.col_begin(), ref.col_begin());
+  EXPECT_EQ(p.local_cols(), ref.local_cols());
   EXPECT_EQ(p.global_rows, ref.global_rows);
   EXPECT_EQ(p.global_cols, ref.global_cols);
   EXPECT_EQ(p.global_nnz, ref.global_nnz);
   EXPECT_EQ(p.norm2, ref.norm2);
   EXPECT_TRUE(same_csr(p.rows, ref.rows));
   EXPECT_TRUE(same_csr(p.cols, ref.cols));
-  const auto fp = distributed::fingerprint(exec, MPI_COMM_WORLD, p.rows, p.row_begin(), p.global_rows);
+  const auto fp = dn::fingerprint(exec, p);
   const auto want = fingerprint(exec, A);
   EXPECT_EQ(fp.checksum, want.checksum);
   EXPECT_EQ(fp.rows, want.rows);
@@ -155,12 +178,13 @@ void nmf_equals_today(const std::string& path) {
 
 TEST(ReadSolvers, NmfFromPartitionedReadsEqualsTheWholeFilePath) {
   const auto in = make_inputs("read_nmf");
-  for (const auto& path : sources(in)) {
-    nmf_equals_today<double>(path);
-    nmf_equals_today<float>(path);
-  }
+  for (const auto& grid : all_grids())
+    for (const auto& path : sources(in)) {
+      nmf_equals_today<double>(path, grid);
+      nmf_equals_today<float>(path, grid);
+    }
   const auto movielens = kfactor::test::data_path("movielens-latest-small/ratings.csv");
-  if (std::ifstream(movielens).good()) nmf_equals_today<double>(movielens);
+  if (std::ifstream(movielens).good()) nmf_equals_today<double>(movielens, dn::Grid{});
   remove_inputs(in);
 }
 
@@ -235,7 +259,14 @@ TEST(ReadSolvers, BadInputIsRefusedOnEveryRank) {
   // All-zero input: nmf's and als's own messages, on every rank.
   const auto z = distributed::read_rows<double>(MPI_COMM_WORLD, zeros);
   if (world_size() <= 4) {
-    EXPECT_THROW((void)dn::make_problem(exec, MPI_COMM_WORLD, z), InputError);
+    for (const auto& grid : all_grids())
+      EXPECT_THROW((void)dn::make_problem(exec, MPI_COMM_WORLD, z, grid), InputError) << dn::to_string(grid);
+    // A grid of other than the run's ranks.
+    EXPECT_THROW((void)dn::make_problem(exec, MPI_COMM_WORLD, z, dn::Grid{world_size() + 1, 1}), UsageError);
+    std::vector<ordinal_t> too_many(static_cast<std::size_t>(world_size()) + 1);
+    for (std::size_t b = 0; b < too_many.size(); ++b) too_many[b] = static_cast<ordinal_t>(b);
+    too_many.push_back(5);
+    EXPECT_THROW((void)distributed::move_blocks(MPI_COMM_WORLD, z, too_many, {0, 4}), UsageError);
     try {
       (void)da::distribute(exec, MPI_COMM_WORLD, z, 0.0, 1);
       ADD_FAILURE() << "all-zero ratings accepted";
