@@ -276,9 +276,8 @@ Report run_nmf_distributed(const NmfCliOptions& o, const NmfInput& ids, const di
   using Exec = Kokkos::DefaultExecutionSpace;
   namespace dn = distributed::nmf;
   const Exec exec;
-  const auto problem = distributed::agree(comm, [&] {
-    return dn::make_problem(exec, comm, distributed::convert_values<T>(rows), dn::parse_grid(o.grid));
-  });
+  const auto problem = distributed::agree(
+      comm, [&] { return dn::make_problem(exec, comm, distributed::convert_values<T>(rows), dn::parse_grid(o.grid)); });
   return solve_distributed<T>(o, ids, problem, dn::fingerprint(exec, problem), comm);
 }
 #endif

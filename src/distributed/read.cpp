@@ -497,7 +497,7 @@ RowSlice<T> reindex_rows(MPI_Comm comm, const RowSlice<T>& heldout, const RowSli
 #define KFACTOR_DISTRIBUTED_READ_INSTANTIATE(T)                                                          \
   template RowSlice<T> read_rows<T>(MPI_Comm, const std::string&, io::Format, const io::ReadOptions&);   \
   template RowSlice<T> move_rows<T>(MPI_Comm, const RowSlice<T>&, const std::vector<ordinal_t>&);        \
-  template CooMatrix<T> move_blocks<T>(MPI_Comm, const RowSlice<T>&, const std::vector<ordinal_t>&,         \
+  template CooMatrix<T> move_blocks<T>(MPI_Comm, const RowSlice<T>&, const std::vector<ordinal_t>&,      \
                                        const std::vector<ordinal_t>&);                                   \
   template std::vector<offset_t> global_row_counts<T>(MPI_Comm, const RowSlice<T>&);                     \
   template std::vector<offset_t> global_column_counts<T>(MPI_Comm, const RowSlice<T>&);                  \

@@ -222,7 +222,7 @@ InputFingerprint fingerprint(const ExecutionSpace& exec, MPI_Comm comm, const Cs
 #define KFACTOR_DISTRIBUTED_READ_EXTERN(T)                                                                      \
   extern template RowSlice<T> read_rows<T>(MPI_Comm, const std::string&, io::Format, const io::ReadOptions&);   \
   extern template RowSlice<T> move_rows<T>(MPI_Comm, const RowSlice<T>&, const std::vector<ordinal_t>&);        \
-  extern template CooMatrix<T> move_blocks<T>(MPI_Comm, const RowSlice<T>&, const std::vector<ordinal_t>&,         \
+  extern template CooMatrix<T> move_blocks<T>(MPI_Comm, const RowSlice<T>&, const std::vector<ordinal_t>&,      \
                                               const std::vector<ordinal_t>&);                                   \
   extern template std::vector<offset_t> global_row_counts<T>(MPI_Comm, const RowSlice<T>&);                     \
   extern template std::vector<offset_t> global_column_counts<T>(MPI_Comm, const RowSlice<T>&);                  \
