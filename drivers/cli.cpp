@@ -213,7 +213,7 @@ CLI::Validator one_of(std::vector<std::string> choices, std::function<void(const
 CLI::Validator format_choices() {
   std::vector<std::string> names;
   for (auto f : {io::Format::automatic, io::Format::matrix_market, io::Format::edges, io::Format::ratings,
-                 io::Format::bmf, io::Format::dense})
+                 io::Format::bmf, io::Format::dense, io::Format::h5csr})
     names.emplace_back(io::format_name(f));
   return one_of(names, [](const std::string& s) { (void)io::parse_format(s); });
 }
@@ -373,7 +373,7 @@ void add_output_options(CLI::App& cmd, OutputOptions& o) {
 
 void add_common_options(CLI::App& cmd, CommonOptions& o, const Range<int>& rank_range, const Range<int>& iters_range) {
   cmd.add_option("-i,--input", o.input, "input matrix file")->required();
-  cmd.add_option("--format", o.format, "input format (auto guesses from the file)")
+  cmd.add_option("--format", o.format, "input format (auto guesses from the file; HDF5 by its signature)")
       ->capture_default_str()
       ->check(format_choices());
   add_number(cmd, "-k,--rank", o.rank, "factorization rank K", rank_range);

@@ -24,9 +24,11 @@
 // With --layout auto the structure is timed per run; give --layout csr or
 // bals for runs you mean to restart bit for bit on another machine.
 //
-// --distributed (under `mpiexec -n P kfactor als --distributed ...`): every
-// rank reads the input (errors agreed on every rank) and keeps its users'
-// and items' rows (kfactor/distributed/als.hpp). --factor-layout replicated
+// --distributed (under `mpiexec -n P kfactor als --distributed ...`): each
+// rank reads only its part of the ratings (distributed::read_rows: a
+// line-aligned byte range of a text file, or its rows of an HDF5 CSR file;
+// errors agreed on every rank) and keeps its users' and items' rows
+// (kfactor/distributed/als.hpp). --factor-layout replicated
 // all-gathers X and Y on every rank (bit for bit the single-rank factors);
 // blocked never holds a whole factor on a rank (blocks rotate around a ring;
 // equal up to reduction-order rounding); auto (default) picks blocked when
@@ -41,6 +43,7 @@
 #include <kfactor/core/planted.hpp>
 #include <kfactor/io/checkpoint.hpp>
 #include <kfactor/io/factor_file.hpp>
+#include <kfactor/io/input.hpp>
 #include <kfactor/io/ratings.hpp>
 #include <kfactor/io/read.hpp>
 #include <kfactor/io/write.hpp>
@@ -50,6 +53,7 @@
 #include <kfactor/distributed/als.hpp>
 #include <kfactor/distributed/checkpoint.hpp>
 #include <kfactor/distributed/collective.hpp>
+#include <kfactor/distributed/read.hpp>
 
 #include <mpi.h>
 #endif
@@ -75,14 +79,7 @@ namespace {
 /// is the index).
 template <class T>
 io::RatingData<T> read_input(const std::string& path, const std::string& format_name) {
-  const std::string text = io::read_file(path);
-  io::Format f = io::parse_format(format_name);
-  if (f == io::Format::automatic) f = io::detect_format(text, path);
-  io::RatingData<T> R;
-  if (f == io::Format::ratings)
-    R = io::parse_ratings<T>(text, path);
-  else
-    R.matrix = io::parse_matrix<T>(text, path, f);
+  io::RatingData<T> R = io::read_input<T>(path, io::parse_format(format_name));
   if (R.matrix.nnz() == 0) throw InputError(path + ": no ratings");
   return R;
 }
@@ -243,15 +240,36 @@ void run_als_distributed(const AlsCli& a, MPI_Comm comm) {
   const Space exec;
   int rank = 0;
   MPI_Comm_rank(comm, &rank);
-  const AlsInput<T> in = distributed::agree(comm, [&] {
-    check_files(a);
-    return read_als_input<T>(a);
+  // Each rank parses only its part of the ratings (distributed::read_rows);
+  // distribute() splits, balances and transposes them without any rank
+  // holding them all: the same LocalProblem as from the whole file.
+  distributed::agree(comm, [&] { check_files(a); });
+  const auto t0 = std::chrono::steady_clock::now();
+  const io::Format format = io::parse_format(a.common.format);
+  auto some_ratings = [&](const auto& rows, const std::string& path) {
+    distributed::agree(comm, [&] {
+      if (rows.global_nnz == 0) throw InputError(path + ": no ratings");
+    });
+  };
+  const auto ratings = distributed::read_rows<T>(comm, a.common.input, format);
+  some_ratings(ratings, a.common.input);
+  std::optional<distributed::RowSlice<T>> given;
+  if (!a.test_input.empty()) {
+    const auto held = distributed::read_rows<T>(comm, a.test_input, format);
+    some_ratings(held, a.test_input);
+    given = distributed::reindex_rows(comm, held, ratings, io::UnknownIds::reject, a.test_input);
+  }
+  const double read_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  io::RatingData<T> ids;
+  ids.user_ids = ratings.row_ids;
+  ids.item_ids = ratings.col_ids;
+  const auto lp = distributed::agree(comm, [&] {
+    return da::distribute(exec, comm, ratings, a.test_fraction, a.split_seed, given ? &*given : nullptr);
   });
+  const auto fp = distributed::fingerprint(exec, comm, lp.train, lp.user_begin(), lp.users);
   da::Options o = make_options(a);
   o.factor_layout = da::parse_factor_layout(a.factor_layout);
   o.factor_memory_budget = static_cast<std::size_t>(a.factor_memory_budget_mb * 1048576.0);
-  const auto fp = fingerprint(exec, in.problem.train);
-  distributed::require_same(comm, fp.checksum, "the checksum of " + a.common.input);
   {
     // The factor layout changes only rounding: not among the checkpoint's
     // options, but every rank must run the same one.
@@ -262,7 +280,6 @@ void run_als_distributed(const AlsCli& a, MPI_Comm comm) {
   }
   CheckpointMeta meta = checkpoint_meta<T, Space>("als", option_values(o), fp, o.rank);
   meta.input_files = input_files(a);
-  const auto lp = distributed::agree(comm, [&] { return da::distribute(exec, comm, in.problem); });
   auto state = distributed::agree(comm, [&] { return da::init(exec, comm, lp, o); });
   std::string setup_change;
   if (!a.restart.empty())
@@ -272,7 +289,7 @@ void run_als_distributed(const AlsCli& a, MPI_Comm comm) {
     observer = chain(observer, distributed::checkpoint_observer(comm, a.checkpoint, a.checkpoint_every, state, meta));
   Report report = da::resume(exec, lp, o, state, observer);
   if (!a.checkpoint.empty()) save_checkpoint(comm, a.checkpoint, state, meta, state.row_blocks());
-  report.timings.set("read", in.read_seconds);
+  report.timings.set("read", read_seconds);
   report.info["input"] = a.common.input;
   if (!a.restart.empty()) note_restart(report, a.restart, setup_change);
   if (!a.checkpoint.empty()) report.info["checkpoint"] = a.checkpoint;
@@ -283,7 +300,7 @@ void run_als_distributed(const AlsCli& a, MPI_Comm comm) {
   const auto& Y = factors.second;
   distributed::agree(comm, [&] {
     if (rank != 0 || a.common.output.empty()) return;
-    report.info["factors"] = write_factors(a, X, Y, in.R);
+    report.info["factors"] = write_factors(a, X, Y, ids);
   });
   if (rank == 0) {
     print_report(a.common, report);

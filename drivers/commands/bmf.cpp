@@ -25,6 +25,7 @@
 #include <kfactor/core/convert.hpp>
 #include <kfactor/io/bit_factor.hpp>
 #include <kfactor/io/checkpoint.hpp>
+#include <kfactor/io/input.hpp>
 #include <kfactor/io/read.hpp>
 #include <kfactor/io/write.hpp>
 
@@ -56,19 +57,11 @@ struct BooleanInput {
 
 BooleanInput read_boolean_input(const std::string& path, const std::string& format_name, double threshold,
                                 bool has_threshold) {
-  const std::string text = io::read_file(path);
-  io::Format format = io::parse_format(format_name);
-  if (format == io::Format::automatic) format = io::detect_format(text, path);
+  auto r = io::read_input<double>(path, io::parse_format(format_name));
   BooleanInput in;
-  CooMatrix<double> m;
-  if (format == io::Format::ratings) {
-    auto r = io::parse_ratings<double>(text, path);
-    m = std::move(r.matrix);
-    in.row_ids = std::move(r.user_ids);
-    in.col_ids = std::move(r.item_ids);
-  } else {
-    m = io::parse_matrix<double>(text, path, format);
-  }
+  const CooMatrix<double> m = std::move(r.matrix);
+  in.row_ids = std::move(r.user_ids);
+  in.col_ids = std::move(r.item_ids);
   in.ones.num_rows = m.num_rows;
   in.ones.num_cols = m.num_cols;
   for (std::size_t e = 0; e < m.nnz(); ++e) {

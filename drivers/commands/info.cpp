@@ -1,8 +1,10 @@
-// `kfactor info`: read an input file and describe it (shape, nnz, density,
-// value range, duplicates merged, empty rows/columns, detected format).
+// `kfactor info`: read an input file (any text format, or HDF5 CSR) and
+// describe it (shape, nnz, density, value range, duplicates merged, empty
+// rows/columns, detected format).
 // Exit 3 with `file:line: message` on stderr for bad input.
 #include "cli.hpp"
 
+#include <kfactor/io/input.hpp>
 #include <kfactor/io/read.hpp>
 #include <kfactor/io/report_json.hpp>
 
@@ -27,23 +29,15 @@ Report info_report(const InfoOptions& o) {
   ropt.duplicates = io::parse_duplicate_policy(o.duplicates);
   ropt.symmetrize = o.symmetrize;
   ropt.one_based = o.one_based;
-  const io::Format format = io::parse_format(o.format);
   io::ReadInfo info;
-  const auto text = io::read_file(o.input, ropt.memory_limit);
-  const io::Format used = format == io::Format::automatic ? io::detect_format(text, o.input) : format;
   Report r;
   r.command = "info";
   r.backend = "host";
-  CooMatrix<double> A;
-  if (used == io::Format::ratings) {
-    auto data = io::parse_ratings<double>(text, o.input, ropt, &info);
-    A = std::move(data.matrix);
-    if (!data.user_ids.empty()) {
-      r.info["user_id_range"] = std::to_string(data.user_ids.front()) + ".." + std::to_string(data.user_ids.back());
-      r.info["item_id_range"] = std::to_string(data.item_ids.front()) + ".." + std::to_string(data.item_ids.back());
-    }
-  } else {
-    A = io::parse_matrix<double>(text, o.input, used, ropt, &info);
+  auto data = io::read_input<double>(o.input, io::parse_format(o.format), ropt, &info);
+  const CooMatrix<double> A = std::move(data.matrix);
+  if (!data.user_ids.empty() && !data.item_ids.empty()) {
+    r.info["user_id_range"] = std::to_string(data.user_ids.front()) + ".." + std::to_string(data.user_ids.back());
+    r.info["item_id_range"] = std::to_string(data.item_ids.front()) + ".." + std::to_string(data.item_ids.back());
   }
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const auto s = io::coo_stats(A);

@@ -26,6 +26,7 @@
 #include <kfactor/core/metrics.hpp>
 #include <kfactor/core/planted.hpp>
 #include <kfactor/io/checkpoint.hpp>
+#include <kfactor/io/input.hpp>
 #include <kfactor/io/ratings.hpp>
 #include <kfactor/io/read.hpp>
 #include <kfactor/io/write.hpp>
@@ -57,22 +58,15 @@ namespace {
 using Exec = Kokkos::DefaultExecutionSpace;
 using Mem = Exec::memory_space;
 
-/// Reads the rating matrix through io/: a ratings file (CSV, `::`, tab/space)
-/// keeps its original ids; any other format (--format) is read by
-/// io::parse_matrix and has none (row/column index = id). Negative ratings
-/// are refused at their line (MNMF is non-negative).
+/// Reads the rating matrix through io::read_input: a ratings file (CSV,
+/// `::`, tab/space) or an HDF5 CSR file with ids keeps its original ids; any
+/// other format (--format) has none (row/column index = id). Negative
+/// ratings are refused where they are (MNMF is non-negative).
 template <class T>
 io::RatingData<T> read_ratings(const std::string& path, io::Format format) {
-  const std::string text = io::read_file(path);
-  if (format == io::Format::automatic) format = io::detect_format(text, path);
   io::ReadOptions ro;
   ro.non_negative = true;
-  io::RatingData<T> f;
-  if (format == io::Format::ratings)
-    f = io::parse_ratings<T>(text, path, ro);
-  else
-    f.matrix = io::parse_matrix<T>(text, path, format, ro);
-  return f;
+  return io::read_input<T>(path, format, ro);
 }
 
 template <class T>

@@ -15,11 +15,14 @@
 // restart whose options differ, naming the option: this driver only parses,
 // calls the library (nmf::make_problem, init, resume) and prints.
 //
-// --distributed (under `mpiexec -n P kfactor nmf --distributed ...`): every
-// rank reads the input (errors agreed on every rank), keeps its blocks
-// (kfactor/distributed/nmf.hpp: --grid picks the 1D layout or a PRxPC
-// processor grid, by default the one of least modelled communication) and
-// runs the same epochs;
+// --distributed (under `mpiexec -n P kfactor nmf --distributed ...`): each
+// rank reads only its part of a sparse input (distributed::read_rows: a
+// line-aligned byte range of a text file, or its rows of an HDF5 CSR file;
+// errors agreed on every rank; a dense input is read whole by every rank),
+// keeps its blocks (kfactor/distributed/nmf.hpp: --grid picks the 1D layout
+// or a PRxPC processor grid, by default the one of least modelled
+// communication; make_problem moves the entries there) and runs the same
+// epochs;
 // rank 0 prints progress, the report and writes the outputs. Checkpoints hold
 // the full factors in the single-rank layout (one file, written collectively
 // or gathered to rank 0), so a run restarts on any number of ranks, or
@@ -30,6 +33,7 @@
 #include <kfactor/core/error.hpp>
 #include <kfactor/core/planted.hpp>
 #include <kfactor/io/checkpoint.hpp>
+#include <kfactor/io/input.hpp>
 #include <kfactor/io/read.hpp>
 #include <kfactor/io/write.hpp>
 #include <kfactor/nmf/nmf.hpp>
@@ -41,6 +45,7 @@
 #include <kfactor/distributed/checkpoint.hpp>
 #include <kfactor/distributed/collective.hpp>
 #include <kfactor/distributed/nmf.hpp>
+#include <kfactor/distributed/read.hpp>
 
 #include <mpi.h>
 #endif
@@ -64,24 +69,22 @@ struct NmfInput {
   std::vector<std::int64_t> user_ids, item_ids;
 };
 
-NmfInput read_nmf_input(const CommonOptions& common) {
-  const std::string text = io::read_file(common.input);
-  io::Format format = io::parse_format(common.format);
-  if (format == io::Format::automatic) format = io::detect_format(text, common.input);
-  NmfInput out;
-  io::ReadInfo info;
-  // A negative value is refused by the reader, at its line.
+/// How nmf reads its input: a negative value is refused by the reader, where
+/// it is (its line, or its entry of an HDF5 file).
+io::ReadOptions read_options() {
   io::ReadOptions ro;
   ro.non_negative = true;
-  if (format == io::Format::ratings) {
-    auto r = io::parse_ratings<double>(text, common.input, ro, &info);
-    out.coo = std::move(r.matrix);
-    out.user_ids = std::move(r.user_ids);
-    out.item_ids = std::move(r.item_ids);
-    out.ratings = true;
-  } else {
-    out.coo = io::parse_matrix<double>(text, common.input, format, ro, &info);
-  }
+  return ro;
+}
+
+NmfInput read_nmf_input(const CommonOptions& common) {
+  NmfInput out;
+  io::ReadInfo info;
+  auto r = io::read_input<double>(common.input, io::parse_format(common.format), read_options(), &info);
+  out.coo = std::move(r.matrix);
+  out.user_ids = std::move(r.user_ids);
+  out.item_ids = std::move(r.item_ids);
+  out.ratings = !out.user_ids.empty();
   out.dense = info.format == io::Format::dense ||
               (info.format == io::Format::matrix_market && info.detail.find("array") != std::string::npos);
   return out;
@@ -211,50 +214,71 @@ Report run_nmf(const NmfCliOptions& o, const NmfInput& input) {
 }
 
 #if defined(KFACTOR_HAVE_MPI)
-/// --distributed, on every rank of MPI_COMM_WORLD; the report matters on rank 0.
-template <class T>
-Report run_nmf_distributed(const NmfCliOptions& o, const NmfInput& input, MPI_Comm comm) {
+/// --distributed from a problem every rank holds its blocks of; `input`
+/// carries the ids for the outputs. The report matters on rank 0.
+template <class T, class Problem>
+Report solve_distributed(const NmfCliOptions& o, const NmfInput& input, const Problem& problem,
+                         const InputFingerprint& fp, MPI_Comm comm) {
   using Exec = Kokkos::DefaultExecutionSpace;
   namespace dn = distributed::nmf;
   const Exec exec;
   int rank = 0;
   MPI_Comm_rank(comm, &rank);
   const nmf::Options opt = make_options(o);
-  const auto csr = input_csr<T>(exec, input);
+  auto meta = checkpoint_meta<T, Exec>("nmf", option_values(opt), fp, opt.rank);
+  meta.input_files = {o.common.input};  // a checkpoint may not replace the input
+  auto state = distributed::agree(comm, [&] { return dn::init(exec, problem, opt); });
+  std::string setup_change;
+  if (!o.restart.empty())
+    setup_change = warn_restart(load_checkpoint(comm, o.restart, state, meta, state.row_blocks()).setup_change);
+  // Collective: every rank calls it each iteration so that all ranks stop
+  // together on SIGINT/SIGTERM; rank 0 prints.
+  Observer observer = progress_printer(o.common, o.every, comm);
+  if (!o.checkpoint.empty())
+    observer = chain(std::move(observer),
+                     distributed::checkpoint_observer(comm, o.checkpoint, o.checkpoint_every, state, meta));
+  Report report = dn::resume(exec, problem, opt, state, observer);
+  if (!o.checkpoint.empty()) {
+    save_checkpoint(comm, o.checkpoint, state, meta, state.row_blocks());
+    report.info["checkpoint"] = o.checkpoint;
+  }
+  if (!o.restart.empty()) note_restart(report, o.restart, setup_change);
+  const auto W = dn::gather_W(exec, state);
+  const auto Ht = dn::gather_Ht(exec, state);
+  distributed::agree(comm, [&] {
+    if (rank == 0) write_outputs(o, input, W, Ht, report);
+  });
+  report.info["input_file"] = o.common.input;
+  return report;
+}
 
-  auto run = [&](const auto& A) {
-    const auto fp = fingerprint(exec, A);
-    distributed::require_same(comm, fp.checksum, "the checksum of " + o.common.input);
-    auto meta = checkpoint_meta<T, Exec>("nmf", option_values(opt), fp, opt.rank);
-    meta.input_files = {o.common.input};  // a checkpoint may not replace the input
-    const auto problem =
-        distributed::agree(comm, [&] { return dn::make_problem(exec, comm, A, dn::parse_grid(o.grid)); });
-    auto state = distributed::agree(comm, [&] { return dn::init(exec, problem, opt); });
-    std::string setup_change;
-    if (!o.restart.empty())
-      setup_change = warn_restart(load_checkpoint(comm, o.restart, state, meta, state.row_blocks()).setup_change);
-    // Collective: every rank calls it each iteration so that all ranks stop
-    // together on SIGINT/SIGTERM; rank 0 prints.
-    Observer observer = progress_printer(o.common, o.every, comm);
-    if (!o.checkpoint.empty())
-      observer = chain(std::move(observer),
-                       distributed::checkpoint_observer(comm, o.checkpoint, o.checkpoint_every, state, meta));
-    Report report = dn::resume(exec, problem, opt, state, observer);
-    if (!o.checkpoint.empty()) {
-      save_checkpoint(comm, o.checkpoint, state, meta, state.row_blocks());
-      report.info["checkpoint"] = o.checkpoint;
-    }
-    if (!o.restart.empty()) note_restart(report, o.restart, setup_change);
-    const auto W = dn::gather_W(exec, state);
-    const auto Ht = dn::gather_Ht(exec, state);
-    distributed::agree(comm, [&] {
-      if (rank == 0) write_outputs(o, input, W, Ht, report);
-    });
-    report.info["input_file"] = o.common.input;
-    return report;
-  };
-  if (input.dense) return run(to_dense(exec, csr));
-  return run(csr);
+/// --distributed, dense input: every rank reads it whole and keeps its blocks.
+template <class T>
+Report run_nmf_distributed(const NmfCliOptions& o, const NmfInput& input, MPI_Comm comm) {
+  using Exec = Kokkos::DefaultExecutionSpace;
+  namespace dn = distributed::nmf;
+  const Exec exec;
+  const auto A = to_dense(exec, input_csr<T>(exec, input));
+  const auto fp = fingerprint(exec, A);
+  distributed::require_same(comm, fp.checksum, "the checksum of " + o.common.input);
+  const auto problem =
+      distributed::agree(comm, [&] { return dn::make_problem(exec, comm, A, dn::parse_grid(o.grid)); });
+  return solve_distributed<T>(o, input, problem, fp, comm);
+}
+
+/// --distributed, sparse input: each rank parses only its part of the file
+/// (distributed::read_rows: a byte range of text, or an HDF5 CSR hyperslab);
+/// make_problem moves the entries to their blocks. The same problem, bit for
+/// bit, as from the whole file. `ids` carries the id maps for the outputs.
+template <class T>
+Report run_nmf_distributed(const NmfCliOptions& o, const NmfInput& ids, const distributed::RowSlice<double>& rows,
+                           MPI_Comm comm) {
+  using Exec = Kokkos::DefaultExecutionSpace;
+  namespace dn = distributed::nmf;
+  const Exec exec;
+  const auto problem = distributed::agree(
+      comm, [&] { return dn::make_problem(exec, comm, distributed::convert_values<T>(rows), dn::parse_grid(o.grid)); });
+  return solve_distributed<T>(o, ids, problem, dn::fingerprint(exec, problem), comm);
 }
 #endif
 
@@ -271,13 +295,25 @@ void run_command(const NmfCliOptions& o) {
   MPI_Comm comm = MPI_COMM_WORLD;
   int rank = 0;
   MPI_Comm_rank(comm, &rank);
-  const NmfInput input = distributed::agree(comm, [&] {
-    auto in = read_nmf_input(o.common);
-    check_files(o, in);
-    return in;
-  });
-  const Report r = o.common.precision == "float" ? run_nmf_distributed<float>(o, input, comm)
-                                                 : run_nmf_distributed<double>(o, input, comm);
+  const io::Format format = io::parse_format(o.common.format);
+  const bool single = o.common.precision == "float";
+  Report r;
+  if (distributed::probe_input(comm, o.common.input, format, read_options()).dense) {
+    const NmfInput input = distributed::agree(comm, [&] {
+      auto in = read_nmf_input(o.common);
+      check_files(o, in);
+      return in;
+    });
+    r = single ? run_nmf_distributed<float>(o, input, comm) : run_nmf_distributed<double>(o, input, comm);
+  } else {
+    const auto rows = distributed::read_rows<double>(comm, o.common.input, format, read_options());
+    NmfInput ids;
+    ids.user_ids = rows.row_ids;
+    ids.item_ids = rows.col_ids;
+    ids.ratings = !ids.user_ids.empty();
+    distributed::agree(comm, [&] { check_files(o, ids); });
+    r = single ? run_nmf_distributed<float>(o, ids, rows, comm) : run_nmf_distributed<double>(o, ids, rows, comm);
+  }
   if (rank == 0) print_report(o.common, r);
 #else
   throw UsageError("nmf: --distributed needs kfactor built with MPI");

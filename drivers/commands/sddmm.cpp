@@ -10,6 +10,7 @@
 #include <kfactor/core/spaces.hpp>
 #include <kfactor/core/timing.hpp>
 #include <kfactor/io/checkpoint.hpp>
+#include <kfactor/io/input.hpp>
 #include <kfactor/io/read.hpp>
 #include <kfactor/io/sddmm_output.hpp>
 #include <kfactor/sddmm/generate.hpp>
@@ -43,11 +44,12 @@ namespace sddmm_command_detail {
 using Space = Kokkos::DefaultExecutionSpace;
 using Mem = Space::memory_space;
 
-/// The command's one file-reading call: kfactor::io::read_matrix in the
+/// The command's one file-reading call: kfactor::io::read_input in the
 /// --format given (auto: detected from the content and name; Matrix Market,
-/// edge lists, ratings, bmf, dense). The readers' InputErrors go to main (exit 3).
+/// edge lists, ratings, bmf, dense, HDF5 CSR). The readers' InputErrors go
+/// to main (exit 3).
 CooMatrix<double> read_sddmm_input(const std::string& path, const std::string& format) {
-  return io::read_matrix<double>(path, io::parse_format(format));
+  return io::read_input<double>(path, io::parse_format(format)).matrix;
 }
 
 /// Untimed runs before the timed ones: the first builds caches and pages in

@@ -35,7 +35,7 @@ std::int64_t index_of(const std::vector<std::int64_t>& ids, std::int64_t id, std
 
 template <class T>
 ReindexedRatings<T> reindex_ratings(const RatingData<T>& heldout, const RatingData<T>& training, UnknownIds policy,
-                                    const std::string& source) {
+                                    const std::string& source, std::size_t first_entry) {
   const auto& h = heldout.matrix;
   check_ids(heldout.user_ids, h.num_rows, source + ": the held-out user list");
   check_ids(heldout.item_ids, h.num_cols, source + ": the held-out item list");
@@ -62,7 +62,7 @@ ReindexedRatings<T> reindex_ratings(const RatingData<T>& heldout, const RatingDa
           }
         }
         throw InputError(source, line,
-                         "entry " + (line > 0 ? std::string() : std::to_string(e + 1) + " ") + "(user " +
+                         "entry " + (line > 0 ? std::string() : std::to_string(first_entry + e + 1) + " ") + "(user " +
                              std::to_string(uid) + ", item " + std::to_string(iid) +
                              "): " + (u < 0 ? "user " + std::to_string(uid) : "item " + std::to_string(iid)) +
                              " is not in the training ratings");
@@ -78,8 +78,8 @@ ReindexedRatings<T> reindex_ratings(const RatingData<T>& heldout, const RatingDa
 }
 
 template ReindexedRatings<float> reindex_ratings<float>(const RatingData<float>&, const RatingData<float>&, UnknownIds,
-                                                        const std::string&);
+                                                        const std::string&, std::size_t);
 template ReindexedRatings<double> reindex_ratings<double>(const RatingData<double>&, const RatingData<double>&,
-                                                          UnknownIds, const std::string&);
+                                                          UnknownIds, const std::string&, std::size_t);
 
 }  // namespace kfactor::io

@@ -1,5 +1,6 @@
 // The readers of include/kfactor/io/read.hpp. Host code only (no Kokkos
 // calls), so the fuzz targets can compile this file on its own.
+#include <kfactor/io/detail/text_ranges.hpp>
 #include <kfactor/io/read.hpp>
 
 #include "text.hpp"
@@ -34,7 +35,8 @@ Format parse_format(std::string_view name) {
   if (name == "ratings" || name == "csv") return Format::ratings;
   if (name == "bmf" || name == "boolean") return Format::bmf;
   if (name == "dense") return Format::dense;
-  throw UsageError("unknown input format '" + std::string(name) + "' (expected auto|mm|edges|ratings|bmf|dense)");
+  if (name == "h5csr" || name == "h5" || name == "hdf5") return Format::h5csr;
+  throw UsageError("unknown input format '" + std::string(name) + "' (expected auto|mm|edges|ratings|bmf|dense|h5csr)");
 }
 
 std::string_view format_name(Format f) {
@@ -45,6 +47,7 @@ std::string_view format_name(Format f) {
     case Format::ratings: return "ratings";
     case Format::bmf: return "bmf";
     case Format::dense: return "dense";
+    case Format::h5csr: return "h5csr";
   }
   return "?";
 }
@@ -138,50 +141,604 @@ T to_value(const Context& ctx, std::int64_t line, double v) {
   return static_cast<T>(v);
 }
 
-/// Triplets as read, with the line each came from.
-struct Entries {
-  std::vector<ordinal_t> rows, cols;
-  std::vector<double> vals;
-  std::vector<std::int64_t> lines;
-  void reserve(std::size_t n) {
-    rows.reserve(n);
-    cols.reserve(n);
-    vals.reserve(n);
-    lines.reserve(n);
-  }
-  void add(std::int64_t i, std::int64_t j, double v, std::int64_t line) {
-    rows.push_back(static_cast<ordinal_t>(i));
-    cols.push_back(static_cast<ordinal_t>(j));
-    vals.push_back(v);
-    lines.push_back(line);
-  }
-  [[nodiscard]] std::size_t size() const { return rows.size(); }
-};
+/// Rejects, when the values go to single precision, a value float cannot hold.
+void check_fits(const Context& ctx, std::int64_t line, double v, bool single_precision) {
+  if (single_precision) (void)to_value<float>(ctx, line, v);
+}
 
-/// How finalize() shows an index in a message: with the file's base, or as
-/// the original id of a remapped ratings file.
-struct IndexDisplay {
-  std::int64_t base = 0;
-  const std::vector<std::int64_t>* row_ids = nullptr;
-  const std::vector<std::int64_t>* col_ids = nullptr;
-  [[nodiscard]] std::string pair(ordinal_t i, ordinal_t j) const {
-    const auto r = row_ids ? (*row_ids)[static_cast<std::size_t>(i)] : i + base;
-    const auto c = col_ids ? (*col_ids)[static_cast<std::size_t>(j)] : j + base;
-    return "(" + std::to_string(r) + ", " + std::to_string(c) + ")";
-  }
-};
+void set_info(ReadInfo* info, Format f, std::string detail, std::int64_t lines, std::int64_t entries) {
+  if (!info) return;
+  info->format = f;
+  info->detail = std::move(detail);
+  info->lines = lines;
+  info->entries_read = entries;
+}
 
-/// Sorts by (row, col, file order), applies the duplicate policy and converts
-/// to T. `pattern`: the values are all 1 and duplicates merge by default.
+/// Next line that is neither blank nor a comment; false at the end.
+bool next_data_line(Lines& lines, std::string_view& line, std::string_view comment_chars) {
+  while (lines.next(line))
+    if (!detail::skip_line(line, comment_chars)) return true;
+  return false;
+}
+
+/// next_data_line that also gives the offset where the returned line starts.
+bool next_data_line(Lines& lines, std::string_view& line, std::string_view comment_chars, std::size_t& start) {
+  while (true) {
+    start = lines.position();
+    if (!lines.next(line)) return false;
+    if (!detail::skip_line(line, comment_chars)) return true;
+  }
+}
+
+/// Printable text (tabs and UTF-8 allowed): what a header line may hold.
+bool is_text(std::string_view line) {
+  for (const char c : line) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u < 0x20 && c != '\t') return false;
+    if (u == 0x7f) return false;
+  }
+  return true;
+}
+
+/// The comment characters of a format's entry lines.
+std::string_view comment_chars(Format f) {
+  switch (f) {
+    case Format::matrix_market: return "%";
+    case Format::ratings: return "#";
+    default: return "#%";
+  }
+}
+
+enum Symmetry { general = 0, symmetric = 1, skew = 2 };
+
+// ---- headers -----------------------------------------------------------------
+// Each returns nullopt when `prefix` (not the whole input) ends before the
+// header does. `h` arrives with name and file_size set.
+
+using MaybeHeader = std::optional<detail::TextHeader>;
+
+MaybeHeader mm_header(std::string_view prefix, bool whole, detail::TextHeader h, const ReadOptions& opt) {
+  const Context ctx{h.name};
+  Lines lines(prefix);
+  std::string_view line;
+  if (!lines.next(line) || (detail::trim(line).empty() && lines.remaining() == 0)) {
+    if (!whole) return std::nullopt;
+    ctx.fail(1, "empty file; expected a '%%MatrixMarket matrix ...' header");
+  }
+  const Fields b = detail::split_ws(line);
+  if (b.n == 0 || !detail::iequals(b[0], "%%MatrixMarket"))
+    ctx.fail(1, "not a Matrix Market file: the first line must start with %%MatrixMarket, found " +
+                    show(detail::trim(line)));
+  if (b.n != 5)
+    ctx.fail(1,
+             "the header needs 5 fields '%%MatrixMarket matrix coordinate|array real|integer|pattern "
+             "general|symmetric|skew-symmetric', found " +
+                 std::to_string(b.n));
+  if (!detail::iequals(b[1], "matrix")) ctx.fail(1, "unsupported Matrix Market object " + show(b[1]));
+  bool coordinate = false;
+  if (detail::iequals(b[2], "coordinate"))
+    coordinate = true;
+  else if (!detail::iequals(b[2], "array"))
+    ctx.fail(1, "unknown Matrix Market format " + show(b[2]) + " (expected coordinate or array)");
+  if (detail::iequals(b[3], "pattern"))
+    h.pattern = true;
+  else if (detail::iequals(b[3], "integer"))
+    h.integer = true;
+  else if (!detail::iequals(b[3], "real") && !detail::iequals(b[3], "double"))
+    ctx.fail(1, "unsupported Matrix Market field " + show(b[3]) + " (expected real, integer or pattern)");
+  if (detail::iequals(b[4], "symmetric"))
+    h.symmetry = symmetric;
+  else if (detail::iequals(b[4], "skew-symmetric"))
+    h.symmetry = skew;
+  else if (!detail::iequals(b[4], "general"))
+    ctx.fail(1,
+             "unsupported Matrix Market symmetry " + show(b[4]) + " (expected general, symmetric or skew-symmetric)");
+  if (h.pattern && !coordinate) ctx.fail(1, "a pattern matrix must use the coordinate format");
+  if (h.pattern && h.symmetry == skew) ctx.fail(1, "a pattern matrix cannot be skew-symmetric");
+  h.array = !coordinate;
+
+  if (!next_data_line(lines, line, "%")) {
+    if (!whole) return std::nullopt;
+    ctx.fail(lines.number(), "file ends before the size line ('rows cols nnz' or 'rows cols')");
+  }
+  const std::int64_t size_line = lines.number();
+  h.size_line = size_line;
+  h.body_offset = lines.position();
+  h.body_line = size_line;
+  const Fields s = detail::split_ws(line);
+  const int want = coordinate ? 3 : 2;
+  if (s.n != want)
+    ctx.fail(size_line, std::string("the size line needs ") +
+                            (coordinate ? "3 fields 'rows cols nnz'" : "2 fields 'rows cols'") + ", found " +
+                            std::to_string(s.n));
+  const std::int64_t m = ctx.integer(size_line, s[0], "row count");
+  const std::int64_t n = ctx.integer(size_line, s[1], "column count");
+  check_dim(ctx, size_line, m, "row count");
+  check_dim(ctx, size_line, n, "column count");
+  if (h.symmetry != general && m != n)
+    ctx.fail(size_line,
+             "a symmetric matrix must be square, the header says " + std::to_string(m) + " x " + std::to_string(n));
+  h.rows = m;
+  h.cols = n;
+  const auto um = static_cast<std::uint64_t>(m), un = static_cast<std::uint64_t>(n);
+  const std::uint64_t capacity = h.symmetry == general     ? um * un
+                                 : h.symmetry == symmetric ? un * (un + 1) / 2
+                                                           : (un == 0 ? 0 : un * (un - 1) / 2);
+  h.capacity = capacity;
+  const std::string cap_what = std::to_string(m) + " x " + std::to_string(n) +
+                               (h.symmetry == general ? " matrix" : " matrix stored as a triangle");
+  h.detail = std::string(coordinate ? "coordinate " : "array ") +
+             (h.pattern   ? "pattern"
+              : h.integer ? "integer"
+                          : "real") +
+             " " +
+             (h.symmetry == general     ? "general"
+              : h.symmetry == symmetric ? "symmetric"
+                                        : "skew-symmetric");
+  const std::size_t bytes_left = static_cast<std::size_t>(h.file_size - h.body_offset);
+  const auto text_size = static_cast<std::size_t>(h.file_size);
+  if (coordinate) {
+    h.nnz = ctx.integer(size_line, s[2], "entry count");
+    (void)check_claim(ctx, size_line, m, n, h.nnz, capacity, cap_what, bytes_left, h.pattern ? 4 : 6, text_size, opt);
+  } else {
+    (void)check_claim(ctx, size_line, m, n, static_cast<std::int64_t>(capacity), capacity, cap_what, bytes_left, 2,
+                      text_size, opt);
+  }
+  return h;
+}
+
+MaybeHeader edges_header(std::string_view prefix, bool whole, detail::TextHeader h) {
+  const Context ctx{h.name};
+  Lines lines(prefix);
+  std::string_view line;
+  std::size_t start = 0;
+  // No (further) data line: the body is empty, and check_totals reports it.
+  auto no_entries = [&]() -> MaybeHeader {
+    if (!whole) return std::nullopt;
+    h.body_offset = prefix.size();
+    h.body_line = lines.number();
+    return h;
+  };
+  if (!next_data_line(lines, line, "#%", start)) return no_entries();
+  Fields f = detail::split_ws(line);
+  if (f.n == 1) {
+    const std::int64_t ln = lines.number();
+    const std::int64_t c = ctx.integer(ln, f[0], "count line");
+    if (c < 0) ctx.fail(ln, "negative count " + std::to_string(c));
+    h.header_count = c;
+    h.header_line = ln;
+    if (!next_data_line(lines, line, "#%", start)) return no_entries();
+    f = detail::split_ws(line);
+  }
+  h.fields = f.n;
+  h.body_offset = start;
+  h.body_line = lines.number() - 1;
+  return h;
+}
+
+MaybeHeader ratings_header(std::string_view prefix, bool whole, detail::TextHeader h) {
+  Lines lines(prefix);
+  std::string_view line;
+  std::size_t start = 0;
+  auto no_entries = [&]() -> MaybeHeader {
+    if (!whole) return std::nullopt;
+    h.body_offset = prefix.size();
+    h.body_line = lines.number();
+    return h;
+  };
+  if (!next_data_line(lines, line, "#", start)) return no_entries();
+  // The first data line picks the separator and may be a header.
+  if (line.find("::") != std::string_view::npos)
+    h.separator = "::";
+  else if (line.find(',') != std::string_view::npos)
+    h.separator = ",";
+  auto split = [&](std::string_view l) {
+    return h.separator.empty() ? detail::split_ws(l) : detail::split_sep(l, h.separator);
+  };
+  Fields f = split(line);
+  if (f.n > 0 && !detail::is_number(f[0]) && is_text(line)) {
+    h.header = true;
+    if (!next_data_line(lines, line, "#", start)) return no_entries();
+    f = split(line);
+  }
+  h.fields = f.n;
+  h.body_offset = start;
+  h.body_line = lines.number() - 1;
+  return h;
+}
+
+MaybeHeader bmf_header(std::string_view prefix, bool whole, detail::TextHeader h, const ReadOptions& opt) {
+  const Context ctx{h.name};
+  Lines lines(prefix);
+  std::string_view line;
+  if (!next_data_line(lines, line, "#%")) {
+    if (!whole) return std::nullopt;
+    ctx.fail(lines.number(), "empty file; expected a header 'rows cols nnz'");
+  }
+  const std::int64_t hl = lines.number();
+  h.size_line = hl;
+  h.body_offset = lines.position();
+  h.body_line = hl;
+  const Fields f = detail::split_ws(line);
+  if (f.n != 3) ctx.fail(hl, "the header needs 3 fields 'rows cols nnz', found " + std::to_string(f.n));
+  const std::int64_t m = ctx.integer(hl, f[0], "row count");
+  const std::int64_t n = ctx.integer(hl, f[1], "column count");
+  const std::int64_t nnz = ctx.integer(hl, f[2], "entry count");
+  check_dim(ctx, hl, m, "row count");
+  check_dim(ctx, hl, n, "column count");
+  (void)check_claim(ctx, hl, m, n, nnz, static_cast<std::uint64_t>(m) * static_cast<std::uint64_t>(n),
+                    std::to_string(m) + " x " + std::to_string(n) + " matrix",
+                    static_cast<std::size_t>(h.file_size - h.body_offset), 4, static_cast<std::size_t>(h.file_size),
+                    opt);
+  h.rows = m;
+  h.cols = n;
+  h.nnz = nnz;
+  h.pattern = true;
+  h.detail = "Boolean 'rows cols nnz' + 0-based pairs";
+  return h;
+}
+
+/// Does `prefix` hold everything detect_format() looks at (the first data
+/// line and the 100 after it)?
+bool holds_detection_sample(std::string_view prefix) {
+  Lines lines(prefix);
+  std::string_view line;
+  for (int k = 0; k < 101 + 1; ++k)
+    if (!next_data_line(lines, line, "#%")) return false;
+  return true;
+}
+
+}  // namespace
+
+// ---- the pieces of io/detail/text_ranges.hpp -------------------------------------
+
+namespace detail {
+
+void TextEntries::reserve(std::size_t n) {
+  rows.reserve(n);
+  cols.reserve(n);
+  vals.reserve(n);
+  lines.reserve(n);
+}
+
+void TextEntries::add(std::int64_t i, std::int64_t j, double v, std::int64_t line) {
+  rows.push_back(static_cast<ordinal_t>(i));
+  cols.push_back(static_cast<ordinal_t>(j));
+  vals.push_back(v);
+  lines.push_back(line);
+}
+
+std::string IndexDisplay::pair(ordinal_t i, ordinal_t j) const {
+  const auto r = row_ids ? (*row_ids)[static_cast<std::size_t>(i)] : i + base;
+  const auto c = col_ids ? (*col_ids)[static_cast<std::size_t>(j)] : j + base;
+  return "(" + std::to_string(r) + ", " + std::to_string(c) + ")";
+}
+
+std::optional<TextHeader> parse_text_header(std::string_view prefix, std::uint64_t file_size, const std::string& name,
+                                            Format format, const ReadOptions& opt) {
+  const bool whole = prefix.size() == file_size;
+  if (format == Format::automatic) {
+    if (!whole && !holds_detection_sample(prefix)) return std::nullopt;
+    format = detect_format(prefix, name);
+  }
+  TextHeader h;
+  h.format = format;
+  h.name = name;
+  h.file_size = file_size;
+  switch (format) {
+    case Format::matrix_market: return mm_header(prefix, whole, std::move(h), opt);
+    case Format::edges: return edges_header(prefix, whole, std::move(h));
+    case Format::ratings: return ratings_header(prefix, whole, std::move(h));
+    case Format::bmf: return bmf_header(prefix, whole, std::move(h), opt);
+    case Format::dense: return h;
+    default: break;
+  }
+  throw UsageError("no text format to read " + name + " in");
+}
+
+bool range_start(std::string_view text, std::size_t pos) {
+  if (pos == 0 || pos >= text.size()) return true;
+  const char before = text[pos - 1];
+  return before == '\n' || (before == '\r' && text[pos] != '\n');
+}
+
+RangeLines count_range(const TextHeader& h, std::string_view range, bool at_file_start) {
+  Lines lines(range, at_file_start);
+  const std::string_view comments = comment_chars(h.format);
+  std::string_view line;
+  RangeLines out;
+  while (lines.next(line))
+    if (!skip_line(line, comments)) ++out.data_lines;
+  out.lines = lines.number();
+  return out;
+}
+
+namespace {
+
+RangeLines parse_mm_range(const TextHeader& h, Lines& lines, std::int64_t data_before, TextEntries& e) {
+  const Context ctx{h.name};
+  const std::int64_t m = h.rows, n = h.cols, nnz = h.nnz;
+  const double sign = h.symmetry == skew ? -1.0 : 1.0;
+  auto index = [&](std::int64_t ln, std::string_view t, std::int64_t bound, const char* what) {
+    const std::int64_t i = ctx.integer(ln, t, what);
+    if (i == 0) ctx.fail(ln, std::string(what) + " 0: Matrix Market indices are 1-based");
+    if (i < 0) ctx.fail(ln, std::string("negative ") + what + " " + std::to_string(i));
+    if (i > bound)
+      ctx.fail(ln, std::string(what) + " " + std::to_string(i) + " out of range 1.." + std::to_string(bound));
+    return i - 1;
+  };
+  const int fields = h.pattern ? 2 : 3;
+  std::int64_t count = data_before;
+  std::string_view line;
+  RangeLines seen;
+  while (lines.next(line)) {
+    if (skip_line(line, "%")) continue;
+    const std::int64_t ln = lines.number();
+    const Fields f = split_ws(line);
+    if (count == nnz)
+      ctx.fail(ln, "more entries than the " + std::to_string(nnz) + " the size line (line " +
+                       std::to_string(h.size_line) + ") declares");
+    if (f.n != fields)
+      ctx.fail(ln, std::string("expected ") + (h.pattern ? "2 fields 'row col'" : "3 fields 'row col value'") +
+                       ", found " + std::to_string(f.n));
+    const std::int64_t i = index(ln, f[0], m, "row index");
+    const std::int64_t j = index(ln, f[1], n, "column index");
+    double v = 1.0;
+    if (!h.pattern) {
+      v = h.integer ? static_cast<double>(ctx.integer(ln, f[2], "value")) : ctx.real(ln, f[2], "value");
+      check_fits(ctx, ln, v, h.single_precision);
+    }
+    if (h.symmetry == skew && i == j) ctx.fail(ln, "diagonal entry in a skew-symmetric matrix");
+    e.add(i, j, v, ln);
+    if (h.symmetry != general && i != j) e.add(j, i, sign * v, ln);
+    ++count;
+    ++seen.data_lines;
+  }
+  e.count += seen.data_lines;
+  return seen;
+}
+
+RangeLines parse_edges_range(const TextHeader& h, Lines& lines, const ReadOptions& opt, TextEntries& e) {
+  const Context ctx{h.name};
+  const std::int64_t base = opt.one_based ? 1 : 0;
+  auto id = [&](std::int64_t ln, std::string_view t, const char* what) {
+    const std::int64_t v = ctx.integer(ln, t, what);
+    if (v < base) {
+      if (v == 0) ctx.fail(ln, std::string(what) + " 0 in a 1-based edge list");
+      ctx.fail(ln, std::string("negative ") + what + " " + std::to_string(v));
+    }
+    if (v - base >= max_dim)
+      ctx.fail(ln, std::string(what) + " " + std::to_string(v) + " exceeds the 32-bit index range");
+    return v - base;
+  };
+  std::string_view line;
+  RangeLines seen;
+  while (next_data_line(lines, line, "#%")) {
+    const std::int64_t ln = lines.number();
+    const Fields f = split_ws(line);
+    if (f.n < 2 || f.n > 3)
+      ctx.fail(ln, "expected 2 fields 'u v' or 3 fields 'u v weight', found " + std::to_string(f.n));
+    if (f.n != h.fields)
+      ctx.fail(ln, "found " + std::to_string(f.n) + " fields but the first edge has " + std::to_string(h.fields));
+    const std::int64_t u = id(ln, f[0], "source id");
+    const std::int64_t v = id(ln, f[1], "target id");
+    double w = 1.0;
+    if (h.fields == 3) {
+      w = ctx.real(ln, f[2], "weight");
+      check_fits(ctx, ln, w, h.single_precision);
+    }
+    if (std::max(u, v) > std::max(e.max_u, e.max_v)) e.max_id_line = ln;
+    e.max_u = std::max(e.max_u, u);
+    e.max_v = std::max(e.max_v, v);
+    e.add(u, v, w, ln);
+    if (opt.symmetrize && u != v) e.add(v, u, w, ln);
+    ++seen.data_lines;
+  }
+  e.count += seen.data_lines;
+  return seen;
+}
+
+RangeLines parse_ratings_range(const TextHeader& h, Lines& lines, TextEntries& e) {
+  const Context ctx{h.name};
+  const std::string& sep = h.separator;
+  std::string_view line;
+  RangeLines seen;
+  while (next_data_line(lines, line, "#")) {
+    const std::int64_t ln = lines.number();
+    const Fields f = sep.empty() ? split_ws(line) : split_sep(line, sep);
+    if (f.n < 2 || f.n > 4)
+      ctx.fail(ln, "expected 'user item rating [timestamp]' (2 to 4 fields), found " + std::to_string(f.n) + " fields" +
+                       (sep.empty() ? "" : " separated by '" + sep + "'"));
+    if (f.n != h.fields)
+      ctx.fail(ln, "found " + std::to_string(f.n) + " fields but the first rating has " + std::to_string(h.fields));
+    for (int k = 0; k < f.n; ++k)
+      if (f[k].empty()) ctx.fail(ln, "empty field " + std::to_string(k + 1));
+    e.user_ids.push_back(ctx.integer(ln, f[0], "user id"));
+    e.item_ids.push_back(ctx.integer(ln, f[1], "item id"));
+    double r = 1.0;
+    if (h.fields >= 3) {
+      r = ctx.real(ln, f[2], "rating");
+      check_fits(ctx, ln, r, h.single_precision);
+    }
+    if (h.fields == 4) (void)ctx.real(ln, f[3], "timestamp");
+    e.vals.push_back(r);
+    e.lines.push_back(ln);
+    ++seen.data_lines;
+  }
+  e.count += seen.data_lines;
+  return seen;
+}
+
+RangeLines parse_bmf_range(const TextHeader& h, Lines& lines, std::int64_t data_before, TextEntries& e) {
+  const Context ctx{h.name};
+  const std::int64_t m = h.rows, n = h.cols, nnz = h.nnz;
+  auto index = [&](std::int64_t ln, std::string_view t, std::int64_t bound, const char* what) {
+    const std::int64_t i = ctx.integer(ln, t, what);
+    if (i < 0) ctx.fail(ln, std::string("negative ") + what + " " + std::to_string(i));
+    if (i >= bound)
+      ctx.fail(ln, std::string(what) + " " + std::to_string(i) + " out of range 0.." + std::to_string(bound - 1) +
+                       (i == bound ? " (indices are 0-based)" : ""));
+    return i;
+  };
+  std::int64_t count = data_before;
+  std::string_view line;
+  RangeLines seen;
+  while (next_data_line(lines, line, "#%")) {
+    const std::int64_t ln = lines.number();
+    const Fields f = split_ws(line);
+    if (count == nnz)
+      ctx.fail(ln, "more entries than the " + std::to_string(nnz) + " the header (line " + std::to_string(h.size_line) +
+                       ") declares");
+    if (f.n != 2) ctx.fail(ln, "expected 2 fields 'row col', found " + std::to_string(f.n));
+    const std::int64_t i = index(ln, f[0], m, "row index");
+    const std::int64_t j = index(ln, f[1], n, "column index");
+    e.add(i, j, 1.0, ln);
+    ++count;
+    ++seen.data_lines;
+  }
+  e.count += seen.data_lines;
+  return seen;
+}
+
+}  // namespace
+
+RangeLines parse_range(const TextHeader& h, std::string_view range, bool at_file_start, std::int64_t lines_before,
+                       std::int64_t data_before, const ReadOptions& opt, TextEntries& out) {
+  Lines lines(range, at_file_start, lines_before);
+  // Room for the entries the range can hold (a header's claim is never
+  // trusted for more than the bytes can carry).
+  const std::size_t min_bytes = h.format == Format::matrix_market && !h.pattern ? 6 : 4;
+  std::uint64_t fit = (static_cast<std::uint64_t>(range.size()) + 1) / min_bytes;
+  if (h.format == Format::matrix_market || h.format == Format::bmf)
+    fit = std::min<std::uint64_t>(fit, static_cast<std::uint64_t>(std::max<std::int64_t>(h.nnz - data_before, 0)));
+  const std::uint64_t per_line =
+      (h.format == Format::matrix_market && h.symmetry != general) || (h.format == Format::edges && opt.symmetrize) ? 2
+                                                                                                                    : 1;
+  if (h.format != Format::edges && h.format != Format::ratings) out.reserve(static_cast<std::size_t>(fit * per_line));
+  RangeLines seen;
+  switch (h.format) {
+    case Format::matrix_market: seen = parse_mm_range(h, lines, data_before, out); break;
+    case Format::edges: seen = parse_edges_range(h, lines, opt, out); break;
+    case Format::ratings: seen = parse_ratings_range(h, lines, out); break;
+    case Format::bmf: seen = parse_bmf_range(h, lines, data_before, out); break;
+    default: throw UsageError("no entry lines to parse in " + h.name);
+  }
+  seen.lines = lines.number() - lines_before;
+  return seen;
+}
+
+std::pair<std::int64_t, std::int64_t> check_totals(const TextHeader& h, const TextTotals& t, const ReadOptions& opt) {
+  const Context ctx{h.name};
+  switch (h.format) {
+    case Format::matrix_market:
+      if (t.count < h.nnz)
+        ctx.fail(t.lines, "file ends after " + std::to_string(t.count) + " of the " + std::to_string(h.nnz) +
+                              " entries the size line (line " + std::to_string(h.size_line) + ") declares");
+      return {h.rows, h.cols};
+    case Format::bmf:
+      if (t.count < h.nnz)
+        ctx.fail(t.lines, "file ends after " + std::to_string(t.count) + " of the " + std::to_string(h.nnz) +
+                              " entries the header (line " + std::to_string(h.size_line) + ") declares");
+      return {h.rows, h.cols};
+    case Format::ratings:
+      if (t.count == 0) ctx.fail(t.lines, h.header ? "no ratings after the header" : "no ratings (empty file)");
+      return {0, 0};
+    case Format::edges: break;
+    default: throw UsageError("no entry lines in " + h.name);
+  }
+  if (t.count == 0) ctx.fail(t.lines, h.header_count ? "no edges after the count line" : "no edges (empty file)");
+  const std::int64_t base = opt.one_based ? 1 : 0;
+  const std::int64_t nodes = std::max(t.max_u, t.max_v) + 1;
+  const auto& header_count = h.header_count;
+  if (header_count && *header_count != t.count && *header_count > max_dim)
+    ctx.fail(h.header_line, "the count line says " + std::to_string(*header_count) + ": not the " +
+                                std::to_string(t.count) + " edges of the file, and more nodes than 32-bit ids allow");
+  if (header_count && *header_count != t.count && *header_count < nodes)
+    ctx.fail(h.header_line, "the count line says " + std::to_string(*header_count) + " but the file has " +
+                                std::to_string(t.count) + " edges and " + std::to_string(nodes) + " nodes (ids up to " +
+                                std::to_string(nodes - 1 + base) + ", line " + std::to_string(t.max_id_line) +
+                                "); a leading count must be the edge count or a node count at least that large");
+  std::int64_t m = t.max_u + 1, n = t.max_v + 1;
+  if (opt.square || opt.symmetrize) m = n = std::max(m, n);
+  check_memory(
+      ctx, t.max_id_line, m, n, t.stored, static_cast<std::size_t>(h.file_size), opt,
+      "id " + std::to_string(nodes - 1 + base) + " makes the matrix " + std::to_string(m) + " x " + std::to_string(n));
+  return {m, n};
+}
+
+void check_id_count(const TextHeader& h, const TextTotals& t, std::size_t distinct, const char* what) {
+  if (static_cast<std::int64_t>(distinct) > max_dim)
+    fail(h.name, t.lines, std::string("more than 2^31-1 distinct ") + what + " ids");
+}
+
+std::vector<std::int64_t> distinct_ids(std::vector<std::int64_t> ids) {
+  std::sort(ids.begin(), ids.end());
+  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+  return ids;
+}
+
+void map_ratings(TextEntries& e, const std::vector<std::int64_t>& users, const std::vector<std::int64_t>& items) {
+  auto pos = [](const std::vector<std::int64_t>& sorted, std::int64_t id) {
+    return static_cast<ordinal_t>(std::lower_bound(sorted.begin(), sorted.end(), id) - sorted.begin());
+  };
+  e.rows.resize(e.user_ids.size());
+  e.cols.resize(e.item_ids.size());
+  for (std::size_t k = 0; k < e.user_ids.size(); ++k) {
+    e.rows[k] = pos(users, e.user_ids[k]);
+    e.cols[k] = pos(items, e.item_ids[k]);
+  }
+  // Free the raw ids before finalize allocates its own.
+  std::vector<std::int64_t>().swap(e.user_ids);
+  std::vector<std::int64_t>().swap(e.item_ids);
+}
+
+void describe(const TextHeader& h, const TextTotals& t, const ReadOptions& opt, ReadInfo* info) {
+  std::string detail = h.detail;
+  if (h.format == Format::edges) {
+    detail = std::string(h.fields == 3 ? "weighted" : "unweighted") + (h.header_count ? ", leading count line" : "") +
+             (opt.symmetrize ? ", symmetrized" : "");
+  } else if (h.format == Format::ratings) {
+    const std::string sep_name = h.separator.empty() ? "whitespace" : "'" + h.separator + "'";
+    detail = "ratings, " + sep_name + " separated, " + std::to_string(h.fields) + " fields" +
+             (h.header ? ", header line" : "");
+  }
+  set_info(info, h.format, detail, t.lines, t.count);
+  if (info && h.format == Format::edges) info->header_count = h.header_count;
+}
+
+bool is_pattern(const TextHeader& h) {
+  switch (h.format) {
+    case Format::edges:
+    case Format::ratings: return h.fields == 2;
+    default: return h.pattern;
+  }
+}
+
+IndexDisplay index_display(const TextHeader& h, const ReadOptions& opt, const std::vector<std::int64_t>* users,
+                           const std::vector<std::int64_t>* items) {
+  switch (h.format) {
+    case Format::matrix_market: return IndexDisplay{1};
+    case Format::edges: return IndexDisplay{opt.one_based ? 1 : 0};
+    case Format::ratings: return IndexDisplay{0, users, items};
+    default: return IndexDisplay{0};
+  }
+}
+
+void check_non_negative(const std::string& name, const TextEntries& e, const ReadOptions& opt,
+                        const IndexDisplay& show_index) {
+  if (!opt.non_negative) return;
+  const Context ctx{name};
+  for (std::size_t k = 0; k < e.size(); ++k)
+    if (e.vals[k] < 0)
+      ctx.fail(e.lines[k], "negative value " + num(e.vals[k]) + " at " + show_index.pair(e.rows[k], e.cols[k]) +
+                               " (this input must be non-negative)");
+}
+
 template <class T>
-CooMatrix<T> finalize(const Context& ctx, Entries& e, std::int64_t m, std::int64_t n, bool pattern,
+CooMatrix<T> finalize(const std::string& name, TextEntries& e, std::int64_t m, std::int64_t n, bool pattern,
                       const ReadOptions& opt, ReadInfo* info, const IndexDisplay& show_index) {
+  const Context ctx{name};
   const std::size_t nnz = e.size();
-  if (opt.non_negative)
-    for (std::size_t k = 0; k < nnz; ++k)
-      if (e.vals[k] < 0)
-        ctx.fail(e.lines[k], "negative value " + num(e.vals[k]) + " at " + show_index.pair(e.rows[k], e.cols[k]) +
-                                 " (this input must be non-negative)");
   const auto ncols = static_cast<std::uint64_t>(n);
   auto key = [&](std::size_t k) {
     return static_cast<std::uint64_t>(e.rows[k]) * ncols + static_cast<std::uint64_t>(e.cols[k]);
@@ -240,434 +797,128 @@ CooMatrix<T> finalize(const Context& ctx, Entries& e, std::int64_t m, std::int64
   return out;
 }
 
-void set_info(ReadInfo* info, Format f, std::string detail, std::int64_t lines, std::int64_t entries) {
-  if (!info) return;
-  info->format = f;
-  info->detail = std::move(detail);
-  info->lines = lines;
-  info->entries_read = entries;
-}
+template CooMatrix<float> finalize<float>(const std::string&, TextEntries&, std::int64_t, std::int64_t, bool,
+                                          const ReadOptions&, ReadInfo*, const IndexDisplay&);
+template CooMatrix<double> finalize<double>(const std::string&, TextEntries&, std::int64_t, std::int64_t, bool,
+                                            const ReadOptions&, ReadInfo*, const IndexDisplay&);
 
-/// Next line that is neither blank nor a comment; false at the end.
-bool next_data_line(Lines& lines, std::string_view& line, std::string_view comment_chars) {
-  while (lines.next(line))
-    if (!detail::skip_line(line, comment_chars)) return true;
-  return false;
-}
+}  // namespace detail
 
-/// Printable text (tabs and UTF-8 allowed): what a header line may hold.
-bool is_text(std::string_view line) {
-  for (const char c : line) {
-    const auto u = static_cast<unsigned char>(c);
-    if (u < 0x20 && c != '\t') return false;
-    if (u == 0x7f) return false;
+namespace {
+
+using detail::TextEntries;
+using detail::TextHeader;
+
+/// The whole-file reader of a format with entry lines: the pieces of
+/// io/detail/text_ranges.hpp over one range, the whole body.
+template <class T>
+RatingData<T> parse_body(std::string_view text, TextHeader h, const ReadOptions& opt, ReadInfo* info) {
+  h.single_precision = std::is_same_v<T, float>;
+  TextEntries e;
+  const auto seen = detail::parse_range(h, text.substr(h.body_offset), h.body_offset == 0, h.body_line, 0, opt, e);
+  const detail::TextTotals t{h.body_line + seen.lines, e.count, e.size(), e.max_u, e.max_v, e.max_id_line};
+  auto [m, n] = detail::check_totals(h, t, opt);
+  RatingData<T> out;
+  if (h.format == Format::ratings) {
+    out.user_ids = detail::distinct_ids(e.user_ids);
+    detail::check_id_count(h, t, out.user_ids.size(), "user");
+    out.item_ids = detail::distinct_ids(e.item_ids);
+    detail::check_id_count(h, t, out.item_ids.size(), "item");
+    detail::map_ratings(e, out.user_ids, out.item_ids);
+    m = static_cast<std::int64_t>(out.user_ids.size());
+    n = static_cast<std::int64_t>(out.item_ids.size());
   }
-  return true;
+  detail::describe(h, t, opt, info);
+  const auto show_index = detail::index_display(h, opt, &out.user_ids, &out.item_ids);
+  detail::check_non_negative(h.name, e, opt, show_index);
+  out.matrix = detail::finalize<T>(h.name, e, m, n, detail::is_pattern(h), opt, info, show_index);
+  return out;
 }
 
-/// The rating lines of a ratings text, split into fields: the separator
-/// ("::", "," or whitespace) is the first data line's, and a first data line
-/// of text is a header, skipped. Shared by parse_ratings and rating_line, so
-/// that both see the same lines.
-class RatingLines {
- public:
-  explicit RatingLines(std::string_view text) : lines_(text) {}
-  /// The next rating line's fields; false at the end.
-  bool next(Fields& f) {
-    std::string_view line;
-    while (next_data_line(lines_, line, "#")) {
-      if (first_) {
-        if (line.find("::") != std::string_view::npos)
-          sep_ = "::";
-        else if (line.find(',') != std::string_view::npos)
-          sep_ = ",";
+TextHeader whole_header(std::string_view text, const std::string& name, Format format, const ReadOptions& opt) {
+  return *detail::parse_text_header(text, text.size(), name, format, opt);
+}
+
+/// A Matrix Market array body: the values in column-major order.
+template <class T>
+CooMatrix<T> parse_mm_array(std::string_view text, const TextHeader& h, const ReadOptions& opt, ReadInfo* info) {
+  const Context ctx{h.name};
+  Lines lines(text.substr(h.body_offset), h.body_offset == 0, h.body_line);
+  std::string_view line;
+  const std::int64_t m = h.rows, n = h.cols;
+  const double sign = h.symmetry == skew ? -1.0 : 1.0;
+  TextEntries e;
+  std::int64_t count = 0;
+  // Column-major cursor over the stored part: all of it, the lower
+  // triangle (symmetric) or the strictly lower triangle (skew).
+  std::int64_t ci = h.symmetry == skew ? 1 : 0, cj = 0;
+  const auto total = static_cast<std::int64_t>(h.capacity);
+  while (lines.next(line)) {
+    if (detail::skip_line(line, "%")) continue;
+    const std::int64_t ln = lines.number();
+    detail::for_each_token(line, [&](std::string_view t) {
+      if (count == total)
+        ctx.fail(ln, "more values than the " + std::to_string(total) + " the size line (line " +
+                         std::to_string(h.size_line) + ") declares");
+      const double v = h.integer ? static_cast<double>(ctx.integer(ln, t, "value")) : ctx.real(ln, t, "value");
+      (void)to_value<T>(ctx, ln, v);
+      if (v != 0.0 || opt.keep_zeros) {
+        e.add(ci, cj, v, ln);
+        if (h.symmetry != general && ci != cj) e.add(cj, ci, sign * v, ln);
       }
-      f = sep_.empty() ? detail::split_ws(line) : detail::split_sep(line, sep_);
-      if (first_) {
-        first_ = false;
-        if (f.n > 0 && !detail::is_number(f[0]) && is_text(line)) {
-          header_ = true;
-          continue;
-        }
+      ++count;
+      if (++ci == m) {
+        ++cj;
+        ci = h.symmetry == general ? 0 : h.symmetry == symmetric ? cj : cj + 1;
       }
-      return true;
-    }
-    return false;
+    });
   }
-  /// 1-based number of the line last returned.
-  [[nodiscard]] std::int64_t number() const { return lines_.number(); }
-  [[nodiscard]] const std::string& separator() const { return sep_; }  ///< empty: whitespace
-  [[nodiscard]] bool header() const { return header_; }
-
- private:
-  Lines lines_;
-  std::string sep_;
-  bool first_ = true, header_ = false;
-};
-
-// ---- Matrix Market -----------------------------------------------------------
-
-enum class Symmetry { general, symmetric, skew };
+  if (count < total)
+    ctx.fail(lines.number(), "file ends after " + std::to_string(count) + " of the " + std::to_string(total) +
+                                 " values the size line (line " + std::to_string(h.size_line) + ") declares");
+  set_info(info, Format::matrix_market, h.detail, lines.number(), count);
+  const detail::IndexDisplay show_index{1};
+  detail::check_non_negative(h.name, e, opt, show_index);
+  return detail::finalize<T>(h.name, e, m, n, false, opt, info, show_index);
+}
 
 }  // namespace
 
 template <class T>
 CooMatrix<T> parse_matrix_market(std::string_view text, const std::string& name, const ReadOptions& opt,
                                  ReadInfo* info) {
-  const Context ctx{name};
-  Lines lines(text);
-  std::string_view line;
-  if (!lines.next(line) || (detail::trim(line).empty() && lines.remaining() == 0))
-    ctx.fail(1, "empty file; expected a '%%MatrixMarket matrix ...' header");
-  const Fields h = detail::split_ws(line);
-  if (h.n == 0 || !detail::iequals(h[0], "%%MatrixMarket"))
-    ctx.fail(1, "not a Matrix Market file: the first line must start with %%MatrixMarket, found " +
-                    show(detail::trim(line)));
-  if (h.n != 5)
-    ctx.fail(1,
-             "the header needs 5 fields '%%MatrixMarket matrix coordinate|array real|integer|pattern "
-             "general|symmetric|skew-symmetric', found " +
-                 std::to_string(h.n));
-  if (!detail::iequals(h[1], "matrix")) ctx.fail(1, "unsupported Matrix Market object " + show(h[1]));
-  bool coordinate = false;
-  if (detail::iequals(h[2], "coordinate"))
-    coordinate = true;
-  else if (!detail::iequals(h[2], "array"))
-    ctx.fail(1, "unknown Matrix Market format " + show(h[2]) + " (expected coordinate or array)");
-  bool pattern = false, integer = false;
-  if (detail::iequals(h[3], "pattern"))
-    pattern = true;
-  else if (detail::iequals(h[3], "integer"))
-    integer = true;
-  else if (!detail::iequals(h[3], "real") && !detail::iequals(h[3], "double"))
-    ctx.fail(1, "unsupported Matrix Market field " + show(h[3]) + " (expected real, integer or pattern)");
-  Symmetry sym = Symmetry::general;
-  if (detail::iequals(h[4], "symmetric"))
-    sym = Symmetry::symmetric;
-  else if (detail::iequals(h[4], "skew-symmetric"))
-    sym = Symmetry::skew;
-  else if (!detail::iequals(h[4], "general"))
-    ctx.fail(1,
-             "unsupported Matrix Market symmetry " + show(h[4]) + " (expected general, symmetric or skew-symmetric)");
-  if (pattern && !coordinate) ctx.fail(1, "a pattern matrix must use the coordinate format");
-  if (pattern && sym == Symmetry::skew) ctx.fail(1, "a pattern matrix cannot be skew-symmetric");
-
-  if (!next_data_line(lines, line, "%"))
-    ctx.fail(lines.number(), "file ends before the size line ('rows cols nnz' or 'rows cols')");
-  const std::int64_t size_line = lines.number();
-  const Fields s = detail::split_ws(line);
-  const int want = coordinate ? 3 : 2;
-  if (s.n != want)
-    ctx.fail(size_line, std::string("the size line needs ") +
-                            (coordinate ? "3 fields 'rows cols nnz'" : "2 fields 'rows cols'") + ", found " +
-                            std::to_string(s.n));
-  const std::int64_t m = ctx.integer(size_line, s[0], "row count");
-  const std::int64_t n = ctx.integer(size_line, s[1], "column count");
-  check_dim(ctx, size_line, m, "row count");
-  check_dim(ctx, size_line, n, "column count");
-  if (sym != Symmetry::general && m != n)
-    ctx.fail(size_line,
-             "a symmetric matrix must be square, the header says " + std::to_string(m) + " x " + std::to_string(n));
-  const auto um = static_cast<std::uint64_t>(m), un = static_cast<std::uint64_t>(n);
-  const std::uint64_t capacity = sym == Symmetry::general     ? um * un
-                                 : sym == Symmetry::symmetric ? un * (un + 1) / 2
-                                                              : (un == 0 ? 0 : un * (un - 1) / 2);
-  const std::string cap_what = std::to_string(m) + " x " + std::to_string(n) +
-                               (sym == Symmetry::general ? " matrix" : " matrix stored as a triangle");
-  std::string detail = std::string(coordinate ? "coordinate " : "array ") +
-                       (pattern   ? "pattern"
-                        : integer ? "integer"
-                                  : "real") +
-                       " " +
-                       (sym == Symmetry::general     ? "general"
-                        : sym == Symmetry::symmetric ? "symmetric"
-                                                     : "skew-symmetric");
-
-  const double sign = sym == Symmetry::skew ? -1.0 : 1.0;
-  Entries e;
-  std::int64_t count = 0;
-  auto value_of = [&](std::int64_t ln, std::string_view t) -> double {
-    const double v = integer ? static_cast<double>(ctx.integer(ln, t, "value")) : ctx.real(ln, t, "value");
-    (void)to_value<T>(ctx, ln, v);
-    return v;
-  };
-
-  if (coordinate) {
-    const std::int64_t nnz = ctx.integer(size_line, s[2], "entry count");
-    const std::size_t fit = check_claim(ctx, size_line, m, n, nnz, capacity, cap_what, lines.remaining(),
-                                        pattern ? 4 : 6, text.size(), opt);
-    e.reserve(fit * (sym == Symmetry::general ? 1 : 2));
-    auto index = [&](std::int64_t ln, std::string_view t, std::int64_t bound, const char* what) {
-      const std::int64_t i = ctx.integer(ln, t, what);
-      if (i == 0) ctx.fail(ln, std::string(what) + " 0: Matrix Market indices are 1-based");
-      if (i < 0) ctx.fail(ln, std::string("negative ") + what + " " + std::to_string(i));
-      if (i > bound)
-        ctx.fail(ln, std::string(what) + " " + std::to_string(i) + " out of range 1.." + std::to_string(bound));
-      return i - 1;
-    };
-    const int fields = pattern ? 2 : 3;
-    while (lines.next(line)) {
-      if (detail::skip_line(line, "%")) continue;
-      const std::int64_t ln = lines.number();
-      const Fields f = detail::split_ws(line);
-      if (count == nnz)
-        ctx.fail(ln, "more entries than the " + std::to_string(nnz) + " the size line (line " +
-                         std::to_string(size_line) + ") declares");
-      if (f.n != fields)
-        ctx.fail(ln, std::string("expected ") + (pattern ? "2 fields 'row col'" : "3 fields 'row col value'") +
-                         ", found " + std::to_string(f.n));
-      const std::int64_t i = index(ln, f[0], m, "row index");
-      const std::int64_t j = index(ln, f[1], n, "column index");
-      const double v = pattern ? 1.0 : value_of(ln, f[2]);
-      if (sym == Symmetry::skew && i == j) ctx.fail(ln, "diagonal entry in a skew-symmetric matrix");
-      e.add(i, j, v, ln);
-      if (sym != Symmetry::general && i != j) e.add(j, i, sign * v, ln);
-      ++count;
-    }
-    if (count < nnz)
-      ctx.fail(lines.number(), "file ends after " + std::to_string(count) + " of the " + std::to_string(nnz) +
-                                   " entries the size line (line " + std::to_string(size_line) + ") declares");
-  } else {
-    (void)check_claim(ctx, size_line, m, n, static_cast<std::int64_t>(capacity), capacity, cap_what, lines.remaining(),
-                      2, text.size(), opt);
-    // Column-major cursor over the stored part: all of it, the lower
-    // triangle (symmetric) or the strictly lower triangle (skew).
-    std::int64_t ci = sym == Symmetry::skew ? 1 : 0, cj = 0;
-    const auto total = static_cast<std::int64_t>(capacity);
-    while (lines.next(line)) {
-      if (detail::skip_line(line, "%")) continue;
-      const std::int64_t ln = lines.number();
-      detail::for_each_token(line, [&](std::string_view t) {
-        if (count == total)
-          ctx.fail(ln, "more values than the " + std::to_string(total) + " the size line (line " +
-                           std::to_string(size_line) + ") declares");
-        const double v = value_of(ln, t);
-        if (v != 0.0 || opt.keep_zeros) {
-          e.add(ci, cj, v, ln);
-          if (sym != Symmetry::general && ci != cj) e.add(cj, ci, sign * v, ln);
-        }
-        ++count;
-        if (++ci == m) {
-          ++cj;
-          ci = sym == Symmetry::general ? 0 : sym == Symmetry::symmetric ? cj : cj + 1;
-        }
-      });
-    }
-    if (count < total)
-      ctx.fail(lines.number(), "file ends after " + std::to_string(count) + " of the " + std::to_string(total) +
-                                   " values the size line (line " + std::to_string(size_line) + ") declares");
-  }
-  set_info(info, Format::matrix_market, detail, lines.number(), count);
-  return finalize<T>(ctx, e, m, n, pattern, opt, info, IndexDisplay{1});
+  const TextHeader h = whole_header(text, name, Format::matrix_market, opt);
+  if (h.array) return parse_mm_array<T>(text, h, opt, info);
+  return parse_body<T>(text, h, opt, info).matrix;
 }
-
-// ---- edge lists ----------------------------------------------------------------
 
 template <class T>
 CooMatrix<T> parse_edges(std::string_view text, const std::string& name, const ReadOptions& opt, ReadInfo* info) {
-  const Context ctx{name};
-  Lines lines(text);
-  std::string_view line;
-  Entries e;
-  int fields = 0;
-  bool first = true;
-  std::optional<std::int64_t> header_count;
-  std::int64_t header_line = 0;
-  std::int64_t max_u = -1, max_v = -1, count = 0;
-  std::int64_t max_id_line = 0;  // the line of the largest id (it sets the shape)
-  const std::int64_t base = opt.one_based ? 1 : 0;
-  auto id = [&](std::int64_t ln, std::string_view t, const char* what) {
-    const std::int64_t v = ctx.integer(ln, t, what);
-    if (v < base) {
-      if (v == 0) ctx.fail(ln, std::string(what) + " 0 in a 1-based edge list");
-      ctx.fail(ln, std::string("negative ") + what + " " + std::to_string(v));
-    }
-    if (v - base >= max_dim)
-      ctx.fail(ln, std::string(what) + " " + std::to_string(v) + " exceeds the 32-bit index range");
-    return v - base;
-  };
-  while (next_data_line(lines, line, "#%")) {
-    const std::int64_t ln = lines.number();
-    const Fields f = detail::split_ws(line);
-    if (first && f.n == 1) {
-      first = false;
-      const std::int64_t c = ctx.integer(ln, f[0], "count line");
-      if (c < 0) ctx.fail(ln, "negative count " + std::to_string(c));
-      header_count = c;
-      header_line = ln;
-      continue;
-    }
-    first = false;
-    if (f.n < 2 || f.n > 3)
-      ctx.fail(ln, "expected 2 fields 'u v' or 3 fields 'u v weight', found " + std::to_string(f.n));
-    if (fields == 0) fields = f.n;
-    if (f.n != fields)
-      ctx.fail(ln, "found " + std::to_string(f.n) + " fields but the first edge has " + std::to_string(fields));
-    const std::int64_t u = id(ln, f[0], "source id");
-    const std::int64_t v = id(ln, f[1], "target id");
-    double w = 1.0;
-    if (fields == 3) {
-      w = ctx.real(ln, f[2], "weight");
-      (void)to_value<T>(ctx, ln, w);
-    }
-    if (std::max(u, v) > std::max(max_u, max_v)) max_id_line = ln;
-    max_u = std::max(max_u, u);
-    max_v = std::max(max_v, v);
-    e.add(u, v, w, ln);
-    if (opt.symmetrize && u != v) e.add(v, u, w, ln);
-    ++count;
-  }
-  if (count == 0) ctx.fail(lines.number(), header_count ? "no edges after the count line" : "no edges (empty file)");
-  const std::int64_t nodes = std::max(max_u, max_v) + 1;
-  if (header_count && *header_count != count && *header_count > max_dim)
-    ctx.fail(header_line, "the count line says " + std::to_string(*header_count) + ": not the " +
-                              std::to_string(count) + " edges of the file, and more nodes than 32-bit ids allow");
-  if (header_count && *header_count != count && *header_count < nodes)
-    ctx.fail(header_line, "the count line says " + std::to_string(*header_count) + " but the file has " +
-                              std::to_string(count) + " edges and " + std::to_string(nodes) + " nodes (ids up to " +
-                              std::to_string(nodes - 1 + base) + ", line " + std::to_string(max_id_line) +
-                              "); a leading count must be the edge count or a node count at least that large");
-  std::int64_t m = max_u + 1, n = max_v + 1;
-  if (opt.square || opt.symmetrize) m = n = std::max(m, n);
-  check_memory(
-      ctx, max_id_line, m, n, e.size(), text.size(), opt,
-      "id " + std::to_string(nodes - 1 + base) + " makes the matrix " + std::to_string(m) + " x " + std::to_string(n));
-  set_info(info, Format::edges,
-           std::string(fields == 3 ? "weighted" : "unweighted") + (header_count ? ", leading count line" : "") +
-               (opt.symmetrize ? ", symmetrized" : ""),
-           lines.number(), count);
-  if (info) info->header_count = header_count;
-  return finalize<T>(ctx, e, m, n, fields == 2, opt, info, IndexDisplay{base});
+  return parse_body<T>(text, whole_header(text, name, Format::edges, opt), opt, info).matrix;
 }
-
-// ---- ratings -------------------------------------------------------------------
 
 template <class T>
 RatingData<T> parse_ratings(std::string_view text, const std::string& name, const ReadOptions& opt, ReadInfo* info) {
-  const Context ctx{name};
-  RatingLines lines(text);
-  Fields f;
-  int fields = 0;
-  std::vector<std::int64_t> users, items;
-  std::vector<double> vals;
-  std::vector<std::int64_t> where;
-  while (lines.next(f)) {
-    const std::int64_t ln = lines.number();
-    const std::string& sep = lines.separator();
-    if (f.n < 2 || f.n > 4)
-      ctx.fail(ln, "expected 'user item rating [timestamp]' (2 to 4 fields), found " + std::to_string(f.n) + " fields" +
-                       (sep.empty() ? "" : " separated by '" + sep + "'"));
-    if (fields == 0) fields = f.n;
-    if (f.n != fields)
-      ctx.fail(ln, "found " + std::to_string(f.n) + " fields but the first rating has " + std::to_string(fields));
-    for (int k = 0; k < f.n; ++k)
-      if (f[k].empty()) ctx.fail(ln, "empty field " + std::to_string(k + 1));
-    users.push_back(ctx.integer(ln, f[0], "user id"));
-    items.push_back(ctx.integer(ln, f[1], "item id"));
-    double r = 1.0;
-    if (fields >= 3) {
-      r = ctx.real(ln, f[2], "rating");
-      (void)to_value<T>(ctx, ln, r);
-    }
-    if (fields == 4) (void)ctx.real(ln, f[3], "timestamp");
-    vals.push_back(r);
-    where.push_back(ln);
-  }
-  const bool header = lines.header();
-  if (users.empty()) ctx.fail(lines.number(), header ? "no ratings after the header" : "no ratings (empty file)");
-
-  RatingData<T> out;
-  auto ids = [&](const std::vector<std::int64_t>& raw, const char* what) {
-    std::vector<std::int64_t> u(raw);
-    std::sort(u.begin(), u.end());
-    u.erase(std::unique(u.begin(), u.end()), u.end());
-    if (static_cast<std::int64_t>(u.size()) > max_dim)
-      ctx.fail(lines.number(), std::string("more than 2^31-1 distinct ") + what + " ids");
-    return u;
-  };
-  out.user_ids = ids(users, "user");
-  out.item_ids = ids(items, "item");
-  Entries e;
-  e.reserve(users.size());
-  auto pos = [](const std::vector<std::int64_t>& sorted, std::int64_t id) {
-    return static_cast<std::int64_t>(std::lower_bound(sorted.begin(), sorted.end(), id) - sorted.begin());
-  };
-  for (std::size_t k = 0; k < users.size(); ++k)
-    e.add(pos(out.user_ids, users[k]), pos(out.item_ids, items[k]), vals[k], where[k]);
-  const auto count = static_cast<std::int64_t>(users.size());
-  // Free the raw columns before finalize allocates its own.
-  std::vector<std::int64_t>().swap(users);
-  std::vector<std::int64_t>().swap(items);
-  std::vector<double>().swap(vals);
-  std::vector<std::int64_t>().swap(where);
-  const std::string sep_name = lines.separator().empty() ? "whitespace" : "'" + lines.separator() + "'";
-  set_info(
-      info, Format::ratings,
-      "ratings, " + sep_name + " separated, " + std::to_string(fields) + " fields" + (header ? ", header line" : ""),
-      lines.number(), count);
-  out.matrix = finalize<T>(ctx, e, static_cast<std::int64_t>(out.user_ids.size()),
-                           static_cast<std::int64_t>(out.item_ids.size()), fields == 2, opt, info,
-                           IndexDisplay{0, &out.user_ids, &out.item_ids});
-  return out;
+  return parse_body<T>(text, whole_header(text, name, Format::ratings, opt), opt, info);
 }
 
 std::int64_t rating_line(std::string_view text, std::int64_t user, std::int64_t item) {
-  RatingLines lines(text);
-  Fields f;
+  // The separator and header line as parse_ratings takes them.
+  const TextHeader h = whole_header(text, std::string(), Format::ratings, ReadOptions{});
+  Lines lines(text.substr(h.body_offset), h.body_offset == 0, h.body_line);
+  std::string_view line;
   std::int64_t u = 0, i = 0;
-  while (lines.next(f))
+  while (next_data_line(lines, line, "#")) {
+    const Fields f = h.separator.empty() ? detail::split_ws(line) : detail::split_sep(line, h.separator);
     if (f.n >= 2 && detail::try_int(f[0], u) && detail::try_int(f[1], i) && u == user && i == item)
       return lines.number();
+  }
   return 0;
 }
 
-// ---- CuBin Boolean format ------------------------------------------------------
-
 template <class T>
 CooMatrix<T> parse_bmf(std::string_view text, const std::string& name, const ReadOptions& opt, ReadInfo* info) {
-  const Context ctx{name};
-  Lines lines(text);
-  std::string_view line;
-  if (!next_data_line(lines, line, "#%")) ctx.fail(lines.number(), "empty file; expected a header 'rows cols nnz'");
-  const std::int64_t hl = lines.number();
-  const Fields h = detail::split_ws(line);
-  if (h.n != 3) ctx.fail(hl, "the header needs 3 fields 'rows cols nnz', found " + std::to_string(h.n));
-  const std::int64_t m = ctx.integer(hl, h[0], "row count");
-  const std::int64_t n = ctx.integer(hl, h[1], "column count");
-  const std::int64_t nnz = ctx.integer(hl, h[2], "entry count");
-  check_dim(ctx, hl, m, "row count");
-  check_dim(ctx, hl, n, "column count");
-  const std::size_t fit =
-      check_claim(ctx, hl, m, n, nnz, static_cast<std::uint64_t>(m) * static_cast<std::uint64_t>(n),
-                  std::to_string(m) + " x " + std::to_string(n) + " matrix", lines.remaining(), 4, text.size(), opt);
-  Entries e;
-  e.reserve(fit);
-  std::int64_t count = 0;
-  auto index = [&](std::int64_t ln, std::string_view t, std::int64_t bound, const char* what) {
-    const std::int64_t i = ctx.integer(ln, t, what);
-    if (i < 0) ctx.fail(ln, std::string("negative ") + what + " " + std::to_string(i));
-    if (i >= bound)
-      ctx.fail(ln, std::string(what) + " " + std::to_string(i) + " out of range 0.." + std::to_string(bound - 1) +
-                       (i == bound ? " (indices are 0-based)" : ""));
-    return i;
-  };
-  while (next_data_line(lines, line, "#%")) {
-    const std::int64_t ln = lines.number();
-    const Fields f = detail::split_ws(line);
-    if (count == nnz)
-      ctx.fail(ln, "more entries than the " + std::to_string(nnz) + " the header (line " + std::to_string(hl) +
-                       ") declares");
-    if (f.n != 2) ctx.fail(ln, "expected 2 fields 'row col', found " + std::to_string(f.n));
-    const std::int64_t i = index(ln, f[0], m, "row index");
-    const std::int64_t j = index(ln, f[1], n, "column index");
-    e.add(i, j, 1.0, ln);
-    ++count;
-  }
-  if (count < nnz)
-    ctx.fail(lines.number(), "file ends after " + std::to_string(count) + " of the " + std::to_string(nnz) +
-                                 " entries the header (line " + std::to_string(hl) + ") declares");
-  set_info(info, Format::bmf, "Boolean 'rows cols nnz' + 0-based pairs", lines.number(), count);
-  return finalize<T>(ctx, e, m, n, true, opt, info, IndexDisplay{0});
+  return parse_body<T>(text, whole_header(text, name, Format::bmf, opt), opt, info).matrix;
 }
 
 // ---- dense text ------------------------------------------------------------------
@@ -677,7 +928,7 @@ CooMatrix<T> parse_dense(std::string_view text, const std::string& name, const R
   const Context ctx{name};
   Lines lines(text);
   std::string_view line;
-  Entries e;
+  detail::TextEntries e;
   std::int64_t rows = 0, cols = -1, first_line = 0;
   while (next_data_line(lines, line, "#%")) {
     const std::int64_t ln = lines.number();
@@ -702,7 +953,9 @@ CooMatrix<T> parse_dense(std::string_view text, const std::string& name, const R
   if (rows == 0) ctx.fail(lines.number(), "no rows (empty file)");
   set_info(info, Format::dense, "dense text, " + std::to_string(cols) + " columns", lines.number(),
            static_cast<std::int64_t>(e.size()));
-  return finalize<T>(ctx, e, rows, cols, false, opt, info, IndexDisplay{0});
+  const detail::IndexDisplay show_index{0};
+  detail::check_non_negative(name, e, opt, show_index);
+  return detail::finalize<T>(name, e, rows, cols, false, opt, info, show_index);
 }
 
 // ---- detection and dispatch ------------------------------------------------------
@@ -762,6 +1015,7 @@ CooMatrix<T> parse_matrix(std::string_view text, const std::string& name, Format
     case Format::ratings: return parse_ratings<T>(text, name, opt, info).matrix;
     case Format::bmf: return parse_bmf<T>(text, name, opt, info);
     case Format::dense: return parse_dense<T>(text, name, opt, info);
+    case Format::h5csr: throw UsageError(name + ": an HDF5 CSR input is read from its file (io::read_input)");
     case Format::automatic: break;
   }
   throw UsageError("no input format");
@@ -788,7 +1042,14 @@ const char* file_kind(mode_t mode) {
 
 struct Fd {
   int fd;
-  ~Fd() { ::close(fd); }
+  explicit Fd(int f) : fd(f) {}
+  Fd(Fd&& o) noexcept : fd(o.fd) { o.fd = -1; }
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  Fd& operator=(Fd&&) = delete;
+  ~Fd() {
+    if (fd >= 0) ::close(fd);
+  }
 };
 
 }  // namespace
@@ -835,6 +1096,95 @@ std::string read_file(const std::string& path, std::uint64_t limit) {
   }
   return text;
 }
+
+namespace detail {
+
+namespace {
+
+/// An open regular file, for reads at offsets (the checks of read_file).
+Fd open_regular(const std::string& path, std::uint64_t& size) {
+  struct stat st{};
+  if (::stat(path.c_str(), &st) != 0) throw InputError(path, 0, std::string("cannot open: ") + std::strerror(errno));
+  if (!S_ISREG(st.st_mode)) refuse_kind(path, st.st_mode);
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) throw InputError(path, 0, std::string("cannot open: ") + std::strerror(errno));
+  Fd guard{fd};
+  if (::fstat(fd, &st) != 0) throw InputError(path, 0, std::string("cannot stat: ") + std::strerror(errno));
+  if (!S_ISREG(st.st_mode)) refuse_kind(path, st.st_mode);
+  size = static_cast<std::uint64_t>(st.st_size);
+  return guard;
+}
+
+/// Up to `length` bytes at `offset` (fewer at the end of the file).
+std::string pread_all(const Fd& f, const std::string& path, std::uint64_t offset, std::uint64_t length) {
+  std::string out(static_cast<std::size_t>(length), '\0');
+  std::size_t done = 0;
+  while (done < out.size()) {
+    const ssize_t got = ::pread(f.fd, out.data() + done, out.size() - done, static_cast<off_t>(offset + done));
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) throw InputError(path, 0, std::string("read error: ") + std::strerror(errno));
+    if (got == 0) break;
+    done += static_cast<std::size_t>(got);
+  }
+  out.resize(done);
+  return out;
+}
+
+}  // namespace
+
+std::uint64_t file_size(const std::string& path) {
+  std::uint64_t size = 0;
+  (void)open_regular(path, size);
+  return size;
+}
+
+TextHeader read_text_header(const std::string& path, Format format, const ReadOptions& opt) {
+  std::uint64_t size = 0;
+  const Fd f = open_regular(path, size);
+  // Twice as much each round: a header (or the format's detection sample)
+  // that needs k bytes costs O(k) reads.
+  for (std::uint64_t want = std::uint64_t(1) << 16;; want *= 2) {
+    const bool whole = want >= size;
+    if (!whole && want > memory_limit_or_physical(opt.memory_limit))
+      throw InputError(path, 0, "no end of the header within the memory limit");
+    std::string prefix = pread_all(f, path, 0, whole ? size : want + 1);
+    if (whole || prefix.size() < want + 1) return *parse_text_header(prefix, prefix.size(), path, format, opt);
+    // Cut at the last line boundary; the byte after it tells a CRLF apart.
+    std::size_t cut = prefix.size() - 1;
+    while (cut > 0 && !range_start(prefix, cut)) --cut;
+    prefix.resize(cut);
+    if (auto h = parse_text_header(prefix, size, path, format, opt)) return *h;
+  }
+}
+
+std::uint64_t next_range_start(const std::string& path, std::uint64_t offset, std::uint64_t size) {
+  if (offset == 0 || offset >= size) return std::min(offset, size);
+  std::uint64_t ignored = 0;
+  const Fd f = open_regular(path, ignored);
+  constexpr std::uint64_t window = std::uint64_t(1) << 16;
+  // range_start() at p looks at bytes p - 1 and p.
+  for (std::uint64_t at = offset - 1; at < size; at += window) {
+    const std::string w = pread_all(f, path, at, window + 1);
+    for (std::size_t k = 1; k < w.size(); ++k)
+      if (range_start(w, k)) return at + k;
+    if (w.size() <= window) break;
+  }
+  return size;
+}
+
+std::string read_range(const std::string& path, std::uint64_t offset, std::uint64_t length,
+                       std::uint64_t memory_limit) {
+  const std::uint64_t cap = memory_limit_or_physical(memory_limit);
+  if (length > cap)
+    throw InputError(path, 0, "a range of " + gib(double(length)) + " exceeds the memory limit of " + gib(double(cap)));
+  std::uint64_t ignored = 0;
+  const Fd f = open_regular(path, ignored);
+  std::string out = pread_all(f, path, offset, length);
+  if (out.size() != length) throw InputError(path, 0, "the file shrank while it was read");
+  return out;
+}
+
+}  // namespace detail
 
 template <class T>
 CooMatrix<T> read_matrix_market(const std::string& path, const ReadOptions& opt, ReadInfo* info) {

@@ -98,11 +98,15 @@ inline std::string gib(double bytes) {
 /// One line at a time from a buffer. A line ends at "\n", "\r\n" or a lone
 /// "\r" (classic Mac files: without this, a CR-only file is one long line
 /// that a reader may accept as a single row). A UTF-8 byte-order mark at the
-/// very start is skipped.
+/// very start of a file is skipped. A buffer may be a line-aligned range of a
+/// file (io/detail/text_ranges.hpp): `at_file_start` says whether it starts
+/// at the file's first byte (where a byte-order mark may be), and line
+/// numbers continue from the `lines_before` lines that precede it.
 class Lines {
  public:
-  explicit Lines(std::string_view text) : text_(text) {
-    if (text_.size() >= 3 && text_.substr(0, 3) == "\xEF\xBB\xBF") pos_ = 3;
+  explicit Lines(std::string_view text, bool at_file_start = true, std::int64_t lines_before = 0)
+      : text_(text), no_(lines_before) {
+    if (at_file_start && text_.size() >= 3 && text_.substr(0, 3) == "\xEF\xBB\xBF") pos_ = 3;
     find_newline();
   }
   bool next(std::string_view& line) {
@@ -124,6 +128,8 @@ class Lines {
   [[nodiscard]] std::int64_t number() const { return no_; }
   /// Bytes not yet scanned.
   [[nodiscard]] std::size_t remaining() const { return text_.size() - pos_; }
+  /// Offset of the next line's first byte in the buffer.
+  [[nodiscard]] std::size_t position() const { return pos_; }
 
  private:
   // The next '\n' at or after pos_ (text_.size() if none) is remembered, so

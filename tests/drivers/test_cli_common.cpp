@@ -55,7 +55,7 @@ TEST_P(EveryCommand, TakesJsonAndQuiet) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Commands, EveryCommand,
-                         ::testing::Values("nmf", "als", "predict", "bmf", "mnmf", "sddmm", "demo", "info",
+                         ::testing::Values("nmf", "als", "predict", "bmf", "mnmf", "sddmm", "demo", "info", "convert",
                                            "checkpoint-info"),
                          [](const auto& info) {
                            std::string n = info.param;

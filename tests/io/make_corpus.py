@@ -6,7 +6,8 @@ File names: FORMAT_OUTCOME[_LLINE]_description.EXT
            or factor (a factor file, read by io::read_factor_file)
   OUTCOME  err (must raise InputError / exit 3) or ok (well-formed, must read)
   LLINE    for err files: the 1-based line the error must name
-Run from anywhere; rewrites the folder's files (commit the result).
+Run from anywhere; rewrites the folder's text files (commit the result);
+make_h5_corpus.py writes its HDF5 CSR files (h5csr_*).
 """
 import os
 
@@ -179,8 +180,10 @@ C["mm_err_L2_pattern_nnz_beyond_shape.mtx"] = MMP + "2147483647 2147483647 46116
 C["mm_err_L2_nnz_beyond_int64.mtx"] = MM + "10 10 99999999999999999999\n1 1 1.0\n"
 C["bmf_err_L1_bits_beyond_int32_words.in"] = "4294967296 4294967296 1\n0 0\n"
 
+# The HDF5 CSR files (h5csr_*) are make_h5_corpus.py's.
 for name in os.listdir(HERE):
-    os.remove(os.path.join(HERE, name))
+    if not name.startswith("h5csr_"):
+        os.remove(os.path.join(HERE, name))
 for name, body in C.items():
     with open(os.path.join(HERE, name), "wb") as f:
         f.write(body if isinstance(body, bytes) else body.encode())

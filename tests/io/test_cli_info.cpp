@@ -1,6 +1,12 @@
 // `kfactor info` as a user runs it: every corpus file gives exit code 3 and a
-// stderr message naming the file and line (ok files exit 0); --json prints
-// one object with the real data set's shape; usage errors exit 2.
+// stderr message naming the file and line, or for HDF5 CSR the dataset or
+// attribute (ok files exit 0); --json prints one object with the real data
+// set's shape; usage errors exit 2. `kfactor convert` writes an HDF5 CSR
+// file that info and the library read as the text it came from.
+#include <kfactor/config.hpp>
+#include <kfactor/io/input.hpp>
+#include <kfactor/io/read.hpp>
+
 #include "common/cli.hpp"
 #include "common/test_spaces.hpp"
 #include "corpus.hpp"
@@ -30,6 +36,9 @@ TEST(CliInfo, CorpusExitCodesAndMessages) {
   // reads them through the library).
   auto files = kfactor::test::corpus_files();
   std::erase_if(files, [](const auto& c) { return c.format == "factor"; });
+#if !defined(KFACTOR_HAVE_HDF5)
+  std::erase_if(files, [](const auto& c) { return c.format == "h5csr"; });
+#endif
   // Process start-up dominates (about 0.3-0.7 s here), so run a few at once.
   std::vector<CliRun> runs(files.size());
   constexpr std::size_t parallel = 4;
@@ -55,7 +64,10 @@ TEST(CliInfo, CorpusExitCodesAndMessages) {
       continue;
     }
     EXPECT_EQ(r.code, 3) << r.err;
-    EXPECT_NE(r.err.find(c.path + ":" + std::to_string(c.line) + ": "), std::string::npos) << r.err;
+    if (c.format == "h5csr")  // no lines: the file, then the dataset or attribute
+      EXPECT_NE(r.err.find(c.path + ": " + c.object), std::string::npos) << r.err;
+    else
+      EXPECT_NE(r.err.find(c.path + ":" + std::to_string(c.line) + ": "), std::string::npos) << r.err;
     EXPECT_EQ(r.out, "");
     ++checked;
   }
@@ -114,6 +126,54 @@ TEST(CliInfo, UsageAndMissingFiles) {
   const CliRun missing = run_kfactor("info --input " + quote(dir.file("does-not-exist.mtx")), dir);
   EXPECT_EQ(missing.code, 3);
   EXPECT_NE(missing.err.find("does-not-exist.mtx"), std::string::npos) << missing.err;
+}
+
+TEST(Hdf5CsrCli, ConvertThenInfoAndEveryReader) {
+#if !defined(KFACTOR_HAVE_HDF5)
+  GTEST_SKIP() << "built without HDF5";
+#endif
+  const auto path = kfactor::test::data_path("movielens-latest-small/ratings.csv");
+  if (!std::ifstream(path).good()) GTEST_SKIP() << "missing " << path;
+  TempDir dir("h5csr_cli");
+  const std::string h5 = dir.file("ratings.h5");
+  const auto c = run_kfactor("convert " + quote(path) + " " + quote(h5) + " --json", dir);
+  ASSERT_EQ(c.code, 0) << c.err;
+  const auto j = nlohmann::json::parse(c.out);
+  EXPECT_EQ(j["command"], "convert");
+  EXPECT_EQ(j["nnz"], 100836);
+  EXPECT_EQ(j["info"]["ids"], "row_ids, col_ids");
+  // The file holds what the text reader reads, ids included.
+  const auto text = kfactor::io::read_ratings<double>(path);
+  const auto bin = kfactor::io::read_input<double>(h5);
+  EXPECT_EQ(bin.matrix.rows, text.matrix.rows);
+  EXPECT_EQ(bin.matrix.cols, text.matrix.cols);
+  EXPECT_EQ(bin.matrix.values, text.matrix.values);
+  EXPECT_EQ(bin.user_ids, text.user_ids);
+  EXPECT_EQ(bin.item_ids, text.item_ids);
+  // `kfactor info` on both: the same shape and values.
+  const auto a = run_kfactor("info --json --input " + quote(path), dir);
+  const auto b = run_kfactor("info --json --input " + quote(h5), dir);
+  ASSERT_EQ(a.code, 0) << a.err;
+  ASSERT_EQ(b.code, 0) << b.err;
+  const auto ja = nlohmann::json::parse(a.out), jb = nlohmann::json::parse(b.out);
+  for (const char* k : {"rows", "cols", "nnz", "min_value", "max_value", "empty_rows"}) EXPECT_EQ(ja[k], jb[k]) << k;
+  EXPECT_EQ(jb["info"]["format"], "h5csr");
+  EXPECT_EQ(ja["info"]["user_id_range"], jb["info"]["user_id_range"]);
+  // OUT == IN is refused (exit 2), under another spelling too; the input stays.
+  const auto size = std::filesystem::file_size(h5);
+  const auto same = run_kfactor("convert " + quote(h5) + " " + quote(dir.path.string() + "/./ratings.h5"), dir);
+  EXPECT_EQ(same.code, 2) << same.err;
+  EXPECT_EQ(std::filesystem::file_size(h5), size);
+  // A malformed input: exit 3 naming the file and line; no output appears.
+  const std::string bad = std::string(KFACTOR_SOURCE_DIR) + "/tests/io/malformed/ratings_err_L3_inf_rating.csv";
+  const auto e = run_kfactor("convert " + quote(bad) + " " + quote(dir.file("bad.h5")), dir);
+  EXPECT_EQ(e.code, 3) << e.err;
+  EXPECT_NE(e.err.find(bad + ":3: "), std::string::npos) << e.err;
+  EXPECT_FALSE(std::filesystem::exists(dir.file("bad.h5")));
+  // --format h5csr on a text file: exit 3 naming it.
+  const auto t = run_kfactor("info --format h5csr --input " + quote(path), dir);
+  EXPECT_EQ(t.code, 3) << t.err;
+  EXPECT_NE(t.err.find(path + ": "), std::string::npos) << t.err;
 }
 
 }  // namespace

@@ -1,8 +1,12 @@
 // Every file of the malformed-input corpus through the library: err files
 // raise InputError naming the file and the expected line (in float and
-// double, from disk and from memory); ok files read. Automatic detection
-// must never crash either way. Factor files go through read_factor_file.
+// double, from disk and from memory), or for HDF5 CSR the dataset or
+// attribute; ok files read. Automatic detection must never crash either
+// way. Factor files go through read_factor_file.
+#include <kfactor/config.hpp>
 #include <kfactor/io/factor_file.hpp>
+#include <kfactor/io/hdf5_csr.hpp>
+#include <kfactor/io/input.hpp>
 #include <kfactor/io/read.hpp>
 
 #include "corpus.hpp"
@@ -17,7 +21,7 @@ TEST(Corpus, HasAtLeastFiftyMalformedFiles) {
   const auto bad = std::count_if(files.begin(), files.end(), [](const auto& c) { return !c.ok; });
   EXPECT_GE(bad, 50);
   for (const auto& c : files) EXPECT_FALSE(c.format.empty()) << "badly named corpus file " << c.filename;
-  for (const char* f : {"mm", "edges", "ratings", "bmf", "dense", "factor"})
+  for (const char* f : {"mm", "edges", "ratings", "bmf", "dense", "factor", "h5csr"})
     EXPECT_TRUE(std::any_of(files.begin(), files.end(), [&](const auto& c) { return c.format == f && !c.ok; }))
         << "no malformed " << f << " file";
 }
@@ -67,10 +71,37 @@ void check_factor_file(const kfactor::test::CorpusFile& c) {
   kfactor::test::expect_input_error([&] { (void)io::parse_factor_file(text, c.filename); }, c.filename, c.line);
 }
 
+/// HDF5 CSR: InputError naming the file (line 0: no lines) and the dataset
+/// or attribute, from read_input with --format h5csr and, for a file with the
+/// HDF5 signature, detected.
+template <class T>
+void check_h5csr_file(const kfactor::test::CorpusFile& c) {
+  SCOPED_TRACE(c.filename);
+  if (c.ok) {
+    io::RatingData<T> r;
+    ASSERT_NO_THROW(r = io::read_input<T>(c.path, io::Format::h5csr));
+    kfactor::test::expect_canonical(r.matrix);
+    EXPECT_EQ(r.user_ids.empty(), r.item_ids.empty());
+    return;
+  }
+  ASSERT_TRUE(!c.object.empty() || c.filename.find("_file_") != std::string::npos)
+      << "h5csr err files name their dataset or attribute";
+  kfactor::test::expect_input_error([&] { (void)io::read_input<T>(c.path, io::Format::h5csr); }, c.path, 0, c.object);
+  if (io::is_hdf5_file(c.path))
+    kfactor::test::expect_input_error([&] { (void)io::read_input<T>(c.path); }, c.path, 0, c.object);
+}
+
 TEST(Corpus, EveryFileGivesItsOutcome) {
   for (const auto& c : corpus_files()) {
     if (c.format == "factor") {
       check_factor_file(c);
+      continue;
+    }
+    if (c.format == "h5csr") {
+#if defined(KFACTOR_HAVE_HDF5)
+      check_h5csr_file<double>(c);
+      check_h5csr_file<float>(c);
+#endif
       continue;
     }
     check_file<double>(c);

@@ -130,6 +130,7 @@
 #include <kfactor/distributed/detail/blocks.hpp>
 #include <kfactor/distributed/detail/collectives.hpp>
 #include <kfactor/distributed/partition.hpp>
+#include <kfactor/distributed/read.hpp>
 #include <kfactor/io/checkpoint.hpp>
 
 #include <mpi.h>
@@ -234,6 +235,95 @@ LocalProblem<T, MemorySpace> distribute(const ExecutionSpace& exec, MPI_Comm com
   lp.train_t = detail::csr_rows(exec, Rt, lp.item_bounds[p], lp.item_bounds[p + 1]);
   if (lp.test_nnz > 0) lp.test = detail::csr_rows(exec, full.test, u0, u1);
   if (lp.given_test_nnz > 0) lp.given_test = detail::csr_rows(exec, full.given_test, u0, u1);
+  return lp;
+}
+
+/// Collective. The same LocalProblem from ratings that no rank holds whole:
+/// each rank passes its part as kfactor::distributed::read_rows gave it
+/// (distributed/read.hpp), and the same for an optional user-given test set
+/// already in the ratings' index space (reindex_rows). The held-out split
+/// (split_train_test: per entry, by its global row and column) runs on each
+/// rank's part; the training rows then move to the nnz-balanced user blocks,
+/// their transpose to the item blocks, the test sets to the user blocks.
+/// Bit for bit what distribute(exec, comm, als::make_problem(...)) gives
+/// for the whole ratings; the checks of als::make_problem and distribute,
+/// with their messages, on every rank.
+template <class ExecutionSpace, class T>
+LocalProblem<T, typename ExecutionSpace::memory_space> distribute(const ExecutionSpace& exec, MPI_Comm comm,
+                                                                  const RowSlice<T>& ratings, double test_fraction,
+                                                                  std::uint64_t split_seed,
+                                                                  const RowSlice<T>* given_test = nullptr) {
+  if (!(test_fraction >= 0.0 && test_fraction < 1.0))
+    throw UsageError("ALS test fraction must be in [0, 1), got " + std::to_string(test_fraction));
+  detail::Collectives coll(comm);
+  const auto& all = ratings.entries;
+  if (ratings.global_nnz == 0) detail::throw_kind(3, "ALS: no ratings");
+  {
+    // als::make_problem's checks, each in its whole-matrix order (ranks hold
+    // consecutive rows): the first non-finite rating, any non-zero, the
+    // first pair given twice.
+    std::int64_t local[4] = {-1, 0, -1, -1};
+    for (std::size_t e = 0; e < all.nnz(); ++e) {
+      if (local[0] < 0 && !std::isfinite(double(all.values[e]))) local[0] = static_cast<std::int64_t>(e);
+      if (all.values[e] != T(0)) local[1] = 1;
+      if (local[2] < 0 && e > 0 && all.rows[e] == all.rows[e - 1] && all.cols[e] == all.cols[e - 1]) {
+        local[2] = all.rows[e];
+        local[3] = all.cols[e];
+      }
+    }
+    const auto facts = coll.allgather_host(std::vector<std::int64_t>(local, local + 4));
+    const auto nnz = coll.allgather_host(std::vector<std::int64_t>{static_cast<std::int64_t>(all.nnz())});
+    std::int64_t before = 0;
+    bool nonzero = false;
+    for (int q = 0; q < coll.size(); ++q) {
+      if (facts[4 * q] >= 0)
+        detail::throw_kind(3, "rating " + std::to_string(before + facts[4 * q]) + " is not finite");
+      before += nnz[q];
+      nonzero = nonzero || facts[4 * q + 1] != 0;
+    }
+    if (!nonzero) detail::throw_kind(3, "ALS: every rating is zero; there is nothing to factorize");
+    for (int q = 0; q < coll.size(); ++q)
+      if (facts[4 * q + 2] >= 0)
+        detail::throw_kind(3, "rating (" + std::to_string(facts[4 * q + 2]) + ", " + std::to_string(facts[4 * q + 3]) +
+                                  ") appears more than once: merge duplicate ratings first (io::DuplicatePolicy)");
+  }
+  RowSlice<T> train = ratings, test = ratings;
+  if (test_fraction > 0.0) {
+    auto [tr, te] = split_train_test(all, test_fraction, split_seed);
+    train.entries = std::move(tr);
+    test.entries = std::move(te);
+  } else {
+    test.entries = CooMatrix<T>{all.num_rows, all.num_cols, {}, {}, {}};
+  }
+  LocalProblem<T, typename ExecutionSpace::memory_space> lp;
+  lp.rank = coll.rank();
+  lp.size = coll.size();
+  lp.users = all.num_rows;
+  lp.items = all.num_cols;
+  std::int64_t counts[3] = {static_cast<std::int64_t>(train.entries.nnz()),
+                            static_cast<std::int64_t>(test.entries.nnz()),
+                            given_test ? static_cast<std::int64_t>(given_test->entries.nnz()) : 0};
+  coll.allreduce_sum_host(counts, 3);
+  lp.nnz = counts[0];
+  lp.test_nnz = counts[1];
+  lp.given_test_nnz = counts[2];
+  lp.test_fraction = test_fraction;
+  lp.split_seed = split_seed;
+  require_same(comm, static_cast<std::uint64_t>(lp.users), "the ratings' users");
+  require_same(comm, static_cast<std::uint64_t>(lp.items), "the ratings' items");
+  if (lp.size > std::min(lp.users, lp.items))
+    throw UsageError("distributed als: " + std::to_string(lp.size) + " ranks for " + std::to_string(lp.users) +
+                     " users and " + std::to_string(lp.items) + " items; use at most min(users, items) ranks");
+  train.global_nnz = lp.nnz;
+  lp.user_bounds = detail::nonempty_balanced_blocks(global_row_counts(comm, train), lp.size);
+  lp.item_bounds = detail::nonempty_balanced_blocks(global_column_counts(comm, train), lp.size);
+  {
+    const RowSlice<T> users = move_rows(comm, train, lp.user_bounds);
+    lp.train = local_csr(exec, users);
+    lp.train_t = local_csr(exec, transpose_rows(comm, users, lp.item_bounds));
+  }
+  if (lp.test_nnz > 0) lp.test = local_csr(exec, move_rows(comm, test, lp.user_bounds));
+  if (lp.given_test_nnz > 0) lp.given_test = local_csr(exec, move_rows(comm, *given_test, lp.user_bounds));
   return lp;
 }
 

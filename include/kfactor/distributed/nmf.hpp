@@ -144,6 +144,7 @@
 #include <kfactor/distributed/detail/collectives.hpp>
 #include <kfactor/distributed/detail/nmf_policy.hpp>
 #include <kfactor/distributed/partition.hpp>
+#include <kfactor/distributed/read.hpp>
 #include <kfactor/io/checkpoint.hpp>
 
 #include <mpi.h>
@@ -309,23 +310,20 @@ inline std::vector<ordinal_t> equal_pieces(std::int64_t n, int parts) {
   for (int q = 0; q < parts; ++q) b[q] = static_cast<ordinal_t>(balanced_row_block(n, parts, q).first_row);
   return b;
 }
-}  // namespace detail
 
-/// Collective. Every rank passes the same full A (InputError on every rank
-/// when shapes or nnz differ) and the same grid, and keeps only its blocks;
-/// A is validated as by kfactor::nmf::make_problem, on every rank (bad
-/// entries are counted by an all-reduction). UsageError when
-/// P > min(V, D) or for a grid of other than P ranks.
-template <class ExecutionSpace, class Matrix>
-Problem<Matrix> make_problem(const ExecutionSpace& exec, MPI_Comm comm, const Matrix& A, Grid grid = {}) {
-  namespace nd = kfactor::nmf::detail;
-  Problem<Matrix> b;
+/// What make_problem does before it places A, whatever holds A: the
+/// communicator, the shape (the same on every rank), the grid (checked, and
+/// resolved when automatic) and, on a grid, this rank's (i, j) with the
+/// communicators of its grid row and column.
+template <class Matrix>
+void begin_problem(Problem<Matrix>& b, MPI_Comm comm, std::int64_t rows, std::int64_t cols, std::int64_t nnz,
+                   const Grid& grid) {
   b.coll = std::make_shared<distributed::detail::Collectives>(comm);
   b.rank = b.coll->rank();
   b.size = b.coll->size();
-  b.global_rows = nd::rows_of(A);
-  b.global_cols = nd::cols_of(A);
-  b.global_nnz = nd::nnz_of(A);
+  b.global_rows = rows;
+  b.global_cols = cols;
+  b.global_nnz = nnz;
   require_same(comm, static_cast<std::uint64_t>(b.global_rows), "the input's rows");
   require_same(comm, static_cast<std::uint64_t>(b.global_cols), "the input's columns");
   require_same(comm, static_cast<std::uint64_t>(b.global_nnz), "the input's stored entries");
@@ -341,60 +339,37 @@ Problem<Matrix> make_problem(const ExecutionSpace& exec, MPI_Comm comm, const Ma
                      std::to_string(std::int64_t(grid.rows) * grid.cols) + " ranks, the run has " +
                      std::to_string(b.size));
   b.grid = grid.automatic() ? choose_grid(b.global_rows, b.global_cols, b.size) : grid;
-  const int p = b.rank;
+  if (!b.grid.one_d) {
+    b.grid_row = b.rank / b.grid.cols;
+    b.grid_col = b.rank % b.grid.cols;
+    b.row_coll = b.coll->split(b.grid_row, b.grid_col);
+    b.col_coll = b.coll->split(b.grid_col, b.grid_row);
+  }
+}
+
+/// What make_problem does once the rank's blocks of A are in place: its
+/// rows of W and Ht, and ||A||^2 and the bad-entry count, sums over the
+/// blocks (the row blocks in 1D, the grid's blocks otherwise: both
+/// partition A).
+template <class ExecutionSpace, class Matrix>
+void finish_problem(const ExecutionSpace& exec, Problem<Matrix>& b) {
+  namespace nd = kfactor::nmf::detail;
   if (b.grid.one_d) {
-    if constexpr (MatrixTraits<Matrix>::sparse) {
-      const auto At = transpose(exec, A);
-      b.row_bounds = distributed::detail::nonempty_balanced_blocks(distributed::detail::row_counts(A), b.size);
-      b.col_bounds = distributed::detail::nonempty_balanced_blocks(distributed::detail::row_counts(At), b.size);
-      b.rows = distributed::detail::csr_rows(exec, A, b.row_bounds[p], b.row_bounds[p + 1]);
-      b.cols = distributed::detail::csr_rows(exec, At, b.col_bounds[p], b.col_bounds[p + 1]);
-    } else {
-      b.row_bounds =
-          distributed::detail::nonempty_balanced_blocks(std::vector<offset_t>(b.global_rows, b.global_cols), b.size);
-      b.col_bounds =
-          distributed::detail::nonempty_balanced_blocks(std::vector<offset_t>(b.global_cols, b.global_rows), b.size);
-      b.rows = distributed::detail::dense_block(exec, A, b.row_bounds[p], b.row_bounds[p + 1], 0, b.global_cols);
-      b.cols = distributed::detail::dense_block(exec, A, 0, b.global_rows, b.col_bounds[p], b.col_bounds[p + 1]);
-    }
+    const int p = b.rank;
     b.w_first = b.row_bounds[p];
     b.w_rows = b.row_bounds[p + 1] - b.row_bounds[p];
     b.h_first = b.col_bounds[p];
     b.h_rows = b.col_bounds[p + 1] - b.col_bounds[p];
   } else {
-    const int pr = b.grid.rows, pc = b.grid.cols, i = p / pc, j = p % pc;
-    b.grid_row = i;
-    b.grid_col = j;
-    b.row_coll = b.coll->split(i, j);
-    b.col_coll = b.coll->split(j, i);
-    // Row blocks of at least pc rows and column blocks of at least pr
-    // columns, so that every rank owns rows of W and of Ht.
-    if constexpr (MatrixTraits<Matrix>::sparse) {
-      b.row_bounds = distributed::detail::nonempty_balanced_blocks(distributed::detail::row_counts(A), pr, pc);
-      b.col_bounds = distributed::detail::nonempty_balanced_blocks(column_counts(A), pc, pr);
-    } else {
-      b.row_bounds =
-          distributed::detail::nonempty_balanced_blocks(std::vector<offset_t>(b.global_rows, b.global_cols), pr, pc);
-      b.col_bounds =
-          distributed::detail::nonempty_balanced_blocks(std::vector<offset_t>(b.global_cols, b.global_rows), pc, pr);
-    }
+    const int i = b.grid_row, j = b.grid_col;
     const ordinal_t r0 = b.row_bounds[i], r1 = b.row_bounds[i + 1], c0 = b.col_bounds[j], c1 = b.col_bounds[j + 1];
-    if constexpr (MatrixTraits<Matrix>::sparse) {
-      b.rows = distributed::detail::csr_column_block(exec, distributed::detail::csr_rows(exec, A, r0, r1), c0, c1);
-      b.cols = transpose(exec, b.rows);
-    } else {
-      b.rows = distributed::detail::dense_block(exec, A, r0, r1, c0, c1);
-      b.cols = b.rows;
-    }
-    b.w_pieces = detail::equal_pieces(r1 - r0, pc);
-    b.h_pieces = detail::equal_pieces(c1 - c0, pr);
+    b.w_pieces = equal_pieces(r1 - r0, b.grid.cols);
+    b.h_pieces = equal_pieces(c1 - c0, b.grid.rows);
     b.w_first = r0 + b.w_pieces[j];
     b.w_rows = b.w_pieces[j + 1] - b.w_pieces[j];
     b.h_first = c0 + b.h_pieces[i];
     b.h_rows = b.h_pieces[i + 1] - b.h_pieces[i];
   }
-  // The row blocks (1D) or the grid's blocks partition A: ||A||^2 and the
-  // bad-entry count are sums.
   double sums[2] = {0.0, 0.0};
   if (b.global_rows > 0 && b.global_cols > 0) {
     const auto [norm2, bad] = nd::check_values(exec, b.rows);
@@ -404,7 +379,100 @@ Problem<Matrix> make_problem(const ExecutionSpace& exec, MPI_Comm comm, const Ma
   b.coll->allreduce_sum_host(sums, 2);
   b.norm2 = sums[0];
   nd::check_input(b.global_rows, b.global_cols, static_cast<std::int64_t>(sums[1]), b.norm2);
+}
+}  // namespace detail
+
+/// Collective. Every rank passes the same full A (InputError on every rank
+/// when shapes or nnz differ) and the same grid, and keeps only its blocks;
+/// A is validated as by kfactor::nmf::make_problem, on every rank (bad
+/// entries are counted by an all-reduction). UsageError when
+/// P > min(V, D) or for a grid of other than P ranks.
+template <class ExecutionSpace, class Matrix>
+Problem<Matrix> make_problem(const ExecutionSpace& exec, MPI_Comm comm, const Matrix& A, Grid grid = {}) {
+  namespace nd = kfactor::nmf::detail;
+  namespace dd = distributed::detail;
+  Problem<Matrix> b;
+  detail::begin_problem(b, comm, nd::rows_of(A), nd::cols_of(A), nd::nnz_of(A), grid);
+  const int p = b.rank;
+  if (b.grid.one_d) {
+    if constexpr (MatrixTraits<Matrix>::sparse) {
+      const auto At = transpose(exec, A);
+      b.row_bounds = dd::nonempty_balanced_blocks(dd::row_counts(A), b.size);
+      b.col_bounds = dd::nonempty_balanced_blocks(dd::row_counts(At), b.size);
+      b.rows = dd::csr_rows(exec, A, b.row_bounds[p], b.row_bounds[p + 1]);
+      b.cols = dd::csr_rows(exec, At, b.col_bounds[p], b.col_bounds[p + 1]);
+    } else {
+      b.row_bounds = dd::nonempty_balanced_blocks(std::vector<offset_t>(b.global_rows, b.global_cols), b.size);
+      b.col_bounds = dd::nonempty_balanced_blocks(std::vector<offset_t>(b.global_cols, b.global_rows), b.size);
+      b.rows = dd::dense_block(exec, A, b.row_bounds[p], b.row_bounds[p + 1], 0, b.global_cols);
+      b.cols = dd::dense_block(exec, A, 0, b.global_rows, b.col_bounds[p], b.col_bounds[p + 1]);
+    }
+  } else {
+    const int pr = b.grid.rows, pc = b.grid.cols, i = b.grid_row, j = b.grid_col;
+    // Row blocks of at least pc rows and column blocks of at least pr
+    // columns, so that every rank owns rows of W and of Ht.
+    if constexpr (MatrixTraits<Matrix>::sparse) {
+      b.row_bounds = dd::nonempty_balanced_blocks(dd::row_counts(A), pr, pc);
+      b.col_bounds = dd::nonempty_balanced_blocks(column_counts(A), pc, pr);
+    } else {
+      b.row_bounds = dd::nonempty_balanced_blocks(std::vector<offset_t>(b.global_rows, b.global_cols), pr, pc);
+      b.col_bounds = dd::nonempty_balanced_blocks(std::vector<offset_t>(b.global_cols, b.global_rows), pc, pr);
+    }
+    const ordinal_t r0 = b.row_bounds[i], r1 = b.row_bounds[i + 1], c0 = b.col_bounds[j], c1 = b.col_bounds[j + 1];
+    if constexpr (MatrixTraits<Matrix>::sparse) {
+      b.rows = dd::csr_column_block(exec, dd::csr_rows(exec, A, r0, r1), c0, c1);
+      b.cols = transpose(exec, b.rows);
+    } else {
+      b.rows = dd::dense_block(exec, A, r0, r1, c0, c1);
+      b.cols = b.rows;
+    }
+  }
+  detail::finish_problem(exec, b);
   return b;
+}
+
+/// Collective. The same Problem from a sparse matrix that no rank holds
+/// whole: each rank passes its part as kfactor::distributed::read_rows gave
+/// it (distributed/read.hpp: a partitioned text read or an HDF5 CSR
+/// hyperslab read). The blocks are those make_problem(exec, comm, A, grid)
+/// takes on the whole A (as CSR), from the same row and column counts
+/// (summed over the ranks); the entries move to them by all-to-alls of the
+/// entries alone: 1D, to the row blocks (move_rows) and again by column
+/// blocks for the transpose (transpose_rows); on a grid, each entry to the
+/// rank whose block holds it (move_blocks). Blocks, values and norms are bit
+/// for bit those of the whole-matrix make_problem. Checks and errors as
+/// there.
+template <class ExecutionSpace, class T>
+Problem<CsrMatrix<T, typename ExecutionSpace::memory_space>> make_problem(const ExecutionSpace& exec, MPI_Comm comm,
+                                                                          const RowSlice<T>& A, Grid grid = {}) {
+  namespace dd = distributed::detail;
+  Problem<CsrMatrix<T, typename ExecutionSpace::memory_space>> b;
+  detail::begin_problem(b, comm, A.entries.num_rows, A.entries.num_cols, A.global_nnz, grid);
+  if (b.grid.one_d) {
+    b.row_bounds = dd::nonempty_balanced_blocks(global_row_counts(comm, A), b.size);
+    b.col_bounds = dd::nonempty_balanced_blocks(global_column_counts(comm, A), b.size);
+    const RowSlice<T> rows = move_rows(comm, A, b.row_bounds);
+    b.rows = local_csr(exec, rows);
+    b.cols = local_csr(exec, transpose_rows(comm, rows, b.col_bounds));
+  } else {
+    const int pr = b.grid.rows, pc = b.grid.cols;
+    b.row_bounds = dd::nonempty_balanced_blocks(global_row_counts(comm, A), pr, pc);
+    b.col_bounds = dd::nonempty_balanced_blocks(global_column_counts(comm, A), pc, pr);
+    b.rows = to_csr(exec, move_blocks(comm, A, b.row_bounds, b.col_bounds));
+    b.cols = transpose(exec, b.rows);
+  }
+  detail::finish_problem(exec, b);
+  return b;
+}
+
+/// Collective. kfactor::fingerprint of the whole sparse A from the ranks'
+/// blocks of `b` (the checkpoint's record of the input, when no rank holds A
+/// whole): the same as kfactor::fingerprint(exec, A) in every layout.
+template <class ExecutionSpace, class T, class Mem>
+InputFingerprint fingerprint(const ExecutionSpace& exec, const Problem<CsrMatrix<T, Mem>>& b) {
+  const std::int64_t first_row = b.row_bounds[b.grid.one_d ? b.rank : b.grid_row];
+  const std::int64_t first_col = b.grid.one_d ? 0 : b.col_bounds[b.grid_col];
+  return distributed::fingerprint(exec, b.coll->comm(), b.rows, first_row, first_col, b.global_rows, b.global_cols);
 }
 
 /// The single-rank State (this rank's rows of W and Ht; iteration, seed,

@@ -43,14 +43,16 @@ struct ReindexedRatings {
 /// `training` (see the file comment). `source` names the held-out data in
 /// errors (its file name). InputError under UnknownIds::reject for the first
 /// entry with an unknown user or item id; UsageError when an id list does not
-/// match its matrix's shape.
+/// match its matrix's shape. `first_entry`: how many entries of the whole
+/// held-out matrix precede `heldout`'s when it is one part of it (one rank's
+/// rows), so that messages number entries in the whole matrix.
 template <class T>
 ReindexedRatings<T> reindex_ratings(const RatingData<T>& heldout, const RatingData<T>& training, UnknownIds policy,
-                                    const std::string& source);
+                                    const std::string& source, std::size_t first_entry = 0);
 
 extern template ReindexedRatings<float> reindex_ratings<float>(const RatingData<float>&, const RatingData<float>&,
-                                                               UnknownIds, const std::string&);
+                                                               UnknownIds, const std::string&, std::size_t);
 extern template ReindexedRatings<double> reindex_ratings<double>(const RatingData<double>&, const RatingData<double>&,
-                                                                 UnknownIds, const std::string&);
+                                                                 UnknownIds, const std::string&, std::size_t);
 
 }  // namespace kfactor::io

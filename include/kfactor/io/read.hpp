@@ -8,7 +8,11 @@
 /// Every format has two entry points: `read_X(path, ...)` reads the whole file
 /// into memory and calls `parse_X(text, name, ...)`, which parses a memory
 /// buffer (the fuzzers and tests use it; `name` is what error messages call the
-/// input). Parsing uses std::from_chars on the buffer, not iostreams.
+/// input). Parsing uses std::from_chars on the buffer, not iostreams. The
+/// formats with entry lines are parsed by pieces that also run on
+/// line-aligned parts of a file, one per process (detail/text_ranges.hpp,
+/// kfactor/distributed/read.hpp), with the same results and errors.
+/// io/input.hpp's read_input is the entry that also reads HDF5 CSR files.
 ///
 /// ## What every reader guarantees
 /// - Bad input throws kfactor::InputError whose message starts with
@@ -128,11 +132,14 @@
 
 namespace kfactor::io {
 
-/// Input file formats (CLI `--format auto|mm|edges|ratings|bmf|dense`).
-enum class Format { automatic, matrix_market, edges, ratings, bmf, dense };
+/// Input file formats (CLI `--format auto|mm|edges|ratings|bmf|dense|h5csr`).
+/// h5csr, the binary HDF5 CSR of io/hdf5_csr.hpp, is read from its file by
+/// io::read_input (it has no text to parse; io/input.hpp detects it by the
+/// HDF5 signature).
+enum class Format { automatic, matrix_market, edges, ratings, bmf, dense, h5csr };
 
 /// Parses a CLI format name (`auto`, `mm`/`mtx`, `edges`, `ratings`, `bmf`,
-/// `dense`); throws UsageError for anything else.
+/// `dense`, `h5csr`/`h5`/`hdf5`); throws UsageError for anything else.
 Format parse_format(std::string_view name);
 /// The CLI name of a format (`auto`, `mm`, ...).
 std::string_view format_name(Format f);

@@ -60,6 +60,10 @@ MPI_Datatype mpi_type() {
     return MPI_DOUBLE;
   else if constexpr (std::is_same_v<U, int>)
     return MPI_INT;
+  else if constexpr (std::is_same_v<U, char>)
+    return MPI_CHAR;
+  else if constexpr (std::is_same_v<U, unsigned long long> || (std::is_same_v<U, unsigned long> && sizeof(long) == 8))
+    return MPI_UINT64_T;
   else if constexpr (std::is_same_v<U, long long> || (std::is_same_v<U, long> && sizeof(long) == 8))
     return MPI_INT64_T;
   else
@@ -409,6 +413,54 @@ class Collectives {
     check(MPI_Allgatherv(local.data(), mine, mpi_type<T>(), out.data(), counts.data(), displs.data(), mpi_type<T>(),
                          comm_),
           "MPI_Allgatherv");
+    return out;
+  }
+
+  /// `values` (host) of rank `root` on every rank, resized to its length.
+  template <class T>
+  void broadcast_host(std::vector<T>& values, int root) {
+    long long n = static_cast<long long>(values.size());
+    check(MPI_Bcast(&n, 1, MPI_LONG_LONG, root, comm_), "MPI_Bcast");
+    if (n > 2147483647LL) throw RuntimeFailure("distributed: a broadcast of " + std::to_string(n) + " values");
+    values.resize(static_cast<std::size_t>(n));
+    if (n > 0) check(MPI_Bcast(values.data(), static_cast<int>(n), mpi_type<T>(), root, comm_), "MPI_Bcast");
+  }
+
+  /// Personalized all-to-all of host records (any trivially copyable T):
+  /// `send` holds the records for rank 0, then those for rank 1, ...
+  /// (send_counts[q] for rank q); returns the records every rank sent to
+  /// this one, in rank order (each rank's in the order it sent them). Counts
+  /// in records, so each rank may send and receive up to 2^31 - 1 of them.
+  template <class T>
+  std::vector<T> alltoallv_host(const std::vector<T>& send, const std::vector<std::int64_t>& send_counts) {
+    static_assert(std::is_trivially_copyable_v<T>);
+    if (send_counts.size() != static_cast<std::size_t>(size_))
+      throw UsageError("distributed: all-to-all with " + std::to_string(send_counts.size()) + " counts for " +
+                       std::to_string(size_) + " ranks");
+    std::vector<std::int64_t> recv_counts(size_);
+    check(MPI_Alltoall(send_counts.data(), 1, MPI_INT64_T, recv_counts.data(), 1, MPI_INT64_T, comm_), "MPI_Alltoall");
+    std::vector<int> sc(size_), sd(size_), rc(size_), rd(size_);
+    std::int64_t s_total = 0, r_total = 0;
+    for (int p = 0; p < size_; ++p) {
+      sd[p] = static_cast<int>(s_total);
+      rd[p] = static_cast<int>(r_total);
+      s_total += send_counts[p];
+      r_total += recv_counts[p];
+      if (s_total > 2147483647LL || r_total > 2147483647LL)
+        throw RuntimeFailure("distributed: an all-to-all of more than 2^31 - 1 records per rank; use more ranks");
+      sc[p] = static_cast<int>(send_counts[p]);
+      rc[p] = static_cast<int>(recv_counts[p]);
+    }
+    if (static_cast<std::size_t>(s_total) != send.size())
+      throw UsageError("distributed: all-to-all counts do not add up to the records sent");
+    MPI_Datatype record;
+    check(MPI_Type_contiguous(static_cast<int>(sizeof(T)), MPI_BYTE, &record), "MPI_Type_contiguous");
+    check(MPI_Type_commit(&record), "MPI_Type_commit");
+    std::vector<T> out(static_cast<std::size_t>(r_total));
+    const int rc_all =
+        MPI_Alltoallv(send.data(), sc.data(), sd.data(), record, out.data(), rc.data(), rd.data(), record, comm_);
+    MPI_Type_free(&record);
+    check(rc_all, "MPI_Alltoallv");
     return out;
   }
 
