@@ -267,8 +267,8 @@ struct Problem {
   /// CSR input: A^T (D x V), stored once so that R = A^T W is a row-parallel
   /// gather like P = A Ht (see the file comment); dense input: empty.
   Matrix At;
-  double norm2 = 0.0;  ///< ||A||_F^2, accumulated in double
-  double sum = 0.0;    ///< the sum of A's entries (mean(A) for NNDSVD's fills and transform's start)
+  double norm2 = 0.0;      ///< ||A||_F^2, accumulated in double
+  double sum = 0.0;        ///< the sum of A's entries (mean(A) for NNDSVD's fills and transform's start)
   std::int64_t zeros = 0;  ///< stored zero entries (Itakura-Saito refuses them)
   std::int64_t rows = 0, cols = 0, nnz = 0;
 };
@@ -393,22 +393,22 @@ Report resume(const ExecutionSpace& exec, const Problem<Matrix>& problem, const 
 
 // Explicit instantiations live in src/nmf/nmf.cpp (every enabled space,
 // float and double, dense and CSR input).
-#define KFACTOR_NMF_ETI_MATRIX(EXTERN, S, T, M)                                                           \
-  EXTERN template Problem<M> make_problem<S, M>(const S&, const M&);                                      \
-  EXTERN template StateFor<M> init<S, M>(const S&, const Problem<M>&, const Options&);                    \
-  EXTERN template StateFor<M> init_with<S, M>(const S&, const Problem<M>&, const Options&,                \
-                                              const DenseMatrix<T, S::memory_space>&,                     \
-                                              const DenseMatrix<T, S::memory_space>&);                    \
-  EXTERN template void step<S, M, T, S::memory_space>(const S&, const Problem<M>&, const Options&,        \
-                                                      State<T, S::memory_space>&);                        \
-  EXTERN template Metrics evaluate<S, M, T, S::memory_space>(const S&, const Problem<M>&, const Options&, \
-                                                             State<T, S::memory_space>&);                 \
-  EXTERN template Report resume<S, M, T, S::memory_space>(const S&, const Problem<M>&, const Options&,    \
-                                                          State<T, S::memory_space>&, const Observer&);   \
+#define KFACTOR_NMF_ETI_MATRIX(EXTERN, S, T, M)                                                                  \
+  EXTERN template Problem<M> make_problem<S, M>(const S&, const M&);                                             \
+  EXTERN template StateFor<M> init<S, M>(const S&, const Problem<M>&, const Options&);                           \
+  EXTERN template StateFor<M> init_with<S, M>(const S&, const Problem<M>&, const Options&,                       \
+                                              const DenseMatrix<T, S::memory_space>&,                            \
+                                              const DenseMatrix<T, S::memory_space>&);                           \
+  EXTERN template void step<S, M, T, S::memory_space>(const S&, const Problem<M>&, const Options&,               \
+                                                      State<T, S::memory_space>&);                               \
+  EXTERN template Metrics evaluate<S, M, T, S::memory_space>(const S&, const Problem<M>&, const Options&,        \
+                                                             State<T, S::memory_space>&);                        \
+  EXTERN template Report resume<S, M, T, S::memory_space>(const S&, const Problem<M>&, const Options&,           \
+                                                          State<T, S::memory_space>&, const Observer&);          \
   EXTERN template Result<StateFor<M>> solve<S, M>(const S&, const Problem<M>&, const Options&, const Observer&); \
-  EXTERN template StateFor<M> init_fixed_w<S, M>(const S&, const Problem<M>&, const Options&,                     \
-                                                 const DenseMatrix<T, S::memory_space>&);                         \
-  EXTERN template Result<StateFor<M>> transform<S, M>(const S&, const Problem<M>&, const Options&,              \
+  EXTERN template StateFor<M> init_fixed_w<S, M>(const S&, const Problem<M>&, const Options&,                    \
+                                                 const DenseMatrix<T, S::memory_space>&);                        \
+  EXTERN template Result<StateFor<M>> transform<S, M>(const S&, const Problem<M>&, const Options&,               \
                                                       const DenseMatrix<T, S::memory_space>&);
 #define KFACTOR_NMF_ETI(EXTERN, S, T)                                         \
   KFACTOR_NMF_ETI_MATRIX(EXTERN, S, T, KFACTOR_NMF_DENSE(T, S::memory_space)) \

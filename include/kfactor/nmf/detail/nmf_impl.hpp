@@ -146,7 +146,7 @@ template <class T, class MemorySpace>
 struct Workspace {
   Algorithm algorithm = Algorithm::alo;
   int rank = 0, tile = 0;
-  bool penalized = false, fix_w = false;  ///< the options Wbuf, Hbuf and Gs were allocated for
+  bool penalized = false, fix_w = false;   ///< the options Wbuf, Hbuf and Gs were allocated for
   DenseMatrix<T, MemorySpace> R, P;        ///< A^T W (D x K), A Ht (V x K)
   DenseMatrix<T, MemorySpace> S, Q;        ///< W^T W, Ht^T Ht (K x K)
   DenseMatrix<T, MemorySpace> Wbuf, Hbuf;  ///< MU products W Q, Ht S
@@ -154,10 +154,10 @@ struct Workspace {
   /// ALO: one tile's GEMM result and (host spaces) the transposed tile of the
   /// factor, max(V, D) * T values each (alo_update gives them their shape).
   Kokkos::View<T*, MemorySpace> Acc, Tile;
-  Kokkos::View<double*, MemorySpace> norms2;      ///< squared pre-normalisation column norms of W
-  ColumnBarrier<MemorySpace> barrier;             ///< ALO on a device: column_sweep's device-wide sums
-  Kokkos::View<double*, MemorySpace> scal;        ///< [0] = <W, P>, [1] = <W^T W, Q>
-  DenseMatrix<T, MemorySpace> Gs;                 ///< coordinate rules: the scaled Gram (scaled_system)
+  Kokkos::View<double*, MemorySpace> norms2;  ///< squared pre-normalisation column norms of W
+  ColumnBarrier<MemorySpace> barrier;         ///< ALO on a device: column_sweep's device-wide sums
+  Kokkos::View<double*, MemorySpace> scal;    ///< [0] = <W, P>, [1] = <W^T W, Q>
+  DenseMatrix<T, MemorySpace> Gs;             ///< coordinate rules: the scaled Gram (scaled_system)
   /// Element-wise rules (beta losses, masked data): per stored entry of A
   /// (sparse) or V x D (dense) values of the model and the MU factors,
   /// allocated on first use.
@@ -644,9 +644,11 @@ void nndsvd_factors(const ExecutionSpace& exec, const Matrix& Arow, const Matrix
   const CounterRng rng(options.seed, RngStream::factor_w);
   const std::uint64_t uK = static_cast<std::uint64_t>(K), uD = static_cast<std::uint64_t>(D),
                       offset = static_cast<std::uint64_t>(V) * uK;
-  nndsvd_fill(exec, W, U, c, 1, fill, mean, rng, KOKKOS_LAMBDA(std::uint64_t i, std::uint64_t k) { return i * uK + k; });
-  nndsvd_fill(exec, Ht, Vs, c, 2, fill, mean, rng,
-              KOKKOS_LAMBDA(std::uint64_t d, std::uint64_t k) { return offset + k * uD + d; });
+  nndsvd_fill(
+      exec, W, U, c, 1, fill, mean, rng, KOKKOS_LAMBDA(std::uint64_t i, std::uint64_t k) { return i * uK + k; });
+  nndsvd_fill(
+      exec, Ht, Vs, c, 2, fill, mean, rng,
+      KOKKOS_LAMBDA(std::uint64_t d, std::uint64_t k) { return offset + k * uD + d; });
 }
 
 /// W's columns to unit l2 norm and Ht's columns (H's rows) scaled by the
@@ -895,8 +897,8 @@ void ensure_values(Kokkos::View<T*, Mem>& v, std::size_t n, const char* name) {
   try {
     v = Kokkos::View<T*, Mem>(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("kfactor::nmf::") + name), n);
   } catch (const std::exception& e) {
-    throw RuntimeFailure(std::string("nmf: cannot allocate ") + name + " (" + std::to_string(n) + " values): " +
-                         e.what());
+    throw RuntimeFailure(std::string("nmf: cannot allocate ") + name + " (" + std::to_string(n) +
+                         " values): " + e.what());
   }
 }
 
@@ -1148,8 +1150,8 @@ void epoch(const ExecutionSpace& exec, const Matrix& Arow, const Matrix& Acol, c
 /// left them): P = A Ht, Q, S and <W, P>, or divergence_error.
 template <class ExecutionSpace, class Matrix, class T, class Mem, class Comm>
 void error_products(const ExecutionSpace& exec, const Matrix& Arow, const Options& options,
-                    const DenseMatrix<T, Mem>& W, const DenseMatrix<T, Mem>& Ht, Workspace<T, Mem>& ws,
-                    int iteration, const Comm& comm) {
+                    const DenseMatrix<T, Mem>& W, const DenseMatrix<T, Mem>& Ht, Workspace<T, Mem>& ws, int iteration,
+                    const Comm& comm) {
   if (ws.error_iteration == iteration) return;
   constexpr bool sparse = MatrixTraits<Matrix>::sparse;
   if (masked_rules(options, sparse) || elementwise_rules(options, sparse)) {
@@ -1392,8 +1394,8 @@ StateFor<Matrix> init(const ExecutionSpace& exec, const Problem<Matrix>& problem
   detail::check_loss_input(problem, options);
   switch (options.init) {
     case Init::random:
-      detail::initial_factors(exec, detail::column_operand(problem), options, s.W, s.Ht, 0, 0, D, problem.norm2,
-                              *s.ws, detail::SingleProcess{});
+      detail::initial_factors(exec, detail::column_operand(problem), options, s.W, s.Ht, 0, 0, D, problem.norm2, *s.ws,
+                              detail::SingleProcess{});
       break;
     case Init::nndsvd:
     case Init::nndsvda:
@@ -1453,10 +1455,9 @@ Result<StateFor<Matrix>> transform(
     const DenseMatrix<typename MatrixTraits<Matrix>::value_type, typename MatrixTraits<Matrix>::memory_space>& W) {
   Options o = options;
   o.fix_w = true;
-  return detail::init_then_resume<StateFor<Matrix>>([&] { return init_fixed_w(exec, problem, o, W); },
-                                                    [&](StateFor<Matrix>& state) {
-                                                      return resume(exec, problem, o, state);
-                                                    });
+  return detail::init_then_resume<StateFor<Matrix>>(
+      [&] { return init_fixed_w(exec, problem, o, W); },
+      [&](StateFor<Matrix>& state) { return resume(exec, problem, o, state); });
 }
 
 template <class ExecutionSpace, class T, class Mem>

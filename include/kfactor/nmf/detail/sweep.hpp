@@ -525,15 +525,13 @@ void scale_column(const ExecutionSpace& exec, const XV& X, int t, const NV& norm
 }
 
 /// N (K x K) such that Acc = X N[:, tile] is ALO's phases 1 and 3 for that
-/// tile (G's row i for column i: G need not be symmetric, scaled_system), X in place (columns before the tile new, the tile and after old):
-/// N(j, i) = (diag ? G(i, i) : 1) for j == i, 0 for another column j of i's
-/// tile (the sweep applies those), -G(i, j) for j outside i's tile. So the
-/// columns of the earlier tiles (new: phase 3, pulled by this tile instead of
-/// pushed by each earlier one) and of the later tiles (old: phase 1) enter in
-/// ONE GEMM of inner dimension K per tile: 2 V K^2 flops per update in
-/// products of full depth, where phase 1 for all tiles at once (X_old M with
-/// a block-triangular M, half zeros) plus a rank-T phase-3 GEMM per tile did
-/// 3 V K^2, a third of it in updates of depth T.
+/// tile (G's row i for column i: G need not be symmetric, scaled_system), X in place (columns before the tile new, the
+/// tile and after old): N(j, i) = (diag ? G(i, i) : 1) for j == i, 0 for another column j of i's tile (the sweep
+/// applies those), -G(i, j) for j outside i's tile. So the columns of the earlier tiles (new: phase 3, pulled by this
+/// tile instead of pushed by each earlier one) and of the later tiles (old: phase 1) enter in ONE GEMM of inner
+/// dimension K per tile: 2 V K^2 flops per update in products of full depth, where phase 1 for all tiles at once (X_old
+/// M with a block-triangular M, half zeros) plus a rank-T phase-3 GEMM per tile did 3 V K^2, a third of it in updates
+/// of depth T.
 template <class ExecutionSpace, class GV, class MV>
 void alo_tile_matrix(const ExecutionSpace& exec, const GV& G, int tile, bool diag, const MV& N) {
   using T = typename MV::non_const_value_type;
