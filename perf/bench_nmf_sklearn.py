@@ -113,7 +113,8 @@ def main():
             rep = json.loads(out)
             kf_err = rep["relative_error"]
             kf_it = rep["seconds"] / max(rep["iterations"], 1)
-            model = NMF(n_components=args.rank, init="custom", solver=solver, beta_loss=args.beta_loss,
+            sk_loss = {"frobenius": "frobenius", "kl": "kullback-leibler", "is": "itakura-saito"}[args.beta_loss]
+            model = NMF(n_components=args.rank, init="custom", solver=solver, beta_loss=sk_loss,
                         max_iter=args.iters, tol=0.0, alpha_W=args.alpha_w, alpha_H=args.alpha_h,
                         l1_ratio=args.l1_ratio)
             t0 = time.perf_counter()
