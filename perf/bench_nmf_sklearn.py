@@ -23,8 +23,13 @@ by path, and dense uniform matrices given as RxC (the benchmark size is
 20000x10000; pass a smaller one on a small machine). Both tools see the
 same matrix: it is written once as a Matrix Market file for kfactor.
 
+On a machine shared with other work, set OMP_WAIT_POLICY=passive: spinning
+OpenMP threads that lose their core make kfactor's times meaningless (28x
+slower per iteration in one such run).
+
 Example (2 cores):
-  OMP_NUM_THREADS=2 perf/bench_nmf_sklearn.py --kfactor build/kfactor \\
+  OMP_NUM_THREADS=2 OPENBLAS_NUM_THREADS=2 OMP_WAIT_POLICY=passive \\
+      perf/bench_nmf_sklearn.py --kfactor build/kfactor \\
       /work/shared/data/snap/p2p-Gnutella08.txt 2000x1000 --rank 16 --iters 50
 """
 import argparse
