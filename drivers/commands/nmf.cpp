@@ -103,6 +103,11 @@ struct NmfCliOptions {
   std::string restart;
   bool distributed = false;
   std::string grid = "auto";
+  std::string init = "random";
+  std::string w0, h0, fix_w;
+  double alpha_w = 0.0, alpha_h = 0.0, l1_ratio = 0.0;
+  std::string beta_loss = "frobenius";
+  std::string missing = "zero";
 };
 
 /// nmf::Options from the command line; UsageError (exit 2) naming the
@@ -119,8 +124,47 @@ nmf::Options make_options(const NmfCliOptions& o) {
   opt.tile = o.tile;
   opt.epsilon = o.eps;
   opt.seed = o.common.seed;
+  opt.init = nmf::parse_init(o.init);
+  opt.alpha_w = o.alpha_w;
+  opt.alpha_h = o.alpha_h;
+  opt.l1_ratio = o.l1_ratio;
+  opt.beta_loss = nmf::parse_beta_loss(o.beta_loss);
+  opt.missing = nmf::parse_missing(o.missing);
+  opt.fix_w = !o.fix_w.empty();
+  if (opt.init == nmf::Init::custom && (o.w0.empty() || o.h0.empty()))
+    throw UsageError("nmf: --init custom needs --w0 FILE and --h0 FILE (the starting W and H)");
+  if (opt.init != nmf::Init::custom && (!o.w0.empty() || !o.h0.empty()))
+    throw UsageError("nmf: --w0 and --h0 need --init custom");
+  if (opt.fix_w && opt.init != nmf::Init::random)
+    throw UsageError("nmf: --fix-w starts H at sqrt(mean(A) / K); --init " + o.init + " does not apply");
   opt.validate();
   return opt;
+}
+
+/// A factor file as a dense rows x cols device matrix: a Matrix Market array
+/// (what --output writes) or any other matrix file kfactor reads, checked
+/// against the shape the run needs (InputError naming the file). `transposed`
+/// reads a K x D H file as D x K Ht.
+template <class T, class Exec>
+DenseMatrix<T, typename Exec::memory_space> read_factor(const Exec& exec, const std::string& path, std::int64_t rows,
+                                                        std::int64_t cols, bool transposed, const char* what) {
+  const std::string text = io::read_file(path);
+  const auto coo = io::parse_matrix<double>(text, path, io::detect_format(text, path));
+  const std::int64_t fr = transposed ? cols : rows, fc = transposed ? rows : cols;
+  if (coo.num_rows != fr || coo.num_cols != fc)
+    throw InputError(path + ": " + what + " is " + std::to_string(coo.num_rows) + " x " + std::to_string(coo.num_cols) +
+                     "; this run needs " + std::to_string(fr) + " x " + std::to_string(fc));
+  DenseMatrix<T, typename Exec::memory_space> X("kfactor::nmf::factor", rows, cols);
+  auto h = Kokkos::create_mirror_view(X);
+  for (std::size_t e = 0; e < coo.values.size(); ++e) {
+    const auto i = coo.rows[e], j = coo.cols[e];
+    if (transposed)
+      h(j, i) = T(coo.values[e]);
+    else
+      h(i, j) = T(coo.values[e]);
+  }
+  Kokkos::deep_copy(X, h);
+  return X;
 }
 
 template <class T, class Exec>
@@ -150,6 +194,8 @@ OutputNames output_names(const NmfCliOptions& o, const NmfInput& input) {
 void check_files(const NmfCliOptions& o, const NmfInput& input) {
   io::RunFiles files;
   files.inputs = {o.common.input};
+  for (const auto* f : {&o.w0, &o.h0, &o.fix_w})
+    if (!f->empty()) files.inputs.push_back(*f);
   if (!o.common.output.empty()) {
     const auto names = output_names(o, input);
     files.outputs = {names.w, names.h};
@@ -167,6 +213,8 @@ void write_outputs(const NmfCliOptions& o, const NmfInput& input, const DenseMat
   const auto names = output_names(o, input);
   std::vector<std::string> protected_files{o.common.input};
   if (!o.restart.empty()) protected_files.push_back(o.restart);
+  for (const auto* f : {&o.w0, &o.h0, &o.fix_w})
+    if (!f->empty()) protected_files.push_back(*f);
   const io::OutputSet set(protected_files, {"W", names.h_member});
   report.info["W"] = names.w;
   report.info[names.h_member] = names.h;
@@ -193,7 +241,15 @@ Report run_nmf(const NmfCliOptions& o, const NmfInput& input) {
     auto meta = checkpoint_meta<T, Exec>("nmf", option_values(opt), fingerprint(exec, A), opt.rank);
     meta.input_files = {o.common.input};  // a checkpoint may not replace the input
     const auto problem = nmf::make_problem(exec, A);
-    auto state = nmf::init(exec, problem, opt);
+    auto state = [&] {
+      if (opt.fix_w)
+        return nmf::init_fixed_w(exec, problem, opt,
+                                 read_factor<T>(exec, o.fix_w, problem.rows, opt.rank, false, "W (--fix-w)"));
+      if (opt.init == nmf::Init::custom)
+        return nmf::init_with(exec, problem, opt, read_factor<T>(exec, o.w0, problem.rows, opt.rank, false, "W0"),
+                              read_factor<T>(exec, o.h0, problem.cols, opt.rank, true, "H0"));
+      return nmf::init(exec, problem, opt);
+    }();
     std::string setup_change;
     if (!o.restart.empty()) setup_change = warn_restart(load_checkpoint(o.restart, state, meta).setup_change);
     Observer observer = progress_printer(o.common, o.every);
@@ -348,6 +404,38 @@ const Registrar nmf_command{Command{
       add_number(cmd, "--every", o->every,
                  "print a progress line every N iterations. Default 1: every epoch (use more for long runs)",
                  every_range);
+      cmd.add_option("--init", o->init,
+                     "random|nndsvd|nndsvda|nndsvdar|custom (scikit-learn's init). Default random: uniform W, H "
+                     "scaled to A; nndsvd* start from a randomized rank-K SVD (nndsvda: no zeros, best for mu), "
+                     "custom from --w0 and --h0")
+          ->capture_default_str()
+          ->check(CLI::IsMember({"random", "nndsvd", "nndsvda", "nndsvdar", "custom"}));
+      cmd.add_option("--w0", o->w0, "with --init custom: the starting W (V x K Matrix Market file). Default none");
+      cmd.add_option("--h0", o->h0, "with --init custom: the starting H (K x D Matrix Market file). Default none");
+      add_number(cmd, "--alpha-w", o->alpha_w,
+                 "penalty of W (scikit-learn's alpha_W, times D = cols): l1_ratio of it on |W|_1, the rest on "
+                 "0.5 ||W||_F^2. Default 0: no penalty",
+                 nmf::Options::alpha_range);
+      add_number(cmd, "--alpha-h", o->alpha_h,
+                 "penalty of H (scikit-learn's alpha_H, times V = rows). Default 0: no penalty (scikit-learn's "
+                 "default is alpha_H = alpha_W: pass both)",
+                 nmf::Options::alpha_range);
+      add_number(cmd, "--l1-ratio", o->l1_ratio,
+                 "the l1 share of the penalties (scikit-learn's l1_ratio). Default 0: l2 only",
+                 nmf::Options::l1_ratio_range);
+      cmd.add_option("--beta-loss", o->beta_loss,
+                     "frobenius|kl|is (scikit-learn's beta_loss; kl and is need --algorithm mu, is needs every "
+                     "entry positive). Default frobenius")
+          ->capture_default_str()
+          ->check(CLI::IsMember({"frobenius", "kl", "is"}));
+      cmd.add_option("--missing", o->missing,
+                     "zero|absent: what unstored entries of a sparse input are. Default zero (the matrix's zeros); "
+                     "absent fits the stored entries only")
+          ->capture_default_str()
+          ->check(CLI::IsMember({"zero", "absent"}));
+      cmd.add_option("--fix-w", o->fix_w,
+                     "keep W from FILE (a V x K factor file, e.g. an earlier --output's PREFIX_W.mtx) and fit H "
+                     "only (scikit-learn's transform). Default none");
       cmd.add_option("--checkpoint", o->checkpoint,
                      "save the solver state to FILE (HDF5) every --checkpoint-every iterations and at the end. "
                      "Default none");

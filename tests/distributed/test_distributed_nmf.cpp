@@ -25,6 +25,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -171,6 +172,28 @@ TEST(DistributedNmf, BadInputRefusedOnEveryRank) {
   EXPECT_THROW(
       dn::init(exec, dn::make_problem(exec, MPI_COMM_WORLD, to_csr(exec, planted<double>(30, 20, true, 4))), o),
       UsageError);
+  // The options the distributed epochs do not run: refused, naming them.
+  o.rank = 3;
+  const auto small = dn::make_problem(exec, MPI_COMM_WORLD, to_csr(exec, planted<double>(30, 20, true, 4)));
+  for (const auto& [set, name] : std::vector<std::pair<std::function<void(nmf::Options&)>, std::string>>{
+           {[](nmf::Options& x) { x.init = nmf::Init::nndsvd; }, "init nndsvd"},
+           {[](nmf::Options& x) { x.alpha_w = 0.1; }, "alpha_w"},
+           {[](nmf::Options& x) {
+              x.beta_loss = nmf::BetaLoss::kl;
+              x.algorithm = nmf::Algorithm::mu;
+            },
+            "beta_loss kl"},
+           {[](nmf::Options& x) { x.missing = nmf::Missing::absent; }, "missing absent"}}) {
+    nmf::Options bad = o;
+    set(bad);
+    std::string said;
+    try {
+      dn::init(exec, small, bad);
+    } catch (const UsageError& e) {
+      said = e.what();
+    }
+    EXPECT_NE(said.find(name), std::string::npos) << name << ": " << said;
+  }
   // More ranks than rows: refused on every rank.
   if (world_size() > 1) {
     const auto tiny = to_csr(exec, planted<double>(world_size() - 1, 8, false, 5));

@@ -118,7 +118,9 @@ TEST(NmfCli, MismatchedRestartExits3AndKeepsCheckpoint) {
   // (Rank 4's default tile is 2.)
   for (const auto& [flag, name] : {std::pair<std::string, std::string>{"--algorithm mu", "algorithm"},
                                    {"--seed 9", "seed"},
-                                   {"--tile 1", "tile"}}) {
+                                   {"--tile 1", "tile"},
+                                   {"--alpha-w 0.01", "alpha_w"},
+                                   {"--missing absent", "missing"}}) {
     SCOPED_TRACE(flag);
     r = run_kfactor("nmf --input " + quote(gnutella) + " --rank 4 --iters 4 --quiet " + flag + " --restart " +
                         quote(ckpt) + " --checkpoint " + quote(ckpt),
@@ -136,6 +138,46 @@ TEST(NmfCli, MismatchedRestartExits3AndKeepsCheckpoint) {
   r = run_kfactor(
       "nmf --input " + quote(gnutella) + " --rank 4 --iters 4 --quiet --restart " + quote(dir.file("missing.h5")), dir);
   EXPECT_EQ(r.code, 3) << r.err;
+}
+
+TEST(NmfCli, ScikitLearnOptions) {
+  // --init custom from a run's own factor files starts at that run's error;
+  // --fix-w with its W fits H to (about) the same error; nndsvd and the
+  // penalties run; kl with hals and a fixed W with --init are usage errors.
+  TempDir dir;
+  const std::string base = "nmf --input " + quote(facebook) + " --rank 6 --quiet --json";
+  auto error_of = [](const CliRun& r) { return nlohmann::json::parse(r.out)["relative_error"].get<double>(); };
+  auto r = run_kfactor(base + " --iters 30 --init nndsvd --output " + quote(dir.file("g")), dir);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const double fit = error_of(r);
+  EXPECT_LT(fit, 1.0);
+  const std::string W = dir.file("g_W.mtx"), H = dir.file("g_H.mtx");
+  r = run_kfactor(base + " --iters 0 --init custom --w0 " + quote(W) + " --h0 " + quote(H), dir);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NEAR(error_of(r), fit, 1e-6);  // W0 H0 is the run's W H (W0 rescaled, H0 inversely)
+  r = run_kfactor(base + " --iters 100 --fix-w " + quote(W), dir);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_LE(error_of(r), fit * 1.001);
+  r = run_kfactor(base + " --iters 5 --alpha-w 0.001 --alpha-h 0.001 --l1-ratio 0.5 --algorithm hals", dir);
+  ASSERT_EQ(r.code, 0) << r.err;
+  r = run_kfactor(base + " --iters 5 --algorithm mu --beta-loss kl --init nndsvda", dir);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_GT(nlohmann::json::parse(r.out)["divergence"].get<double>(), 0.0) << r.out;
+  for (const auto& [args, says] :
+       {std::pair<std::string, std::string>{"--beta-loss kl --algorithm hals", "beta_loss kl needs algorithm mu"},
+        {"--fix-w " + quote(W) + " --init nndsvd", "--init nndsvd does not apply"},
+        {"--init custom --w0 " + quote(W), "--init custom needs --w0 FILE and --h0 FILE"},
+        {"--w0 " + quote(W), "--w0 and --h0 need --init custom"},
+        {"--init custom --w0 " + quote(H) + " --h0 " + quote(H), "this run needs 4039 x 6"}}) {
+    SCOPED_TRACE(args);
+    r = run_kfactor(base + " --iters 1 " + args, dir);
+    EXPECT_EQ(r.code, says.find("needs 4039") != std::string::npos ? 3 : 2) << r.err;
+    EXPECT_NE(r.err.find(says), std::string::npos) << r.err;
+  }
+  // Itakura-Saito on a graph (zeros everywhere) is an input error.
+  r = run_kfactor(base + " --iters 1 --algorithm mu --beta-loss is", dir);
+  EXPECT_EQ(r.code, 3) << r.err;
+  EXPECT_NE(r.err.find("Itakura-Saito"), std::string::npos) << r.err;
 }
 
 }  // namespace

@@ -1,8 +1,10 @@
 // Quality against scikit-learn (../shared/peers/sklearn_nmf.py, solver='cd',
 // init='random', same K and iterations) on the SNAP graphs of ../shared/data:
 // the median over 3 seeds of kfactor's final relative error (alo and hals) is
-// at most 1.005 x scikit-learn's median. Labelled slow; skipped when python3
-// with scikit-learn is not available.
+// at most 1.005 x scikit-learn's median. kfactor's NNDSVD start equals
+// scikit-learn's _initialize_nmf on an input with well-separated singular
+// values (the start does not depend on the SVD's signs). Labelled slow;
+// skipped when python3 with scikit-learn is not available.
 //
 // The graphs are read with kfactor::io::read_edges, which matches the peer
 // script: the leading count line skipped, n = max id + 1, duplicates merged,
@@ -13,8 +15,13 @@
 
 #include "common/test_spaces.hpp"
 
+#include <kfactor/core/random.hpp>
+
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -67,6 +74,70 @@ TEST(NmfSklearn, FinalErrorWithinHalfPercentOfScikitLearn) {
                   median(ref));
       EXPECT_LE(median(ours), 1.005 * median(ref)) << name << " " << nmf::to_string(alg);
     }
+  }
+}
+
+TEST(NmfSklearn, NndsvdStartsEqualScikitLearns) {
+  using Exec = Kokkos::DefaultHostExecutionSpace;
+  const Exec exec;
+  const int V = 40, D = 30, K = 3;
+  // sum_k s_k u_k v_k^T with s = 8, 4, 2 and positive u, v, plus small
+  // positive noise: gaps wide enough for both randomized SVDs to be exact.
+  const CounterRng rng(5, RngStream::user);
+  DenseMatrix<double, Kokkos::HostSpace> A("A", V, D);
+  for (int i = 0; i < V; ++i)
+    for (int j = 0; j < D; ++j) {
+      double a = 0.01 * rng.uniform(std::uint64_t(i) * D + j);
+      for (int k = 0; k < K; ++k)
+        a += std::ldexp(8.0, -k) * rng.uniform(100000 + i * K + k) * rng.uniform(200000 + j * K + k);
+      A(i, j) = a;
+    }
+  const std::string path = testing::TempDir() + "nndsvd_input.txt";
+  {
+    std::ofstream f(path);
+    f.precision(17);
+    for (int i = 0; i < V; ++i)
+      for (int j = 0; j < D; ++j) f << A(i, j) << (j + 1 < D ? ' ' : '\n');
+  }
+  for (const char* init : {"nndsvd", "nndsvda"}) {
+    SCOPED_TRACE(init);
+    const std::string cmd =
+        "python3 -c \"import numpy as np; from sklearn.decomposition._nmf import _initialize_nmf; "
+        "W, H = _initialize_nmf(np.loadtxt('" +
+        path + "'), " + std::to_string(K) + ", init='" + init +
+        "'); print(' '.join(repr(float(x)) for x in np.concatenate([W.ravel(), H.ravel()])))\" "
+        "2>/dev/null";
+    FILE* p = popen(cmd.c_str(), "r");
+    std::vector<double> ref;
+    if (p) {
+      std::string out;
+      char buf[4096];
+      while (std::fgets(buf, sizeof buf, p)) out += buf;
+      pclose(p);
+      std::istringstream in(out);
+      for (double x; in >> x;) ref.push_back(x);
+    }
+    if (ref.size() != std::size_t(V * K + K * D)) GTEST_SKIP() << "python3 with scikit-learn is not available";
+    nmf::Options o;
+    o.algorithm = nmf::Algorithm::mu;  // the start as drawn (hals/alo rescale W's columns)
+    o.rank = K;
+    o.init = nmf::parse_init(init);
+    const auto P = nmf::make_problem(exec, A);
+    const auto s = nmf::init(exec, P, o);
+    double n = 0, d = 0;
+    for (int i = 0; i < V; ++i)
+      for (int k = 0; k < K; ++k) {
+        const double r = ref[std::size_t(i) * K + k];
+        n += (s.W(i, k) - r) * (s.W(i, k) - r);
+        d += r * r;
+      }
+    for (int k = 0; k < K; ++k)
+      for (int j = 0; j < D; ++j) {
+        const double r = ref[std::size_t(V * K) + std::size_t(k) * D + j];
+        n += (s.Ht(j, k) - r) * (s.Ht(j, k) - r);
+        d += r * r;
+      }
+    EXPECT_LT(std::sqrt(n / d), 1e-6);
   }
 }
 

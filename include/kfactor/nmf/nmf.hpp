@@ -111,6 +111,34 @@ enum class Algorithm { hals, alo, mu };
 Algorithm parse_algorithm(const std::string& name);
 const char* to_string(Algorithm a);
 
+/// The start (Options::init; scikit-learn's `init`): random (the file
+/// comment), nndsvd / nndsvda / nndsvdar (Boutsidis and Gallopoulos' NNDSVD
+/// from a randomized rank-K SVD, as sklearn.decomposition._initialize_nmf;
+/// nndsvda fills the zeros with mean(A), nndsvdar with small random values),
+/// or custom (given factors: init_with).
+enum class Init { random, nndsvd, nndsvda, nndsvdar, custom };
+/// "random" | "nndsvd" | "nndsvda" | "nndsvdar" | "custom"; UsageError otherwise.
+Init parse_init(const std::string& name);
+const char* to_string(Init i);
+
+/// The loss (Options::beta_loss; scikit-learn's `beta_loss`): the
+/// beta-divergence for beta = 2 (frobenius, 0.5 ||A - WH||_F^2), 1 (kl,
+/// generalized Kullback-Leibler) or 0 (is, Itakura-Saito). kl and is need
+/// Algorithm::mu.
+enum class BetaLoss { frobenius, kl, is };
+/// "frobenius" | "kl" | "is"; UsageError otherwise.
+BetaLoss parse_beta_loss(const std::string& name);
+const char* to_string(BetaLoss b);
+
+/// What the entries of a sparse A that are not stored mean (Options::missing):
+/// zero (the matrix's zeros, the default) or absent (unobserved: the loss is
+/// over the stored entries only). scikit-learn has no such option (it
+/// treats unstored entries as zeros).
+enum class Missing { zero, absent };
+/// "zero" | "absent"; UsageError otherwise.
+Missing parse_missing(const std::string& name);
+const char* to_string(Missing m);
+
 /// Section-5 model, eq. 11: T = sqrt(K sqrt(C) / (sqrt(C) - 2)); UsageError for C <= 4.
 double alo_tile_model(int K, double cache_elements = 33.0);
 /// Default tile: 8/16/16/32/64 for K = 64/128/256/512/1024, else the power of
@@ -150,6 +178,9 @@ struct Options {
   static constexpr Range<double> tolerance_range{.lo = 0.0, .hi = 1.0, .hi_open = true, .note = "0 disables the rule"};
   static constexpr Range<double> target_range{.lo = 0.0, .hi = 1.0};
 
+  static constexpr Range<double> alpha_range{.lo = 0.0, .hi = 1e12, .note = "0: no penalty"};
+  static constexpr Range<double> l1_ratio_range{.lo = 0.0, .hi = 1.0, .note = "0: l2 only, 1: l1 only"};
+
   Algorithm algorithm = Algorithm::alo;
   int rank = 10;         ///< K
   int tile = 0;          ///< ALO tile size T; 0 = default_tile(K)
@@ -159,14 +190,33 @@ struct Options {
   /// (tolerance, 0: never) and a relative error to reach (target, NaN: none).
   StopRule stop;
   bool timing_breakdown = false;  ///< fence between phases and accumulate products/H/W times (benchmarks)
+  Init init = Init::random;       ///< the start (init draws it; custom: init_with)
+  /// Penalties, scikit-learn's alpha_W, alpha_H and l1_ratio with its scaling
+  /// (A is V x D; V = n_samples, D = n_features): the objective is
+  ///   L(A, WH) + alpha_w l1_ratio D |W|_1 + 0.5 alpha_w (1 - l1_ratio) D ||W||_F^2
+  ///            + alpha_h l1_ratio V |H|_1 + 0.5 alpha_h (1 - l1_ratio) V ||H||_F^2
+  /// with L the beta-divergence (0.5 ||A - WH||_F^2 for frobenius). A penalty
+  /// turns off the unit-norm columns of W (a rescaling would change the
+  /// penalty): hals and alo then run scikit-learn's coordinate-descent rule.
+  double alpha_w = 0.0;
+  double alpha_h = 0.0;  ///< scikit-learn's default alpha_H = "same" is alpha_h = alpha_w here
+  double l1_ratio = 0.0;
+  BetaLoss beta_loss = BetaLoss::frobenius;
+  Missing missing = Missing::zero;
+  /// Keep W as given (init_with) and update H only: transform(). W may
+  /// have any column norms.
+  bool fix_w = false;
 
   void validate() const;
 
+  /// True when a penalty is set (see alpha_w).
+  [[nodiscard]] bool penalized() const { return alpha_w > 0.0 || alpha_h > 0.0; }
+
   /// The options that decide the iterates (checkpoints compare them on
   /// restart): algorithm, rank, the resolved ALO tile (alo only: hals and mu
-  /// ignore it, and tile 0 and its default are the same run), epsilon and
-  /// seed. Not the stop rule (a restart may run further) nor
-  /// timing_breakdown (fences only).
+  /// ignore it, and tile 0 and its default are the same run), epsilon,
+  /// seed, init, the penalties, beta_loss, missing and fix_w. Not the stop
+  /// rule (a restart may run further) nor timing_breakdown (fences only).
   template <class F>
   void visit(F&& f) const {
     f("algorithm", algorithm);
@@ -174,6 +224,13 @@ struct Options {
     if (algorithm == Algorithm::alo) f("tile", resolve_tile(rank, tile));
     f("epsilon", epsilon);
     f("seed", seed);
+    f("init", init);
+    f("alpha_w", alpha_w);
+    f("alpha_h", alpha_h);
+    f("l1_ratio", l1_ratio);
+    f("beta_loss", beta_loss);
+    f("missing", missing);
+    f("fix_w", fix_w);
   }
 };
 
@@ -210,7 +267,9 @@ struct Problem {
   /// CSR input: A^T (D x V), stored once so that R = A^T W is a row-parallel
   /// gather like P = A Ht (see the file comment); dense input: empty.
   Matrix At;
-  double norm2 = 0.0;  ///< ||A||_F^2, accumulated in double
+  double norm2 = 0.0;      ///< ||A||_F^2, accumulated in double
+  double sum = 0.0;        ///< the sum of A's entries (mean(A) for NNDSVD's fills and transform's start)
+  std::int64_t zeros = 0;  ///< stored zero entries (Itakura-Saito refuses them)
   std::int64_t rows = 0, cols = 0, nnz = 0;
 };
 
@@ -256,12 +315,22 @@ using StateFor = State<typename MatrixTraits<Matrix>::value_type, typename Matri
 
 // ---- the solver contract (core/solver.hpp) ----
 
-/// The initial state (see the file comment); UsageError for invalid options
-/// or K > min(V, D).
+/// The initial state of options.init (random: the file comment; nndsvd,
+/// nndsvda, nndsvdar: NNDSVD from a randomized rank-K SVD (counter RNG
+/// stream factor_h for the sketch) on the solver's own products, W's
+/// columns then scaled to unit norm and H's rows inversely when hals/alo
+/// normalise W); UsageError for invalid options, K > min(V, D) or init
+/// custom (use init_with); InputError for beta_loss is on an input with
+/// zeros.
 template <class ExecutionSpace, class Matrix>
 StateFor<Matrix> init(const ExecutionSpace& exec, const Problem<Matrix>& problem, const Options& options);
 
-/// Same, with given starting factors (copied as they are: no normalisation).
+/// Same, with given starting factors W0 (V x K) and Ht0 = H0^T (D x K).
+/// With options.init == custom (scikit-learn's init='custom') or fix_w
+/// they must be finite and non-negative (InputError), and for custom W0's
+/// columns are scaled to unit norm (H0's rows inversely, W0 H0 unchanged)
+/// when hals/alo normalise W; otherwise they are copied as they are (a
+/// restored state).
 template <class ExecutionSpace, class Matrix>
 StateFor<Matrix> init_with(
     const ExecutionSpace& exec, const Problem<Matrix>& problem, const Options& options,
@@ -282,6 +351,31 @@ template <class ExecutionSpace, class Matrix, class T, class MemorySpace>
 Metrics evaluate(const ExecutionSpace& exec, const Problem<Matrix>& problem, const Options& options,
                  State<T, MemorySpace>& state);
 
+/// The start of a run with W fixed (options.fix_w required, UsageError
+/// otherwise): W as given (finite, non-negative: InputError) and every
+/// entry of H0 sqrt(mean(A) / K), scikit-learn's start beside a fixed factor.
+template <class ExecutionSpace, class Matrix>
+StateFor<Matrix> init_fixed_w(
+    const ExecutionSpace& exec, const Problem<Matrix>& problem, const Options& options,
+    const DenseMatrix<typename MatrixTraits<Matrix>::value_type, typename MatrixTraits<Matrix>::memory_space>& W);
+
+/// H for the columns of a new A with W fixed (scikit-learn's transform, in
+/// this orientation): from H0 = sqrt(mean(A) / K), options.stop.max_iterations
+/// epochs of options.algorithm's H rule (Options::fix_w; hals and alo run
+/// the exact coordinate rule for W's own column norms), with the options'
+/// penalties and loss. The state's Ht is the result, W the given one; the
+/// report's relative_error is that of W H on the new A. W for new rows
+/// with H fixed is transform of A^T with Ht in W's place (A^T ~ Ht W^T).
+template <class ExecutionSpace, class Matrix>
+Result<StateFor<Matrix>> transform(
+    const ExecutionSpace& exec, const Problem<Matrix>& problem, const Options& options,
+    const DenseMatrix<typename MatrixTraits<Matrix>::value_type, typename MatrixTraits<Matrix>::memory_space>& W);
+
+/// W H as a dense V x D matrix (scikit-learn's inverse_transform); Ht = H^T.
+template <class ExecutionSpace, class T, class Mem>
+DenseMatrix<T, Mem> inverse_transform(const ExecutionSpace& exec, const DenseMatrix<T, Mem>& W,
+                                      const DenseMatrix<T, Mem>& Ht);
+
 /// init then resume; report.metrics has relative_error first.
 template <class ExecutionSpace, class Matrix>
 Result<StateFor<Matrix>> solve(const ExecutionSpace& exec, const Problem<Matrix>& problem, const Options& options,
@@ -299,19 +393,23 @@ Report resume(const ExecutionSpace& exec, const Problem<Matrix>& problem, const 
 
 // Explicit instantiations live in src/nmf/nmf.cpp (every enabled space,
 // float and double, dense and CSR input).
-#define KFACTOR_NMF_ETI_MATRIX(EXTERN, S, T, M)                                                           \
-  EXTERN template Problem<M> make_problem<S, M>(const S&, const M&);                                      \
-  EXTERN template StateFor<M> init<S, M>(const S&, const Problem<M>&, const Options&);                    \
-  EXTERN template StateFor<M> init_with<S, M>(const S&, const Problem<M>&, const Options&,                \
-                                              const DenseMatrix<T, S::memory_space>&,                     \
-                                              const DenseMatrix<T, S::memory_space>&);                    \
-  EXTERN template void step<S, M, T, S::memory_space>(const S&, const Problem<M>&, const Options&,        \
-                                                      State<T, S::memory_space>&);                        \
-  EXTERN template Metrics evaluate<S, M, T, S::memory_space>(const S&, const Problem<M>&, const Options&, \
-                                                             State<T, S::memory_space>&);                 \
-  EXTERN template Report resume<S, M, T, S::memory_space>(const S&, const Problem<M>&, const Options&,    \
-                                                          State<T, S::memory_space>&, const Observer&);   \
-  EXTERN template Result<StateFor<M>> solve<S, M>(const S&, const Problem<M>&, const Options&, const Observer&);
+#define KFACTOR_NMF_ETI_MATRIX(EXTERN, S, T, M)                                                                  \
+  EXTERN template Problem<M> make_problem<S, M>(const S&, const M&);                                             \
+  EXTERN template StateFor<M> init<S, M>(const S&, const Problem<M>&, const Options&);                           \
+  EXTERN template StateFor<M> init_with<S, M>(const S&, const Problem<M>&, const Options&,                       \
+                                              const DenseMatrix<T, S::memory_space>&,                            \
+                                              const DenseMatrix<T, S::memory_space>&);                           \
+  EXTERN template void step<S, M, T, S::memory_space>(const S&, const Problem<M>&, const Options&,               \
+                                                      State<T, S::memory_space>&);                               \
+  EXTERN template Metrics evaluate<S, M, T, S::memory_space>(const S&, const Problem<M>&, const Options&,        \
+                                                             State<T, S::memory_space>&);                        \
+  EXTERN template Report resume<S, M, T, S::memory_space>(const S&, const Problem<M>&, const Options&,           \
+                                                          State<T, S::memory_space>&, const Observer&);          \
+  EXTERN template Result<StateFor<M>> solve<S, M>(const S&, const Problem<M>&, const Options&, const Observer&); \
+  EXTERN template StateFor<M> init_fixed_w<S, M>(const S&, const Problem<M>&, const Options&,                    \
+                                                 const DenseMatrix<T, S::memory_space>&);                        \
+  EXTERN template Result<StateFor<M>> transform<S, M>(const S&, const Problem<M>&, const Options&,               \
+                                                      const DenseMatrix<T, S::memory_space>&);
 #define KFACTOR_NMF_ETI(EXTERN, S, T)                                         \
   KFACTOR_NMF_ETI_MATRIX(EXTERN, S, T, KFACTOR_NMF_DENSE(T, S::memory_space)) \
   KFACTOR_NMF_ETI_MATRIX(EXTERN, S, T, KFACTOR_NMF_CSR(T, S::memory_space))

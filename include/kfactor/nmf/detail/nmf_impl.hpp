@@ -7,7 +7,9 @@
 #include <kfactor/core/spaces.hpp>
 #include <kfactor/kernels/gemm.hpp>
 #include <kfactor/kernels/spmm.hpp>
+#include <kfactor/nmf/detail/eigen.hpp>
 #include <kfactor/nmf/detail/sweep.hpp>
+#include <kfactor/sddmm/sddmm.hpp>
 
 #include <algorithm>
 #include <chrono>
@@ -18,6 +20,7 @@
 #include <tuple>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 namespace kfactor::nmf {
 
@@ -37,6 +40,56 @@ inline const char* to_string(Algorithm a) {
   return "unknown";
 }
 
+inline Init parse_init(const std::string& name) {
+  if (name == "random") return Init::random;
+  if (name == "nndsvd") return Init::nndsvd;
+  if (name == "nndsvda") return Init::nndsvda;
+  if (name == "nndsvdar") return Init::nndsvdar;
+  if (name == "custom") return Init::custom;
+  throw UsageError("nmf: unknown init '" + name + "' (expected random, nndsvd, nndsvda, nndsvdar or custom)");
+}
+
+inline const char* to_string(Init i) {
+  switch (i) {
+    case Init::random: return "random";
+    case Init::nndsvd: return "nndsvd";
+    case Init::nndsvda: return "nndsvda";
+    case Init::nndsvdar: return "nndsvdar";
+    case Init::custom: return "custom";
+  }
+  return "unknown";
+}
+
+inline BetaLoss parse_beta_loss(const std::string& name) {
+  if (name == "frobenius") return BetaLoss::frobenius;
+  if (name == "kl") return BetaLoss::kl;
+  if (name == "is") return BetaLoss::is;
+  throw UsageError("nmf: unknown beta_loss '" + name + "' (expected frobenius, kl or is)");
+}
+
+inline const char* to_string(BetaLoss b) {
+  switch (b) {
+    case BetaLoss::frobenius: return "frobenius";
+    case BetaLoss::kl: return "kl";
+    case BetaLoss::is: return "is";
+  }
+  return "unknown";
+}
+
+inline Missing parse_missing(const std::string& name) {
+  if (name == "zero") return Missing::zero;
+  if (name == "absent") return Missing::absent;
+  throw UsageError("nmf: unknown missing '" + name + "' (expected zero or absent)");
+}
+
+inline const char* to_string(Missing m) {
+  switch (m) {
+    case Missing::zero: return "zero";
+    case Missing::absent: return "absent";
+  }
+  return "unknown";
+}
+
 inline void Options::validate() const {
   check_range("nmf", "rank", rank, rank_range);
   check_range("nmf", "tile", tile, tile_range);
@@ -47,6 +100,13 @@ inline void Options::validate() const {
   stop.validate();
   check_range("nmf", "stop.tolerance", stop.tolerance, tolerance_range);
   if (!std::isnan(stop.target)) check_range("nmf", "stop.target (a relative error)", stop.target, target_range);
+  check_range("nmf", "alpha_w", alpha_w, alpha_range);
+  check_range("nmf", "alpha_h", alpha_h, alpha_range);
+  check_range("nmf", "l1_ratio", l1_ratio, l1_ratio_range);
+  if (beta_loss != BetaLoss::frobenius && algorithm != Algorithm::mu)
+    throw UsageError(std::string("nmf: beta_loss ") + to_string(beta_loss) +
+                     " needs algorithm mu (hals and alo minimise the Frobenius loss), got algorithm " +
+                     to_string(algorithm));
 }
 
 inline double alo_tile_model(int K, double C) {
@@ -86,6 +146,7 @@ template <class T, class MemorySpace>
 struct Workspace {
   Algorithm algorithm = Algorithm::alo;
   int rank = 0, tile = 0;
+  bool penalized = false, fix_w = false;   ///< the options Wbuf, Hbuf and Gs were allocated for
   DenseMatrix<T, MemorySpace> R, P;        ///< A^T W (D x K), A Ht (V x K)
   DenseMatrix<T, MemorySpace> S, Q;        ///< W^T W, Ht^T Ht (K x K)
   DenseMatrix<T, MemorySpace> Wbuf, Hbuf;  ///< MU products W Q, Ht S
@@ -93,9 +154,16 @@ struct Workspace {
   /// ALO: one tile's GEMM result and (host spaces) the transposed tile of the
   /// factor, max(V, D) * T values each (alo_update gives them their shape).
   Kokkos::View<T*, MemorySpace> Acc, Tile;
-  Kokkos::View<double*, MemorySpace> norms2;      ///< squared pre-normalisation column norms of W
-  ColumnBarrier<MemorySpace> barrier;             ///< ALO on a device: column_sweep's device-wide sums
-  Kokkos::View<double*, MemorySpace> scal;        ///< [0] = <W, P>, [1] = <W^T W, Q>
+  Kokkos::View<double*, MemorySpace> norms2;  ///< squared pre-normalisation column norms of W
+  ColumnBarrier<MemorySpace> barrier;         ///< ALO on a device: column_sweep's device-wide sums
+  Kokkos::View<double*, MemorySpace> scal;    ///< [0] = <W, P>, [1] = <W^T W, Q>
+  DenseMatrix<T, MemorySpace> Gs;             ///< coordinate rules: the scaled Gram (scaled_system)
+  /// Element-wise rules (beta losses, masked data): per stored entry of A
+  /// (sparse) or V x D (dense) values of the model and the MU factors,
+  /// allocated on first use.
+  Kokkos::View<T*, MemorySpace> ev1, ev2;
+  DenseMatrix<T, MemorySpace> E1, E2;
+  bool direct_error = false;                      ///< scal[0] holds the squared error itself (element-wise rules)
   int S_iteration = -1;                           ///< S = W^T W is valid for this state.iteration
   int error_iteration = -1;                       ///< scal holds the error of this state.iteration
   double t_products = 0.0, t_h = 0.0, t_w = 0.0;  ///< Options::timing_breakdown
@@ -135,6 +203,33 @@ std::pair<double, std::int64_t> check_values(const ExecutionSpace& exec, const C
       },
       s, bad);
   return {s, bad};
+}
+
+/// The sum of A's entries and the number of stored zero entries.
+template <class ExecutionSpace, class Matrix>
+std::pair<double, std::int64_t> sum_and_zeros(const ExecutionSpace& exec, const Matrix& A) {
+  double sum = 0.0;
+  std::int64_t zeros = 0;
+  if constexpr (MatrixTraits<Matrix>::sparse) {
+    auto values = A.values;
+    Kokkos::parallel_reduce(
+        "kfactor::nmf::sum_sparse", Kokkos::RangePolicy<ExecutionSpace>(exec, 0, values.extent(0)),
+        KOKKOS_LAMBDA(std::size_t e, double& acc, std::int64_t& nz) {
+          acc += double(values(e));
+          if (values(e) == 0) ++nz;
+        },
+        sum, zeros);
+  } else {
+    Kokkos::parallel_reduce(
+        "kfactor::nmf::sum_dense",
+        Kokkos::MDRangePolicy<ExecutionSpace, Kokkos::Rank<2>>(exec, {0, 0}, {A.extent(0), A.extent(1)}),
+        KOKKOS_LAMBDA(std::size_t i, std::size_t j, double& acc, std::int64_t& nz) {
+          acc += double(A(i, j));
+          if (A(i, j) == 0) ++nz;
+        },
+        sum, zeros);
+  }
+  return {sum, zeros};
 }
 
 template <class Matrix>
@@ -184,14 +279,17 @@ std::shared_ptr<Workspace<T, Mem>> allocate_workspace(std::int64_t V, std::int64
   ws->algorithm = options.algorithm;
   ws->rank = K;
   ws->tile = resolve_tile(K, options.tile);
+  ws->penalized = options.penalized();
+  ws->fix_w = options.fix_w;
   ws->R = alloc<T, Mem>("R", D, K);
   ws->P = alloc<T, Mem>("P", V, K);
   ws->S = alloc<T, Mem>("S", K, K);
   ws->Q = alloc<T, Mem>("Q", K, K);
-  if (options.algorithm == Algorithm::mu) {
+  if (options.algorithm == Algorithm::mu || options.penalized() || options.fix_w) {
     ws->Wbuf = alloc<T, Mem>("Wbuf", V, K);
     ws->Hbuf = alloc<T, Mem>("Hbuf", D, K);
   }
+  if (options.algorithm != Algorithm::mu && (options.penalized() || options.fix_w)) ws->Gs = alloc<T, Mem>("Gs", K, K);
   if (options.algorithm == Algorithm::alo) {
     ws->N = alloc<T, Mem>("N", K, K);
     const std::int64_t tile_values = std::max(V, D) * resolve_tile(K, options.tile);
@@ -284,6 +382,347 @@ struct SingleProcess {
   }
 };
 
+// ---- the rules of the options (Options::init, penalties, beta_loss, missing) ----
+
+/// hals and alo keep W's columns at unit norm (the file comment), unless a
+/// penalty, a fixed W or masked data make them run coordinate descent on W
+/// as it is.
+inline bool normalizes_w(const Options& o, bool sparse) {
+  return o.algorithm != Algorithm::mu && !o.penalized() && !o.fix_w && !(sparse && o.missing == Missing::absent);
+}
+/// hals/alo through scaled_system (penalties or a fixed W, all of A observed).
+inline bool scaled_rules(const Options& o, bool sparse) {
+  return o.algorithm != Algorithm::mu && (o.penalized() || o.fix_w) && !(sparse && o.missing == Missing::absent);
+}
+/// hals/alo on the stored entries only (masked_cd_rows).
+inline bool masked_rules(const Options& o, bool sparse) {
+  return o.algorithm != Algorithm::mu && sparse && o.missing == Missing::absent;
+}
+/// mu through the model's entries: a beta loss other than Frobenius, or
+/// masked data.
+inline bool elementwise_rules(const Options& o, bool sparse) {
+  return o.algorithm == Algorithm::mu &&
+         (o.beta_loss != BetaLoss::frobenius || (sparse && o.missing == Missing::absent));
+}
+
+/// scikit-learn's penalty terms of W (l1, l2) for a V x D input: alpha_w
+/// times D (n_features), split by l1_ratio; of H the same with alpha_h and V.
+struct Penalties {
+  double l1_w = 0, l2_w = 0, l1_h = 0, l2_h = 0;
+};
+inline Penalties penalties(const Options& o, std::int64_t V, std::int64_t D) {
+  Penalties p;
+  p.l1_w = o.alpha_w * o.l1_ratio * double(D);
+  p.l2_w = o.alpha_w * (1.0 - o.l1_ratio) * double(D);
+  p.l1_h = o.alpha_h * o.l1_ratio * double(V);
+  p.l2_h = o.alpha_h * (1.0 - o.l1_ratio) * double(V);
+  return p;
+}
+
+/// Distributed runs (kfactor/distributed/nmf.hpp) take the random start,
+/// the Frobenius loss, all entries observed and no penalty or fixed factor:
+/// UsageError naming the first other option.
+inline void check_distributed_options(const Options& o) {
+  auto refuse = [](const std::string& what) {
+    throw UsageError("distributed nmf: " + what + " is not supported with --distributed (run on one process)");
+  };
+  if (o.init != Init::random) refuse(std::string("init ") + to_string(o.init));
+  if (o.alpha_w > 0.0) refuse("alpha_w");
+  if (o.alpha_h > 0.0) refuse("alpha_h");
+  if (o.beta_loss != BetaLoss::frobenius) refuse(std::string("beta_loss ") + to_string(o.beta_loss));
+  if (o.missing != Missing::zero) refuse("missing absent");
+  if (o.fix_w) refuse("fix_w");
+}
+
+/// A row-major host copy, in double, of a small matrix.
+template <class V>
+std::vector<double> host_values(const V& X) {
+  auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, X);
+  std::vector<double> out(X.extent(0) * X.extent(1));
+  for (std::size_t i = 0; i < X.extent(0); ++i)
+    for (std::size_t j = 0; j < X.extent(1); ++j) out[i * X.extent(1) + j] = double(h(i, j));
+  return out;
+}
+
+/// A rows x cols device matrix from row-major host values.
+template <class T, class Mem>
+DenseMatrix<T, Mem> device_matrix(const std::string& name, const std::vector<double>& v, std::int64_t rows,
+                                  std::int64_t cols) {
+  auto d = alloc<T, Mem>(name, rows, cols);
+  auto h = Kokkos::create_mirror_view(d);
+  for (std::int64_t i = 0; i < rows; ++i)
+    for (std::int64_t j = 0; j < cols; ++j) h(i, j) = T(v[std::size_t(i * cols + j)]);
+  Kokkos::deep_copy(d, h);
+  return d;
+}
+
+/// An orthonormal basis of the columns of Y (n x l): Y E Lambda^{-1/2} from
+/// the eigendecomposition Y^T Y = E Lambda E^T (symmetric_eigen), twice (the
+/// first pass leaves Q^T Q - I of the order of eps * cond(Y), the second
+/// removes it, as in CholeskyQR2 but defined for a rank-deficient Y).
+/// Directions with an eigenvalue below 1e3 machine epsilons of the largest
+/// (the rank of Y is then smaller than l: an input of rank < l) are dropped,
+/// so Q has r <= l columns.
+template <class ExecutionSpace, class T, class Mem>
+DenseMatrix<T, Mem> orthonormal_basis(const ExecutionSpace& exec, DenseMatrix<T, Mem> Y) {
+  for (int pass = 0; pass < 2; ++pass) {
+    const int l = static_cast<int>(Y.extent(1));
+    if (l == 0) return Y;
+    auto G = alloc<T, Mem>("sketch_gram", l, l);
+    kfactor::gram(exec, Y, G);
+    std::vector<double> vals, vecs;
+    symmetric_eigen(host_values(G), l, vals, vecs);
+    const double drop = vals[0] * 1e3 * double(std::numeric_limits<T>::epsilon());
+    int r = 0;
+    while (r < l && vals[r] > drop && vals[r] > 0.0) ++r;
+    std::vector<double> c(std::size_t(l) * r);
+    for (int i = 0; i < l; ++i)
+      for (int k = 0; k < r; ++k) c[std::size_t(i) * r + k] = vecs[std::size_t(i) * l + k] / std::sqrt(vals[k]);
+    auto Q = alloc<T, Mem>("sketch_basis", Y.extent(0), r);
+    if (r > 0) gemm(exec, Trans::none, Trans::none, T(1), Y, device_matrix<T, Mem>("sketch_c", c, l, r), T(0), Q);
+    Y = Q;
+  }
+  return Y;
+}
+
+/// A rank-K truncated SVD A ~ U diag(sigma) Vs^T (U: V x K, Vs: D x K) by a
+/// randomized range finder (Halko, Martinsson and Tropp, Alg. 4.4, as
+/// scikit-learn's randomized_svd): Omega (D x (K + 10)) uniform in [-1, 1)
+/// from the counter RNG (stream factor_h, counter d (K + 10) + j), Y = A
+/// Omega, q power iterations Y <- A (A^T Y) with a fresh orthonormal basis
+/// at every half (q = 7 when K < 0.1 min(V, D), else 4: scikit-learn's
+/// 'auto'), Q = orth(Y), B^T = A^T Q, then the eigenvectors of B B^T (the
+/// small host eigensolver) give U = Q E and Vs = B^T E / sigma. The products
+/// are the solver's own (A Ht and A^T W paths). Singular values beyond the
+/// rank of A are 0 with zero vectors.
+template <class ExecutionSpace, class Matrix, class T, class Mem>
+void truncated_svd(const ExecutionSpace& exec, const Matrix& Arow, const Matrix& Acol, std::int64_t V, std::int64_t D,
+                   int K, std::uint64_t seed, DenseMatrix<T, Mem>& U, DenseMatrix<T, Mem>& Vs,
+                   std::vector<double>& sigma) {
+  const int l = static_cast<int>(std::min<std::int64_t>(K + 10, std::min(V, D)));
+  const int q = K < 0.1 * double(std::min(V, D)) ? 7 : 4;
+  auto Omega = alloc<T, Mem>("sketch_omega", D, l);
+  {
+    const CounterRng rng(seed, RngStream::factor_h);
+    auto Om = Omega;
+    const std::uint64_t ll = static_cast<std::uint64_t>(l);
+    Kokkos::parallel_for(
+        "kfactor::nmf::sketch_omega", row_major_policy(exec, Om.extent(0), Om.extent(1)),
+        KOKKOS_LAMBDA(std::size_t d, std::size_t j) { Om(d, j) = rng.uniform<T>(d * ll + j, T(-1), T(1)); });
+  }
+  auto Y = alloc<T, Mem>("sketch_y", V, l);
+  product_AX(exec, Arow, Omega, Y);
+  for (int it = 0; it < q; ++it) {
+    const auto Q = orthonormal_basis(exec, Y);
+    auto Z = alloc<T, Mem>("sketch_z", D, Q.extent(1));
+    product_AtX(exec, Acol, Q, Z);
+    const auto Zq = orthonormal_basis(exec, Z);
+    Y = alloc<T, Mem>("sketch_y", V, Zq.extent(1));
+    product_AX(exec, Arow, Zq, Y);
+  }
+  const auto Q = orthonormal_basis(exec, Y);
+  const int r = static_cast<int>(Q.extent(1));
+  auto Bt = alloc<T, Mem>("sketch_bt", D, r);
+  product_AtX(exec, Acol, Q, Bt);
+  auto M = alloc<T, Mem>("sketch_bbt", r, r);
+  kfactor::gram(exec, Bt, M);
+  std::vector<double> vals, vecs;
+  if (r > 0) symmetric_eigen(host_values(M), r, vals, vecs);
+  sigma.assign(K, 0.0);
+  std::vector<double> e(std::size_t(std::max(r, 1)) * K, 0.0), es(e.size(), 0.0);
+  for (int k = 0; k < std::min(K, r); ++k) {
+    sigma[k] = std::sqrt(std::max(vals[k], 0.0));
+    for (int i = 0; i < r; ++i) {
+      e[std::size_t(i) * K + k] = vecs[std::size_t(i) * r + k];
+      es[std::size_t(i) * K + k] = sigma[k] > 0.0 ? vecs[std::size_t(i) * r + k] / sigma[k] : 0.0;
+    }
+  }
+  U = alloc<T, Mem>("svd_u", V, K);
+  Vs = alloc<T, Mem>("svd_v", D, K);
+  if (r == 0) {
+    Kokkos::deep_copy(exec, U, T(0));
+    Kokkos::deep_copy(exec, Vs, T(0));
+    return;
+  }
+  gemm(exec, Trans::none, Trans::none, T(1), Q, device_matrix<T, Mem>("svd_e", e, r, K), T(0), U);
+  gemm(exec, Trans::none, Trans::none, T(1), Bt, device_matrix<T, Mem>("svd_es", es, r, K), T(0), Vs);
+}
+
+/// Squared l2 norms of the positive and negative parts of each column of X
+/// (n x K): out(k, 0) = sum max(x, 0)^2, out(k, 1) = sum min(x, 0)^2.
+template <class ExecutionSpace, class T, class Mem>
+std::vector<double> signed_column_norms2(const ExecutionSpace& exec, const DenseMatrix<T, Mem>& X) {
+  using Policy = Kokkos::TeamPolicy<ExecutionSpace>;
+  const int K = static_cast<int>(X.extent(1));
+  const int n = static_cast<int>(X.extent(0));
+  Kokkos::View<double**, Kokkos::LayoutRight, Mem> out("kfactor::nmf::signed_norms", K, 2);
+  Kokkos::parallel_for(
+      "kfactor::nmf::signed_column_norms", Policy(exec, K, Kokkos::AUTO),
+      KOKKOS_LAMBDA(const typename Policy::member_type& team) {
+        const int k = team.league_rank();
+        double p = 0.0, m = 0.0;
+        Kokkos::parallel_reduce(
+            Kokkos::TeamThreadRange(team, n),
+            [&](const int i, double& s) {
+              const double x = X(i, k);
+              s += x > 0.0 ? x * x : 0.0;
+            },
+            p);
+        Kokkos::parallel_reduce(
+            Kokkos::TeamThreadRange(team, n),
+            [&](const int i, double& s) {
+              const double x = X(i, k);
+              s += x < 0.0 ? x * x : 0.0;
+            },
+            m);
+        Kokkos::single(Kokkos::PerTeam(team), [&]() {
+          out(k, 0) = p;
+          out(k, 1) = m;
+        });
+      });
+  return host_values(out);
+}
+
+/// One factor of nndsvd_factors: X(i, k) = c(k, which) times the part of
+/// S(i, k) that c(k, 0) keeps (0: |S|, 1: max(S, 0), -1: max(-S, 0)), zeroed
+/// below 1e-6, then the zeros filled (fill 1: mean, 2: mean u / 100 with u
+/// at counter(i, k)).
+template <class ExecutionSpace, class T, class Mem, class CV, class Counter>
+void nndsvd_fill(const ExecutionSpace& exec, const DenseMatrix<T, Mem>& X, const DenseMatrix<T, Mem>& S, const CV& c,
+                 int which, int fill, double mean, const CounterRng& rng, Counter counter) {
+  Kokkos::parallel_for(
+      "kfactor::nmf::nndsvd_fill", row_major_policy(exec, X.extent(0), X.extent(1)),
+      KOKKOS_LAMBDA(std::size_t i, std::size_t k) {
+        const double sgn = c(k, 0), s = S(i, k);
+        const double part = sgn == 0.0 ? Kokkos::abs(s) : (sgn * s > 0.0 ? sgn * s : 0.0);
+        double v = c(k, which) * part;
+        if (v < 1e-6) v = 0.0;
+        if (v == 0.0 && fill == 1) v = mean;
+        if (v == 0.0 && fill == 2) v = mean * rng.uniform(counter(i, k)) / 100.0;
+        X(i, k) = T(v);
+      });
+}
+
+/// NNDSVD (Boutsidis and Gallopoulos 2008) as scikit-learn's _initialize_nmf:
+/// from the rank-K SVD (truncated_svd), component 0 takes |u_0|, |v_0|; each
+/// other component k the positive or the negative parts (x, y) of (u_k, v_k),
+/// whichever has the larger product of norms m, as sqrt(sigma_k m) x / |x|
+/// and sqrt(sigma_k m) y / |y|. Entries below 1e-6 become 0 (scikit-learn's
+/// threshold); nndsvda then sets the zeros to mean(A), nndsvdar to mean(A) u
+/// / 100 with u uniform in [0, 1) (counter RNG, stream factor_w: W (i, k) at
+/// i K + k, H (k, d) at V K + k D + d; scikit-learn draws |N(0, 1)|, so the
+/// small values differ from its). The result does not depend on the signs
+/// the SVD chose.
+template <class ExecutionSpace, class Matrix, class T, class Mem>
+void nndsvd_factors(const ExecutionSpace& exec, const Matrix& Arow, const Matrix& Acol, const Options& options,
+                    std::int64_t V, std::int64_t D, double mean, DenseMatrix<T, Mem>& W, DenseMatrix<T, Mem>& Ht) {
+  const int K = options.rank;
+  DenseMatrix<T, Mem> U, Vs;
+  std::vector<double> sigma;
+  truncated_svd(exec, Arow, Acol, V, D, K, options.seed, U, Vs, sigma);
+  const auto nu = signed_column_norms2(exec, U), nv = signed_column_norms2(exec, Vs);
+  // Per column: the sign kept (0: absolute value) and the scales of W and H.
+  std::vector<double> coef(std::size_t(K) * 3, 0.0);
+  for (int k = 0; k < K; ++k) {
+    if (k == 0) {
+      coef[0] = 0.0;
+      coef[1] = coef[2] = std::sqrt(sigma[0]);
+      continue;
+    }
+    const double xp = std::sqrt(nu[2 * k]), xn = std::sqrt(nu[2 * k + 1]);
+    const double yp = std::sqrt(nv[2 * k]), yn = std::sqrt(nv[2 * k + 1]);
+    const double mp = xp * yp, mn = xn * yn;
+    const bool pos = mp > mn;
+    const double m = pos ? mp : mn, nx = pos ? xp : xn, ny = pos ? yp : yn;
+    const double lbd = std::sqrt(sigma[k] * m);
+    coef[3 * k] = pos ? 1.0 : -1.0;
+    coef[3 * k + 1] = nx > 0.0 ? lbd / nx : 0.0;
+    coef[3 * k + 2] = ny > 0.0 ? lbd / ny : 0.0;
+  }
+  const auto c = device_matrix<double, Mem>("nndsvd_coef", coef, K, 3);
+  const int fill = options.init == Init::nndsvda ? 1 : options.init == Init::nndsvdar ? 2 : 0;
+  const CounterRng rng(options.seed, RngStream::factor_w);
+  const std::uint64_t uK = static_cast<std::uint64_t>(K), uD = static_cast<std::uint64_t>(D),
+                      offset = static_cast<std::uint64_t>(V) * uK;
+  nndsvd_fill(
+      exec, W, U, c, 1, fill, mean, rng, KOKKOS_LAMBDA(std::uint64_t i, std::uint64_t k) { return i * uK + k; });
+  nndsvd_fill(
+      exec, Ht, Vs, c, 2, fill, mean, rng,
+      KOKKOS_LAMBDA(std::uint64_t d, std::uint64_t k) { return offset + k * uD + d; });
+}
+
+/// W's columns to unit l2 norm and Ht's columns (H's rows) scaled by the
+/// same norms, so W Ht^T is unchanged: the start hals and alo assume (the H
+/// rule is exact HALS for unit columns). A zero column stays as it is.
+template <class ExecutionSpace, class T, class Mem, class Comm>
+void balance_factors(const ExecutionSpace& exec, DenseMatrix<T, Mem>& W, DenseMatrix<T, Mem>& Ht,
+                     const DenseMatrix<T, Mem>& S, const Comm& comm) {
+  kfactor::gram(exec, W, S);
+  comm.sum(exec, S);
+  auto Wl = W;
+  auto Hl = Ht;
+  Kokkos::parallel_for(
+      "kfactor::nmf::balance_w", row_major_policy(exec, Wl.extent(0), Wl.extent(1)),
+      KOKKOS_LAMBDA(std::size_t i, std::size_t k) {
+        const double n = Kokkos::sqrt(double(S(k, k)));
+        if (n > 0.0) Wl(i, k) = T(double(Wl(i, k)) / n);
+      });
+  Kokkos::parallel_for(
+      "kfactor::nmf::balance_h", row_major_policy(exec, Hl.extent(0), Hl.extent(1)),
+      KOKKOS_LAMBDA(std::size_t d, std::size_t k) {
+        const double n = Kokkos::sqrt(double(S(k, k)));
+        if (n > 0.0) Hl(d, k) = T(double(Hl(d, k)) * n);
+      });
+}
+
+/// out(k) (every row r of out) = sum_i X(i, k): the denominator of the KL
+/// rule over all entries, 1 X, without a dense product.
+template <class ExecutionSpace, class T, class Mem>
+void column_sums_rows(const ExecutionSpace& exec, const DenseMatrix<T, Mem>& X, const DenseMatrix<T, Mem>& out) {
+  using Policy = Kokkos::TeamPolicy<ExecutionSpace>;
+  const int n = static_cast<int>(X.extent(0));
+  const int rows = static_cast<int>(out.extent(0));
+  Kokkos::parallel_for(
+      "kfactor::nmf::column_sums", Policy(exec, X.extent(1), Kokkos::AUTO),
+      KOKKOS_LAMBDA(const typename Policy::member_type& team) {
+        const int k = team.league_rank();
+        double s = 0.0;
+        Kokkos::parallel_reduce(
+            Kokkos::TeamThreadRange(team, n), [&](const int i, double& a) { a += double(X(i, k)); }, s);
+        Kokkos::parallel_for(Kokkos::TeamThreadRange(team, rows), [&](const int r) { out(r, k) = T(s); });
+      });
+}
+
+/// The element-wise factors of the MU rule for the beta-divergence at one
+/// entry with data a and model y (floored at eps): the numerator's a y^(beta-2)
+/// and the denominator's y^(beta-1): (a, y) for beta = 2, (a / y, 1) for KL,
+/// (a / y^2, 1 / y) for IS.
+template <class T>
+KOKKOS_INLINE_FUNCTION void beta_factors(int beta, T a, T y, T eps, T& num, T& den) {
+  const T m = y > eps ? y : eps;
+  if (beta == 2) {
+    num = a;
+    den = m;
+  } else if (beta == 1) {
+    num = a / m;
+    den = T(1);
+  } else {
+    num = a / (m * m);
+    den = T(1) / m;
+  }
+}
+
+/// The beta-divergence of one entry (a, y), y floored at eps: 0.5 (a - y)^2,
+/// a log(a / y) - a + y (y for a = 0), a / y - log(a / y) - 1.
+KOKKOS_INLINE_FUNCTION double beta_divergence(int beta, double a, double y, double eps) {
+  const double m = y > eps ? y : eps;
+  if (beta == 2) return 0.5 * (a - y) * (a - y);
+  if (beta == 1) return a > 0.0 ? a * Kokkos::log(a / m) - a + m : m;
+  return a / m - Kokkos::log(a / m) - 1.0;
+}
+
+inline int beta_of(BetaLoss b) { return b == BetaLoss::frobenius ? 2 : b == BetaLoss::kl ? 1 : 0; }
+
 /// The ALO update of one factor (Algs. 2/3) in place: X updated with Gram G
 /// and right-hand side B, in tiles of `tile` columns; W-style (normalised,
 /// base X G_tt) when `normalize`, H-style otherwise. N is a K x K buffer; Acc
@@ -348,6 +787,7 @@ template <class ExecutionSpace, class T, class Mem>
 void error_pieces(const ExecutionSpace& exec, const DenseMatrix<T, Mem>& W, Workspace<T, Mem>& ws) {
   frobenius_dot(exec, W, ws.P, Kokkos::View<double, Mem>(ws.scal.data()));
   frobenius_dot(exec, ws.S, ws.Q, Kokkos::View<double, Mem>(ws.scal.data() + 1));
+  ws.direct_error = false;
 }
 
 class Stopwatch {
@@ -388,6 +828,7 @@ template <class ExecutionSpace, class Matrix, class T, class Mem, class Comm>
 void initial_factors(const ExecutionSpace& exec, const Matrix& Acol, const Options& options, DenseMatrix<T, Mem>& W,
                      DenseMatrix<T, Mem>& Ht, std::int64_t row0, std::int64_t col0, std::int64_t D, double norm2,
                      Workspace<T, Mem>& ws, const Comm& comm) {
+  if constexpr (!std::is_same_v<Comm, SingleProcess>) check_distributed_options(options);
   const std::uint64_t K = static_cast<std::uint64_t>(options.rank);
   // W0(i, k): counter i * K + k (fill_uniform's convention, global i).
   {
@@ -449,17 +890,190 @@ void initial_factors(const ExecutionSpace& exec, const Matrix& Acol, const Optio
   ws.S_iteration = 0;  // S = W0^T W0 computed above
 }
 
+/// Values of one entry per stored nonzero, (re)allocated to n entries.
+template <class T, class Mem>
+void ensure_values(Kokkos::View<T*, Mem>& v, std::size_t n, const char* name) {
+  if (v.extent(0) == n) return;
+  try {
+    v = Kokkos::View<T*, Mem>(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("kfactor::nmf::") + name), n);
+  } catch (const std::exception& e) {
+    throw RuntimeFailure(std::string("nmf: cannot allocate ") + name + " (" + std::to_string(n) +
+                         " values): " + e.what());
+  }
+}
+
+/// y = the model W Ht^T at every stored entry of the CSR `pattern` (rows of
+/// L, columns of R), by kfactor::sddmm.
+template <class ExecutionSpace, class T, class Mem>
+void model_on_pattern(const ExecutionSpace& exec, const CsrMatrix<T, Mem>& pattern, const DenseMatrix<T, Mem>& L,
+                      const DenseMatrix<T, Mem>& R, Kokkos::View<T*, Mem>& y) {
+  ensure_values(y, pattern.nnz(), "model_values");
+  kfactor::sddmm_unscaled(exec, pattern, L, R, y);
+}
+
+/// The squared error of the element-wise and masked rules into ws.scal[0]:
+/// twice the beta-divergence of A from W H over the stored entries
+/// (sparse, missing absent), over all entries (dense), or over the stored
+/// entries plus the closed form of the zeros (sparse, missing zero: the KL
+/// divergence of a zero is the model itself, sum(WH) - sum over the stored
+/// entries, with sum(WH) = sum_k (1 W)_k (1 Ht)_k from column sums; IS needs
+/// every entry stored, Frobenius takes the cheap formula).
+template <class ExecutionSpace, class Matrix, class T, class Mem>
+void divergence_error(const ExecutionSpace& exec, const Matrix& Arow, const Options& options,
+                      const DenseMatrix<T, Mem>& W, const DenseMatrix<T, Mem>& Ht, Workspace<T, Mem>& ws) {
+  const int beta = beta_of(options.beta_loss);
+  const double eps = double(resolve_epsilon<T>(options));
+  double div = 0.0;
+  if constexpr (MatrixTraits<Matrix>::sparse) {
+    model_on_pattern(exec, Arow, W, Ht, ws.ev1);
+    const bool zeros_kl = beta == 1 && options.missing == Missing::zero;
+    const auto a = Arow.values;
+    const auto y = ws.ev1;
+    Kokkos::parallel_reduce(
+        "kfactor::nmf::divergence", Kokkos::RangePolicy<ExecutionSpace>(exec, 0, a.extent(0)),
+        KOKKOS_LAMBDA(std::size_t e, double& acc) {
+          acc += beta_divergence(beta, double(a(e)), double(y(e)), eps) - (zeros_kl ? double(y(e)) : 0.0);
+        },
+        div);
+    if (zeros_kl) {
+      auto cw = alloc<T, Mem>("colsum_w", 1, W.extent(1));
+      auto ch = alloc<T, Mem>("colsum_h", 1, Ht.extent(1));
+      column_sums_rows(exec, W, cw);
+      column_sums_rows(exec, Ht, ch);
+      const auto hw = host_values(cw), hh = host_values(ch);
+      for (std::size_t k = 0; k < hw.size(); ++k) div += hw[k] * hh[k];
+    }
+  } else {
+    if (ws.E1.extent(0) != Arow.extent(0)) ws.E1 = alloc<T, Mem>("model", Arow.extent(0), Arow.extent(1));
+    gemm(exec, Trans::none, Trans::transpose, T(1), W, Ht, T(0), ws.E1);
+    const auto y = ws.E1;
+    Kokkos::parallel_reduce(
+        "kfactor::nmf::divergence_dense", row_major_policy(exec, Arow.extent(0), Arow.extent(1)),
+        KOKKOS_LAMBDA(std::size_t i, std::size_t j, double& acc) {
+          acc += beta_divergence(beta, double(Arow(i, j)), double(y(i, j)), eps);
+        },
+        div);
+  }
+  Kokkos::deep_copy(exec, Kokkos::subview(ws.scal, 0), 2.0 * div);
+  Kokkos::deep_copy(exec, Kokkos::subview(ws.scal, 1), 0.0);
+  ws.direct_error = true;
+}
+
+/// One MU half for a beta loss or masked data: X (n x K, the factor
+/// updated) against the fixed factor F, with `pattern` the CSR whose rows
+/// are X's (A for W, A^T for Ht) or the dense A (X = W) / A (X = Ht, then
+/// transposed products). num = E_num F and den = E_den F from the
+/// element-wise factors of beta_factors on the model's entries (sddmm on the
+/// stored entries; a dense model W Ht^T on a dense A); the KL denominator
+/// over all entries is the column sums of F (column_sums_rows). Then
+/// mu_update with the penalties and scikit-learn's exponent.
+template <class ExecutionSpace, class Matrix, class T, class Mem>
+void elementwise_half(const ExecutionSpace& exec, const Matrix& pattern, bool x_is_w, const Options& options,
+                      const DenseMatrix<T, Mem>& X, const DenseMatrix<T, Mem>& F, const DenseMatrix<T, Mem>& num,
+                      const DenseMatrix<T, Mem>& den, Workspace<T, Mem>& ws, double l1, double l2) {
+  const int beta = beta_of(options.beta_loss);
+  const T eps = resolve_epsilon<T>(options);
+  constexpr bool sparse = MatrixTraits<Matrix>::sparse;
+  const bool pattern_den = beta != 1 || (sparse && options.missing == Missing::absent);
+  if constexpr (sparse) {
+    model_on_pattern(exec, pattern, X, F, ws.ev1);
+    ensure_values(ws.ev2, pattern.nnz(), "den_values");
+    const auto a = pattern.values;
+    const auto y = ws.ev1, d = ws.ev2;
+    Kokkos::parallel_for(
+        "kfactor::nmf::beta_factors", Kokkos::RangePolicy<ExecutionSpace>(exec, 0, a.extent(0)),
+        KOKKOS_LAMBDA(std::size_t e) {
+          T n, dd;
+          beta_factors(beta, T(a(e)), T(y(e)), eps, n, dd);
+          y(e) = n;
+          d(e) = dd;
+        });
+    spmm(exec, T(1), CsrMatrix<T, Mem>(pattern.row_map, pattern.entries, ws.ev1, pattern.num_cols), F, T(0), num);
+    if (pattern_den)
+      spmm(exec, T(1), CsrMatrix<T, Mem>(pattern.row_map, pattern.entries, ws.ev2, pattern.num_cols), F, T(0), den);
+  } else {
+    const std::size_t V = pattern.extent(0), D = pattern.extent(1);
+    if (ws.E1.extent(0) != V) ws.E1 = alloc<T, Mem>("model", V, D);
+    if (ws.E2.extent(0) != V) ws.E2 = alloc<T, Mem>("model_den", V, D);
+    const auto y = ws.E1, d = ws.E2;
+    if (x_is_w)
+      gemm(exec, Trans::none, Trans::transpose, T(1), X, F, T(0), y);
+    else
+      gemm(exec, Trans::none, Trans::transpose, T(1), F, X, T(0), y);
+    Kokkos::parallel_for(
+        "kfactor::nmf::beta_factors_dense", row_major_policy(exec, V, D), KOKKOS_LAMBDA(std::size_t i, std::size_t j) {
+          T n, dd;
+          beta_factors(beta, T(pattern(i, j)), T(y(i, j)), eps, n, dd);
+          y(i, j) = n;
+          d(i, j) = dd;
+        });
+    const Trans t = x_is_w ? Trans::none : Trans::transpose;
+    gemm(exec, t, Trans::none, T(1), y, F, T(0), num);
+    if (pattern_den) gemm(exec, t, Trans::none, T(1), d, F, T(0), den);
+  }
+  if (!pattern_den) column_sums_rows(exec, F, den);
+  mu_update(exec, X, num, den, eps, l1, l2, beta == 0 ? 0.5 : 1.0);
+}
+
+/// residual(e) = a(e) - residual(e) (the model on entry).
+template <class ExecutionSpace, class AV, class RV>
+void residual_of(const ExecutionSpace& exec, const AV& a, const RV& res) {
+  Kokkos::parallel_for(
+      "kfactor::nmf::residual", Kokkos::RangePolicy<ExecutionSpace>(exec, 0, a.extent(0)),
+      KOKKOS_LAMBDA(std::size_t e) { res(e) = a(e) - res(e); });
+}
+
+/// One epoch of the rules beside the file comment's (Options::beta_loss,
+/// missing absent): H then W (W skipped with fix_w), then the error.
+/// Masked hals/alo: for each factor the residual on the stored entries
+/// (sddmm) and masked_cd_rows; mu: elementwise_half.
+template <class ExecutionSpace, class Matrix, class T, class Mem>
+void other_epoch(const ExecutionSpace& exec, const Matrix& Arow, const Matrix& Acol, const Options& options,
+                 DenseMatrix<T, Mem>& W, DenseMatrix<T, Mem>& Ht, Workspace<T, Mem>& ws, int iteration) {
+  constexpr bool sparse = MatrixTraits<Matrix>::sparse;
+  const Penalties pen = penalties(options, W.extent(0), Ht.extent(0));
+  if (masked_rules(options, sparse)) {
+    if constexpr (sparse) {
+      const T eps = resolve_epsilon<T>(options);
+      model_on_pattern(exec, Acol, Ht, W, ws.ev2);
+      residual_of(exec, Acol.values, ws.ev2);
+      masked_cd_rows(exec, Acol.row_map, Acol.entries, Ht, W, ws.ev2, eps, pen.l1_h, pen.l2_h);
+      if (!options.fix_w) {
+        model_on_pattern(exec, Arow, W, Ht, ws.ev1);
+        residual_of(exec, Arow.values, ws.ev1);
+        masked_cd_rows(exec, Arow.row_map, Arow.entries, W, Ht, ws.ev1, eps, pen.l1_w, pen.l2_w);
+      }
+    }
+  } else {
+    elementwise_half(exec, Acol, false, options, Ht, W, ws.R, ws.Hbuf, ws, pen.l1_h, pen.l2_h);
+    if (!options.fix_w) elementwise_half(exec, Arow, true, options, W, Ht, ws.P, ws.Wbuf, ws, pen.l1_w, pen.l2_w);
+  }
+  divergence_error(exec, Arow, options, W, Ht, ws);
+  ws.S_iteration = -1;
+  ws.error_iteration = iteration + 1;
+}
+
 /// One epoch (H then W) on this process's blocks; `iteration` is the state's.
 /// Communication per epoch (distributed policy): the two products (which
 /// gather W and Ht, and in a grid layout also sum partial products), sum S
 /// and Q (K x K), sum each of the K squared column norms of W (hals, alo) and
-/// the error scalar <W, P>.
+/// the error scalar <W, P>. With a penalty or a fixed W, hals and alo take
+/// scaled_system (no normalisation); a beta loss or masked data take
+/// other_epoch (one process only: check_distributed_options).
 template <class ExecutionSpace, class Matrix, class T, class Mem, class Comm>
 void epoch(const ExecutionSpace& exec, const Matrix& Arow, const Matrix& Acol, const Options& options,
            DenseMatrix<T, Mem>& W, DenseMatrix<T, Mem>& Ht, Workspace<T, Mem>& ws, int iteration, const Comm& comm) {
+  constexpr bool sparse = MatrixTraits<Matrix>::sparse;
+  if (masked_rules(options, sparse) || elementwise_rules(options, sparse)) {
+    other_epoch(exec, Arow, Acol, options, W, Ht, ws, iteration);
+    return;
+  }
   const int K = options.rank;
   const T eps = resolve_epsilon<T>(options);
   const bool timed = options.timing_breakdown;
+  const bool scaled = scaled_rules(options, sparse);
+  const Penalties pen = penalties(options, W.extent(0), Ht.extent(0));
+  const int tile = resolve_tile(K, options.tile);
   Stopwatch sw;
   sw.start(exec, timed);
 
@@ -470,15 +1084,23 @@ void epoch(const ExecutionSpace& exec, const Matrix& Arow, const Matrix& Acol, c
   }
   comm.product_AtW(exec, Acol, W, ws.R);
   sw.lap(exec, timed, ws.t_products);
+  if (scaled) scaled_system(exec, ws.S, ws.R, pen.l1_h, pen.l2_h, ws.Gs, ws.Hbuf);
   switch (options.algorithm) {
-    case Algorithm::hals: row_sweep(exec, Ht, Ht, Base::old_value, ws.R, ws.S, 0, K, eps); break;
+    case Algorithm::hals:
+      if (scaled)
+        row_sweep(exec, Ht, Ht, Base::old_value, ws.Hbuf, ws.Gs, 0, K, eps);
+      else
+        row_sweep(exec, Ht, Ht, Base::old_value, ws.R, ws.S, 0, K, eps);
+      break;
     case Algorithm::alo:
-      alo_update(exec, Ht, ws.R, ws.S, ws.N, ws.Acc, ws.Tile, resolve_tile(K, options.tile), eps, false, ws.norms2,
-                 ws.barrier, comm);
+      if (scaled)
+        alo_update(exec, Ht, ws.Hbuf, ws.Gs, ws.N, ws.Acc, ws.Tile, tile, eps, false, ws.norms2, ws.barrier, comm);
+      else
+        alo_update(exec, Ht, ws.R, ws.S, ws.N, ws.Acc, ws.Tile, tile, eps, false, ws.norms2, ws.barrier, comm);
       break;
     case Algorithm::mu:
       gemm(exec, Trans::none, Trans::none, T(1), Ht, ws.S, T(0), ws.Hbuf);
-      mu_update(exec, Ht, ws.R, ws.Hbuf, eps);
+      mu_update(exec, Ht, ws.R, ws.Hbuf, eps, pen.l1_h, pen.l2_h);
       break;
   }
   sw.lap(exec, timed, ws.t_h);
@@ -488,23 +1110,30 @@ void epoch(const ExecutionSpace& exec, const Matrix& Arow, const Matrix& Acol, c
   kfactor::gram(exec, Ht, ws.Q);
   comm.sum(exec, ws.Q);
   sw.lap(exec, timed, ws.t_products);
-  switch (options.algorithm) {
-    case Algorithm::hals:
-      for (int t = 0; t < K; ++t) {
-        column_step(exec, W, W, Base::old_times_diag, ws.P, ws.Q, 0, K, t, eps, ws.norms2);
-        comm.sum(exec, Kokkos::subview(ws.norms2, Kokkos::make_pair(t, t + 1)));
-      }
-      scale_column(exec, W, K - 1, ws.norms2);
-      break;
-    case Algorithm::alo:
-      alo_update(exec, W, ws.P, ws.Q, ws.N, ws.Acc, ws.Tile, resolve_tile(K, options.tile), eps, true, ws.norms2,
-                 ws.barrier, comm);
-      break;
-    case Algorithm::mu:
-      gemm(exec, Trans::none, Trans::none, T(1), W, ws.Q, T(0), ws.Wbuf);
-      mu_update(exec, W, ws.P, ws.Wbuf, eps);
-      break;
-  }
+  if (scaled && !options.fix_w) scaled_system(exec, ws.Q, ws.P, pen.l1_w, pen.l2_w, ws.Gs, ws.Wbuf);
+  if (!options.fix_w) switch (options.algorithm) {
+      case Algorithm::hals:
+        if (scaled) {
+          row_sweep(exec, W, W, Base::old_value, ws.Wbuf, ws.Gs, 0, K, eps);
+          break;
+        }
+        for (int t = 0; t < K; ++t) {
+          column_step(exec, W, W, Base::old_times_diag, ws.P, ws.Q, 0, K, t, eps, ws.norms2);
+          comm.sum(exec, Kokkos::subview(ws.norms2, Kokkos::make_pair(t, t + 1)));
+        }
+        scale_column(exec, W, K - 1, ws.norms2);
+        break;
+      case Algorithm::alo:
+        if (scaled)
+          alo_update(exec, W, ws.Wbuf, ws.Gs, ws.N, ws.Acc, ws.Tile, tile, eps, false, ws.norms2, ws.barrier, comm);
+        else
+          alo_update(exec, W, ws.P, ws.Q, ws.N, ws.Acc, ws.Tile, tile, eps, true, ws.norms2, ws.barrier, comm);
+        break;
+      case Algorithm::mu:
+        gemm(exec, Trans::none, Trans::none, T(1), W, ws.Q, T(0), ws.Wbuf);
+        mu_update(exec, W, ws.P, ws.Wbuf, eps, pen.l1_w, pen.l2_w);
+        break;
+    }
   sw.lap(exec, timed, ws.t_w);
 
   // ---- next epoch's S and the error pieces ----
@@ -518,11 +1147,18 @@ void epoch(const ExecutionSpace& exec, const Matrix& Arow, const Matrix& Acol, c
 }
 
 /// The error pieces of a fresh or restored state (no-op when the last epoch
-/// left them): P = A Ht, Q, S and <W, P>.
+/// left them): P = A Ht, Q, S and <W, P>, or divergence_error.
 template <class ExecutionSpace, class Matrix, class T, class Mem, class Comm>
-void error_products(const ExecutionSpace& exec, const Matrix& Arow, const DenseMatrix<T, Mem>& W,
-                    const DenseMatrix<T, Mem>& Ht, Workspace<T, Mem>& ws, int iteration, const Comm& comm) {
+void error_products(const ExecutionSpace& exec, const Matrix& Arow, const Options& options,
+                    const DenseMatrix<T, Mem>& W, const DenseMatrix<T, Mem>& Ht, Workspace<T, Mem>& ws, int iteration,
+                    const Comm& comm) {
   if (ws.error_iteration == iteration) return;
+  constexpr bool sparse = MatrixTraits<Matrix>::sparse;
+  if (masked_rules(options, sparse) || elementwise_rules(options, sparse)) {
+    divergence_error(exec, Arow, options, W, Ht, ws);
+    ws.error_iteration = iteration;
+    return;
+  }
   comm.product_AHt(exec, Arow, Ht, ws.P);
   kfactor::gram(exec, Ht, ws.Q);
   comm.sum(exec, ws.Q);
@@ -535,16 +1171,20 @@ void error_products(const ExecutionSpace& exec, const Matrix& Arow, const DenseM
   Kokkos::deep_copy(exec, ws.norms2, std::nan(""));
 }
 
-/// relative_error and min_column_norm from the workspace (host reads);
+/// relative_error (sqrt(2 D) / ||A||_F for the beta-divergence D: scikit-
+/// learn's reconstruction_err_ over ||A||_F, ||A - WH||_F / ||A||_F for
+/// Frobenius), divergence (D, for kl and is) and, when W is normalised
+/// (normalizes_w), min_column_norm, from the workspace (host reads);
 /// normA2 = ||A||^2.
 template <class T, class Mem>
-Metrics metrics_of(const Options& options, const Workspace<T, Mem>& ws, double normA2) {
+Metrics metrics_of(const Options& options, const Workspace<T, Mem>& ws, double normA2, bool sparse) {
   auto scal = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, ws.scal);
   auto norms2 = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, ws.norms2);
-  const double err2 = normA2 - 2.0 * scal(0) + scal(1);
+  const double err2 = ws.direct_error ? scal(0) : normA2 - 2.0 * scal(0) + scal(1);
   Metrics m;
   m.set("relative_error", std::sqrt(std::max(err2, 0.0) / normA2));
-  if (options.algorithm != Algorithm::mu) {
+  if (options.beta_loss != BetaLoss::frobenius) m.set("divergence", 0.5 * scal(0));
+  if (normalizes_w(options, sparse)) {
     double mn = std::numeric_limits<double>::infinity();
     for (std::size_t k = 0; k < norms2.extent(0); ++k) mn = std::min(mn, norms2(k));
     m.set("min_column_norm", std::sqrt(mn));
@@ -584,12 +1224,14 @@ Report report_header(const Options& options, std::int64_t rows, std::int64_t col
 template <class T, class Mem, class Comm>
 Workspace<T, Mem>& ensure_workspace(State<T, Mem>& state, std::int64_t V_loc, std::int64_t D_loc,
                                     const Options& options, const Comm& comm) {
+  if constexpr (!std::is_same_v<Comm, SingleProcess>) check_distributed_options(options);
   if (static_cast<int>(state.W.extent(1)) != options.rank || static_cast<int>(state.Ht.extent(1)) != options.rank)
     throw UsageError("nmf: the state has rank " + std::to_string(state.W.extent(1)) + ", options.rank is " +
                      std::to_string(options.rank));
   const auto& ws = state.ws;
   if (!ws || ws->algorithm != options.algorithm || ws->rank != options.rank ||
-      ws->tile != resolve_tile(options.rank, options.tile))
+      ws->tile != resolve_tile(options.rank, options.tile) || ws->penalized != options.penalized() ||
+      ws->fix_w != options.fix_w)
     comm.agree([&] { state.ws = allocate_workspace<T, Mem>(V_loc, D_loc, options); });
   return *state.ws;
 }
@@ -608,8 +1250,8 @@ template <class ExecutionSpace, class Matrix, class T, class Mem, class Comm>
 Metrics evaluate_on(const ExecutionSpace& exec, const Matrix& Arow, double normA2, const Options& options,
                     State<T, Mem>& state, const Comm& comm) {
   auto& ws = ensure_workspace(state, state.W.extent(0), state.Ht.extent(0), options, comm);
-  error_products(exec, Arow, state.W, state.Ht, ws, state.iteration, comm);
-  return metrics_of(options, ws, normA2);
+  error_products(exec, Arow, options, state.W, state.Ht, ws, state.iteration, comm);
+  return metrics_of(options, ws, normA2, MatrixTraits<Matrix>::sparse);
 }
 
 /// resume(): the loop of core/solver.hpp with `step` and `evaluate` (the
@@ -669,6 +1311,7 @@ Problem<Matrix> make_problem(const ExecutionSpace& exec, const Matrix& A) {
   std::int64_t bad = 0;
   if (p.rows > 0 && p.cols > 0) std::tie(p.norm2, bad) = detail::check_values(exec, A);
   detail::check_input(p.rows, p.cols, bad, p.norm2);
+  std::tie(p.sum, p.zeros) = detail::sum_and_zeros(exec, A);
   if constexpr (MatrixTraits<Matrix>::sparse) {
     try {
       p.At = kfactor::transpose(exec, A);
@@ -679,6 +1322,23 @@ Problem<Matrix> make_problem(const ExecutionSpace& exec, const Matrix& A) {
   exec.fence();
   return p;
 }
+
+namespace detail {
+/// InputError when the loss is undefined on this input: Itakura-Saito needs
+/// every entry positive, so a zero (stored, or unstored with missing zero)
+/// is refused.
+template <class Matrix>
+void check_loss_input(const Problem<Matrix>& p, const Options& o) {
+  if (o.beta_loss != BetaLoss::is) return;
+  const bool absent = Problem<Matrix>::sparse && o.missing == Missing::absent;
+  const std::int64_t unstored = absent ? 0 : p.rows * p.cols - p.nnz;
+  if (p.zeros > 0 || unstored > 0)
+    throw InputError("nmf: beta_loss is (Itakura-Saito) is undefined for zero entries; the input has " +
+                     std::to_string(p.zeros + unstored) +
+                     " (use beta_loss kl or frobenius, or missing absent for a sparse input whose unstored entries "
+                     "are unobserved)");
+}
+}  // namespace detail
 
 template <class ExecutionSpace, class Matrix>
 StateFor<Matrix> init_with(
@@ -697,6 +1357,7 @@ StateFor<Matrix> init_with(
                      " and " + std::to_string(Ht0.extent(0)) + " x " + std::to_string(Ht0.extent(1)) +
                      " do not fit rank " + std::to_string(K) + " and a " + std::to_string(V) + " x " +
                      std::to_string(D) + " input");
+  detail::check_loss_input(problem, options);
   State<T, Mem> s;
   s.ws = detail::allocate_workspace<T, Mem>(V, D, options);
   s.W = detail::alloc<T, Mem>("W", V, K);
@@ -704,6 +1365,15 @@ StateFor<Matrix> init_with(
   Kokkos::deep_copy(exec, s.W, W0);
   Kokkos::deep_copy(exec, s.Ht, Ht0);
   s.seed = options.seed;
+  if (options.init == Init::custom || options.fix_w) {
+    std::int64_t bad = 0;
+    for (const auto* X : {&s.W, &s.Ht}) bad += detail::check_values(exec, *X).second;
+    if (bad > 0)
+      throw InputError("nmf: the starting factors have " + std::to_string(bad) +
+                       " negative, NaN or infinite entries; they must be finite and non-negative");
+    if (options.init == Init::custom && detail::normalizes_w(options, MatrixTraits<Matrix>::sparse))
+      detail::balance_factors(exec, s.W, s.Ht, s.ws->S, detail::SingleProcess{});
+  }
   exec.fence();
   return s;
 }
@@ -721,8 +1391,23 @@ StateFor<Matrix> init(const ExecutionSpace& exec, const Problem<Matrix>& problem
   s.W = detail::alloc<T, Mem>("W", V, K);
   s.Ht = detail::alloc<T, Mem>("Ht", D, K);
   s.seed = options.seed;
-  detail::initial_factors(exec, detail::column_operand(problem), options, s.W, s.Ht, 0, 0, D, problem.norm2, *s.ws,
-                          detail::SingleProcess{});
+  detail::check_loss_input(problem, options);
+  switch (options.init) {
+    case Init::random:
+      detail::initial_factors(exec, detail::column_operand(problem), options, s.W, s.Ht, 0, 0, D, problem.norm2, *s.ws,
+                              detail::SingleProcess{});
+      break;
+    case Init::nndsvd:
+    case Init::nndsvda:
+    case Init::nndsvdar:
+      detail::nndsvd_factors(exec, problem.A, detail::column_operand(problem), options, V, D,
+                             problem.sum / (double(V) * double(D)), s.W, s.Ht);
+      if (detail::normalizes_w(options, Problem<Matrix>::sparse))
+        detail::balance_factors(exec, s.W, s.Ht, s.ws->S, detail::SingleProcess{});
+      break;
+    case Init::custom:
+      throw UsageError("nmf: init custom takes the starting factors: call init_with (CLI: --w0 and --h0)");
+  }
   exec.fence();
   return s;
 }
@@ -746,6 +1431,44 @@ Report resume(const ExecutionSpace& exec, const Problem<Matrix>& problem, const 
       exec, options, state, observer,
       detail::report_header<ExecutionSpace, Matrix>(options, problem.rows, problem.cols, problem.nnz),
       [&] { step(exec, problem, options, state); }, [&] { return evaluate(exec, problem, options, state); });
+}
+
+template <class ExecutionSpace, class Matrix>
+StateFor<Matrix> init_fixed_w(
+    const ExecutionSpace& exec, const Problem<Matrix>& problem, const Options& options,
+    const DenseMatrix<typename MatrixTraits<Matrix>::value_type, typename MatrixTraits<Matrix>::memory_space>& W) {
+  using T = typename MatrixTraits<Matrix>::value_type;
+  using Mem = typename MatrixTraits<Matrix>::memory_space;
+  if (!options.fix_w) throw UsageError("nmf: init_fixed_w needs options.fix_w");
+  options.validate();
+  detail::check_rank(options, problem.rows, problem.cols);
+  // scikit-learn's start beside a fixed factor: every entry sqrt(mean(A) / K).
+  auto Ht0 = detail::alloc<T, Mem>("Ht0", problem.cols, options.rank);
+  Kokkos::deep_copy(exec, Ht0,
+                    T(std::sqrt(problem.sum / (double(problem.rows) * double(problem.cols)) / options.rank)));
+  return init_with(exec, problem, options, W, Ht0);
+}
+
+template <class ExecutionSpace, class Matrix>
+Result<StateFor<Matrix>> transform(
+    const ExecutionSpace& exec, const Problem<Matrix>& problem, const Options& options,
+    const DenseMatrix<typename MatrixTraits<Matrix>::value_type, typename MatrixTraits<Matrix>::memory_space>& W) {
+  Options o = options;
+  o.fix_w = true;
+  return detail::init_then_resume<StateFor<Matrix>>(
+      [&] { return init_fixed_w(exec, problem, o, W); },
+      [&](StateFor<Matrix>& state) { return resume(exec, problem, o, state); });
+}
+
+template <class ExecutionSpace, class T, class Mem>
+DenseMatrix<T, Mem> inverse_transform(const ExecutionSpace& exec, const DenseMatrix<T, Mem>& W,
+                                      const DenseMatrix<T, Mem>& Ht) {
+  if (W.extent(1) != Ht.extent(1))
+    throw UsageError("nmf: inverse_transform of factors of rank " + std::to_string(W.extent(1)) + " and " +
+                     std::to_string(Ht.extent(1)));
+  auto A = detail::alloc<T, Mem>("WH", W.extent(0), Ht.extent(0));
+  gemm(exec, Trans::none, Trans::transpose, T(1), W, Ht, T(0), A);
+  return A;
 }
 
 template <class ExecutionSpace, class Matrix>

@@ -525,35 +525,104 @@ void scale_column(const ExecutionSpace& exec, const XV& X, int t, const NV& norm
 }
 
 /// N (K x K) such that Acc = X N[:, tile] is ALO's phases 1 and 3 for that
-/// tile, X in place (columns before the tile new, the tile and after old):
-/// N(j, i) = (diag ? G(i, i) : 1) for j == i, 0 for another column j of i's
-/// tile (the sweep applies those), -G(j, i) for j outside i's tile. So the
-/// columns of the earlier tiles (new: phase 3, pulled by this tile instead of
-/// pushed by each earlier one) and of the later tiles (old: phase 1) enter in
-/// ONE GEMM of inner dimension K per tile: 2 V K^2 flops per update in
-/// products of full depth, where phase 1 for all tiles at once (X_old M with
-/// a block-triangular M, half zeros) plus a rank-T phase-3 GEMM per tile did
-/// 3 V K^2, a third of it in updates of depth T.
+/// tile (G's row i for column i: G need not be symmetric, scaled_system), X in place (columns before the tile new, the
+/// tile and after old): N(j, i) = (diag ? G(i, i) : 1) for j == i, 0 for another column j of i's tile (the sweep
+/// applies those), -G(i, j) for j outside i's tile. So the columns of the earlier tiles (new: phase 3, pulled by this
+/// tile instead of pushed by each earlier one) and of the later tiles (old: phase 1) enter in ONE GEMM of inner
+/// dimension K per tile: 2 V K^2 flops per update in products of full depth, where phase 1 for all tiles at once (X_old
+/// M with a block-triangular M, half zeros) plus a rank-T phase-3 GEMM per tile did 3 V K^2, a third of it in updates
+/// of depth T.
 template <class ExecutionSpace, class GV, class MV>
 void alo_tile_matrix(const ExecutionSpace& exec, const GV& G, int tile, bool diag, const MV& N) {
   using T = typename MV::non_const_value_type;
   Kokkos::parallel_for(
       "kfactor::nmf::alo_tile_matrix", row_major_policy(exec, N.extent(0), N.extent(1)),
       KOKKOS_LAMBDA(std::size_t j, std::size_t i) {
-        N(j, i) = j == i ? (diag ? T(G(i, i)) : T(1)) : (int(j) / tile != int(i) / tile ? T(-G(j, i)) : T(0));
+        N(j, i) = j == i ? (diag ? T(G(i, i)) : T(1)) : (int(j) / tile != int(i) / tile ? T(-G(i, j)) : T(0));
       });
 }
 
-/// Lee-Seung: X = X * B / (XG + eps), XG precomputed.
+/// Lee-Seung: X = X * (B / (XG + l1 + l2 X + eps))^gamma, XG (the
+/// denominator's product) precomputed; l1, l2 are scikit-learn's penalty
+/// terms (zero: the plain rule, bit for bit) and gamma its exponent for
+/// beta < 1 (0.5 for Itakura-Saito, 1 otherwise), which keeps the loss
+/// non-increasing.
 template <class ExecutionSpace, class XV, class BV>
 void mu_update(const ExecutionSpace& exec, const XV& X, const BV& B, const XV& XG,
-               typename XV::non_const_value_type eps) {
+               typename XV::non_const_value_type eps, double l1 = 0.0, double l2 = 0.0, double gamma = 1.0) {
+  using T = typename XV::non_const_value_type;
+  const T tl1 = T(l1), tl2 = T(l2);
+  const bool root = gamma != 1.0;
   Kokkos::parallel_for(
       "kfactor::nmf::mu_update", row_major_policy(exec, X.extent(0), X.extent(1)),
       KOKKOS_LAMBDA(std::size_t r, std::size_t j) {
-        using T = typename XV::non_const_value_type;
         const T b = B(r, j) > T(0) ? T(B(r, j)) : T(0);
-        X(r, j) = X(r, j) * b / (XG(r, j) + eps);
+        const T den = XG(r, j) + (tl1 + tl2 * X(r, j)) + eps;
+        X(r, j) = root ? T(X(r, j) * Kokkos::sqrt(b / den)) : T(X(r, j) * b / den);
+      });
+}
+
+/// The coordinate-descent system of a factor X with Gram G and right-hand
+/// side B under the penalties l1 (subtracted from B) and l2 (added to G's
+/// diagonal), divided by the diagonal so that row_sweep's Base::old_value
+/// rule X_t + Bs_t - X Gs_t is scikit-learn's exact coordinate step
+///   X_t <- max(eps, X_t + (B_t - l1 - X G_t - l2 X_t) / (G_tt + l2))
+/// for any column norms: Gs(t, j) = (G(t, j) + l2 [t == j]) / (G(t, t) + l2),
+/// Bs(r, t) = (B(r, t) - l1) / (G(t, t) + l2). Gs is not symmetric: the
+/// sweeps and alo_tile_matrix read row t for column t. A zero diagonal (a
+/// zero column of X without l2) gives Gs(t, :) = e_t and Bs = 0, leaving
+/// the column at the floor.
+template <class ExecutionSpace, class GV, class BV, class XV>
+void scaled_system(const ExecutionSpace& exec, const GV& G, const BV& B, double l1, double l2, const GV& Gs,
+                   const XV& Bs) {
+  using T = typename GV::non_const_value_type;
+  Kokkos::parallel_for(
+      "kfactor::nmf::scaled_gram", row_major_policy(exec, G.extent(0), G.extent(1)),
+      KOKKOS_LAMBDA(std::size_t t, std::size_t j) {
+        const double d = double(G(t, t)) + l2;
+        Gs(t, j) = t == j ? T(1) : (d > 0.0 ? T(double(G(t, j)) / d) : T(0));
+      });
+  Kokkos::parallel_for(
+      "kfactor::nmf::scaled_rhs", row_major_policy(exec, B.extent(0), B.extent(1)),
+      KOKKOS_LAMBDA(std::size_t r, std::size_t t) {
+        const double d = double(G(t, t)) + l2;
+        Bs(r, t) = d > 0.0 ? T((double(B(r, t)) - l1) / d) : T(0);
+      });
+}
+
+/// Coordinate descent on the stored entries only (Options::missing =
+/// absent), for every row r of X at once: the rows are independent, so one
+/// work item runs all K columns of its row. `res` holds the residual
+/// a_e - <X_r, Y_j> of each stored entry e = (r, j) of the pattern (from
+/// kfactor::sddmm) and is kept current:
+///   num = sum_e res_e Y(j,t) + X(r,t) sum_e Y(j,t)^2,  den = sum_e Y(j,t)^2
+///   X(r,t) <- max(eps, (num - l1) / (den + l2)),  res_e -= (new - old) Y(j,t)
+/// (a row without stored entries and l2 = 0 goes to the floor).
+template <class ExecutionSpace, class RowMap, class Entries, class XV, class YV, class RV>
+void masked_cd_rows(const ExecutionSpace& exec, const RowMap& row_map, const Entries& entries, const XV& X, const YV& Y,
+                    const RV& res, typename XV::non_const_value_type eps, double l1, double l2) {
+  using T = typename XV::non_const_value_type;
+  const int K = static_cast<int>(X.extent(1));
+  Kokkos::parallel_for(
+      "kfactor::nmf::masked_cd", Kokkos::RangePolicy<ExecutionSpace>(exec, 0, X.extent(0)),
+      KOKKOS_LAMBDA(const std::size_t r) {
+        const auto e0 = row_map(r), e1 = row_map(r + 1);
+        for (int t = 0; t < K; ++t) {
+          double num = 0.0, den = 0.0;
+          for (auto e = e0; e < e1; ++e) {
+            const double y = Y(entries(e), t);
+            num += double(res(e)) * y;
+            den += y * y;
+          }
+          const T old = X(r, t);
+          const double d = den + l2;
+          const T v = d > 0.0 ? T((num + double(old) * den - l1) / d) : T(0);
+          const T now = v > eps ? v : eps;
+          const T delta = now - old;
+          if (delta != T(0))
+            for (auto e = e0; e < e1; ++e) res(e) -= delta * Y(entries(e), t);
+          X(r, t) = now;
+        }
       });
 }
 
