@@ -187,7 +187,8 @@ struct State : kfactor::bmf::State<MemorySpace> {
   /// For kfactor::save_checkpoint / load_checkpoint(comm, ...): A and
   /// best_A are row-partitioned, the rest replicated.
   [[nodiscard]] RowBlocks row_blocks() const {
-    return {{"A", RowBlock{this->rows, row_begin}}, {"best_A", RowBlock{this->rows, row_begin}}};
+    const RowBlock block{this->rows, row_begin};
+    return {{"A", block}, {"best_A", block}};
   }
   /// Communication so far (seconds, calls, bytes) on this rank.
   [[nodiscard]] distributed::detail::CommStats comm_stats() const { return comm->coll->stats; }
