@@ -38,6 +38,7 @@
 // and R_test_coo.{row,col,data}.bin (every 100th rating: the reader needs a
 // test set; these ratings are also in the training set).
 #include "common/bench.hpp"
+#include "common/zipf_pairs.hpp"
 
 #include <kfactor/als/als.hpp>
 #include <kfactor/io/read.hpp>
@@ -100,15 +101,6 @@ std::vector<T> split_list(const std::string& s) {
   return out;
 }
 
-/// Zipf-Mandelbrot(alpha, shift) CDF over k ids.
-std::vector<double> zipf_cdf(std::int64_t k, double alpha, double shift = 0.0) {
-  std::vector<double> c(k);
-  double s = 0;
-  for (std::int64_t i = 0; i < k; ++i) c[i] = (s += std::pow(double(i + 1) + shift, -alpha));
-  for (auto& v : c) v /= s;
-  return c;
-}
-
 /// `samples` (user, item) draws from the two Zipf laws, ids scattered by a
 /// random permutation, duplicates removed; ratings 1..5 from a hash of the
 /// pair. Returns the sorted unique keys u * n + i.
@@ -116,46 +108,16 @@ template <class Space>
 Kokkos::View<std::uint64_t*, typename Space::memory_space> generate_keys(const Space& exec, const Args& a,
                                                                          std::int64_t samples) {
   using Mem = typename Space::memory_space;
-  const auto cu = zipf_cdf(a.users, a.alpha_users, a.shift_users), ci = zipf_cdf(a.items, a.alpha_items);
+  const auto cu = bench::zipf_cdf(a.users, a.alpha_users, a.shift_users), ci = bench::zipf_cdf(a.items, a.alpha_items);
   std::vector<ordinal_t> pu(a.users), pi(a.items);
   std::iota(pu.begin(), pu.end(), 0);
   std::iota(pi.begin(), pi.end(), 0);
   std::mt19937_64 g(a.seed);
   std::shuffle(pu.begin(), pu.end(), g);
   std::shuffle(pi.begin(), pi.end(), g);
-  auto to_dev = [&](const auto& v, const char* name) {
-    using V = typename std::decay_t<decltype(v)>::value_type;
-    Kokkos::View<V*, Mem> d(name, v.size());
-    Kokkos::deep_copy(
-        exec, d,
-        Kokkos::View<const V*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(v.data(), v.size()));
-    exec.fence();
-    return d;
-  };
-  auto dcu = to_dev(cu, "cdf_u");
-  auto dci = to_dev(ci, "cdf_i");
-  auto dpu = to_dev(pu, "perm_u");
-  auto dpi = to_dev(pi, "perm_i");
-  Kokkos::View<std::uint64_t*, Mem> keys("keys", samples);
-  const CounterRng rng(a.seed, RngStream::user);
-  const std::int64_t nu = a.users, ni = a.items;
-  Kokkos::parallel_for(
-      "bench_als::draw", Kokkos::RangePolicy<Space>(exec, 0, samples), KOKKOS_LAMBDA(std::int64_t e) {
-        auto search = [](const Kokkos::View<double*, Mem>& c, std::int64_t k, double x) {
-          std::int64_t lo = 0, hi = k - 1;
-          while (lo < hi) {
-            const std::int64_t mid = (lo + hi) / 2;
-            if (c(mid) < x)
-              lo = mid + 1;
-            else
-              hi = mid;
-          }
-          return lo;
-        };
-        const std::int64_t u = search(dcu, nu, rng.uniform(std::uint64_t(2 * e)));
-        const std::int64_t i = search(dci, ni, rng.uniform(std::uint64_t(2 * e + 1)));
-        keys(e) = std::uint64_t(dpu(u)) * std::uint64_t(ni) + std::uint64_t(dpi(i));
-      });
+  auto keys = bench::zipf_pair_keys(exec, bench::to_device(exec, cu, "cdf_u"), bench::to_device(exec, ci, "cdf_i"),
+                                    bench::to_device(exec, pu, "perm_u"), bench::to_device(exec, pi, "perm_i"), samples,
+                                    a.seed);
   Kokkos::sort(exec, keys);
   Kokkos::View<std::int64_t*, Mem> pos("pos", samples + 1);
   Kokkos::parallel_scan(

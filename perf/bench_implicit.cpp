@@ -21,6 +21,7 @@
 // One JSON record per (f, solver) through common/bench.hpp (the loss after
 // each iteration in the record's history); a line per iteration on stderr.
 #include "common/bench.hpp"
+#include "common/zipf_pairs.hpp"
 
 #include <kfactor/als/als.hpp>
 #include <kfactor/core/convert.hpp>
@@ -49,50 +50,15 @@ struct Args {
   std::uint64_t seed = 0;
 };
 
-/// Zipf(s) CDF over k ids: p_i ~ (i + 1)^-s.
-std::vector<double> zipf_cdf(std::int64_t k, double s) {
-  std::vector<double> c(k);
-  double acc = 0;
-  for (std::int64_t i = 0; i < k; ++i) c[i] = (acc += std::pow(double(i + 1), -s));
-  for (auto& v : c) v /= acc;
-  return c;
-}
-
 /// The peer's interaction set (file comment) as a CSR with r = 1.
 template <class Space, class T>
 CsrMatrix<T, typename Space::memory_space> interactions(const Space& exec, const Args& a) {
   using Mem = typename Space::memory_space;
-  using Unmanaged = Kokkos::MemoryTraits<Kokkos::Unmanaged>;
-  const auto cu = zipf_cdf(a.users, 0.6), ci = zipf_cdf(a.items, 0.9);
-  auto to_dev = [&](const auto& v, const char* name) {
-    using V = typename std::decay_t<decltype(v)>::value_type;
-    Kokkos::View<V*, Mem> d(name, v.size());
-    Kokkos::deep_copy(exec, d, Kokkos::View<const V*, Kokkos::HostSpace, Unmanaged>(v.data(), v.size()));
-    exec.fence();
-    return d;
-  };
-  auto dcu = to_dev(cu, "cdf_u");
-  auto dci = to_dev(ci, "cdf_i");
-  const std::int64_t draws = std::int64_t(double(a.nnz) * 1.15), nu = a.users, ni = a.items;
-  Kokkos::View<std::uint64_t*, Mem> keys("keys", draws);
-  const CounterRng rng(a.seed, RngStream::user);
-  Kokkos::parallel_for(
-      "bench_implicit::draw", Kokkos::RangePolicy<Space>(exec, 0, draws), KOKKOS_LAMBDA(std::int64_t e) {
-        auto search = [](const Kokkos::View<double*, Mem>& c, std::int64_t k, double x) {
-          std::int64_t lo = 0, hi = k - 1;
-          while (lo < hi) {
-            const std::int64_t mid = (lo + hi) / 2;
-            if (c(mid) < x)
-              lo = mid + 1;
-            else
-              hi = mid;
-          }
-          return lo;
-        };
-        const std::int64_t u = search(dcu, nu, rng.uniform(std::uint64_t(2 * e)));
-        const std::int64_t i = search(dci, ni, rng.uniform(std::uint64_t(2 * e + 1)));
-        keys(e) = std::uint64_t(u) * std::uint64_t(ni) + std::uint64_t(i);
-      });
+  const auto cu = bench::zipf_cdf(a.users, 0.6), ci = bench::zipf_cdf(a.items, 0.9);
+  const std::int64_t draws = std::int64_t(double(a.nnz) * 1.15), ni = a.items;
+  const Kokkos::View<ordinal_t*, Mem> identity;
+  auto keys = bench::zipf_pair_keys(exec, bench::to_device(exec, cu, "cdf_u"), bench::to_device(exec, ci, "cdf_i"),
+                                    identity, identity, draws, a.seed);
   Kokkos::sort(exec, keys);
   // The sorted distinct keys, the first nnz of them.
   auto kh = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, keys);

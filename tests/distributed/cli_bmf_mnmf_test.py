@@ -24,50 +24,15 @@ mnmf:
   an input error on every rank (exit 3), named once, and so is a saved graph
   over the input (exit 2, the input kept).
 """
-import json
 import os
 import random
-import shutil
-import subprocess
 import sys
 
+import cli_harness
+from cli_harness import check, factor_lines, failures, report, run
+
 KF, MPIEXEC, WORK, WHAT = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
-shutil.rmtree(WORK, ignore_errors=True)
-os.makedirs(WORK)
-ENV = dict(os.environ, OMP_NUM_THREADS="1", OMP_PROC_BIND="false")
-failures = []
-
-
-def check(cond, what):
-    if not cond:
-        failures.append(what)
-        print("FAIL:", what, flush=True)
-
-
-def run(args, np=0, expect=0):
-    cmd = ([MPIEXEC, "-n", str(np), "--oversubscribe", KF] if np else [KF]) + args
-    p = subprocess.run(cmd, cwd=WORK, env=ENV, capture_output=True, text=True, timeout=120)
-    if p.returncode != expect:
-        print(" ".join(cmd), "->", p.returncode, "\n", p.stdout[-2000:], p.stderr[-3000:], flush=True)
-    check(p.returncode == expect, f"exit {p.returncode} (want {expect}): {' '.join(args)} np={np}")
-    return p
-
-
-def report(p):
-    try:
-        return json.loads(p.stdout)
-    except json.JSONDecodeError:
-        check(False, "stdout is not one JSON object:\n" + p.stdout[:500])
-        return {}
-
-
-def factor_lines(path):
-    """The lines of an output file but its output-set stamp (`# kfactor-set ...`
-    first in a CSV file, `% kfactor-set ...` among a Matrix Market file's
-    comments: a fresh set id per run)."""
-    with open(os.path.join(WORK, path), "rb") as f:
-        lines = f.read().split(b"\n")
-    return [x for x in lines if not (x.startswith(b"# kfactor-set ") or x.startswith(b"% kfactor-set "))]
+cli_harness.start(KF, MPIEXEC, WORK, timeout=120)
 
 
 def same_files(a, b, names):

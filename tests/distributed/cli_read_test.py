@@ -18,38 +18,14 @@ usage: cli_read_test.py KFACTOR MPIEXEC WORKDIR
 """
 import os
 import random
-import shutil
-import subprocess
 import sys
+
+import cli_harness
+from cli_harness import check, factor_lines, failures, run
 
 KF, MPIEXEC, WORK = sys.argv[1], sys.argv[2], sys.argv[3]
 SRC = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-shutil.rmtree(WORK, ignore_errors=True)
-os.makedirs(WORK)
-ENV = dict(os.environ, OMP_NUM_THREADS="1", OMP_PROC_BIND="false")
-failures = []
-
-
-def check(cond, what):
-    if not cond:
-        failures.append(what)
-        print("FAIL:", what, flush=True)
-
-
-def run(args, np=0, expect=0):
-    cmd = ([MPIEXEC, "-n", str(np), "--oversubscribe", KF] if np else [KF]) + args
-    p = subprocess.run(cmd, cwd=WORK, env=ENV, capture_output=True, text=True, timeout=240)
-    if p.returncode != expect:
-        print(" ".join(cmd), "->", p.returncode, "\n", p.stdout[-2000:], p.stderr[-3000:], flush=True)
-    check(p.returncode == expect, f"exit {p.returncode} (want {expect}): {' '.join(args)} np={np}")
-    return p
-
-
-def body(path):
-    """A factor file's bytes after its output-set stamp line (a fresh id per run)."""
-    with open(os.path.join(WORK, path), "rb") as f:
-        lines = f.read().split(b"\n")
-    return [l for l in lines if not l.startswith(b"% kfactor-set") and not l.startswith(b"# kfactor-set")]
+cli_harness.start(KF, MPIEXEC, WORK, timeout=240)
 
 
 rng = random.Random(11)
@@ -79,9 +55,9 @@ run(nmf + ["--input", "sparse.h5", "--distributed", "--output", "h5_1"], np=1)
 run(nmf + ["--input", "sparse.mtx", "--output", "single"])
 run(nmf + ["--input", "sparse.mtx", "--distributed", "--grid", "1x1", "--output", "grid1x1"], np=1)
 for fac in ("W", "H"):
-    check(body(f"text3_{fac}.mtx") == body(f"h5_3_{fac}.mtx"), f"nmf: {fac} from text and from HDF5 differ")
-    check(body(f"h5_1_{fac}.mtx") == body(f"single_{fac}.mtx"), f"nmf: {fac} of one rank differs from one process")
-    check(body(f"grid1x1_{fac}.mtx") == body(f"single_{fac}.mtx"), f"nmf: {fac} of a 1x1 grid differs")
+    check(factor_lines(f"text3_{fac}.mtx") == factor_lines(f"h5_3_{fac}.mtx"), f"nmf: {fac} from text and from HDF5 differ")
+    check(factor_lines(f"h5_1_{fac}.mtx") == factor_lines(f"single_{fac}.mtx"), f"nmf: {fac} of one rank differs from one process")
+    check(factor_lines(f"grid1x1_{fac}.mtx") == factor_lines(f"single_{fac}.mtx"), f"nmf: {fac} of a 1x1 grid differs")
 # Every grid of 2 to 4 ranks, and the automatic choice: the text read and the
 # HDF5 read give the same blocks, so the same factors.
 for np_ in (2, 3, 4):
@@ -95,7 +71,7 @@ for np_ in (2, 3, 4):
             if grid != "auto":
                 check(f'"grid":"{grid}"' in p.stdout.replace(" ", ""), f"nmf: {tag} reports its grid: {p.stdout[-300:]}")
         for fac in ("W", "H"):
-            check(body(f"{outs[0]}_{fac}.mtx") == body(f"{outs[1]}_{fac}.mtx"),
+            check(factor_lines(f"{outs[0]}_{fac}.mtx") == factor_lines(f"{outs[1]}_{fac}.mtx"),
                   f"nmf: {fac} on grid {grid} of {np_} ranks differs between text and HDF5")
 
 als = ["als", "--rank", "4", "--lambda", "0.05", "--precision", "double", "--iters", "4", "--quiet",
@@ -103,7 +79,7 @@ als = ["als", "--rank", "4", "--lambda", "0.05", "--precision", "double", "--ite
 run(als + ["--input", "ratings.h5", "--distributed", "--output", "als3"], np=3)
 run(als + ["--input", "ratings.csv", "--output", "als1"])
 for fac in ("X", "Y"):
-    check(body(f"als3_{fac}.csv") == body(f"als1_{fac}.csv"), f"als: {fac} from HDF5 on 3 ranks differs")
+    check(factor_lines(f"als3_{fac}.csv") == factor_lines(f"als1_{fac}.csv"), f"als: {fac} from HDF5 on 3 ranks differs")
 
 bad = os.path.join(SRC, "tests", "io", "malformed", "mm_err_L5_duplicate_real.mtx")
 one = run(["nmf", "--input", bad, "--quiet"], expect=3)

@@ -23,41 +23,15 @@ als:
   usage error;
 - a missing input fails on every rank with exit code 3.
 """
-import json
 import os
 import random
-import shutil
-import subprocess
 import sys
 
+import cli_harness
+from cli_harness import check, factor_lines, failures, report, run
+
 KF, MPIEXEC, WORK, WHAT = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
-shutil.rmtree(WORK, ignore_errors=True)
-os.makedirs(WORK)
-ENV = dict(os.environ, OMP_NUM_THREADS="1", OMP_PROC_BIND="false")
-failures = []
-
-
-def check(cond, what):
-    if not cond:
-        failures.append(what)
-        print("FAIL:", what, flush=True)
-
-
-def run(args, np=0, expect=0):
-    cmd = ([MPIEXEC, "-n", str(np), "--oversubscribe", KF] if np else [KF]) + args
-    p = subprocess.run(cmd, cwd=WORK, env=ENV, capture_output=True, text=True, timeout=120)
-    if p.returncode != expect:
-        print(" ".join(cmd), "->", p.returncode, "\n", p.stdout[-2000:], p.stderr[-3000:], flush=True)
-    check(p.returncode == expect, f"exit {p.returncode} (want {expect}): {' '.join(args)} np={np}")
-    return p
-
-
-def report(p):
-    try:
-        return json.loads(p.stdout)
-    except json.JSONDecodeError:
-        check(False, "stdout is not one JSON object:\n" + p.stdout[:500])
-        return {}
+cli_harness.start(KF, MPIEXEC, WORK, timeout=120)
 
 
 def read_mm_array(path):
@@ -148,14 +122,6 @@ def nmf_checks():
              "--distributed", "--restart", "ck.h5"], np=2, expect=3)
     check(p.stderr.count("kfactor: error: rank 0: ") == 1 and p.stderr.count("kfactor: error") == 1,
           "nmf: the refusal is not reported once, naming rank 0")
-
-
-def factor_lines(path):
-    """The lines of a factor file after its output-set stamp (`# kfactor-set ...`,
-    a fresh set id per run), when it has one."""
-    with open(os.path.join(WORK, path), "rb") as f:
-        lines = f.read().split(b"\n")
-    return lines[1:] if lines[0].startswith(b"# kfactor-set ") else lines
 
 
 def same_factor(a, b):

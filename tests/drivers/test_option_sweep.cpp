@@ -250,6 +250,7 @@ struct Commands {
       {"demo", {"demo", {{"--only", "nmf"}, {"--quiet", ""}}}},
       {"info", {"info", {{"--input", in.matrix}, {"--quiet", ""}}}},
       {"checkpoint-info", {"checkpoint-info", {{"", ckpt}}}},
+      {"convert", {"convert", {{"", in.matrix}, {"", dir.file("converted.h5")}, {"--quiet", ""}}}},
   };
   nlohmann::json top;
   std::set<std::string> names;
