@@ -27,7 +27,8 @@ import os
 import random
 import sys
 
-import cli_harness
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+import cli_harness  # noqa: E402
 from cli_harness import check, factor_lines, failures, report, run
 
 KF, MPIEXEC, WORK, WHAT = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
