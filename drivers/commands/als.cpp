@@ -36,6 +36,7 @@
 #include "cli.hpp"
 
 #include <kfactor/als/als.hpp>
+#include <kfactor/als/split.hpp>
 #include <kfactor/core/contract.hpp>
 #include <kfactor/core/error.hpp>
 #include <kfactor/core/planted.hpp>
@@ -110,6 +111,9 @@ struct AlsCli {
   double epsilon = als::Options{}.epsilon;
   std::string solver = "cholesky";
   int cg_steps = als::Options{}.cg_steps;
+  int eval_k = als::Options{}.eval_k;
+  std::string split;  ///< "" (fraction or --test-input) or leave-k-out:K
+  int leave_k = 0;    ///< K of leave-k-out:K
 };
 
 /// --factor-memory-budget in MiB: up to 1 TiB per rank, more than any
@@ -140,6 +144,7 @@ als::Options make_options(const AlsCli& a) {
   o.epsilon = a.epsilon;
   o.solver = als::parse_solve_method(a.solver);
   o.cg_steps = a.cg_steps;
+  o.eval_k = a.eval_k;
   o.validate();
   return o;
 }
@@ -164,6 +169,12 @@ AlsInput<T> read_als_input(const AlsCli& a) {
         io::reindex_ratings(read_input<T>(a.test_input, a.common.format), in.R, io::UnknownIds::reject, a.test_input)
             .matrix;
   in.read_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (a.leave_k > 0) {
+    // The held-out interactions are the problem's test set, as a given one.
+    const auto [train, test] = als::leave_k_out(in.R.matrix, a.leave_k, a.split_seed);
+    in.problem = als::make_problem(exec, train, 0.0, a.split_seed, &test);
+    return in;
+  }
   in.problem = als::make_problem(exec, in.R.matrix, a.test_fraction, a.split_seed, given ? &*given : nullptr);
   return in;
 }
@@ -227,6 +238,8 @@ void run_als(const AlsCli& a) {
   if (!a.checkpoint.empty()) save_checkpoint(a.checkpoint, state, meta);
   report.timings.set("read", in.read_seconds);
   report.info["input"] = a.common.input;
+  if (a.leave_k > 0) report.info["split"] = a.split + ", seed " + std::to_string(a.split_seed);
+  if (o.implicit && problem.test.nnz() + problem.given_test.nnz() > 0) report.info["eval_k"] = std::to_string(o.eval_k);
   if (!a.restart.empty()) note_restart(report, a.restart, setup_change);
   if (!a.checkpoint.empty()) report.info["checkpoint"] = a.checkpoint;
   if (!a.common.output.empty()) report.info["factors"] = write_factors(a, state.X, state.Y, R);
@@ -387,7 +400,24 @@ const Registrar als_command{Command{
                  "--implicit --solver cg: steps per half-step; default 3 (Takacs et al. 2011: enough for the "
                  "objective to fall as with exact solves)",
                  als::Options::cg_steps_range);
-      return [a, test_fraction] {
+      add_number(cmd, "--eval-k", a->eval_k,
+                 "--implicit with a held-out set: K of precision@K, recall@K, MAP@K, nDCG@K in the report; default "
+                 "10, the usual cut-off (clamped to the item count)",
+                 als::eval_k_range);
+      auto* split = cmd.add_option("--split", a->split,
+                                   "leave-k-out:K holds out K interactions of every user with more than K (chosen by "
+                                   "--split-seed) instead of --test-fraction; default none");
+      return [a, test_fraction, split] {
+        if (split->count() > 0) {
+          const std::string prefix = "leave-k-out:";
+          std::string k = a->split.rfind(prefix, 0) == 0 ? a->split.substr(prefix.size()) : std::string();
+          const std::string why = k.empty() ? "not of the form leave-k-out:K" : check_number(k, als::leave_k_range);
+          if (!why.empty()) throw UsageError("--split '" + a->split + "': " + why);
+          if (test_fraction->count() > 0 || !a->test_input.empty())
+            throw UsageError("--split replaces --test-fraction and --test-input: give one of them");
+          a->leave_k = std::stoi(k);
+          a->test_fraction = 0.0;
+        }
         if (a->implicit && test_fraction->count() == 0) a->test_fraction = 0.0;
         if (a->common.precision == "float")
           run_als_command<float>(*a);
