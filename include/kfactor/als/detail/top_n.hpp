@@ -67,11 +67,13 @@ struct Exclusions {
 /// The top `n` of Q(rows[b], :) . F(j, :) over j, for every b (see the file
 /// comment); `max_batch_bytes` bounds the scores held at once (0: per
 /// space). UsageError for n < 1, mismatched ranks or a row outside Q; n
-/// larger than F's rows is clamped to them.
+/// larger than F's rows is clamped to them. `team_size` > 0 asks for that
+/// many threads per query row (within the space's limit; tests use it to
+/// merge several lists on hosts, which run one thread per row otherwise).
 template <class ExecutionSpace, class T, class MemorySpace>
 TopN<T, MemorySpace> top_n(const ExecutionSpace& exec, const DenseMatrix<T, MemorySpace>& Q,
                            const DenseMatrix<T, MemorySpace>& F, const std::vector<ordinal_t>& rows, int n,
-                           const Exclusions<T, MemorySpace>& ex, std::size_t max_batch_bytes) {
+                           const Exclusions<T, MemorySpace>& ex, std::size_t max_batch_bytes, int team_size = 0) {
   if (n < 1) throw UsageError("top-N: N must be at least 1, got " + std::to_string(n));
   if (Q.extent(1) != F.extent(1))
     throw UsageError("top-N: query rank " + std::to_string(Q.extent(1)) + " differs from the factor's " +
@@ -115,7 +117,8 @@ TopN<T, MemorySpace> top_n(const ExecutionSpace& exec, const DenseMatrix<T, Memo
   const std::size_t fast = is_host_space_v<ExecutionSpace>
                                ? std::size_t(1) << 20
                                : std::size_t(Policy(exec, 1, 1).scratch_size_max(0));
-  int team = is_host_space_v<ExecutionSpace> ? 1 : 128;
+  int team = team_size > 0 ? team_size : is_host_space_v<ExecutionSpace> ? 1 : 128;
+  if constexpr (is_host_space_v<ExecutionSpace>) team = std::max(1, std::min(team, exec.concurrency()));
   auto team_bytes = [&](int t) { return std::size_t(t) * (std::size_t(width) * entry + 2 * sizeof(int)) + 64; };
   while (team > 1 && team_bytes(team) > fast) team /= 2;
   const int level = team_bytes(team) <= fast ? 0 : 1;
