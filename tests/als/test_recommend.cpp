@@ -133,10 +133,9 @@ TYPED_TEST(Recommend, EqualsBruteForceWithTiesAndFilters) {
           }
           if (filter) EXPECT_EQ(count(1), 0);  // user 5 has seen every item
           // Several threads per row (their lists merged): the same result.
-          const auto teams = als::detail::top_n(exec, X, Y, users, N,
-                                                als::detail::Exclusions<T, typename Space::memory_space>{
-                                                    filter ? &seen : nullptr, false},
-                                                bytes, 2);
+          const auto teams = als::detail::top_n(
+              exec, X, Y, users, N,
+              als::detail::Exclusions<T, typename Space::memory_space>{filter ? &seen : nullptr, false}, bytes, 2);
           const auto ti = host(teams.items);
           for (std::size_t b = 0; b < users.size(); ++b)
             for (int r = 0; r < int(top.width()); ++r) EXPECT_EQ(ti(b, r), items(b, r)) << b << " " << r;

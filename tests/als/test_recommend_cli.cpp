@@ -58,7 +58,10 @@ struct Served {
 TEST(RecommendCli, ListsEqualBruteForceAndFilterTrainingPairs) {
   Served s;
   auto run = [&](const std::string& args, int slot) { return run_kfactor(args, s.dir, "", slot); };
-  ASSERT_EQ(run("als --quiet --implicit --input " + quote(s.ratings) + " -k 4 -n 3 --output " + quote(s.prefix), 0).code,
+  ASSERT_EQ(run("als --quiet --implicit --format ratings --input " + quote(s.ratings) + " -k 4 -n 3 --output " +
+                    quote(s.prefix),
+                0)
+                .code,
             0);
   const auto X = read_factors(s.prefix + "_X.csv"), Y = read_factors(s.prefix + "_Y.csv");
   ASSERT_EQ(X.size(), 60u);
@@ -103,7 +106,10 @@ TEST(RecommendCli, ListsEqualBruteForceAndFilterTrainingPairs) {
 TEST(RecommendCli, UnknownIdsAndBadN) {
   Served s;
   auto run = [&](const std::string& args, int slot) { return run_kfactor(args, s.dir, "", slot); };
-  ASSERT_EQ(run("als --quiet --implicit --input " + quote(s.ratings) + " -k 3 -n 1 --output " + quote(s.prefix), 0).code,
+  ASSERT_EQ(run("als --quiet --implicit --format ratings --input " + quote(s.ratings) + " -k 3 -n 1 --output " +
+                    quote(s.prefix),
+                0)
+                .code,
             0);
   const std::string users = s.dir.file("users.txt");
   std::ofstream(users) << "103\n104\n106\n";

@@ -151,10 +151,12 @@ TEST(ReportSchema, AlsImplicitRankingMetrics) {
 
 TEST(ReportSchema, RecommendAndSimilar) {
   const std::string prefix = inputs().dir.file("serving");
-  const auto r = run_kfactor("als --quiet --input " + quote(inputs().ratings) + " -k 3 -n 1 --output " + quote(prefix),
-                             inputs().dir, "", 901);
+  const auto r = run_kfactor(
+      "als --quiet --format ratings --input " + quote(inputs().ratings) + " -k 3 -n 1 --output " + quote(prefix),
+      inputs().dir, "", 901);
   ASSERT_EQ(r.code, 0) << r.err;
-  for (const std::string command : {"recommend --all-users", "similar --users " + quote(inputs().ratings)}) {
+  for (const std::string& command :
+       std::vector<std::string>{"recommend --all-users", "similar --users " + quote(inputs().ratings)}) {
     const json j = run_json(command + " --factors " + quote(prefix) + " --n 4");
     const std::string name = command.substr(0, command.find(' '));
     expect_report(j, name, {"queries", "skipped"}, false);

@@ -1124,8 +1124,8 @@ Metrics evaluate(const ExecutionSpace& exec, const Problem<T, MemorySpace>& prob
   detail::SingleProcess<T, MemorySpace> comm;
   const detail::EvaluationSets<T, MemorySpace> sets{&problem.train, &p.test_warm, &problem.test, &p.given_test_warm,
                                                     &problem.given_test};
-  Metrics m = detail::metrics(exec, p, s, sets, std::int64_t(problem.test.nnz()),
-                              std::int64_t(problem.given_test.nnz()), comm);
+  Metrics m =
+      detail::metrics(exec, p, s, sets, std::int64_t(problem.test.nnz()), std::int64_t(problem.given_test.nnz()), comm);
   const auto& held_out = problem.test.nnz() > 0 ? problem.test : problem.given_test;
   if (p.implicit && held_out.nnz() > 0) {
     const auto r = ranking_metrics(exec, s.X, s.Y, problem.train, held_out, options.eval_k, p.max_batch_bytes);

@@ -39,8 +39,7 @@ struct FactorPair {
 inline FactorPair read_factor_pair(const std::string& prefix) {
   const std::string xpath = prefix + "_X.csv", ypath = prefix + "_Y.csv";
   FactorPair p{read_factor_file(xpath), read_factor_file(ypath)};
-  if (!read_output_stamp(xpath).set.empty() || !read_output_stamp(ypath).set.empty())
-    verify_output_set({xpath, ypath});
+  if (!read_output_stamp(xpath).set.empty() || !read_output_stamp(ypath).set.empty()) verify_output_set({xpath, ypath});
   if (p.X.rank != p.Y.rank)
     throw InputError(ypath, 1,
                      "rank " + std::to_string(p.Y.rank) + " but " + xpath + " has rank " + std::to_string(p.X.rank));

@@ -89,8 +89,8 @@ TopN<T, MemorySpace> top_n(const ExecutionSpace& exec, const DenseMatrix<T, Memo
   const int width = int(std::min<std::int64_t>(n, ni));
   const std::size_t nrows = rows.size();
   TopN<T, MemorySpace> out;
-  out.items = decltype(out.items)(Kokkos::view_alloc(exec, Kokkos::WithoutInitializing, "kfactor::top_n::items"),
-                                  nrows, width);
+  out.items =
+      decltype(out.items)(Kokkos::view_alloc(exec, Kokkos::WithoutInitializing, "kfactor::top_n::items"), nrows, width);
   out.scores = decltype(out.scores)(Kokkos::view_alloc(exec, Kokkos::WithoutInitializing, "kfactor::top_n::scores"),
                                     nrows, width);
   out.count = decltype(out.count)(Kokkos::view_alloc(exec, "kfactor::top_n::count"), nrows);
@@ -98,8 +98,8 @@ TopN<T, MemorySpace> top_n(const ExecutionSpace& exec, const DenseMatrix<T, Memo
   const std::size_t f = Q.extent(1);
 
   using Unmanaged = Kokkos::MemoryTraits<Kokkos::Unmanaged>;
-  Kokkos::View<ordinal_t*, MemorySpace> drows(Kokkos::view_alloc(exec, Kokkos::WithoutInitializing, "kfactor::top_n::rows"),
-                                              nrows);
+  Kokkos::View<ordinal_t*, MemorySpace> drows(
+      Kokkos::view_alloc(exec, Kokkos::WithoutInitializing, "kfactor::top_n::rows"), nrows);
   Kokkos::deep_copy(exec, drows, Kokkos::View<const ordinal_t*, Kokkos::HostSpace, Unmanaged>(rows.data(), nrows));
 
   if (max_batch_bytes == 0) max_batch_bytes = default_score_batch_bytes<ExecutionSpace>();
@@ -114,9 +114,8 @@ TopN<T, MemorySpace> top_n(const ExecutionSpace& exec, const DenseMatrix<T, Memo
   using Policy = Kokkos::TeamPolicy<ExecutionSpace>;
   using Member = typename Policy::member_type;
   const std::size_t entry = sizeof(T) + sizeof(ordinal_t);
-  const std::size_t fast = is_host_space_v<ExecutionSpace>
-                               ? std::size_t(1) << 20
-                               : std::size_t(Policy(exec, 1, 1).scratch_size_max(0));
+  const std::size_t fast =
+      is_host_space_v<ExecutionSpace> ? std::size_t(1) << 20 : std::size_t(Policy(exec, 1, 1).scratch_size_max(0));
   int team = team_size > 0 ? team_size : is_host_space_v<ExecutionSpace> ? 1 : 128;
   if constexpr (is_host_space_v<ExecutionSpace>) team = std::max(1, std::min(team, exec.concurrency()));
   auto team_bytes = [&](int t) { return std::size_t(t) * (std::size_t(width) * entry + 2 * sizeof(int)) + 64; };
@@ -151,8 +150,7 @@ TopN<T, MemorySpace> top_n(const ExecutionSpace& exec, const DenseMatrix<T, Memo
             if (self && q < ni) Sv(b, q) = minus_inf;
           });
     Kokkos::parallel_for(
-        "kfactor::top_n::select",
-        Policy(exec, int(nb), team).set_scratch_size(level, Kokkos::PerTeam(scratch)),
+        "kfactor::top_n::select", Policy(exec, int(nb), team).set_scratch_size(level, Kokkos::PerTeam(scratch)),
         KOKKOS_LAMBDA(const Member& m) {
           with_scratch_level(level, [&](auto L) {
             const int ts = m.team_size(), t = m.team_rank();
@@ -188,9 +186,8 @@ TopN<T, MemorySpace> top_n(const ExecutionSpace& exec, const DenseMatrix<T, Memo
                 for (int u = 0; u < ts; ++u) {
                   if (head[u] == lc[u]) continue;
                   const std::size_t at = std::size_t(u) * width + head[u];
-                  if (best < 0 ||
-                      ranks_before(ls[at], li[at], ls[std::size_t(best) * width + head[best]],
-                                   li[std::size_t(best) * width + head[best]]))
+                  if (best < 0 || ranks_before(ls[at], li[at], ls[std::size_t(best) * width + head[best]],
+                                               li[std::size_t(best) * width + head[best]]))
                     best = u;
                 }
                 if (best < 0) break;
