@@ -42,6 +42,7 @@
 #include <kfactor/core/planted.hpp>
 #include <kfactor/io/checkpoint.hpp>
 #include <kfactor/io/factor_file.hpp>
+#include <kfactor/io/ranking_file.hpp>
 #include <kfactor/io/ratings.hpp>
 #include <kfactor/io/read.hpp>
 #include <kfactor/io/write.hpp>
@@ -430,62 +431,55 @@ struct PredictCli : OutputOptions {
   std::string factors, pairs;
 };
 
-const Registrar predict_command{Command{
-    "predict",
-    "score (user, item) pairs with factors written by `kfactor als --output PREFIX`; prints `user item score` "
-    "for each distinct pair in ascending (user, item) order (nan for an unknown id)",
-    [](CLI::App& cmd) -> std::function<void()> {
-      auto p = std::make_shared<PredictCli>();
-      cmd.add_option("--factors", p->factors, "PREFIX of PREFIX_X.csv and PREFIX_Y.csv")->required();
-      cmd.add_option("--pairs", p->pairs, "ratings-style file of `user item [rating ...]` lines")->required();
-      add_output_options(cmd, *p);
-      return [p] {
-        const std::string xpath = p->factors + "_X.csv", ypath = p->factors + "_Y.csv";
-        const io::FactorFile X = io::read_factor_file(xpath);
-        const io::FactorFile Y = io::read_factor_file(ypath);
-        // Factors written by `kfactor als` carry a set stamp: X and Y must come
-        // from one run. Unstamped files (made elsewhere) are taken as they are.
-        if (!io::read_output_stamp(xpath).set.empty() || !io::read_output_stamp(ypath).set.empty())
-          io::verify_output_set({xpath, ypath});
-        if (X.rank != Y.rank)
-          throw InputError(ypath, 1,
-                           "rank " + std::to_string(Y.rank) + " but " + xpath + " has rank " + std::to_string(X.rank));
-        io::ReadOptions ro;
-        ro.duplicates = io::DuplicatePolicy::last;
-        const auto pairs = io::read_ratings<double>(p->pairs, ro);
-        const auto& c = pairs.matrix;
-        nlohmann::json users = nlohmann::json::array(), items = nlohmann::json::array(),
-                       scores = nlohmann::json::array();
-        std::size_t unknown = 0;
-        for (std::size_t e = 0; e < c.nnz(); ++e) {
-          const std::int64_t u = pairs.user_ids[c.rows[e]], i = pairs.item_ids[c.cols[e]];
-          const auto xu = X.find(u);
-          const auto yi = Y.find(i);
-          double s = std::numeric_limits<double>::quiet_NaN();
-          if (xu && yi) {
-            const auto x = X.row(*xu), y = Y.row(*yi);
-            s = 0;
-            for (std::size_t k = 0; k < x.size(); ++k) s += x[k] * y[k];
-          } else {
-            ++unknown;
-          }
-          if (p->json) {
-            users.push_back(u);
-            items.push_back(i);
-            // JSON has no nan: an unknown id scores null.
-            scores.push_back(std::isnan(s) ? nlohmann::json(nullptr) : nlohmann::json(s));
-          } else {
-            std::printf("%lld\t%lld\t%.6g\n", (long long)u, (long long)i, s);
-          }
-        }
-        if (p->json) {
-          const nlohmann::json j = {{"command", "predict"}, {"factors", p->factors}, {"pairs", p->pairs},
-                                    {"rank", X.rank},       {"count", c.nnz()},      {"unknown", unknown},
-                                    {"user", users},        {"item", items},         {"score", scores}};
-          std::printf("%s\n", j.dump().c_str());
-        }
-      };
-    }}};
+const Registrar predict_command{
+    Command{"predict",
+            "score (user, item) pairs with factors written by `kfactor als --output PREFIX`; prints `user item score` "
+            "for each distinct pair in ascending (user, item) order (nan for an unknown id)",
+            [](CLI::App& cmd) -> std::function<void()> {
+              auto p = std::make_shared<PredictCli>();
+              cmd.add_option("--factors", p->factors, "PREFIX of PREFIX_X.csv and PREFIX_Y.csv")->required();
+              cmd.add_option("--pairs", p->pairs, "ratings-style file of `user item [rating ...]` lines")->required();
+              add_output_options(cmd, *p);
+              return [p] {
+                const io::FactorPair model = io::read_factor_pair(p->factors);
+                const io::FactorFile& X = model.X;
+                const io::FactorFile& Y = model.Y;
+                io::ReadOptions ro;
+                ro.duplicates = io::DuplicatePolicy::last;
+                const auto pairs = io::read_ratings<double>(p->pairs, ro);
+                const auto& c = pairs.matrix;
+                nlohmann::json users = nlohmann::json::array(), items = nlohmann::json::array(),
+                               scores = nlohmann::json::array();
+                std::size_t unknown = 0;
+                for (std::size_t e = 0; e < c.nnz(); ++e) {
+                  const std::int64_t u = pairs.user_ids[c.rows[e]], i = pairs.item_ids[c.cols[e]];
+                  const auto xu = X.find(u);
+                  const auto yi = Y.find(i);
+                  double s = std::numeric_limits<double>::quiet_NaN();
+                  if (xu && yi) {
+                    const auto x = X.row(*xu), y = Y.row(*yi);
+                    s = 0;
+                    for (std::size_t k = 0; k < x.size(); ++k) s += x[k] * y[k];
+                  } else {
+                    ++unknown;
+                  }
+                  if (p->json) {
+                    users.push_back(u);
+                    items.push_back(i);
+                    // JSON has no nan: an unknown id scores null.
+                    scores.push_back(std::isnan(s) ? nlohmann::json(nullptr) : nlohmann::json(s));
+                  } else {
+                    std::printf("%lld\t%lld\t%.6g\n", (long long)u, (long long)i, s);
+                  }
+                }
+                if (p->json) {
+                  const nlohmann::json j = {{"command", "predict"}, {"factors", p->factors}, {"pairs", p->pairs},
+                                            {"rank", X.rank},       {"count", c.nnz()},      {"unknown", unknown},
+                                            {"user", users},        {"item", items},         {"score", scores}};
+                  std::printf("%s\n", j.dump().c_str());
+                }
+              };
+            }}};
 
 /// Planted rank-5 ratings (2,000 x 1,000, 5% observed, noise 0.1), f = 8.
 Report als_demo(std::uint64_t seed) {

@@ -41,9 +41,13 @@ inline constexpr Range<int> eval_k_range{.lo = 1, .hi = 100000};
 
 /// The metrics of the file comment, over `users` evaluated users.
 struct RankingMetrics {
-  int k = 0;
+  int k = 0;               ///< the cut-off K
   std::int64_t users = 0;  ///< users with at least one positive test item
-  double precision = 0.0, recall = 0.0, map = 0.0, ndcg = 0.0, auc = 0.0;
+  double precision = 0.0;  ///< precision@K
+  double recall = 0.0;     ///< recall@K
+  double map = 0.0;        ///< MAP@K
+  double ndcg = 0.0;       ///< nDCG@K
+  double auc = 0.0;        ///< AUC of the top-K lists
 };
 
 /// The users with a positive test entry (ascending).

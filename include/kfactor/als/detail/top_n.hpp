@@ -153,13 +153,14 @@ TopN<T, MemorySpace> top_n(const ExecutionSpace& exec, const DenseMatrix<T, Memo
         "kfactor::top_n::select", Policy(exec, int(nb), team).set_scratch_size(level, Kokkos::PerTeam(scratch)),
         KOKKOS_LAMBDA(const Member& m) {
           with_scratch_level(level, [&](auto L) {
+            constexpr int lv = decltype(L)::value;
             const int ts = m.team_size(), t = m.team_rank();
             const std::size_t b = m.league_rank();
-            T* ls = static_cast<T*>(m.team_scratch(L()).get_shmem(sizeof(T) * std::size_t(ts) * width));
+            T* ls = static_cast<T*>(m.team_scratch(lv).get_shmem(sizeof(T) * std::size_t(ts) * width));
             ordinal_t* li =
-                static_cast<ordinal_t*>(m.team_scratch(L()).get_shmem(sizeof(ordinal_t) * std::size_t(ts) * width));
-            int* lc = static_cast<int*>(m.team_scratch(L()).get_shmem(sizeof(int) * ts));
-            int* head = static_cast<int*>(m.team_scratch(L()).get_shmem(sizeof(int) * ts));
+                static_cast<ordinal_t*>(m.team_scratch(lv).get_shmem(sizeof(ordinal_t) * std::size_t(ts) * width));
+            int* lc = static_cast<int*>(m.team_scratch(lv).get_shmem(sizeof(int) * ts));
+            int* head = static_cast<int*>(m.team_scratch(lv).get_shmem(sizeof(int) * ts));
             T* s = ls + std::size_t(t) * width;
             ordinal_t* id = li + std::size_t(t) * width;
             int c = 0;
