@@ -16,19 +16,28 @@
 //
 //   bench_implicit [--users 138493] [--items 26744] [--nnz 20000000] [--ranks 64,128]
 //                  [--solvers cholesky,cg] [--cg-steps 3] [--iters 3] [--alpha 40] [--lambda 0.1]
-//                  [--precision float|double] [--seed 0]
+//                  [--precision float|double] [--seed 0] [--eval-leave-k 0]
 //
 // One JSON record per (f, solver) through common/bench.hpp (the loss after
 // each iteration in the record's history); a line per iteration on stderr.
+// --eval-leave-k K (K > 0) trains on a leave-K-out split (als::leave_k_out,
+// seed --seed) and adds to each record P@10 and nDCG@10 of the model and of
+// a popularity ranking (items by training count) on the held-out
+// interactions, training items filtered (ranking_metrics.hpp), and the time
+// of als::recommend for every user at N = 10 (recommend_all_seconds).
 #include "common/bench.hpp"
 #include "common/zipf_pairs.hpp"
 
 #include <kfactor/als/als.hpp>
+#include <kfactor/als/ranking_metrics.hpp>
+#include <kfactor/als/recommend.hpp>
+#include <kfactor/als/split.hpp>
 #include <kfactor/core/convert.hpp>
 
 #include <Kokkos_Sort.hpp>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -48,11 +57,12 @@ struct Args {
   double alpha = 40.0, lambda = 0.1;
   std::string precision = "float";
   std::uint64_t seed = 0;
+  int eval_leave_k = 0;  ///< > 0: evaluate on a leave-k-out split
 };
 
-/// The peer's interaction set (file comment) as a CSR with r = 1.
+/// The peer's interaction set (file comment), r = 1.
 template <class Space, class T>
-CsrMatrix<T, typename Space::memory_space> interactions(const Space& exec, const Args& a) {
+CooMatrix<T> interactions(const Space& exec, const Args& a) {
   using Mem = typename Space::memory_space;
   const auto cu = bench::zipf_cdf(a.users, 0.6), ci = bench::zipf_cdf(a.items, 0.9);
   const std::int64_t draws = std::int64_t(double(a.nnz) * 1.15), ni = a.items;
@@ -85,7 +95,44 @@ CsrMatrix<T, typename Space::memory_space> interactions(const Space& exec, const
   }
   std::fprintf(stderr, "bench_implicit: %lld draws -> %zu interactions (%lld x %lld)\n", (long long)draws, uniq.size(),
                (long long)a.users, (long long)a.items);
-  return to_csr(exec, coo);
+  return coo;
+}
+
+/// P@10 and nDCG@10 of the model and of a popularity ranking, and the time
+/// of recommend() for every user at N = 10, into the record's fields.
+template <class Space, class T>
+void evaluate_ranking(const Space& exec, const als::Problem<T, typename Space::memory_space>& problem,
+                      const DenseMatrix<T, typename Space::memory_space>& X,
+                      const DenseMatrix<T, typename Space::memory_space>& Y, nlohmann::json& fields) {
+  using Mem = typename Space::memory_space;
+  const int K = 10;
+  const auto model = als::ranking_metrics(exec, X, Y, problem.train, problem.given_test, K);
+  // Popularity: every user the vector 1, every item its training count.
+  DenseMatrix<T, Mem> ones("ones", X.extent(0), 1), counts("counts", Y.extent(0), 1);
+  Kokkos::deep_copy(exec, ones, T(1));
+  const auto tr = problem.train;
+  Kokkos::parallel_for(
+      "bench_implicit::popularity", Kokkos::RangePolicy<Space>(exec, 0, tr.nnz()),
+      KOKKOS_LAMBDA(std::size_t e) { Kokkos::atomic_add(&counts(tr.entries(e), 0), T(1)); });
+  const auto pop = als::ranking_metrics(exec, ones, counts, problem.train, problem.given_test, K);
+  std::vector<ordinal_t> all(X.extent(0));
+  std::iota(all.begin(), all.end(), ordinal_t(0));
+  exec.fence();
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto top = als::recommend(exec, X, Y, all, K, &problem.train);
+  exec.fence();
+  const double rec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::fprintf(stderr,
+               "bench_implicit: %lld users evaluated: P@10 %.4f (popularity %.4f)  nDCG@10 %.4f (popularity %.4f)  "
+               "recommend all %zu users at N=10: %.3f s\n",
+               (long long)model.users, model.precision, pop.precision, model.ndcg, pop.ndcg, all.size(), rec);
+  fields["eval_users"] = model.users;
+  fields["p_at_10"] = model.precision;
+  fields["ndcg_at_10"] = model.ndcg;
+  fields["popularity_p_at_10"] = pop.precision;
+  fields["popularity_ndcg_at_10"] = pop.ndcg;
+  fields["recommend_all_seconds"] = rec;
+  (void)top;
 }
 
 template <class T>
@@ -93,7 +140,14 @@ void run(const Args& a) {
   using Space = Kokkos::DefaultExecutionSpace;
   const Space exec;
   als::Problem<T, Space::memory_space> problem;
-  problem.train = interactions<Space, T>(exec, a);
+  const CooMatrix<T> all = interactions<Space, T>(exec, a);
+  if (a.eval_leave_k > 0) {
+    const auto [train, test] = als::leave_k_out(all, a.eval_leave_k, a.seed);
+    problem.train = to_csr(exec, train);
+    problem.given_test = to_csr(exec, test);
+  } else {
+    problem.train = to_csr(exec, all);
+  }
   const std::int64_t nnz = std::int64_t(problem.train.nnz());
   for (int f : a.ranks)
     for (const auto& solver : a.solvers) {
@@ -107,22 +161,32 @@ void run(const Args& a) {
       o.cg_steps = a.cg_steps;
       o.layout = als::Layout::csr;
       o.stop.max_iterations = a.iters;
-      Report r = als::solve(exec, problem, o, [&](const IterationEvent& e) {
-                   std::fprintf(stderr, "bench_implicit: f=%3d %-8s iter=%d loss=%.6e\n", f, solver.c_str(),
-                                e.iteration, e.metrics->get("loss"));
-                   return ObserverAction::proceed;
-                 }).report;
+      // The ranking metrics are computed once, after the run (evaluate()
+      // would rank every user at every iteration): the solver sees no test set.
+      als::Problem<T, Space::memory_space> trained = problem;
+      trained.given_test = {};
+      auto res = als::solve(exec, trained, o, [&](const IterationEvent& e) {
+        std::fprintf(stderr, "bench_implicit: f=%3d %-8s iter=%d loss=%.6e\n", f, solver.c_str(), e.iteration,
+                     e.metrics->get("loss"));
+        return ObserverAction::proceed;
+      });
+      Report& r = res.report;
       r.command = "bench_implicit";
       r.info["solver"] = solver;
       const double per = r.timings.get("per_iteration");
       std::fprintf(stderr, "bench_implicit: f=%3d %-8s %9.1f ms/iter  preprocess %.2f s  loss %.6e\n", f,
                    solver.c_str(), per * 1e3, r.timings.get("preprocess"), r.metrics.get("loss"));
-      bench::emit(r, {{"dataset", "movielens20m-like"},
-                      {"variant", solver == "cg" ? "cg" + std::to_string(a.cg_steps) : solver},
-                      {"f", f},
-                      {"nnz", nnz},
-                      {"alpha", a.alpha},
-                      {"lambda", a.lambda}});
+      nlohmann::json fields = {{"dataset", "movielens20m-like"},
+                               {"variant", solver == "cg" ? "cg" + std::to_string(a.cg_steps) : solver},
+                               {"f", f},
+                               {"nnz", nnz},
+                               {"alpha", a.alpha},
+                               {"lambda", a.lambda}};
+      if (a.eval_leave_k > 0) {
+        fields["eval_leave_k"] = a.eval_leave_k;
+        evaluate_ranking(exec, problem, res.state.X, res.state.Y, fields);
+      }
+      bench::emit(r, fields);
     }
 }
 
@@ -158,6 +222,8 @@ int main(int argc, char** argv) {
       a.precision = v;
     else if (k == "--seed")
       a.seed = std::stoull(v);
+    else if (k == "--eval-leave-k")
+      a.eval_leave_k = std::stoi(v);
     else {
       std::fprintf(stderr, "bench_implicit: unknown option %s\n", k.c_str());
       return 2;

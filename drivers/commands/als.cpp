@@ -38,12 +38,14 @@
 #include "cli.hpp"
 
 #include <kfactor/als/als.hpp>
+#include <kfactor/als/split.hpp>
 #include <kfactor/core/contract.hpp>
 #include <kfactor/core/error.hpp>
 #include <kfactor/core/planted.hpp>
 #include <kfactor/io/checkpoint.hpp>
 #include <kfactor/io/factor_file.hpp>
 #include <kfactor/io/input.hpp>
+#include <kfactor/io/ranking_file.hpp>
 #include <kfactor/io/ratings.hpp>
 #include <kfactor/io/read.hpp>
 #include <kfactor/io/write.hpp>
@@ -107,6 +109,9 @@ struct AlsCli {
   double epsilon = als::Options{}.epsilon;
   std::string solver = "cholesky";
   int cg_steps = als::Options{}.cg_steps;
+  int eval_k = als::Options{}.eval_k;
+  std::string split;  ///< "" (fraction or --test-input) or leave-k-out:K
+  int leave_k = 0;    ///< K of leave-k-out:K
 };
 
 /// --factor-memory-budget in MiB: up to 1 TiB per rank, more than any
@@ -137,6 +142,7 @@ als::Options make_options(const AlsCli& a) {
   o.epsilon = a.epsilon;
   o.solver = als::parse_solve_method(a.solver);
   o.cg_steps = a.cg_steps;
+  o.eval_k = a.eval_k;
   o.validate();
   return o;
 }
@@ -161,6 +167,12 @@ AlsInput<T> read_als_input(const AlsCli& a) {
         io::reindex_ratings(read_input<T>(a.test_input, a.common.format), in.R, io::UnknownIds::reject, a.test_input)
             .matrix;
   in.read_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (a.leave_k > 0) {
+    // The held-out interactions are the problem's test set, as a given one.
+    const auto [train, test] = als::leave_k_out(in.R.matrix, a.leave_k, a.split_seed);
+    in.problem = als::make_problem(exec, train, 0.0, a.split_seed, &test);
+    return in;
+  }
   in.problem = als::make_problem(exec, in.R.matrix, a.test_fraction, a.split_seed, given ? &*given : nullptr);
   return in;
 }
@@ -224,6 +236,8 @@ void run_als(const AlsCli& a) {
   if (!a.checkpoint.empty()) save_checkpoint(a.checkpoint, state, meta);
   report.timings.set("read", in.read_seconds);
   report.info["input"] = a.common.input;
+  if (a.leave_k > 0) report.info["split"] = a.split + ", seed " + std::to_string(a.split_seed);
+  if (o.implicit && problem.test.nnz() + problem.given_test.nnz() > 0) report.info["eval_k"] = std::to_string(o.eval_k);
   if (!a.restart.empty()) note_restart(report, a.restart, setup_change);
   if (!a.checkpoint.empty()) report.info["checkpoint"] = a.checkpoint;
   if (!a.common.output.empty()) report.info["factors"] = write_factors(a, state.X, state.Y, R);
@@ -404,7 +418,24 @@ const Registrar als_command{Command{
                  "--implicit --solver cg: steps per half-step; default 3 (Takacs et al. 2011: enough for the "
                  "objective to fall as with exact solves)",
                  als::Options::cg_steps_range);
-      return [a, test_fraction] {
+      add_number(cmd, "--eval-k", a->eval_k,
+                 "--implicit with a held-out set: K of precision@K, recall@K, MAP@K, nDCG@K in the report; default "
+                 "10, the usual cut-off (clamped to the item count)",
+                 als::eval_k_range);
+      auto* split = cmd.add_option("--split", a->split,
+                                   "leave-k-out:K holds out K interactions of every user with more than K (chosen by "
+                                   "--split-seed) instead of --test-fraction; default none");
+      return [a, test_fraction, split] {
+        if (split->count() > 0) {
+          const std::string prefix = "leave-k-out:";
+          std::string k = a->split.rfind(prefix, 0) == 0 ? a->split.substr(prefix.size()) : std::string();
+          const std::string why = k.empty() ? "not of the form leave-k-out:K" : check_number(k, als::leave_k_range);
+          if (!why.empty()) throw UsageError("--split '" + a->split + "': " + why);
+          if (test_fraction->count() > 0 || !a->test_input.empty())
+            throw UsageError("--split replaces --test-fraction and --test-input: give one of them");
+          a->leave_k = std::stoi(k);
+          a->test_fraction = 0.0;
+        }
         if (a->implicit && test_fraction->count() == 0) a->test_fraction = 0.0;
         if (a->common.precision == "float")
           run_als_command<float>(*a);
@@ -417,62 +448,55 @@ struct PredictCli : OutputOptions {
   std::string factors, pairs;
 };
 
-const Registrar predict_command{Command{
-    "predict",
-    "score (user, item) pairs with factors written by `kfactor als --output PREFIX`; prints `user item score` "
-    "for each distinct pair in ascending (user, item) order (nan for an unknown id)",
-    [](CLI::App& cmd) -> std::function<void()> {
-      auto p = std::make_shared<PredictCli>();
-      cmd.add_option("--factors", p->factors, "PREFIX of PREFIX_X.csv and PREFIX_Y.csv")->required();
-      cmd.add_option("--pairs", p->pairs, "ratings-style file of `user item [rating ...]` lines")->required();
-      add_output_options(cmd, *p);
-      return [p] {
-        const std::string xpath = p->factors + "_X.csv", ypath = p->factors + "_Y.csv";
-        const io::FactorFile X = io::read_factor_file(xpath);
-        const io::FactorFile Y = io::read_factor_file(ypath);
-        // Factors written by `kfactor als` carry a set stamp: X and Y must come
-        // from one run. Unstamped files (made elsewhere) are taken as they are.
-        if (!io::read_output_stamp(xpath).set.empty() || !io::read_output_stamp(ypath).set.empty())
-          io::verify_output_set({xpath, ypath});
-        if (X.rank != Y.rank)
-          throw InputError(ypath, 1,
-                           "rank " + std::to_string(Y.rank) + " but " + xpath + " has rank " + std::to_string(X.rank));
-        io::ReadOptions ro;
-        ro.duplicates = io::DuplicatePolicy::last;
-        const auto pairs = io::read_ratings<double>(p->pairs, ro);
-        const auto& c = pairs.matrix;
-        nlohmann::json users = nlohmann::json::array(), items = nlohmann::json::array(),
-                       scores = nlohmann::json::array();
-        std::size_t unknown = 0;
-        for (std::size_t e = 0; e < c.nnz(); ++e) {
-          const std::int64_t u = pairs.user_ids[c.rows[e]], i = pairs.item_ids[c.cols[e]];
-          const auto xu = X.find(u);
-          const auto yi = Y.find(i);
-          double s = std::numeric_limits<double>::quiet_NaN();
-          if (xu && yi) {
-            const auto x = X.row(*xu), y = Y.row(*yi);
-            s = 0;
-            for (std::size_t k = 0; k < x.size(); ++k) s += x[k] * y[k];
-          } else {
-            ++unknown;
-          }
-          if (p->json) {
-            users.push_back(u);
-            items.push_back(i);
-            // JSON has no nan: an unknown id scores null.
-            scores.push_back(std::isnan(s) ? nlohmann::json(nullptr) : nlohmann::json(s));
-          } else {
-            std::printf("%lld\t%lld\t%.6g\n", (long long)u, (long long)i, s);
-          }
-        }
-        if (p->json) {
-          const nlohmann::json j = {{"command", "predict"}, {"factors", p->factors}, {"pairs", p->pairs},
-                                    {"rank", X.rank},       {"count", c.nnz()},      {"unknown", unknown},
-                                    {"user", users},        {"item", items},         {"score", scores}};
-          std::printf("%s\n", j.dump().c_str());
-        }
-      };
-    }}};
+const Registrar predict_command{
+    Command{"predict",
+            "score (user, item) pairs with factors written by `kfactor als --output PREFIX`; prints `user item score` "
+            "for each distinct pair in ascending (user, item) order (nan for an unknown id)",
+            [](CLI::App& cmd) -> std::function<void()> {
+              auto p = std::make_shared<PredictCli>();
+              cmd.add_option("--factors", p->factors, "PREFIX of PREFIX_X.csv and PREFIX_Y.csv")->required();
+              cmd.add_option("--pairs", p->pairs, "ratings-style file of `user item [rating ...]` lines")->required();
+              add_output_options(cmd, *p);
+              return [p] {
+                const io::FactorPair model = io::read_factor_pair(p->factors);
+                const io::FactorFile& X = model.X;
+                const io::FactorFile& Y = model.Y;
+                io::ReadOptions ro;
+                ro.duplicates = io::DuplicatePolicy::last;
+                const auto pairs = io::read_ratings<double>(p->pairs, ro);
+                const auto& c = pairs.matrix;
+                nlohmann::json users = nlohmann::json::array(), items = nlohmann::json::array(),
+                               scores = nlohmann::json::array();
+                std::size_t unknown = 0;
+                for (std::size_t e = 0; e < c.nnz(); ++e) {
+                  const std::int64_t u = pairs.user_ids[c.rows[e]], i = pairs.item_ids[c.cols[e]];
+                  const auto xu = X.find(u);
+                  const auto yi = Y.find(i);
+                  double s = std::numeric_limits<double>::quiet_NaN();
+                  if (xu && yi) {
+                    const auto x = X.row(*xu), y = Y.row(*yi);
+                    s = 0;
+                    for (std::size_t k = 0; k < x.size(); ++k) s += x[k] * y[k];
+                  } else {
+                    ++unknown;
+                  }
+                  if (p->json) {
+                    users.push_back(u);
+                    items.push_back(i);
+                    // JSON has no nan: an unknown id scores null.
+                    scores.push_back(std::isnan(s) ? nlohmann::json(nullptr) : nlohmann::json(s));
+                  } else {
+                    std::printf("%lld\t%lld\t%.6g\n", (long long)u, (long long)i, s);
+                  }
+                }
+                if (p->json) {
+                  const nlohmann::json j = {{"command", "predict"}, {"factors", p->factors}, {"pairs", p->pairs},
+                                            {"rank", X.rank},       {"count", c.nnz()},      {"unknown", unknown},
+                                            {"user", users},        {"item", items},         {"score", scores}};
+                  std::printf("%s\n", j.dump().c_str());
+                }
+              };
+            }}};
 
 /// Planted rank-5 ratings (2,000 x 1,000, 5% observed, noise 0.1), f = 8.
 Report als_demo(std::uint64_t seed) {

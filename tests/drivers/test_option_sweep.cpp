@@ -241,6 +241,8 @@ struct Commands {
       {"nmf", {"nmf", {{"--input", in.matrix}, {"--rank", "2"}, {"--iters", "2"}, {"--quiet", ""}}}},
       {"als", {"als", {{"--input", in.ratings}, {"--rank", "2"}, {"--iters", "1"}, {"--quiet", ""}}}},
       {"predict", {"predict", {{"--factors", prefix}, {"--pairs", in.ratings}, {"--quiet", ""}}}},
+      {"recommend", {"recommend", {{"--factors", prefix}, {"--all-users", ""}, {"--n", "3"}, {"--quiet", ""}}}},
+      {"similar", {"similar", {{"--factors", prefix}, {"--users", in.ratings}, {"--n", "3"}, {"--quiet", ""}}}},
       {"bmf", {"bmf", {{"--input", in.pattern}, {"--rank", "2"}, {"--iters", "5"}, {"--quiet", ""}}}},
       {"mnmf",
        {"mnmf", {{"--input", in.ratings}, {"--rank", "2"}, {"--iters", "2"}, {"--neighbors", "3"}, {"--quiet", ""}}}},

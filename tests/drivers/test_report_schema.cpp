@@ -142,6 +142,34 @@ TEST(ReportSchema, Info) {
                 false);
 }
 
+TEST(ReportSchema, AlsImplicitRankingMetrics) {
+  const json j = run_json("als --input " + quote(inputs().ratings) +
+                          " --format ratings --implicit -k 3 -n 2 --split leave-k-out:2 --eval-k 5 --quiet");
+  expect_report(j, "als", {"loss", "precision_at_k", "recall_at_k", "map_at_k", "ndcg_at_k", "auc"}, true);
+  EXPECT_EQ(j["info"].value("eval_k", ""), "5");
+}
+
+TEST(ReportSchema, RecommendAndSimilar) {
+  const std::string prefix = inputs().dir.file("serving");
+  const auto r = run_kfactor(
+      "als --quiet --format ratings --input " + quote(inputs().ratings) + " -k 3 -n 1 --output " + quote(prefix),
+      inputs().dir, "", 901);
+  ASSERT_EQ(r.code, 0) << r.err;
+  for (const std::string& command :
+       std::vector<std::string>{"recommend --all-users", "similar --users " + quote(inputs().ratings)}) {
+    const json j = run_json(command + " --factors " + quote(prefix) + " --n 4");
+    const std::string name = command.substr(0, command.find(' '));
+    expect_report(j, name, {"queries", "skipped"}, false);
+    ASSERT_TRUE(j.contains("rankings") && j["rankings"].is_array()) << name;
+    EXPECT_EQ(j["rankings"].size(), std::size_t(j.value("queries", 0.0)));
+    for (const auto& l : j["rankings"]) {
+      EXPECT_TRUE(l["query"].is_number_integer());
+      EXPECT_EQ(l["ids"].size(), 4u);
+      EXPECT_EQ(l["scores"].size(), 4u);
+    }
+  }
+}
+
 TEST(ReportSchema, DemoHoldsOneReportPerSolver) {
   const json j = run_json("demo --only nmf --seed 3");
   EXPECT_EQ(j.value("command", ""), "demo");

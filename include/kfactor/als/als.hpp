@@ -84,6 +84,7 @@
 #include <kfactor/als/bals_format.hpp>
 #include <kfactor/als/detail/half_step.hpp>
 #include <kfactor/als/detail/implicit.hpp>
+#include <kfactor/als/ranking_metrics.hpp>
 #include <kfactor/als/reorder.hpp>
 #include <kfactor/core/contract.hpp>
 #include <kfactor/core/convert.hpp>
@@ -202,6 +203,9 @@ struct Options {
   double epsilon = 1.0;
   SolveMethod solver = SolveMethod::cholesky;  ///< implicit: exact or CG half-steps
   int cg_steps = 3;                            ///< implicit, cg: steps per half-step, in cg_steps_range
+  /// Implicit with a test set: the K of the ranking metrics evaluate()
+  /// reports (ranking_metrics.hpp), in eval_k_range; clamped to the items.
+  int eval_k = 10;
 
   /// Throws UsageError naming the option and its allowed range.
   void validate() const {
@@ -218,6 +222,7 @@ struct Options {
     check_range("ALS", "alpha", alpha, alpha_range);
     check_range("ALS", "epsilon", epsilon, epsilon_range);
     check_range("ALS", "cg_steps", cg_steps, cg_steps_range);
+    check_range("ALS", "eval_k", eval_k, eval_k_range);
     if (solver == SolveMethod::cg && !implicit)
       throw UsageError("ALS solver cg is for implicit feedback only (explicit ALS solves exactly)");
     if (solver == SolveMethod::cg && layout == Layout::bals)
@@ -1104,7 +1109,9 @@ double loss(const ExecutionSpace& exec, const Problem<T, MemorySpace>& problem, 
                                   detail::weighted_norm2(exec, s.Y, p.item_count, p.weight_nnz));
 }
 
-/// Metrics, in order (implicit feedback: the objective, "loss", alone): test_rmse (held-out split, when present; over
+/// Metrics, in order (implicit feedback: the objective, "loss", then, with a held-out split or else a given test
+/// set, its ranking metrics at K = options.eval_k: precision_at_k, recall_at_k, map_at_k, ndcg_at_k, auc; see
+/// ranking_metrics.hpp): test_rmse (held-out split, when present; over
 /// its warm entries, whose user and item have training ratings, as Spark's coldStartStrategy "drop"), given_test_rmse
 /// (the user-given test set, warm entries), train_rmse, loss (the objective), then test_rmse_all / given_test_rmse_all
 /// (every entry; a cold user or item has the zero factor, so predicts 0) and test_cold_fraction /
@@ -1112,14 +1119,23 @@ double loss(const ExecutionSpace& exec, const Problem<T, MemorySpace>& problem, 
 template <class ExecutionSpace, class T, class MemorySpace>
 Metrics evaluate(const ExecutionSpace& exec, const Problem<T, MemorySpace>& problem, const Options& options,
                  State<T, MemorySpace>& s) {
-  (void)options;
   if (!s.plan) throw UsageError("als::evaluate: state has no plan (make it with als::init)");
   const auto& p = *s.plan;
   detail::SingleProcess<T, MemorySpace> comm;
   const detail::EvaluationSets<T, MemorySpace> sets{&problem.train, &p.test_warm, &problem.test, &p.given_test_warm,
                                                     &problem.given_test};
-  return detail::metrics(exec, p, s, sets, std::int64_t(problem.test.nnz()), std::int64_t(problem.given_test.nnz()),
-                         comm);
+  Metrics m =
+      detail::metrics(exec, p, s, sets, std::int64_t(problem.test.nnz()), std::int64_t(problem.given_test.nnz()), comm);
+  const auto& held_out = problem.test.nnz() > 0 ? problem.test : problem.given_test;
+  if (p.implicit && held_out.nnz() > 0) {
+    const auto r = ranking_metrics(exec, s.X, s.Y, problem.train, held_out, options.eval_k, p.max_batch_bytes);
+    m.set("precision_at_k", r.precision);
+    m.set("recall_at_k", r.recall);
+    m.set("map_at_k", r.map);
+    m.set("ndcg_at_k", r.ndcg);
+    m.set("auc", r.auc);
+  }
+  return m;
 }
 
 /// Continues `state` (from init(exec, problem, options), possibly restored
