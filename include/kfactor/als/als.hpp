@@ -36,7 +36,7 @@
 /// RecSys 2011) are a cheaper inexact descent step. The primary metric is
 /// L itself ("loss"), evaluated without the m x n sum:
 ///   sum_{(u,i) observed, r > 0} [c (1 - x.y)^2 - (x.y)^2]
-///   + trace((X^T X)(Y^T Y)) + regularization.
+///   plus trace((X^T X)(Y^T Y)) plus the regularization.
 /// Negative ratings are refused (InputError); zero ratings count as
 /// unobserved (p = 0, c = 1).
 ///

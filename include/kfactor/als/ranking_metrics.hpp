@@ -9,12 +9,12 @@
 /// user's training items excluded, take the top K (als::recommend), and let
 /// rel_i = [i-th ranked item in T_u] for i = 1..K. With n items in all and
 /// N_neg = n - P:
-///   - precision@K = sum_u hits_u / sum_u min(K, P_u)  (micro-averaged, and
+///   - precision\@K = sum_u hits_u / sum_u min(K, P_u)  (micro-averaged, and
 ///     divided by min(K, P) rather than K: a user with fewer than K test
 ///     items can still reach 1);
-///   - recall@K = mean_u hits_u / P_u (not in `implicit`; the usual one);
-///   - MAP@K = mean_u (sum_i rel_i hits_at_i / i) / min(K, P_u);
-///   - nDCG@K = mean_u (sum_i rel_i / log2(i + 1)) / (sum_{i <= min(K, P_u)} 1 / log2(i + 1));
+///   - recall\@K = mean_u hits_u / P_u (not in `implicit`; the usual one);
+///   - MAP\@K = mean_u (sum_i rel_i hits_at_i / i) / min(K, P_u);
+///   - nDCG\@K = mean_u (sum_i rel_i / log2(i + 1)) / (sum_{i <= min(K, P_u)} 1 / log2(i + 1));
 ///   - AUC = mean_u AUC_u, the area under the ROC curve of the top-K list
 ///     with every unranked item tied below it: walking the K ranked items,
 ///     each miss adds the hits ranked before it; then
@@ -43,10 +43,10 @@ inline constexpr Range<int> eval_k_range{.lo = 1, .hi = 100000};
 struct RankingMetrics {
   int k = 0;               ///< the cut-off K
   std::int64_t users = 0;  ///< users with at least one positive test item
-  double precision = 0.0;  ///< precision@K
-  double recall = 0.0;     ///< recall@K
-  double map = 0.0;        ///< MAP@K
-  double ndcg = 0.0;       ///< nDCG@K
+  double precision = 0.0;  ///< precision\@K
+  double recall = 0.0;     ///< recall\@K
+  double map = 0.0;        ///< MAP\@K
+  double ndcg = 0.0;       ///< nDCG\@K
   double auc = 0.0;        ///< AUC of the top-K lists
 };
 
