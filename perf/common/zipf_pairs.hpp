@@ -24,11 +24,10 @@ inline std::vector<double> zipf_cdf(std::int64_t k, double alpha, double shift =
 
 /// A host vector copied into a new View of the execution space's memory.
 template <class Space, class V>
-Kokkos::View<V*, typename Space::memory_space> to_device(const Space& exec, const std::vector<V>& v,
-                                                          const char* name) {
+Kokkos::View<V*, typename Space::memory_space> to_device(const Space& exec, const std::vector<V>& v, const char* name) {
   Kokkos::View<V*, typename Space::memory_space> d(name, v.size());
-  Kokkos::deep_copy(exec, d,
-                    Kokkos::View<const V*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(v.data(), v.size()));
+  Kokkos::deep_copy(
+      exec, d, Kokkos::View<const V*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(v.data(), v.size()));
   exec.fence();
   return d;
 }
