@@ -371,6 +371,16 @@ void add_output_options(CLI::App& cmd, OutputOptions& o) {
   cmd.add_flag("-q,--quiet", o.quiet, "no progress lines");
 }
 
+void add_matrix_read_options(CLI::App& cmd, MatrixReadOptions& o) {
+  cmd.add_option("--duplicates", o.duplicates,
+                 "duplicate (row, col) policy: auto (error with values, merge for patterns)|error|sum|last")
+      ->capture_default_str()
+      ->check(
+          one_of({"auto", "error", "sum", "last"}, [](const std::string& s) { (void)io::parse_duplicate_policy(s); }));
+  cmd.add_flag("--symmetrize", o.symmetrize, "edge lists: add (v, u) for every edge (u, v)");
+  cmd.add_flag("--one-based", o.one_based, "edge lists: ids start at 1");
+}
+
 void add_common_options(CLI::App& cmd, CommonOptions& o, const Range<int>& rank_range, const Range<int>& iters_range) {
   cmd.add_option("-i,--input", o.input, "input matrix file")->required();
   cmd.add_option("--format", o.format, "input format (auto guesses from the file; HDF5 by its signature)")

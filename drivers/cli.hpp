@@ -76,6 +76,17 @@ struct OutputOptions {
 /// output flags, so that every subcommand spells and means them alike.
 void add_output_options(CLI::App& cmd, OutputOptions& o);
 
+/// How the commands that read any matrix format parse it beyond the format:
+/// the duplicate policy and the edge-list switches.
+struct MatrixReadOptions {
+  std::string duplicates = "auto";
+  bool symmetrize = false;
+  bool one_based = false;
+};
+
+/// Adds --duplicates, --symmetrize and --one-based to `cmd`.
+void add_matrix_read_options(CLI::App& cmd, MatrixReadOptions& o);
+
 /// Options every factorization command takes.
 struct CommonOptions : OutputOptions {
   std::string input;

@@ -20,13 +20,10 @@
 namespace kfactor::cli {
 namespace {
 
-struct ConvertOptions : OutputOptions {
+struct ConvertOptions : OutputOptions, MatrixReadOptions {
   std::string input, output;
   std::string format = "auto";
   std::string values = "float64";
-  std::string duplicates = "auto";
-  bool symmetrize = false;
-  bool one_based = false;
 };
 
 Report convert(const ConvertOptions& o) {
@@ -75,13 +72,7 @@ const Registrar convert_command{Command{
                      "halves /data and suffices for --precision float runs)")
           ->capture_default_str()
           ->check(CLI::IsMember({"float64", "float32"}));
-      cmd.add_option("--duplicates", o->duplicates,
-                     "duplicate (row, col) policy: auto (error with values, merge for patterns)|error|sum|last")
-          ->capture_default_str()
-          ->check(one_of({"auto", "error", "sum", "last"},
-                         [](const std::string& s) { (void)io::parse_duplicate_policy(s); }));
-      cmd.add_flag("--symmetrize", o->symmetrize, "edge lists: add (v, u) for every edge (u, v)");
-      cmd.add_flag("--one-based", o->one_based, "edge lists: ids start at 1");
+      add_matrix_read_options(cmd, *o);
       add_output_options(cmd, *o);
       return [o] {
         const Report r = convert(*o);

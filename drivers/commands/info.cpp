@@ -15,12 +15,9 @@
 namespace kfactor::cli {
 namespace {
 
-struct InfoOptions : OutputOptions {
+struct InfoOptions : OutputOptions, MatrixReadOptions {
   std::string input;
   std::string format = "auto";
-  std::string duplicates = "auto";
-  bool symmetrize = false;
-  bool one_based = false;
 };
 
 Report info_report(const InfoOptions& o) {
@@ -72,13 +69,7 @@ const Registrar info_command{Command{
       auto o = std::make_shared<InfoOptions>();
       cmd.add_option("-i,--input", o->input, "input matrix file")->required();
       cmd.add_option("--format", o->format, "input format")->capture_default_str()->check(format_choices());
-      cmd.add_option("--duplicates", o->duplicates,
-                     "duplicate (row, col) policy: auto (error with values, merge for patterns)|error|sum|last")
-          ->capture_default_str()
-          ->check(one_of({"auto", "error", "sum", "last"},
-                         [](const std::string& s) { (void)io::parse_duplicate_policy(s); }));
-      cmd.add_flag("--symmetrize", o->symmetrize, "edge lists: add (v, u) for every edge (u, v)");
-      cmd.add_flag("--one-based", o->one_based, "edge lists: ids start at 1");
+      add_matrix_read_options(cmd, *o);
       add_output_options(cmd, *o);
       return [o] {
         const Report r = info_report(*o);
