@@ -555,7 +555,7 @@ class Collectives {
     if (r == Route::nccl && !nccl_) {
       const std::string why = nccl_unusable_reason(comm_);
       if (why.empty()) {
-        nccl_ = std::make_shared<NcclComm>(comm_, rank_, size_);
+        nccl_ = shared_nccl_comm(comm_, rank_, size_);
       } else {
         if (explicit_engine_) throw UsageError("KFACTOR_COMM_ENGINE=nccl: " + why);
         device_engine_ = mpi_is_cuda_aware() ? DeviceEngine::cuda_aware_mpi : DeviceEngine::host_staged;

@@ -12,6 +12,11 @@
 /// when the deadline passes it aborts the communicator (which ends the
 /// pending kernels) and throws RuntimeFailure naming this rank, so the driver
 /// ends the job with exit 4 instead of hanging.
+///
+/// **Reuse.** Creating a communicator costs hundreds of milliseconds (NCCL
+/// connects every pair of GPUs), and one program runs many solvers over the
+/// same ranks, so shared_nccl_comm() keeps one communicator per group of
+/// ranks and device until Kokkos is finalized.
 
 #include <kfactor/config.hpp>
 
@@ -22,12 +27,16 @@
 
 #include <kfactor/core/error.hpp>
 
+#include <Kokkos_Core.hpp>
+
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
+#include <memory>
 #include <string>
 #include <thread>
 #include <type_traits>
@@ -96,13 +105,11 @@ class NcclComm {
   NcclComm(const NcclComm&) = delete;
   NcclComm& operator=(const NcclComm&) = delete;
   ~NcclComm() {
-    if (comm_ == nullptr) return;
-    if (aborted_)
-      ncclCommAbort(comm_);
-    else
-      ncclCommDestroy(comm_);
+    if (comm_ != nullptr) ncclCommDestroy(comm_);
   }
   [[nodiscard]] ncclComm_t get() const { return comm_; }
+  /// True once an error aborted this communicator: it cannot run again.
+  [[nodiscard]] bool aborted() const { return aborted_; }
 
   /// Throws RuntimeFailure (after aborting the communicator) unless rc is
   /// ncclSuccess.
@@ -133,8 +140,12 @@ class NcclComm {
   }
 
  private:
+  /// Aborts at once (not when the last owner lets go): that ends the
+  /// kernels still waiting for a failed peer.
   [[noreturn]] void fail(const std::string& message) {
     aborted_ = true;
+    if (comm_ != nullptr) ncclCommAbort(comm_);
+    comm_ = nullptr;
     throw RuntimeFailure("rank " + std::to_string(rank_) + ": NCCL " + message);
   }
   ncclComm_t comm_ = nullptr;
@@ -142,6 +153,41 @@ class NcclComm {
   bool aborted_ = false;
   double timeout_s_ = 300.0;
 };
+
+/// The NCCL communicator of the ranks of `comm` on the current device,
+/// created on first use and shared by every later caller with the same
+/// group (see Reuse in the file comment). Collective over `comm`: whether a
+/// kept communicator is reused is agreed by all ranks, so a rank whose copy
+/// was aborted never leaves the others waiting in ncclCommInitRank.
+inline std::shared_ptr<NcclComm> shared_nccl_comm(MPI_Comm comm, int rank, int size) {
+  // Key: the world ranks of the group, then the device.
+  MPI_Group group = MPI_GROUP_NULL, world = MPI_GROUP_NULL;
+  MPI_Comm_group(comm, &group);
+  MPI_Comm_group(MPI_COMM_WORLD, &world);
+  std::vector<int> local(size), key(size + 1);
+  for (int r = 0; r < size; ++r) local[r] = r;
+  MPI_Group_translate_ranks(group, size, local.data(), world, key.data());
+  MPI_Group_free(&group);
+  MPI_Group_free(&world);
+  cudaGetDevice(&key[size]);
+
+  static std::map<std::vector<int>, std::shared_ptr<NcclComm>> kept;
+  static bool hook = false;
+  if (!hook) {
+    // Before Kokkos releases the device: destroying a communicator later,
+    // among static destructors, may find the CUDA runtime gone.
+    Kokkos::push_finalize_hook([] { kept.clear(); });
+    hook = true;
+  }
+  auto it = kept.find(key);
+  int usable = it != kept.end() && !it->second->aborted() ? 1 : 0;
+  MPI_Allreduce(MPI_IN_PLACE, &usable, 1, MPI_INT, MPI_LAND, comm);
+  if (usable) return it->second;
+  if (it != kept.end()) kept.erase(it);
+  auto made = std::make_shared<NcclComm>(comm, rank, size);
+  kept.emplace(key, made);
+  return made;
+}
 
 }  // namespace kfactor::distributed::detail
 #endif
