@@ -261,11 +261,19 @@ double allreduce(MPI_Comm c, double v, MPI_Op op) {
 ///             neighbours) over blocks of 0.5 .. 16 MB.
 /// A sweep over the sizes the solvers use, not one size: a single 16 MB
 /// all-gather folded its per-call cost into beta and alpha did not cover
-/// the per-call cost of large messages. The sweeps' repetitions start with
+/// the per-call cost of large messages.
+///   alpha_enqueued  device time per all-reduce of one value that the NCCL
+///             engine enqueues between kernels without a host wait (HALS and
+///             ALO sum a column norm per column so): 200 of them back to back,
+///             one fence, divided by 200. These calls are not in the measured
+///             transfer (the host never waits for them; their time is part of
+///             compute), so the model prices them apart (model_enqueued_s)
+///             and leaves them out of model_communication. The sweeps' repetitions start with
 /// cold caches (a 64 MB write between them), as the solvers' calls do after
 /// their compute.
 struct Calibration {
   double alpha = 0, gamma = 0, gather_latency = 0, beta = 0, shift_latency = 0, shift_beta = 0;
+  double alpha_enqueued = 0;  ///< 0 unless the engine enqueues one-value all-reductions
   /// Modelled seconds of `calls` calls of each kind moving `bytes` (received,
   /// or all-reduce payload).
   [[nodiscard]] double reduce(double calls, double payload, int p) const {
@@ -358,6 +366,21 @@ Calibration calibrate(MPI_Comm c, const Exec& exec) {
   }
   std::tie(cal.shift_latency, cal.shift_beta) = fit_line(x, t);
   cal.shift_latency = std::max(cal.shift_latency, cal.alpha);
+  if (coll.engine_name<Exec, Mem>() == "nccl") {
+    // A communicator without a call log: the path the solvers' sweeps take.
+    distributed::detail::Collectives quiet(c);
+    Kokkos::View<T*, Mem> one("one", 1);
+    constexpr int burst = 200;
+    std::vector<double> bursts;
+    for (int rep = 0; rep < 9; ++rep) {
+      MPI_Barrier(c);
+      const double t0 = MPI_Wtime();
+      for (int i = 0; i < burst; ++i) quiet.allreduce_sum(exec, one);
+      exec.fence();
+      bursts.push_back(allreduce(c, MPI_Wtime() - t0, MPI_MAX) / burst);
+    }
+    cal.alpha_enqueued = median(bursts);
+  }
   return cal;
 }
 
@@ -380,6 +403,9 @@ struct Measure {
 /// The model's prediction per kind of call (seconds per step).
 struct Model {
   double reduce_s = 0, gather_s = 0, shift_s = 0;
+  /// One-value all-reductions enqueued on the device (see alpha_enqueued):
+  /// part of compute, not of total().
+  double enqueued_s = 0;
   [[nodiscard]] double total() const { return reduce_s + gather_s + shift_s; }
 };
 
@@ -515,6 +541,8 @@ void emit(MPI_Comm c, const std::string& solver, const std::string& scaling, con
       {"model_reduce_s", model.reduce_s},
       {"model_gather_s", model.gather_s},
       {"model_shift_s", model.shift_s},
+      {"alpha_enqueued_s", cal.alpha_enqueued},
+      {"model_enqueued_s", model.enqueued_s},
       {"calls_reduce_gather_shift", {m.reduce_calls, m.gather_calls, m.shift_calls}},
       {"undisturbed_call_fraction", m.undisturbed_fraction},
       {"undisturbed_calls_s", m.undisturbed_s},
@@ -541,6 +569,9 @@ void emit(MPI_Comm c, const std::string& solver, const std::string& scaling, con
                  "(%.3f) x%.0f\n",
                  1e3 * m.reduce_s, 1e3 * model.reduce_s, m.reduce_calls, 1e3 * m.gather_s, 1e3 * model.gather_s,
                  m.gather_calls, 1e3 * m.shift_s, 1e3 * model.shift_s, m.shift_calls);
+  if (model.enqueued_s > 0)
+    std::fprintf(stderr, "       one-value all-reductions enqueued on the device (in compute): model %.3f ms\n",
+                 1e3 * model.enqueued_s);
   if (p > 1)
     std::fprintf(stderr,
                  "       undisturbed calls (no rank switched out): %.0f%%, measured %.3f ms, model %.3f ms, "
@@ -605,7 +636,12 @@ void run_nmf_on(MPI_Comm c, const Exec& exec, const Args& a, const std::string& 
         // Payload of the all-reductions: two K x K Grams and the doubles.
         const double payload = 2.0 * a.k * a.k * sizeof(T) + 8.0 * v.scalar_reductions;
         model.gather_s = cal.gather(v.exchanges, (v.gather_words + v.scatter_words) * sizeof(T));
-        model.reduce_s = cal.reduce(2 + v.scalar_reductions, payload, P);
+        // Without a call log or barriers (--split 0) the NCCL engine enqueues
+        // the one-value reductions (see Calibration::alpha_enqueued).
+        const bool enqueued = !a.split && cal.alpha_enqueued > 0;
+        model.reduce_s = enqueued ? cal.reduce(2, payload - 8.0 * v.scalar_reductions, P)
+                                  : cal.reduce(2 + v.scalar_reductions, payload, P);
+        if (enqueued) model.enqueued_s = v.scalar_reductions * cal.alpha_enqueued;
       }
       emit(c, "nmf", scaling, alg, dn::to_string(blocks.grid), s.comm->coll->template engine_name<Exec, Mem>(),
            sizeof(T) == 4 ? "float" : "double", V, D, std::int64_t(blocks.global_nnz), a.k, a.iters, m, v.bytes, model,

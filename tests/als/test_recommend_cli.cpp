@@ -135,7 +135,8 @@ TEST(RecommendCli, UnknownIdsAndBadN) {
   std::ofstream(items) << "7\n12\n";
   const auto sim = run("similar --factors " + quote(s.prefix) + " --items " + quote(items) + " --n 39 --json", 7);
   ASSERT_EQ(sim.code, 0) << sim.err;
-  for (const auto& l : nlohmann::json::parse(sim.out)["rankings"]) {
+  const auto similar = nlohmann::json::parse(sim.out);
+  for (const auto& l : similar["rankings"]) {
     EXPECT_EQ(l["ids"].size(), 39u);
     for (const auto& i : l["ids"]) EXPECT_NE(i, l["query"]);
   }
