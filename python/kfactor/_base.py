@@ -103,6 +103,23 @@ def on_cuda(X):
     return X.__dlpack_device__()[0] in (2, 3, 13)  # kDLCUDA, kDLCUDAHost, kDLCUDAManaged
 
 
+def like(X, values):
+    """A result of the extension as an array of X's kind: a DLPack result
+    of a CUDA run as an array of X's library (cupy, torch); numpy as is."""
+    if not on_cuda(X):
+        return values
+    lib = type(X).__module__.split(".")[0]
+    if lib == "cupy":
+        import cupy
+
+        return cupy.from_dlpack(values)
+    if lib == "torch":
+        import torch
+
+        return torch.from_dlpack(values)
+    raise TypeError(f"CUDA arrays of {lib} are not supported: pass cupy or torch arrays")
+
+
 def is_sparse(X):
     return _sp is not None and _sp.issparse(X)
 

@@ -13,6 +13,7 @@ from ._base import (
     check_X,
     csr_parts,
     is_sparse,
+    like,
     on_cuda,
     progress,
     resolve_dtype,
@@ -170,8 +171,9 @@ class NMF(TransformerMixin, BaseEstimator):
             state, seed, max_iter = None, seed_of(self.random_state), self.max_iter
             Ht = None if H is None else np.asarray(H).T
         options = self._options(n_components, seed, max_iter)
-        W = None if W is None else np.ascontiguousarray(W, dtype=dtype)
-        Ht = None if Ht is None else np.ascontiguousarray(Ht, dtype=dtype)
+        if not on_cuda(X):
+            W = None if W is None else np.ascontiguousarray(W, dtype=dtype)
+            Ht = None if Ht is None else np.ascontiguousarray(Ht, dtype=dtype)
         observe = progress(self.verbose, self.callback, "NMF")
         if is_sparse(X):
             out = _core.nmf_fit_csr(*csr_parts(X), options, W, Ht, state, observe, device)
@@ -182,8 +184,8 @@ class NMF(TransformerMixin, BaseEstimator):
 
     def _store(self, out, n_components, options, X):
         report = out["report"]
-        self._W = out["W"]
-        self.components_ = out["Ht"].T
+        self._W = like(X, out["W"])
+        self.components_ = like(X, out["Ht"]).T
         self.n_components_ = int(n_components)
         self.n_iter_ = int(out["iteration"])
         self._state = {"iteration": out["iteration"], "seed": out["seed"], "history": out["history"]}
@@ -217,7 +219,7 @@ class NMF(TransformerMixin, BaseEstimator):
             out = _core.nmf_transform_dense(X.T.copy(), options, Ht, device)
         else:
             out = _core.nmf_transform_dense(np.ascontiguousarray(X.T), options, Ht, device)
-        return out["Ht"]
+        return like(X, out["Ht"])
 
     def inverse_transform(self, X=None, *, Xt=None):
         """W H as a dense n_samples x n_features array."""

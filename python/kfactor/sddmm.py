@@ -3,7 +3,7 @@
 import numpy as np
 
 from . import _core
-from ._base import canonical_csr, check_device, csr_parts, on_cuda
+from ._base import canonical_csr, check_device, csr_parts, like, on_cuda
 
 
 def sddmm(S, A, B, device="cpu"):
@@ -17,7 +17,7 @@ def sddmm(S, A, B, device="cpu"):
     if on_cuda(A):
         indptr, indices, data = S.indptr.astype("int64"), S.indices.astype("int32"), S.data
         values = _core.sddmm(indptr, indices, data, S.shape[1], A, B, device)
-        return type(S)((_like(A, values), S.indices, S.indptr), shape=S.shape)
+        return type(S)((like(A, values), S.indices, S.indptr), shape=S.shape)
     import scipy.sparse as sp
 
     S = canonical_csr(S)
@@ -31,16 +31,3 @@ def sddmm(S, A, B, device="cpu"):
     values = _core.sddmm(*csr_parts(S), A, B, device)
     return sp.csr_matrix((values, S.indices, S.indptr), shape=S.shape)
 
-
-def _like(X, values):
-    """A DLPack result as an array of X's library (cupy, torch)."""
-    lib = type(X).__module__.split(".")[0]
-    if lib == "cupy":
-        import cupy
-
-        return cupy.from_dlpack(values)
-    if lib == "torch":
-        import torch
-
-        return torch.from_dlpack(values)
-    return values

@@ -178,8 +178,8 @@ void define_dtype(nb::module_& m) {
       "The N rows of F most similar to each of `rows` by cosine (the row itself excluded): (items, scores, count).");
   m.def(
       "als_fold_in",
-      [](In<T, 2> Y, const nb::dict& options, In<std::int64_t, 1> indptr, In<std::int32_t, 1> indices,
-         In<T, 1> data, const std::string& device) {
+      [](In<T, 2> Y, const nb::dict& options, In<std::int64_t, 1> indptr, In<std::int32_t, 1> indices, In<T, 1> data,
+         const std::string& device) {
         const auto opt = als_options(options);
         const auto interactions = coo_of(indptr, indices, data, std::int64_t(Y.shape(0)));
         return on_device(device, [&](const auto& exec) {
@@ -242,7 +242,8 @@ void define_dtype(nb::module_& m) {
         return nb::make_tuple(csr_arrays(train), csr_arrays(test));
       },
       nb::arg("indptr").noconvert(), nb::arg("indices").noconvert(), nb::arg("data").noconvert(), nb::arg("cols"),
-      nb::arg("k"), nb::arg("seed"), "als::leave_k_out: k random entries of every user with more than k to the test set.");
+      nb::arg("k"), nb::arg("seed"),
+      "als::leave_k_out: k random entries of every user with more than k to the test set.");
   m.def(
       "als_save",
       [](const std::string& path, const nb::dict& options, In<T, 2> X, In<T, 2> Y, int iteration, std::uint64_t seed,
@@ -272,7 +273,8 @@ void register_als(nb::module_& m) {
       "als_load",
       [](const std::string& path) {
         const auto info = inspect_checkpoint(path, false);
-        if (info.meta.solver != "als") throw InputError(path + ": a checkpoint of " + info.meta.solver + ", not of als");
+        if (info.meta.solver != "als")
+          throw InputError(path + ": a checkpoint of " + info.meta.solver + ", not of als");
         CheckpointMeta expected;
         expected.solver = "als";
         expected.precision = info.meta.precision;
@@ -295,7 +297,8 @@ void register_als(nb::module_& m) {
         };
         if (info.meta.precision == "float") return load(float{});
         if (info.meta.precision == "double") return load(double{});
-        throw InputError(path + ": factors of precision " + info.meta.precision + "; kfactor.ALS reads float and double");
+        throw InputError(path + ": factors of precision " + info.meta.precision +
+                         "; kfactor.ALS reads float and double");
       },
       nb::arg("path"), "Reads an ALS checkpoint: factors, iteration, seed, history, options, fingerprint.");
 }

@@ -14,10 +14,10 @@
 #include <kfactor/core/spaces.hpp>
 #include <kfactor/io/checkpoint.hpp>
 
-#include <Kokkos_Core.hpp>
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/string.h>
+#include <Kokkos_Core.hpp>
 
 #include <atomic>
 #include <cstdint>
@@ -83,8 +83,7 @@ template <class Mem, class T>
 DenseMatrix<T, Mem> dense_in(const In<T, 2>& a, const char* what) {
   const bool device = on_cuda(a);
   if constexpr (Kokkos::SpaceAccessibility<Kokkos::HostSpace, Mem>::accessible) {
-    if (device)
-      throw UsageError(std::string(what) + " is a CUDA array; pass device='cuda' (or copy it to the host)");
+    if (device) throw UsageError(std::string(what) + " is a CUDA array; pass device='cuda' (or copy it to the host)");
     return DenseMatrix<T, Mem>(const_cast<T*>(a.data()), a.shape(0), a.shape(1));
   } else {
     if (device) return DenseMatrix<T, Mem>(const_cast<T*>(a.data()), a.shape(0), a.shape(1));
@@ -101,8 +100,7 @@ template <class Mem, class T>
 Kokkos::View<T*, Mem> vector_in(const In<T, 1>& a, const char* what) {
   const bool device = on_cuda(a);
   if constexpr (Kokkos::SpaceAccessibility<Kokkos::HostSpace, Mem>::accessible) {
-    if (device)
-      throw UsageError(std::string(what) + " is a CUDA array; pass device='cuda' (or copy it to the host)");
+    if (device) throw UsageError(std::string(what) + " is a CUDA array; pass device='cuda' (or copy it to the host)");
     return Kokkos::View<T*, Mem>(const_cast<T*>(a.data()), a.shape(0));
   } else {
     if (device) return Kokkos::View<T*, Mem>(const_cast<T*>(a.data()), a.shape(0));
@@ -139,13 +137,12 @@ CsrMatrix<T, Mem> csr_in(const In<std::int64_t, 1>& indptr, const In<std::int32_
       row_map = Kokkos::View<offset_t*, Mem>(p, rp.shape(0));
     } else {
       row_map = Kokkos::View<offset_t*, Mem>("kfactor::python::indptr", rp.shape(0));
-      Kokkos::deep_copy(row_map,
-                        Kokkos::View<const offset_t*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(
-                            p, rp.shape(0)));
+      Kokkos::deep_copy(
+          row_map,
+          Kokkos::View<const offset_t*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(p, rp.shape(0)));
     }
   }
-  return CsrMatrix<T, Mem>(row_map, vector_in<Mem>(indices, "indices"), vector_in<Mem>(data, "data"),
-                           ordinal_t(cols));
+  return CsrMatrix<T, Mem>(row_map, vector_in<Mem>(indices, "indices"), vector_in<Mem>(data, "data"), ordinal_t(cols));
 }
 
 /// A copy of `v` as a new numpy array (host) or, with `device` and a device
@@ -173,9 +170,10 @@ nb::object array_out(const V& v, bool device = false) {
   T* data = new T[n > 0 ? n : 1];
   nb::capsule owner(data, [](void* p) noexcept { delete[] static_cast<T*>(p); });
   if constexpr (rank == 2)
-    Kokkos::deep_copy(Kokkos::View<T**, Kokkos::LayoutRight, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(
-                          data, shape[0], shape[1]),
-                      v);
+    Kokkos::deep_copy(
+        Kokkos::View<T**, Kokkos::LayoutRight, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(
+            data, shape[0], shape[1]),
+        v);
   else
     Kokkos::deep_copy(Kokkos::View<T*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(data, shape[0]), v);
   return nb::cast(nb::ndarray<nb::numpy, T>(data, rank, shape, owner));

@@ -66,8 +66,7 @@ Observer ProgressBridge::observer() {
     }
     if (!progress_.is_valid() || progress_.is_none()) return ObserverAction::proceed;
     try {
-      const nb::object stop =
-          progress_(e.iteration, e.seconds, e.metrics ? metrics_dict(*e.metrics) : nb::dict());
+      const nb::object stop = progress_(e.iteration, e.seconds, e.metrics ? metrics_dict(*e.metrics) : nb::dict());
       return nb::cast<bool>(stop) ? ObserverAction::stop : ObserverAction::proceed;
     } catch (nb::python_error& err) {
       err.restore();
@@ -96,8 +95,8 @@ nb::dict history_dict(const MetricHistory& h) {
   std::vector<double> flat;
   flat.reserve(h.rows.size() * h.names.size());
   for (const auto& row : h.rows) flat.insert(flat.end(), row.begin(), row.end());
-  const Kokkos::View<const double**, Kokkos::LayoutRight, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>
-      v(flat.data(), h.rows.size(), h.names.size());
+  const Kokkos::View<const double**, Kokkos::LayoutRight, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>> v(
+      flat.data(), h.rows.size(), h.names.size());
   d["values"] = array_out(v);
   return d;
 }
@@ -227,7 +226,8 @@ NB_MODULE(_core, m) {
       "_last_input_address", [] { return last_input_address().load(); },
       "Address of the last input matrix a solver received (tests check it equals the caller's buffer).");
   m.def(
-      "_raise", [](const std::string& kind, const std::string& what) {
+      "_raise",
+      [](const std::string& kind, const std::string& what) {
         if (kind == "usage") throw kfactor::UsageError(what);
         if (kind == "input") throw kfactor::InputError("input.mtx", 7, what);
         if (kind == "runtime") throw kfactor::RuntimeFailure(what);

@@ -138,8 +138,8 @@ template <class T>
 void define_dtype(nb::module_& m) {
   m.def(
       "nmf_fit_dense",
-      [](In<T, 2> X, const nb::dict& options, std::optional<In<T, 2>> W, std::optional<In<T, 2>> Ht,
-         nb::handle state, nb::object progress, const std::string& device) {
+      [](In<T, 2> X, const nb::dict& options, std::optional<In<T, 2>> W, std::optional<In<T, 2>> Ht, nb::handle state,
+         nb::object progress, const std::string& device) {
         const auto opt = nmf_options(options);
         const auto start = start_from<T>(std::move(W), std::move(Ht), state);
         ProgressBridge bridge(std::move(progress));
@@ -207,8 +207,8 @@ void define_dtype(nb::module_& m) {
       nb::arg("W").noconvert(), nb::arg("Ht").noconvert(), nb::arg("device") = "cpu", "W H (nmf::inverse_transform).");
   m.def(
       "nmf_save",
-      [](const std::string& path, const nb::dict& options, In<T, 2> W, In<T, 2> Ht, int iteration,
-         std::uint64_t seed, nb::handle history, nb::handle fingerprint) {
+      [](const std::string& path, const nb::dict& options, In<T, 2> W, In<T, 2> Ht, int iteration, std::uint64_t seed,
+         nb::handle history, nb::handle fingerprint) {
         const auto opt = nmf_options(options);
         nmf::State<T, Kokkos::HostSpace> state;
         state.W = dense_in<Kokkos::HostSpace>(W, "W");
@@ -220,8 +220,8 @@ void define_dtype(nb::module_& m) {
         ProgressBridge bridge{nb::none()};
         without_gil(bridge, [&] { save_checkpoint(path, state, meta); });
       },
-      nb::arg("path"), nb::arg("options"), nb::arg("W").noconvert(), nb::arg("Ht").noconvert(),
-      nb::arg("iteration"), nb::arg("seed"), nb::arg("history"), nb::arg("fingerprint"),
+      nb::arg("path"), nb::arg("options"), nb::arg("W").noconvert(), nb::arg("Ht").noconvert(), nb::arg("iteration"),
+      nb::arg("seed"), nb::arg("history"), nb::arg("fingerprint"),
       "Saves a fitted NMF as the HDF5 checkpoint `kfactor nmf --checkpoint` writes.");
 }
 
@@ -258,7 +258,8 @@ void register_nmf(nb::module_& m) {
         };
         if (info.meta.precision == "float") return load(float{});
         if (info.meta.precision == "double") return load(double{});
-        throw InputError(path + ": factors of precision " + info.meta.precision + "; kfactor.NMF reads float and double");
+        throw InputError(path + ": factors of precision " + info.meta.precision +
+                         "; kfactor.NMF reads float and double");
       },
       nb::arg("path"),
       "Reads an NMF checkpoint (written by save or by `kfactor nmf --checkpoint`): factors, iteration, seed, history, "
