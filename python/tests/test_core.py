@@ -1,5 +1,9 @@
 """The extension module itself: build facts, devices, the error mapping."""
 
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
@@ -65,3 +69,16 @@ def test_library_input_errors_are_value_errors():
     X[2, 3] = -1.0
     with pytest.raises(ValueError, match="negative"):
         _core.nmf_fit_dense(X, {"rank": 2})
+
+
+def test_kokkos_uses_omp_num_threads_and_finalizes_at_exit():
+    code = (
+        "import numpy as np, kfactor\n"
+        "print(kfactor.build_info()['threads'])\n"
+        "kfactor.NMF(2, max_iter=3).fit(np.ones((5, 4)) + np.eye(5, 4))\n"
+    )
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    run = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.split() == ["1"]
+    assert "Kokkos" not in run.stderr  # no allocation left alive at finalize, no warning
