@@ -354,6 +354,8 @@ Metrics evaluate(const ExecutionSpace& exec, const Problem<Matrix>& problem, con
 /// The start of a run with W fixed (options.fix_w required, UsageError
 /// otherwise): W as given (finite, non-negative: InputError) and every
 /// entry of H0 sqrt(mean(A) / K), scikit-learn's start beside a fixed factor.
+/// With W fixed, K may exceed A's column count (each column of H is its own
+/// problem: transform of a single new sample).
 template <class ExecutionSpace, class Matrix>
 StateFor<Matrix> init_fixed_w(
     const ExecutionSpace& exec, const Problem<Matrix>& problem, const Options& options,

@@ -1349,7 +1349,9 @@ StateFor<Matrix> init_with(
   using Mem = typename MatrixTraits<Matrix>::memory_space;
   options.validate();
   const std::int64_t V = problem.rows, D = problem.cols;
-  detail::check_rank(options, V, D);
+  // With W fixed each column of H is its own least-squares problem, so any
+  // number of columns is fine (transform of one new sample included).
+  if (!options.fix_w) detail::check_rank(options, V, D);
   const std::int64_t K = options.rank;
   if (static_cast<std::int64_t>(W0.extent(0)) != V || static_cast<std::int64_t>(W0.extent(1)) != K ||
       static_cast<std::int64_t>(Ht0.extent(0)) != D || static_cast<std::int64_t>(Ht0.extent(1)) != K)
@@ -1441,7 +1443,6 @@ StateFor<Matrix> init_fixed_w(
   using Mem = typename MatrixTraits<Matrix>::memory_space;
   if (!options.fix_w) throw UsageError("nmf: init_fixed_w needs options.fix_w");
   options.validate();
-  detail::check_rank(options, problem.rows, problem.cols);
   // scikit-learn's start beside a fixed factor: every entry sqrt(mean(A) / K).
   auto Ht0 = detail::alloc<T, Mem>("Ht0", problem.cols, options.rank);
   Kokkos::deep_copy(exec, Ht0,

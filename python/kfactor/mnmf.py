@@ -1,0 +1,109 @@
+"""kfactor.ManifoldNMF: manifold-regularized NMF of observed ratings
+(CUMNMF), with user and item similarity graphs."""
+
+import numpy as np
+
+from . import _core
+from ._base import BaseEstimator, canonical_csr, check_device, check_is_fitted, check_X, csr_parts, progress, seed_of
+
+
+class ManifoldNMF(BaseEstimator):
+    """Ratings R (users x items, sparse: the stored entries are the
+    observed ones) ~ W H^T with W, H >= 0, plus graph terms that pull
+    similar users' (items') factor rows together:
+    lambda_W Tr(W^T L W) + lambda_H Tr(H^T Lb H), L and Lb the Laplacians of
+    the user and item graphs.
+
+    n_components : the rank r.
+    objective : "euclid" (squared error) or "kl" (generalized KL divergence).
+    lambda_W, lambda_H : weights of the user and item graph terms (0: none).
+    n_neighbors, graph_weighting : the kNN graphs built from R's rows
+        (users) and columns (items) when fit() gets no graph and the lambda
+        is positive; weighting "binary" | "heat" | "dot".
+    max_iter, tol, random_state, dtype, device, verbose, callback: as kfactor.NMF.
+
+    There is no transform of new users; fit_transform returns W.
+
+    Fitted: user_factors_ = W (users x r), components_ = H^T (r x items),
+    n_iter_, objective_, history_.
+    """
+
+    def __init__(
+        self,
+        n_components=10,
+        *,
+        objective="euclid",
+        lambda_W=0.0,
+        lambda_H=0.0,
+        n_neighbors=15,
+        graph_weighting="binary",
+        max_iter=100,
+        tol=0.0,
+        random_state=None,
+        dtype=None,
+        device="cpu",
+        verbose=0,
+        callback=None,
+    ):
+        self.n_components = n_components
+        self.objective = objective
+        self.lambda_W = lambda_W
+        self.lambda_H = lambda_H
+        self.n_neighbors = n_neighbors
+        self.graph_weighting = graph_weighting
+        self.max_iter = max_iter
+        self.tol = tol
+        self.random_state = random_state
+        self.dtype = dtype
+        self.device = device
+        self.verbose = verbose
+        self.callback = callback
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        tags.input_tags.positive_only = True
+        return tags
+
+    def _more_tags(self):
+        return {"requires_positive_X": True}
+
+    def fit(self, X, y=None, user_graph=None, item_graph=None):
+        """Fits W and H to the stored entries of X; user_graph (users x
+        users) and item_graph (items x items) are symmetric non-negative
+        similarity matrices (None: kNN graphs when the lambda is positive)."""
+        self.fit_transform(X, user_graph=user_graph, item_graph=item_graph)
+        return self
+
+    def fit_transform(self, X, y=None, user_graph=None, item_graph=None):
+        """Fits and returns W (users x n_components)."""
+        device = check_device(self.device)
+        X = check_X(self, X, reset=True, dtype=self.dtype, non_negative=True)
+        R = canonical_csr(X, dtype=X.dtype)
+        graphs = [None if g is None else csr_parts(canonical_csr(g, dtype=R.dtype))[:3] for g in (user_graph, item_graph)]
+        options = {
+            "objective": str(self.objective),
+            "rank": int(self.n_components),
+            "lambda_w": float(self.lambda_W),
+            "lambda_h": float(self.lambda_H),
+            "n_neighbors": int(self.n_neighbors),
+            "graph_weighting": str(self.graph_weighting),
+            "max_iter": int(self.max_iter),
+            "tol": float(self.tol),
+            "seed": seed_of(self.random_state),
+        }
+        out = _core.mnmf_fit(
+            *csr_parts(R), options, graphs[0], graphs[1], progress(self.verbose, self.callback, "ManifoldNMF"), device
+        )
+        self.user_factors_ = out["W"]
+        self.components_ = out["H"].T
+        self.n_components_ = int(self.n_components)
+        self.n_iter_ = int(out["iteration"])
+        self.objective_ = float(out["report"]["metrics"].get("objective", np.nan))
+        self.history_ = out["history"]
+        return self.user_factors_
+
+    def inverse_transform(self, W):
+        """W H^T as a dense array (predicted ratings for every user and item)."""
+        check_is_fitted(self)
+        return np.asarray(W) @ self.components_

@@ -1,0 +1,260 @@
+#pragma once
+// What every part of the extension kfactor._core shares: the execution space
+// a call runs in (device="cpu" | "cuda" | "cuda:N"), arrays in and out
+// (numpy and DLPack buffers wrapped as unmanaged Kokkos Views, no copy where
+// the layout allows), options read from the dict the Python estimators
+// pass, the library's Observer as a Python callback, and the Report and
+// MetricHistory as dicts. The functions of each solver family (nmf.cpp,
+// als.cpp, ...) call the same library entry points as drivers/ and hold no
+// algorithm of their own.
+#include <kfactor/core/error.hpp>
+#include <kfactor/core/matrix.hpp>
+#include <kfactor/core/report.hpp>
+#include <kfactor/core/solver.hpp>
+#include <kfactor/core/spaces.hpp>
+#include <kfactor/io/checkpoint.hpp>
+
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/string.h>
+#include <Kokkos_Core.hpp>
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+namespace kfactor::python {
+
+namespace nb = nanobind;
+
+/// The host execution space every build has (OpenMP in the dev environment).
+using HostExec = Kokkos::DefaultHostExecutionSpace;
+
+/// A read-only C-contiguous array on any device (numpy on the host, or a
+/// DLPack array from cupy or torch on a GPU). noconvert() at the binding
+/// keeps a wrong dtype or layout from being copied silently: the Python
+/// layer converts where scikit-learn's conventions allow it.
+template <class T, std::size_t Rank>
+using In = nb::ndarray<const T, nb::ndim<Rank>, nb::c_contig>;
+
+/// Where a call runs: parse_device("cpu" | "cuda" | "cuda:N"). ValueError
+/// (UsageError) for another name, for "cuda" on a build without a CUDA
+/// Kokkos (naming the build's spaces), and for a device id other than the
+/// one Kokkos was initialized on.
+struct Device {
+  bool cuda = false;
+};
+Device parse_device(const std::string& name);
+
+/// Runs f(exec) with the execution space `device` names.
+template <class F>
+decltype(auto) on_device(const std::string& device, F&& f) {
+#if defined(KOKKOS_ENABLE_CUDA)
+  if (parse_device(device).cuda) return f(Kokkos::Cuda{});
+#else
+  (void)parse_device(device);
+#endif
+  return f(HostExec{});
+}
+
+/// The data address of the last input matrix a solver received (its
+/// Problem's own view), for the tests that check inputs are not copied.
+std::atomic<std::uintptr_t>& last_input_address();
+template <class T>
+void record_input(const T* p) {
+  last_input_address() = reinterpret_cast<std::uintptr_t>(p);
+}
+
+/// True when the array's memory is on a CUDA device.
+template <class A>
+bool on_cuda(const A& a) {
+  return a.device_type() == nb::device::cuda::value;
+}
+
+/// An unmanaged view of `a`'s memory when it lives in Mem's space (the
+/// array is used in place), else a copy in Mem. UsageError for a device
+/// array given to a host run.
+template <class Mem, class T>
+DenseMatrix<T, Mem> dense_in(const In<T, 2>& a, const char* what) {
+  const bool device = on_cuda(a);
+  if constexpr (Kokkos::SpaceAccessibility<Kokkos::HostSpace, Mem>::accessible) {
+    if (device) throw UsageError(std::string(what) + " is a CUDA array; pass device='cuda' (or copy it to the host)");
+    return DenseMatrix<T, Mem>(const_cast<T*>(a.data()), a.shape(0), a.shape(1));
+  } else {
+    if (device) return DenseMatrix<T, Mem>(const_cast<T*>(a.data()), a.shape(0), a.shape(1));
+    const Kokkos::View<const T**, Kokkos::LayoutRight, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>> h(
+        a.data(), a.shape(0), a.shape(1));
+    DenseMatrix<T, Mem> d(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string(what)), a.shape(0), a.shape(1));
+    Kokkos::deep_copy(d, h);
+    return d;
+  }
+}
+
+/// The same for a vector.
+template <class Mem, class T>
+Kokkos::View<T*, Mem> vector_in(const In<T, 1>& a, const char* what) {
+  const bool device = on_cuda(a);
+  if constexpr (Kokkos::SpaceAccessibility<Kokkos::HostSpace, Mem>::accessible) {
+    if (device) throw UsageError(std::string(what) + " is a CUDA array; pass device='cuda' (or copy it to the host)");
+    return Kokkos::View<T*, Mem>(const_cast<T*>(a.data()), a.shape(0));
+  } else {
+    if (device) return Kokkos::View<T*, Mem>(const_cast<T*>(a.data()), a.shape(0));
+    const Kokkos::View<const T*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>> h(a.data(), a.shape(0));
+    Kokkos::View<T*, Mem> d(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string(what)), a.shape(0));
+    Kokkos::deep_copy(d, h);
+    return d;
+  }
+}
+
+/// A CSR matrix from scipy's three arrays (indptr as int64, indices as
+/// int32, sorted within rows without duplicates: the Python layer
+/// canonicalizes) and the column count; each array used in place where
+/// it lives in Mem.
+template <class Mem, class T>
+CsrMatrix<T, Mem> csr_in(const In<std::int64_t, 1>& indptr, const In<std::int32_t, 1>& indices, const In<T, 1>& data,
+                         std::int64_t cols) {
+  static_assert(sizeof(offset_t) == sizeof(std::int64_t));
+  if (indptr.shape(0) < 1) throw UsageError("a CSR matrix needs at least one row pointer");
+  if (indices.shape(0) != data.shape(0))
+    throw UsageError("CSR indices and data differ in length: " + std::to_string(indices.shape(0)) + " and " +
+                     std::to_string(data.shape(0)));
+  // The offsets are non-negative (scipy's invariant, checked by the Python
+  // layer), so int64 memory reads as size_t unchanged.
+  const In<std::int64_t, 1>& rp = indptr;
+  Kokkos::View<offset_t*, Mem> row_map;
+  const bool device = on_cuda(rp);
+  auto* p = reinterpret_cast<offset_t*>(const_cast<std::int64_t*>(rp.data()));
+  if constexpr (Kokkos::SpaceAccessibility<Kokkos::HostSpace, Mem>::accessible) {
+    if (device) throw UsageError("indptr is a CUDA array; pass device='cuda'");
+    row_map = Kokkos::View<offset_t*, Mem>(p, rp.shape(0));
+  } else {
+    if (device) {
+      row_map = Kokkos::View<offset_t*, Mem>(p, rp.shape(0));
+    } else {
+      row_map = Kokkos::View<offset_t*, Mem>("kfactor::python::indptr", rp.shape(0));
+      Kokkos::deep_copy(
+          row_map,
+          Kokkos::View<const offset_t*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(p, rp.shape(0)));
+    }
+  }
+  return CsrMatrix<T, Mem>(row_map, vector_in<Mem>(indices, "indices"), vector_in<Mem>(data, "data"), ordinal_t(cols));
+}
+
+/// A copy of `v` as a new numpy array (host) or, with `device` and a device
+/// view, as a DLPack array on the device that owns a reference to the view.
+template <class V>
+nb::object array_out(const V& v, bool device = false) {
+  using T = typename V::non_const_value_type;
+  using Mem = typename V::memory_space;
+  constexpr std::size_t rank = V::rank();
+  std::size_t shape[2] = {v.extent(0), rank == 2 ? v.extent(1) : 1};
+  if constexpr (!Kokkos::SpaceAccessibility<Kokkos::HostSpace, Mem>::accessible) {
+    if (device) {
+      using Managed = Kokkos::View<typename V::data_type, Kokkos::LayoutRight, Mem>;
+      auto* keep = new Managed(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kfactor::python::out"), v.layout());
+      Kokkos::deep_copy(*keep, v);
+      nb::capsule owner(keep, [](void* p) noexcept { delete static_cast<Managed*>(p); });
+      return nb::cast(nb::ndarray<T, nb::device::cuda>(keep->data(), rank, shape, owner, nullptr, nb::dtype<T>(),
+                                                       nb::device::cuda::value, Kokkos::device_id()));
+    }
+  } else {
+    (void)device;
+  }
+  std::size_t n = 1;
+  for (std::size_t r = 0; r < rank; ++r) n *= shape[r];
+  T* data = new T[n > 0 ? n : 1];
+  nb::capsule owner(data, [](void* p) noexcept { delete[] static_cast<T*>(p); });
+  if constexpr (rank == 2)
+    Kokkos::deep_copy(
+        Kokkos::View<T**, Kokkos::LayoutRight, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(
+            data, shape[0], shape[1]),
+        v);
+  else
+    Kokkos::deep_copy(Kokkos::View<T*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(data, shape[0]), v);
+  return nb::cast(nb::ndarray<nb::numpy, T>(data, rank, shape, owner));
+}
+
+/// A numpy array holding a copy of `values`.
+template <class T>
+nb::object array_out(const std::vector<T>& values) {
+  const Kokkos::View<const T*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>> v(values.data(),
+                                                                                             values.size());
+  return array_out(v);
+}
+
+/// Option `key` of the dict the Python layer passes (`fallback` when it is
+/// absent or None).
+template <class V>
+V option(const nb::dict& d, const char* key, V fallback) {
+  if (!d.contains(key)) return fallback;
+  nb::handle h = d[key];
+  if (h.is_none()) return fallback;
+  return nb::cast<V>(h);
+}
+
+/// The library's Observer as a Python callable progress(iteration, seconds,
+/// metrics: dict) -> bool (True stops the run). It runs with the GIL held
+/// (the solver runs without), checks for KeyboardInterrupt first, and turns
+/// an exception of the callable into a stop; rethrow() raises it once the
+/// solver returned, so the exception reaches the caller unchanged.
+class ProgressBridge {
+ public:
+  explicit ProgressBridge(nb::object progress) : progress_(std::move(progress)) {}
+  Observer observer();
+  /// Raises the pending Python exception, if the callable or a signal set one.
+  void rethrow() const;
+
+ private:
+  nb::object progress_;
+  bool failed_ = false;
+};
+
+/// Serializes the library's work: Kokkos' execution space instances are
+/// not meant for concurrent launches from several host threads, and Python
+/// threads may call kfactor at once once the GIL is released.
+std::mutex& kokkos_mutex();
+
+/// Runs f() without the GIL (other Python threads run meanwhile; other
+/// kfactor calls wait for kokkos_mutex), then raises what the progress
+/// bridge caught.
+template <class F>
+auto without_gil(ProgressBridge& bridge, F&& f) {
+  using R = decltype(f());
+  if constexpr (std::is_void_v<R>) {
+    {
+      nb::gil_scoped_release release;
+      const std::lock_guard<std::mutex> lock(kokkos_mutex());
+      f();
+    }
+    bridge.rethrow();
+  } else {
+    std::optional<R> r;
+    {
+      nb::gil_scoped_release release;
+      const std::lock_guard<std::mutex> lock(kokkos_mutex());
+      r.emplace(f());
+    }
+    bridge.rethrow();
+    return std::move(*r);
+  }
+}
+
+/// Metrics as {name: value}.
+nb::dict metrics_dict(const Metrics& m);
+/// A MetricHistory as {"names": [...], "iterations": int array, "values": 2-D array}.
+nb::dict history_dict(const MetricHistory& h);
+/// The inverse of history_dict (an empty history for None).
+MetricHistory history_from(nb::handle h);
+/// An input fingerprint as the tuple (rows, cols, nnz, checksum) and back
+/// (None: an empty fingerprint, which a checkpoint load does not check).
+nb::tuple fingerprint_tuple(const InputFingerprint& f);
+InputFingerprint fingerprint_from(nb::handle h);
+/// A Report's result fields: iterations, seconds, stop_reason, metrics, timings, info, history.
+nb::dict report_dict(const Report& r);
+
+}  // namespace kfactor::python

@@ -1,0 +1,53 @@
+"""kfactor.BooleanMF, kfactor.ManifoldNMF and kfactor.sddmm."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+import kfactor
+from kfactor import _core
+
+
+def test_boolean_mf_recovers_a_planted_matrix(rng):
+    A = (rng.random((60, 4)) < 0.3).astype(np.uint8)
+    B = (rng.random((4, 50)) < 0.3).astype(np.uint8)
+    C = ((A.astype(int) @ B.astype(int)) > 0).astype(np.float64)
+    model = kfactor.BooleanMF(4, max_iter=200, random_state=2)
+    A_fit = model.fit_transform(C)
+    assert A_fit.dtype == np.uint8 and model.components_.shape == (4, 50)
+    approx = model.inverse_transform(A_fit)
+    assert model.reconstruction_err_ == np.count_nonzero(approx != C)
+    assert model.relative_error_ < 0.02
+    sparse = kfactor.BooleanMF(4, max_iter=200, random_state=2).fit(sp.csr_matrix(C))
+    np.testing.assert_array_equal(sparse.components_, model.components_)
+
+
+def test_manifold_nmf_with_knn_graphs(rng):
+    R = sp.random(40, 30, density=0.3, format="csr", random_state=3) * 5
+    plain = kfactor.ManifoldNMF(3, max_iter=50, random_state=1).fit(R)
+    graph = kfactor.ManifoldNMF(3, lambda_W=0.5, lambda_H=0.5, n_neighbors=5, max_iter=50, random_state=1).fit(R)
+    for model in (plain, graph):
+        names = list(model.history_["names"])
+        objective = model.history_["values"][:, names.index("objective")]
+        assert objective[-1] < objective[0]
+        assert model.user_factors_.min() >= 0 and model.components_.shape == (3, 30)
+    assert not np.allclose(plain.components_, graph.components_)
+    with pytest.raises(ValueError, match="graph"):
+        kfactor.ManifoldNMF(3, lambda_W=0.1).fit(R, user_graph=-sp.csr_matrix(np.ones((40, 40))))
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_sddmm_equals_the_dense_product(rng, dtype):
+    S = sp.random(30, 20, density=0.2, format="csr", random_state=4, dtype=dtype)
+    A = rng.random((30, 5)).astype(dtype)
+    B = rng.random((20, 5)).astype(dtype)
+    P = kfactor.sddmm(S, A, B)
+    assert _core._last_input_address() == A.__array_interface__["data"][0]
+    expected = S.multiply(A @ B.T).tocsr()
+    assert P.dtype == dtype
+    np.testing.assert_allclose(P.toarray(), expected.toarray(), rtol=1e-5 if dtype == np.float32 else 1e-12)
+    np.testing.assert_array_equal(P.indices, S.indices)
+    with pytest.raises(ValueError, match="sddmm"):
+        kfactor.sddmm(S, A, B[:, :4])
+    with pytest.raises(ValueError, match="2-D"):
+        kfactor.sddmm(S, A[0], B)
