@@ -82,7 +82,7 @@ struct SddmmCliOptions {
   std::string generate = "powerlaw";
   std::int64_t rows = 20000, cols = 10000, nnz = 1000000;
   std::string tune_cache;
-  std::string output;                     ///< Matrix Market file of P at S's pattern (rank 0 writes it)
+  std::string output;                     ///< Matrix Market file of P at S's pattern (or each rank's part of it)
   bool distributed = false;               ///< under mpiexec: S's columns split over the ranks
   std::string column_split = "balanced";  ///< with --distributed: balanced|timed|equal
   int gather = 1;                         ///< with --distributed: 0 leaves P distributed (one part per rank)
