@@ -2,7 +2,11 @@
 // --output writes P as an output set of one member (a `kfactor-set` stamp
 // line, io::OutputSet); neither it nor --tune-cache may be the input file,
 // nor --output the tune cache: checked before anything is read
-// (io::check_run_files).
+// (io::check_run_files). With --distributed --gather 0 each rank writes its
+// own part instead (distributed::part_path names it,
+// SddmmRankPlan::write_part writes it), checked the same way on every rank.
+// --gather without --distributed is a usage error: one process always holds
+// the whole product, so there is nothing to choose.
 #include "cli.hpp"
 
 #include <kfactor/core/convert.hpp>
@@ -31,6 +35,7 @@
 
 #if defined(KFACTOR_HAVE_MPI)
 #include <kfactor/distributed/collective.hpp>
+#include <kfactor/distributed/output.hpp>
 #include <kfactor/distributed/sddmm.hpp>
 
 #include <mpi.h>
@@ -58,6 +63,8 @@ constexpr int warmup_runs = 3;
 
 /// --reps: a million repetitions of even the smallest product is hours.
 constexpr Range<int> reps_range{.lo = 1, .hi = 1000000};
+/// --gather: 1 gathers P on rank 0, 0 leaves it distributed.
+constexpr Range<int> gather_range{.lo = 0, .hi = 1, .note = "1: gathered on rank 0, 0: one part per rank"};
 /// A generated pattern's rows and columns are ordinal_t indices; its
 /// nonzeros are bounded by rows * cols / 2 (load_or_generate).
 constexpr Range<std::int64_t> generated_extent_range{.lo = 1, .hi = std::numeric_limits<ordinal_t>::max()};
@@ -75,9 +82,10 @@ struct SddmmCliOptions {
   std::string generate = "powerlaw";
   std::int64_t rows = 20000, cols = 10000, nnz = 1000000;
   std::string tune_cache;
-  std::string output;                     ///< Matrix Market file of P at S's pattern (rank 0 writes it)
+  std::string output;                     ///< Matrix Market file of P at S's pattern (or each rank's part of it)
   bool distributed = false;               ///< under mpiexec: S's columns split over the ranks
   std::string column_split = "balanced";  ///< with --distributed: balanced|timed|equal
+  int gather = 1;                         ///< with --distributed: 0 leaves P distributed (one part per rank)
 };
 
 /// The files the run reads: --input, when given.
@@ -86,12 +94,20 @@ std::vector<std::string> input_files(const SddmmCliOptions& o) {
   return {o.common.input};
 }
 
-/// Refuses --output or --tune-cache over the input, and --output over the
-/// tune cache (UsageError naming both paths).
-void check_files(const SddmmCliOptions& o) {
+/// The files the run must leave alone: the input and the tune cache.
+std::vector<std::string> protected_files(const SddmmCliOptions& o) {
+  std::vector<std::string> files = input_files(o);
+  if (!o.tune_cache.empty()) files.push_back(o.tune_cache);
+  return files;
+}
+
+/// Refuses the output file `output` (--output, or this rank's part of it)
+/// or --tune-cache over the input, and the output over the tune cache
+/// (UsageError naming both paths).
+void check_files(const SddmmCliOptions& o, const std::string& output) {
   io::RunFiles files;
   files.inputs = input_files(o);
-  if (!o.output.empty()) files.outputs = {o.output};
+  if (!output.empty()) files.outputs = {output};
   if (!o.tune_cache.empty()) files.appended = {o.tune_cache};
   io::check_run_files(files);
 }
@@ -100,10 +116,18 @@ void check_files(const SddmmCliOptions& o) {
 template <class T, class MemorySpace, class Values>
 void write_output(const SddmmCliOptions& o, const CsrMatrix<T, MemorySpace>& S, const Values& P,
                   const std::string& comment) {
-  std::vector<std::string> protected_files = input_files(o);
-  if (!o.tune_cache.empty()) protected_files.push_back(o.tune_cache);
-  const io::OutputSet set(protected_files, {"P"});
+  const io::OutputSet set(protected_files(o), {"P"});
   io::write_sddmm_output(o.output, S, P, comment, set["P"]);
+}
+
+/// --check's measure: the largest difference between `got` and the
+/// reference `want` (host-indexable, `n` values each), relative to 1 + |want|.
+template <class Got, class Want>
+double worst_relative_diff(const Got& got, const Want& want, std::size_t n) {
+  double worst = 0;
+  for (std::size_t e = 0; e < n; ++e)
+    worst = std::max(worst, std::abs(double(got[e]) - double(want[e])) / (1.0 + std::abs(double(want[e]))));
+  return worst;
 }
 
 /// The plan options the command line asks for.
@@ -167,10 +191,7 @@ Report run_sddmm(const SddmmCliOptions& o, const CooMatrix<double>& coo) {
     sddmm_reference(exec, S, A, B, ref);
     auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, out);
     auto hr = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, ref);
-    double worst = 0;
-    for (std::size_t e = 0; e < h.extent(0); ++e)
-      worst = std::max(worst, std::abs(double(h(e)) - double(hr(e))) / (1.0 + std::abs(double(hr(e)))));
-    r.metrics.set("max_diff_vs_reference", worst);
+    r.metrics.set("max_diff_vs_reference", worst_relative_diff(h, hr, h.extent(0)));
   }
   const auto& in = plan.info();
   r.info["kernel"] = to_string(in.kernel);
@@ -262,8 +283,31 @@ std::optional<Report> run_sddmm_distributed(const SddmmCliOptions& o, const CooM
   MPI_Gather(mine, 2, MPI_LONG_LONG, all.data(), 2, MPI_LONG_LONG, 0, comm);
 
   Report r;
+  const bool gathered = o.gather != 0;
+  const std::string comment =
+      "kfactor sddmm --distributed (" + std::to_string(size) + " ranks): P = S o (A B^T), K = " + std::to_string(K);
   std::vector<T> P;
-  if (!o.output.empty() || o.check) P = plan->gather(out, 0);
+  if (gathered && (!o.output.empty() || o.check)) P = plan->gather(out, 0);
+  // Left distributed: each rank checks its own block against the reference
+  // on that block, and writes its own part; nothing is gathered.
+  double worst_over_ranks = 0;
+  if (!gathered && o.check) {
+    const double worst = distributed::agree(comm, [&] {
+      Kokkos::View<T*, Mem> ref("ref", plan->local_nnz());
+      if (plan->local_nnz() > 0) sddmm_reference(exec, plan->local(), A, B_local, ref);
+      const auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, out);
+      const auto hr = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, ref);
+      return worst_relative_diff(h, hr, h.extent(0));
+    });
+    MPI_Reduce(&worst, &worst_over_ranks, 1, MPI_DOUBLE, MPI_MAX, 0, comm);
+  }
+  if (!gathered && !o.output.empty()) {
+    const std::string columns = plan->begin() == plan->end() ? "no columns of S"
+                                                             : "columns " + std::to_string(plan->begin() + 1) + " to " +
+                                                                   std::to_string(plan->end()) + " of S";
+    plan->write_part(o.output, out, comment + "\nrank " + std::to_string(rank) + "'s part: " + columns,
+                     protected_files(o));
+  }
   if (rank == 0) {
     r.command = "sddmm";
     r.backend = backend_name<Space>();
@@ -293,23 +337,20 @@ std::optional<Report> run_sddmm_distributed(const SddmmCliOptions& o, const CooM
     r.info["rank_columns"] = col_list;
     r.info["options"] = sddmm_options_string(opt);
     r.info["column_split"] = o.column_split;
-    if (o.check) {
+    r.info["gather"] = gathered ? "1" : "0";
+    if (o.check && gathered) {
       Kokkos::View<T*, Mem> ref("ref", S.nnz());
       sddmm_reference(exec, S, A, B, ref);
       auto hr = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, ref);
-      double worst = 0;
-      for (std::size_t e = 0; e < P.size(); ++e)
-        worst = std::max(worst, std::abs(double(P[e]) - double(hr(e))) / (1.0 + std::abs(double(hr(e)))));
-      r.metrics.set("max_diff_vs_reference", worst);
+      r.metrics.set("max_diff_vs_reference", worst_relative_diff(P, hr, P.size()));
+    } else if (o.check) {
+      r.metrics.set("max_diff_vs_reference", worst_over_ranks);
     }
-    // Only rank 0 writes: a failure here is this rank's alone (main() then
-    // ends the job).
-    if (!o.output.empty()) {
-      write_output(o, S, P,
-                   "kfactor sddmm --distributed (" + std::to_string(size) +
-                       " ranks): P = S o (A B^T), K = " + std::to_string(K));
-      r.info["output"] = o.output;
-    }
+    if (!o.output.empty()) r.info["output"] = o.output;
+    if (!o.output.empty() && !gathered) r.info["output_parts"] = std::to_string(size);
+    // Only rank 0 writes the gathered P: a failure here is this rank's alone
+    // (main() then ends the job).
+    if (!o.output.empty() && gathered) write_output(o, S, P, comment);
   }
   // Every rank leaves together (a rank-0 write failure aborts the others here).
   MPI_Barrier(comm);
@@ -405,15 +446,23 @@ const Registrar sddmm_command{Command{
                      "four timed rounds re-weigh the nonzeros) or equal (equal columns, the naive split)")
           ->check(CLI::IsMember({"balanced", "timed", "equal"}))
           ->capture_default_str();
-      return [o] {
+      auto* gather = add_number(cmd, "--gather", o->gather,
+                                "with --distributed and --output/--check: 1 gathers P on rank 0, 0 leaves it "
+                                "distributed (each rank writes --output's part .rankR, or {rank} replaced, and "
+                                "checks its own block)",
+                                gather_range);
+      return [o, gather] {
         if (o->distributed) {
 #if defined(KFACTOR_HAVE_MPI)
           if (o->autotune) throw UsageError("sddmm: --autotune is not available with --distributed");
           MPI_Comm comm = MPI_COMM_WORLD;
+          int rank = 0;
+          MPI_Comm_rank(comm, &rank);
           std::string source;
-          // Every rank reads the file itself; an error on any rank is every rank's.
+          // Every rank reads the file itself, and checks the output it
+          // writes; an error on any rank is every rank's.
           auto coo = distributed::agree(comm, [&] {
-            check_files(*o);
+            check_files(*o, o->gather || o->output.empty() ? o->output : distributed::part_path(o->output, rank));
             return load_or_generate(*o, source);
           });
           auto r = dispatch_distributed(*o, coo, comm);
@@ -426,7 +475,8 @@ const Registrar sddmm_command{Command{
           throw UsageError("sddmm: --distributed needs a kfactor built with MPI");
 #endif
         }
-        check_files(*o);
+        if (gather->count() > 0) throw UsageError("sddmm: --gather needs --distributed");
+        check_files(*o, o->output);
         std::string source;
         auto coo = load_or_generate(*o, source);
         Report r = dispatch(*o, coo);

@@ -231,13 +231,29 @@ std::string new_output_set_id() {
 }
 
 OutputSet::OutputSet(std::vector<std::string> inputs, std::vector<std::string> members)
-    : id_(new_output_set_id()), inputs_(std::move(inputs)), members_(std::move(members)) {
+    : OutputSet(new_output_set_id(), std::move(inputs), std::move(members), false) {}
+
+OutputSet::OutputSet(std::string id, std::vector<std::string> inputs, std::vector<std::string> members, bool on_request)
+    : id_(std::move(id)), inputs_(std::move(inputs)), members_(std::move(members)) {
+  if (id_.empty() || id_.find_first_of(" ,\n") != std::string::npos)
+    throw UsageError("output set id '" + id_ + "' is empty or contains a space or comma");
   if (members_.empty()) throw UsageError("an output set needs at least one member");
   for (const auto& m : members_)
     if (m.empty() || m.find_first_of(" ,\n") != std::string::npos ||
         std::count(members_.begin(), members_.end(), m) != 1)
       throw UsageError("output set member '" + m + "' is empty, repeated or contains a space or comma");
-  pending_ = std::make_shared<detail::PendingSet>(members_);
+  pending_ = std::make_shared<detail::PendingSet>(members_, on_request);
+}
+
+OutputSet OutputSet::across_processes(std::string id, std::vector<std::string> inputs,
+                                      std::vector<std::string> members) {
+  return {std::move(id), std::move(inputs), std::move(members), true};
+}
+
+void OutputSet::publish() {
+  if (!pending_->on_request())
+    throw UsageError("output set " + id_ + " publishes itself when its last member is written");
+  pending_->publish();
 }
 
 OutputOptions OutputSet::operator[](const std::string& member) const {
@@ -398,7 +414,8 @@ void AtomicFile::publish() {
   sync_path(directory_of(target_), true, path_);
 }
 
-PendingSet::PendingSet(std::vector<std::string> members) : members_(std::move(members)) {}
+PendingSet::PendingSet(std::vector<std::string> members, bool on_request)
+    : members_(std::move(members)), on_request_(on_request) {}
 
 PendingSet::~PendingSet() = default;  // the AtomicFiles remove their temporaries
 
@@ -414,7 +431,10 @@ void PendingSet::claim(const std::string& member, const std::string& target) {
 
 void PendingSet::add(const std::string& member, std::unique_ptr<AtomicFile> file) {
   files_.emplace_back(member, std::move(file));
-  if (files_.size() < members_.size()) return;
+  if (!on_request_ && files_.size() == members_.size()) publish();
+}
+
+void PendingSet::publish() {
   for (const auto& m : members_)
     for (auto& [name, f] : files_)
       if (name == m) f->publish();

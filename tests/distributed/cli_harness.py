@@ -37,6 +37,34 @@ def run(args, np=0, expect=0):
     return p
 
 
+def run_ranks(args, np, expect):
+    """`kfactor ARGS` under `mpiexec -n NP`, each rank's own exit code
+    recorded by a shell wrapper: checks that the job and every rank exited
+    with `expect` (all NP ranks when 0; Open MPI 4 may end the others once
+    one exited nonzero, so then at least one). Returns the process."""
+    codes = os.path.join(WORK, "rank_codes")
+    if os.path.exists(codes):
+        os.remove(codes)
+    # $OMPI_COMM_WORLD_RANK is Open MPI's; PMIX_RANK / PMI_RANK cover others.
+    wrapper = ('f=$1; shift; r=${OMPI_COMM_WORLD_RANK:-${PMIX_RANK:-${PMI_RANK:-0}}}; '
+               '"$@"; c=$?; echo "$r $c" >>"$f"; exit $c')
+    p = subprocess.run([MPIEXEC, "-n", str(np), "--oversubscribe", "sh", "-c", wrapper, "sh", codes, KF] + args,
+                       cwd=WORK, env=ENV, capture_output=True, text=True, timeout=TIMEOUT)
+    ranks = {}
+    if os.path.exists(codes):
+        with open(codes) as f:
+            for line in f:
+                r, c = line.split()
+                ranks[int(r)] = int(c)
+    what = f"{' '.join(args)} np={np}"
+    if p.returncode != expect or any(c != expect for c in ranks.values()):
+        print(" ".join(args), "->", p.returncode, ranks, "\n", p.stdout[-2000:], p.stderr[-3000:], flush=True)
+    check(p.returncode == expect, f"exit {p.returncode} (want {expect}): {what}")
+    check(len(ranks) == np if expect == 0 else 1 <= len(ranks) <= np, f"ranks that recorded an exit: {ranks}: {what}")
+    check(all(c == expect for c in ranks.values()), f"rank exit codes {ranks} (want {expect} on each): {what}")
+    return p
+
+
 def report(p):
     try:
         return json.loads(p.stdout)

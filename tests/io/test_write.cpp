@@ -373,6 +373,54 @@ TEST(SafeWrite, OutputSetMembersArePublishedTogether) {
   EXPECT_TRUE(test::leftovers(full).empty());
 }
 
+// A set written by several processes (OutputSet::across_processes): every
+// process's set has the id it was given; a member written waits, synced, as
+// its temporary until publish(); one never published is removed with the
+// set, leaving the old file; publish() on a set that publishes itself and a
+// malformed id are usage errors.
+TEST(SafeWrite, SetsAcrossProcessesWaitForPublish) {
+  TempDir dir;
+  DenseMatrix<double, Kokkos::HostSpace> F("F", 7, 2);
+  const CounterRng rng(23, RngStream::user);
+  for (int i = 0; i < 7; ++i)
+    for (int k = 0; k < 2; ++k) F(i, k) = rng.uniform(std::uint64_t(i * 2 + k)) - 0.5;
+  const std::string id = io::new_output_set_id();
+  const std::vector<std::string> members{"P.rank0", "P.rank1", "P.rank2"};
+  const std::string p0 = dir.file("p.rank0.mtx"), p2 = dir.file("p.rank2.mtx");
+  {
+    // Two of the three "processes", each with its own set object.
+    auto first = io::OutputSet::across_processes(id, {}, members);
+    auto third = io::OutputSet::across_processes(id, {}, members);
+    EXPECT_EQ(first.id(), id);
+    io::write_factor(p0, F, {}, "part 0", first["P.rank0"]);
+    io::write_factor(p2, F, {}, "part 2", third["P.rank2"]);
+    EXPECT_FALSE(std::filesystem::exists(p0)) << "published before publish()";
+    EXPECT_FALSE(std::filesystem::exists(p2));
+    EXPECT_EQ(test::leftovers(dir.path).size(), 2u);  // the finished temporaries
+    first.publish();
+    EXPECT_TRUE(std::filesystem::exists(p0));
+    EXPECT_FALSE(std::filesystem::exists(p2));
+    third.publish();
+    third.publish();  // again: nothing more to do
+    EXPECT_TRUE(test::leftovers(dir.path).empty());
+  }
+  EXPECT_EQ(io::verify_output_set({p0, p2}, io::SetMembers::some), id);
+  test::expect_input_error([&] { io::verify_output_set({p0, p2}); }, p0, 0, "misses its member 'P.rank1'");
+  const auto before = test::snapshot(dir.path);
+  {
+    // Written but never published (another process failed): the old file stays.
+    auto set = io::OutputSet::across_processes(io::new_output_set_id(), {}, members);
+    DenseMatrix<double, Kokkos::HostSpace> G("G", 3, 2);
+    io::write_factor(p0, G, {}, {}, set["P.rank0"]);
+  }
+  EXPECT_EQ(test::snapshot(dir.path), before);
+  io::OutputSet whole({}, {"W"});
+  EXPECT_THROW(whole.publish(), UsageError);
+  EXPECT_THROW((void)io::OutputSet::across_processes("", {}, members), UsageError);
+  EXPECT_THROW((void)io::OutputSet::across_processes("a b", {}, members), UsageError);
+  EXPECT_THROW((void)io::OutputSet::across_processes(id, {}, {"P.rank0", "P.rank0"}), UsageError);
+}
+
 // check_run_files: every target of a run against its inputs, the restart
 // checkpoint and each other, before anything is written.
 TEST(SafeWrite, CheckRunFilesRefusesInputsAndSharedTargets) {

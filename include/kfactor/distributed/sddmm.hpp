@@ -6,7 +6,8 @@
 /// time, ColumnSplit::timed; or of equal widths); rank p holds all of
 /// A, the rows [b_p, b_{p+1}) of B and the nonzeros of its columns, and runs
 /// its own SddmmPlan on its device. The output stays distributed (each rank's
-/// values with their positions in S) or is gathered on one rank.
+/// values with their positions in S; write_part() writes them to one file
+/// per rank) or is gathered on one rank (gather()).
 /// Any rank count works, including ranks that get no columns.
 
 #include <kfactor/config.hpp>
@@ -14,6 +15,9 @@
 #include <kfactor/sddmm/sddmm.hpp>
 
 #if defined(KFACTOR_HAVE_MPI)
+#include <kfactor/distributed/output.hpp>
+#include <kfactor/io/write.hpp>
+
 #include <mpi.h>
 
 #include <algorithm>
@@ -39,7 +43,7 @@ class SddmmRankPlan {
   /// slowest rank is within 2% of the fastest.
   SddmmRankPlan(const ExecutionSpace& exec, MPI_Comm comm, const CsrMatrix<T, memory_space>& S, int K,
                 const SddmmOptions& options = {}, ColumnSplit split = ColumnSplit::balanced, int timing_rounds = 4)
-      : comm_(comm), nnz_(S.nnz()) {
+      : comm_(comm), nnz_(S.nnz()), num_cols_(S.num_cols) {
     MPI_Comm_rank(comm, &rank_);
     MPI_Comm_size(comm, &size_);
     bounds_ =
@@ -56,6 +60,10 @@ class SddmmRankPlan {
   [[nodiscard]] offset_t local_nnz() const { return block_.local.nnz(); }
   /// Position in S of each local output value.
   [[nodiscard]] const Kokkos::View<offset_t*, memory_space>& positions() const { return block_.positions; }
+  /// The rank's block of S: all M rows, its columns re-based to 0, in S's
+  /// order within each row (sddmm_reference(exec, local(), A, B_local, ref)
+  /// is the reference for out_local).
+  [[nodiscard]] const CsrMatrix<T, memory_space>& local() const { return block_.local; }
 
   /// out_local (local_nnz()) = the rank's share of the SDDMM. A: M x K (all
   /// rows, replicated); B_local: (end() - begin()) x K (the rank's B rows).
@@ -94,6 +102,32 @@ class SddmmRankPlan {
     for (std::size_t e = 0; e < all_vals.size(); ++e)
       out[static_cast<std::size_t>(all_pos[e])] = static_cast<T>(all_vals[e]);
     return out;
+  }
+
+  /// Collective: leaves the output distributed on disk. Every rank writes
+  /// its values `out_local` to its own file, part_path(path, rank) (through
+  /// write_parts(): published together, errors agreed, member `P.rankR` of
+  /// one output set), a Matrix Market coordinate file of S's shape (M x N)
+  /// holding the rank's entries at their (row, column) in S, row by row; a
+  /// rank without columns writes a file of no entries. The parts' entries
+  /// together are exactly those of the gathered output (gather() written by
+  /// io::write_sddmm_output), values bit for bit. `comment` heads every part;
+  /// `inputs` are the run's input files (no part may replace one). Returns
+  /// this rank's part's path.
+  std::string write_part(const std::string& path, const Kokkos::View<T*, memory_space>& out_local,
+                         const std::string& comment = {}, const std::vector<std::string>& inputs = {}) const {
+    if (out_local.extent(0) != local_nnz())
+      throw UsageError("distributed sddmm: out_local needs " + std::to_string(local_nnz()) + " entries");
+    return write_parts(comm_, path, "P", inputs, [&](const std::string& part, const io::OutputOptions& out) {
+      const auto row_map = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, block_.local.row_map);
+      const auto local_cols = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, block_.local.entries);
+      Kokkos::View<ordinal_t*, Kokkos::HostSpace> cols(
+          Kokkos::view_alloc(Kokkos::WithoutInitializing, "kfactor::part_columns"), local_cols.extent(0));
+      for (std::size_t e = 0; e < cols.extent(0); ++e) cols(e) = local_cols(e) + begin();
+      const CsrMatrix<T, Kokkos::HostSpace> P(
+          row_map, cols, Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, out_local), num_cols_);
+      io::write_matrix_market(part, P, comment, out);
+    });
   }
 
  private:
@@ -144,6 +178,7 @@ class SddmmRankPlan {
   MPI_Comm comm_;
   int rank_ = 0, size_ = 1;
   offset_t nnz_ = 0;
+  ordinal_t num_cols_ = 0;
   std::vector<ordinal_t> bounds_;
   ColumnBlock<T, memory_space> block_;
   SddmmPlan<ExecutionSpace, T, TI> plan_;

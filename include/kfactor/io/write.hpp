@@ -145,16 +145,35 @@ struct OutputOptions {
 /// and publishes both when H, the last member, is written. Members written
 /// while the set is incomplete are removed (never published) when the
 /// OutputSet and the OutputOptions it handed out are destroyed.
+///
+/// A set whose members are written by several processes (the ranks of a
+/// distributed run, each writing its own part) is made by
+/// across_processes() on every process alike; its members wait for
+/// publish() instead, so that the processes can first agree that every one
+/// of them wrote its members (kfactor::distributed::write_parts does).
 class OutputSet {
  public:
   /// UsageError unless `members` are non-empty names without space or comma,
   /// each listed once.
   OutputSet(std::vector<std::string> inputs, std::vector<std::string> members);
+  /// A set written by several processes: each passes the same `id` (one
+  /// process's new_output_set_id(), sent to the others) and `members`, and
+  /// writes some of the members. A member written here is not published when
+  /// it is complete: it waits, synced, as its temporary until publish(), and
+  /// one still waiting when the set and its OutputOptions are destroyed is
+  /// removed. UsageError as the constructor, and when `id` is empty or holds
+  /// a space or comma.
+  static OutputSet across_processes(std::string id, std::vector<std::string> inputs, std::vector<std::string> members);
   /// UsageError unless `member` is one of the members.
   [[nodiscard]] OutputOptions operator[](const std::string& member) const;
   [[nodiscard]] const std::string& id() const { return id_; }
+  /// An across_processes() set: publishes the members written here, in
+  /// member order (RuntimeFailure naming the path when a rename fails).
+  /// UsageError on a set that publishes itself when complete.
+  void publish();
 
  private:
+  OutputSet(std::string id, std::vector<std::string> inputs, std::vector<std::string> members, bool on_request);
   std::string id_;
   std::vector<std::string> inputs_, members_;
   std::shared_ptr<detail::PendingSet> pending_;
@@ -219,22 +238,28 @@ void remove_stale_temporaries(const std::string& target);
 void publish_file(const std::string& tmp, const std::string& target, const std::string& what);
 
 /// The members of an OutputSet written so far (finished temporaries); when
-/// the last member arrives all are published, in member order. Destroyed
-/// before that, it removes the temporaries.
+/// the last member arrives all are published, in member order, unless the
+/// set waits for publish() (`on_request`, OutputSet::across_processes).
+/// Destroyed before that, it removes the temporaries.
 class PendingSet {
  public:
-  explicit PendingSet(std::vector<std::string> members);
+  explicit PendingSet(std::vector<std::string> members, bool on_request = false);
   PendingSet(const PendingSet&) = delete;
   PendingSet& operator=(const PendingSet&) = delete;
   ~PendingSet();
   /// Before `member`'s temporary is created: UsageError when `target` is
   /// already the target of another member written (two members, one file).
   void claim(const std::string& member, const std::string& target);
-  /// Takes `member`'s finished file; publishes all when it is the last.
+  /// Takes `member`'s finished file; publishes all when it is the last
+  /// (unless `on_request`).
   void add(const std::string& member, std::unique_ptr<AtomicFile> file);
+  /// Publishes the files taken so far, in member order.
+  void publish();
+  [[nodiscard]] bool on_request() const { return on_request_; }
 
  private:
   std::vector<std::string> members_;
+  bool on_request_ = false;
   std::vector<std::pair<std::string, std::string>> targets_;  // (member, resolved target)
   std::vector<std::pair<std::string, std::unique_ptr<AtomicFile>>> files_;
 };
