@@ -8,7 +8,11 @@
 // Input: --format auto|ratings|mm (auto: io::detect_format). Rating files
 // keep their original 64-bit user and item ids (io::read_ratings remaps them
 // to 0..n-1 in ascending order); Matrix Market rows and columns are their
-// 0-based indices. --output PREFIX writes PREFIX_X.csv and PREFIX_Y.csv
+// 0-based indices. The held-out set is a --test-fraction of the ratings,
+// a --test-input file, or a per-user --split (kfactor/als/split.hpp:
+// leave-k-out:K, or leave-last-k-out:K from the ratings' timestamp column;
+// with --distributed each rank splits its own users). --output PREFIX
+// writes PREFIX_X.csv and PREFIX_Y.csv
 // (io::write_factor: `id,f0,...` with the original ids) as one output set
 // (a `# kfactor-set` stamp line first); neither they nor a checkpoint may
 // replace an input file (nor the factors the restart checkpoint): every
@@ -71,6 +75,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace kfactor::cli {
@@ -110,9 +115,14 @@ struct AlsCli {
   std::string solver = "cholesky";
   int cg_steps = als::Options{}.cg_steps;
   int eval_k = als::Options{}.eval_k;
-  std::string split;  ///< "" (fraction or --test-input) or leave-k-out:K
-  int leave_k = 0;    ///< K of leave-k-out:K
+  std::string split;                          ///< "" (fraction or --test-input), leave-k-out:K or leave-last-k-out:K
+  std::optional<als::PerUserSplit> per_user;  ///< --split, parsed
 };
+
+/// The report's name of a --split run: the split, and the seed that chooses it.
+std::string split_info(const als::PerUserSplit& s) {
+  return als::to_string(s) + (s.kind == als::SplitKind::leave_k_out ? ", seed " + std::to_string(s.seed) : "");
+}
 
 /// --factor-memory-budget in MiB: up to 1 TiB per rank, more than any
 /// device holds.
@@ -167,9 +177,10 @@ AlsInput<T> read_als_input(const AlsCli& a) {
         io::reindex_ratings(read_input<T>(a.test_input, a.common.format), in.R, io::UnknownIds::reject, a.test_input)
             .matrix;
   in.read_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  if (a.leave_k > 0) {
+  if (a.per_user) {
     // The held-out interactions are the problem's test set, as a given one.
-    const auto [train, test] = als::leave_k_out(in.R.matrix, a.leave_k, a.split_seed);
+    const auto [train, test] = als::split_per_user(
+        in.R.matrix, *a.per_user, in.R.timestamps.empty() ? nullptr : &in.R.timestamps, a.common.input);
     in.problem = als::make_problem(exec, train, 0.0, a.split_seed, &test);
     return in;
   }
@@ -236,8 +247,7 @@ void run_als(const AlsCli& a) {
   if (!a.checkpoint.empty()) save_checkpoint(a.checkpoint, state, meta);
   report.timings.set("read", in.read_seconds);
   report.info["input"] = a.common.input;
-  if (a.leave_k > 0) report.info["split"] = a.split + ", seed " + std::to_string(a.split_seed);
-  if (o.implicit && problem.test.nnz() + problem.given_test.nnz() > 0) report.info["eval_k"] = std::to_string(o.eval_k);
+  if (a.per_user) report.info["split"] = split_info(*a.per_user);
   if (!a.restart.empty()) note_restart(report, a.restart, setup_change);
   if (!a.checkpoint.empty()) report.info["checkpoint"] = a.checkpoint;
   if (!a.common.output.empty()) report.info["factors"] = write_factors(a, state.X, state.Y, R);
@@ -277,8 +287,12 @@ void run_als_distributed(const AlsCli& a, MPI_Comm comm) {
   io::RatingData<T> ids;
   ids.user_ids = ratings.row_ids;
   ids.item_ids = ratings.col_ids;
+  // --split: each rank splits its users; the held-out part is the given test set, as on one rank.
+  std::optional<distributed::RowSlice<T>> train;
+  if (a.per_user) std::tie(train, given) = da::split_per_user(comm, ratings, *a.per_user, a.common.input);
   const auto lp = distributed::agree(comm, [&] {
-    return da::distribute(exec, comm, ratings, a.test_fraction, a.split_seed, given ? &*given : nullptr);
+    return da::distribute(exec, comm, train ? *train : ratings, a.test_fraction, a.split_seed,
+                          given ? &*given : nullptr);
   });
   const auto fp = distributed::fingerprint(exec, comm, lp.train, lp.user_begin(), lp.users);
   da::Options o = make_options(a);
@@ -305,6 +319,7 @@ void run_als_distributed(const AlsCli& a, MPI_Comm comm) {
   if (!a.checkpoint.empty()) save_checkpoint(comm, a.checkpoint, state, meta, state.row_blocks());
   report.timings.set("read", read_seconds);
   report.info["input"] = a.common.input;
+  if (a.per_user) report.info["split"] = split_info(*a.per_user);
   if (!a.restart.empty()) note_restart(report, a.restart, setup_change);
   if (!a.checkpoint.empty()) report.info["checkpoint"] = a.checkpoint;
   // Only rank 0 holds the whole factors, and only to write them.
@@ -422,18 +437,20 @@ const Registrar als_command{Command{
                  "--implicit with a held-out set: K of precision@K, recall@K, MAP@K, nDCG@K in the report; default "
                  "10, the usual cut-off (clamped to the item count)",
                  als::eval_k_range);
-      auto* split = cmd.add_option("--split", a->split,
-                                   "leave-k-out:K holds out K interactions of every user with more than K (chosen by "
-                                   "--split-seed) instead of --test-fraction; default none");
+      auto* split = cmd.add_option(
+          "--split", a->split,
+          "a per-user held-out set instead of --test-fraction: leave-k-out:K holds out K interactions of every user "
+          "with more than K (chosen by --split-seed), leave-last-k-out:K the K latest by timestamp (a ratings file "
+          "with a timestamp column: user item rating timestamp); default none");
       return [a, test_fraction, split] {
         if (split->count() > 0) {
-          const std::string prefix = "leave-k-out:";
-          std::string k = a->split.rfind(prefix, 0) == 0 ? a->split.substr(prefix.size()) : std::string();
-          const std::string why = k.empty() ? "not of the form leave-k-out:K" : check_number(k, als::leave_k_range);
-          if (!why.empty()) throw UsageError("--split '" + a->split + "': " + why);
+          try {
+            a->per_user = als::parse_per_user_split(a->split, a->split_seed);
+          } catch (const UsageError& e) {
+            throw UsageError(std::string("--") + e.what());
+          }
           if (test_fraction->count() > 0 || !a->test_input.empty())
             throw UsageError("--split replaces --test-fraction and --test-input: give one of them");
-          a->leave_k = std::stoi(k);
           a->test_fraction = 0.0;
         }
         if (a->implicit && test_fraction->count() == 0) a->test_fraction = 0.0;

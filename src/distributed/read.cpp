@@ -257,16 +257,27 @@ RowSlice<T> read_text(Coll& coll, const std::string& path, io::Format format, co
   std::vector<std::int64_t> offset(static_cast<std::size_t>(P), 0);
   for (int q = 1; q < P; ++q) offset[q] = offset[q - 1] + send_counts[q - 1];
   std::vector<RawEntry> send(e.size());
-  for (std::size_t k = 0; k < e.size(); ++k) send[offset[dest[k]]++] = {e.rows[k], e.cols[k], e.vals[k], e.lines[k]};
+  // Timestamps (ratings that have them) travel in a second all-to-all of
+  // the same counts, so that the files without them move no more bytes.
+  std::vector<std::int64_t> send_times(e.times.size());
+  for (std::size_t k = 0; k < e.size(); ++k) {
+    if (!e.times.empty()) send_times[offset[dest[k]]] = e.times[k];
+    send[offset[dest[k]]++] = {e.rows[k], e.cols[k], e.vals[k], e.lines[k]};
+  }
+  const bool timed = out.info.timestamps;
   e = iod::TextEntries{};
   std::vector<int>().swap(dest);
   const auto received = coll.alltoallv_host(send, send_counts);
   std::vector<RawEntry>().swap(send);
+  if (timed) e.times = coll.alltoallv_host(send_times, send_counts);
+  std::vector<std::int64_t>().swap(send_times);
   e.reserve(received.size());
   for (const auto& r : received) e.add(r.row, r.col, r.value, r.line);
 
   io::ReadInfo local = out.info;
-  step(coll, [&] { out.entries = iod::finalize<T>(path, e, m, n, iod::is_pattern(h), opt, &local, show_index); });
+  step(coll, [&] {
+    out.entries = iod::finalize<T>(path, e, m, n, iod::is_pattern(h), opt, &local, show_index, &out.timestamps);
+  });
   out.info.pattern = local.pattern;
   out.info.duplicates = sum_over(coll, local.duplicates);
   out.global_nnz = sum_over(coll, static_cast<std::int64_t>(out.entries.nnz()));

@@ -560,7 +560,7 @@ RangeLines parse_ratings_range(const TextHeader& h, Lines& lines, TextEntries& e
       r = ctx.real(ln, f[2], "rating");
       check_fits(ctx, ln, r, h.single_precision);
     }
-    if (h.fields == 4) (void)ctx.real(ln, f[3], "timestamp");
+    if (h.fields == 4) e.times.push_back(ctx.integer(ln, f[3], "timestamp"));
     e.vals.push_back(r);
     e.lines.push_back(ln);
     ++seen.data_lines;
@@ -704,6 +704,7 @@ void describe(const TextHeader& h, const TextTotals& t, const ReadOptions& opt, 
   }
   set_info(info, h.format, detail, t.lines, t.count);
   if (info && h.format == Format::edges) info->header_count = h.header_count;
+  if (info) info->timestamps = h.format == Format::ratings && h.fields == 4;
 }
 
 bool is_pattern(const TextHeader& h) {
@@ -736,7 +737,8 @@ void check_non_negative(const std::string& name, const TextEntries& e, const Rea
 
 template <class T>
 CooMatrix<T> finalize(const std::string& name, TextEntries& e, std::int64_t m, std::int64_t n, bool pattern,
-                      const ReadOptions& opt, ReadInfo* info, const IndexDisplay& show_index) {
+                      const ReadOptions& opt, ReadInfo* info, const IndexDisplay& show_index,
+                      std::vector<std::int64_t>* times) {
   const Context ctx{name};
   const std::size_t nnz = e.size();
   const auto ncols = static_cast<std::uint64_t>(n);
@@ -761,13 +763,18 @@ CooMatrix<T> finalize(const std::string& name, TextEntries& e, std::int64_t m, s
   out.rows.reserve(nnz);
   out.cols.reserve(nnz);
   out.values.reserve(nnz);
+  const bool timed = times && e.times.size() == nnz;
+  if (times) times->clear();
+  if (timed) times->reserve(nnz);
   std::int64_t duplicates = 0;
   for (std::size_t s = 0; s < nnz;) {
     const std::size_t first = order[s];
     double v = pattern ? 1.0 : e.vals[first];
+    std::int64_t latest = timed ? e.times[first] : 0;
     std::size_t t = s + 1;
     for (; t < nnz && key(order[t]) == key(first); ++t) {
       const std::size_t dup = order[t];
+      if (timed) latest = std::max(latest, e.times[dup]);
       if (reject) {
         const std::string where = e.lines[dup] == e.lines[first]
                                       ? " (its mirror image on the same line)"
@@ -788,6 +795,7 @@ CooMatrix<T> finalize(const std::string& name, TextEntries& e, std::int64_t m, s
     out.rows.push_back(e.rows[first]);
     out.cols.push_back(e.cols[first]);
     out.values.push_back(to_value<T>(ctx, e.lines[order[t - 1]], v));
+    if (timed) times->push_back(latest);
     s = t;
   }
   if (info) {
@@ -798,9 +806,11 @@ CooMatrix<T> finalize(const std::string& name, TextEntries& e, std::int64_t m, s
 }
 
 template CooMatrix<float> finalize<float>(const std::string&, TextEntries&, std::int64_t, std::int64_t, bool,
-                                          const ReadOptions&, ReadInfo*, const IndexDisplay&);
+                                          const ReadOptions&, ReadInfo*, const IndexDisplay&,
+                                          std::vector<std::int64_t>*);
 template CooMatrix<double> finalize<double>(const std::string&, TextEntries&, std::int64_t, std::int64_t, bool,
-                                            const ReadOptions&, ReadInfo*, const IndexDisplay&);
+                                            const ReadOptions&, ReadInfo*, const IndexDisplay&,
+                                            std::vector<std::int64_t>*);
 
 }  // namespace detail
 
@@ -831,7 +841,7 @@ RatingData<T> parse_body(std::string_view text, TextHeader h, const ReadOptions&
   detail::describe(h, t, opt, info);
   const auto show_index = detail::index_display(h, opt, &out.user_ids, &out.item_ids);
   detail::check_non_negative(h.name, e, opt, show_index);
-  out.matrix = detail::finalize<T>(h.name, e, m, n, detail::is_pattern(h), opt, info, show_index);
+  out.matrix = detail::finalize<T>(h.name, e, m, n, detail::is_pattern(h), opt, info, show_index, &out.timestamps);
   return out;
 }
 

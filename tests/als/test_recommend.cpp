@@ -1,6 +1,7 @@
 // Serving a factor model: recommend() and similar_items() against float64
 // brute force (ties included, filtered items never returned, exactly N or
-// all that remain, independent of the batch size), fold_in() against the
+// all that remain, independent of the batch size; the top N of item blocks
+// merged: the whole top N), fold_in() against the
 // solver's own user half-step, the ranking metrics against hand-computed
 // values and a plain reference, and implicit ALS against a popularity
 // ranking on a planted set.
@@ -297,6 +298,58 @@ CsrMatrix<T, typename Space::memory_space> likes_csr(const Space& exec, const st
 //    precision: 2 of min(3, 3); AP = (1/2 + 2/3) / 3 = 7/18;
 //    DCG = 1/log2(3) + 1/log2(4), IDCG = 1 + 1/log2(3) + 1/log2(4);
 //    AUC: miss at rank 1 adds 0; then (2 + 3)/2 * (3 - 1) = 5; / (3 * 3) = 5/9.
+// The top N of blocks of items, each with its own training items excluded
+// (local indices), merged in any block order: entry for entry the top N
+// over all items (grid factors: many exact ties, which the merge breaks by
+// global index as the whole selection does).
+TYPED_TEST(Recommend, MergedBlockListsEqualTheWholeList) {
+  using Space = typename TypeParam::space;
+  using T = typename TypeParam::scalar;
+  using Mem = typename Space::memory_space;
+  const Space exec;
+  const int m = 29, n = 53, f = 3;
+  const auto X = factor<T>(exec, m, f, 4, true), Y = factor<T>(exec, n, f, 5, true);
+  const auto seen_coo = pattern<T>(m, n, 0.3, 6, /*full=*/2);
+  const auto seen = to_csr(exec, seen_coo);
+  const std::vector<ordinal_t> users{0, 2, 28, 7, 7, 13};
+  const std::vector<ordinal_t> bounds{0, 7, 8, 30, 53};
+  for (int N : {1, 5, n + 3}) {
+    SCOPED_TRACE("N " + std::to_string(N));
+    const auto whole = als::recommend(exec, X, Y, users, N, &seen);
+    auto merged = als::detail::empty_top_n<T, Mem>(exec, users.size());
+    for (int k = 0; k < 4; ++k) {
+      const int q = (k + 2) % 4;  // blocks 2, 3, 0, 1: the ring order of rank 2
+      const ordinal_t c0 = bounds[q], c1 = bounds[q + 1];
+      DenseMatrix<T, Mem> Yq("Yq", std::size_t(c1 - c0), std::size_t(f));
+      Kokkos::deep_copy(exec, Yq, Kokkos::subview(Y, Kokkos::make_pair(std::size_t(c0), std::size_t(c1)), Kokkos::ALL));
+      CooMatrix<T> block;
+      block.num_rows = m;
+      block.num_cols = c1 - c0;
+      for (std::size_t e = 0; e < seen_coo.nnz(); ++e)
+        if (seen_coo.cols[e] >= c0 && seen_coo.cols[e] < c1) {
+          block.rows.push_back(seen_coo.rows[e]);
+          block.cols.push_back(seen_coo.cols[e] - c0);
+          block.values.push_back(T(1));
+        }
+      const auto bseen = to_csr(exec, block);
+      const auto part = als::recommend(exec, X, Yq, users, N, &bseen);
+      merged = als::detail::merge_top_n(exec, merged, part, c0, N);
+    }
+    ASSERT_EQ(merged.width(), whole.width());
+    const auto wi = host(whole.items), mi = host(merged.items);
+    const auto ws = host(whole.scores), ms = host(merged.scores);
+    const auto wc = host(whole.count), mc = host(merged.count);
+    for (std::size_t b = 0; b < users.size(); ++b) {
+      EXPECT_EQ(mc(b), wc(b)) << "user " << users[b];
+      for (int r = 0; r < int(whole.width()); ++r) {
+        EXPECT_EQ(mi(b, r), wi(b, r)) << "user " << users[b] << " rank " << r;
+        EXPECT_EQ(ms(b, r), ws(b, r)) << "user " << users[b] << " rank " << r;
+      }
+    }
+    EXPECT_EQ(mc(1), 0);  // user 2 has seen every item
+  }
+}
+
 //  user 1: ranked [1, 3, 5], test {1}: hit at rank 1.
 //    precision: 1 of min(3, 1); AP = 1; nDCG = 1;
 //    AUC: misses add 1 + 1; then (1 + 1)/2 * (5 - 2) = 3; 5 / (1 * 5) = 1.

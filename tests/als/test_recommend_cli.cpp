@@ -2,8 +2,13 @@
 // that `kfactor als --implicit --output` wrote: lists equal to a float64
 // brute force over the written factors, training pairs filtered, unknown
 // ids refused with FILE:LINE (exit 3) or skipped and counted, the CSV
-// output, and bad N.
+// output, and bad N; `kfactor als --split leave-last-k-out:K` on a file's
+// timestamps, and --eval-k above the item count.
 #include "common/cli.hpp"
+
+#include <kfactor/als/als.hpp>
+#include <kfactor/als/split.hpp>
+#include <kfactor/io/read.hpp>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -15,6 +20,8 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -144,6 +151,146 @@ TEST(RecommendCli, UnknownIdsAndBadN) {
   const auto simbad = run("similar --factors " + quote(s.prefix) + " --items " + quote(items), 8);
   EXPECT_EQ(simbad.code, 3);
   EXPECT_NE(simbad.err.find("items.txt:2"), std::string::npos) << simbad.err;
+}
+
+/// Interactions with known times: user u (id 100 + 3u) has 2 + u % 6 items
+/// (ids 7 + 5i), each at a distinct time; the lines are in no time order.
+/// latest[u] / earliest[u]: the (user, item) indices of its 2 latest and 2
+/// earliest interactions.
+struct Timed {
+  TempDir dir{"split_cli"};
+  std::string file = dir.file("timed.csv"), untimed = dir.file("untimed.csv");
+  static constexpr int users = 30, items = 15;
+  std::vector<std::tuple<int, int, double, long long>> lines;  // user, item, count, time
+  std::set<std::pair<int, int>> latest, earliest;
+  Timed() {
+    for (int u = 0; u < users; ++u) {
+      const int n = 2 + u % 6;
+      std::vector<std::pair<long long, int>> by_time;
+      for (int k = 0; k < n; ++k) {
+        const int i = (u * 4 + k * 7) % items;
+        const long long t = 1000000 + 1000 * ((k * 11 + u) % n) + u;  // distinct per user: 11 is prime to n
+        lines.emplace_back(u, i, 1 + (u + k) % 4, t);
+        by_time.emplace_back(t, i);
+      }
+      std::sort(by_time.begin(), by_time.end());
+      // Users with 2 interactions keep them: the split holds out users with more.
+      if (n > 2)
+        for (int k = 0; k < 2; ++k) {
+          latest.insert({u, by_time[n - 1 - k].second});
+          earliest.insert({u, by_time[k].second});
+        }
+    }
+    std::ofstream t(file), p(untimed);
+    t << "userId,movieId,rating,timestamp\n";
+    p << "userId,movieId,rating\n";
+    for (std::size_t k = 0; k < lines.size(); ++k) {
+      const auto& [u, i, c, time] = lines[(k * 37) % lines.size()];  // 37 is prime to the line count
+      t << 100 + 3 * u << "," << 7 + 5 * i << "," << c << "," << time << "\n";
+      p << 100 + 3 * u << "," << 7 + 5 * i << "," << c << "\n";
+    }
+  }
+  /// (train, test) with `held` held out, in (user, item) order.
+  [[nodiscard]] std::pair<kfactor::CooMatrix<double>, kfactor::CooMatrix<double>> split(
+      const std::set<std::pair<int, int>>& held) const {
+    std::vector<std::tuple<int, int, double>> sorted;
+    for (const auto& [u, i, c, time] : lines) sorted.emplace_back(u, i, c);
+    std::sort(sorted.begin(), sorted.end());
+    kfactor::CooMatrix<double> train, test;
+    for (auto* m : {&train, &test}) {
+      m->num_rows = users;
+      m->num_cols = items;
+    }
+    for (const auto& [u, i, c] : sorted) {
+      auto& m = held.count({u, i}) ? test : train;
+      m.rows.push_back(u);
+      m.cols.push_back(i);
+      m.values.push_back(c);
+    }
+    return {train, test};
+  }
+};
+
+/// The loss and ranking metrics per iteration of the single-rank solver on
+/// `split` with the options the CLI line below gives.
+kfactor::MetricHistory solve_split(const std::pair<kfactor::CooMatrix<double>, kfactor::CooMatrix<double>>& split) {
+  const Kokkos::DefaultExecutionSpace exec;
+  const auto problem = kfactor::als::make_problem(exec, split.first, 0.0, 42, &split.second);
+  kfactor::als::Options o;
+  o.implicit = true;
+  o.rank = 4;
+  o.alpha = 8;
+  o.seed = 5;
+  o.eval_k = 5;
+  o.layout = kfactor::als::Layout::csr;
+  o.stop.max_iterations = 3;
+  return kfactor::als::solve(exec, problem, o).report.history;
+}
+
+/// The largest relative difference between the CLI's JSON history and `h`.
+double history_difference(const nlohmann::json& j, const kfactor::MetricHistory& h) {
+  double worst = 0;
+  for (std::size_t c = 0; c < h.names.size(); ++c) {
+    const auto& col = j["history"][h.names[c]];
+    if (col.size() != h.rows.size()) return 1e300;
+    for (std::size_t r = 0; r < h.rows.size(); ++r)
+      worst = std::max(worst, std::abs(col[r].get<double>() - h.rows[r][c]) / std::max(1.0, std::abs(h.rows[r][c])));
+  }
+  return worst;
+}
+
+// `kfactor als --split leave-last-k-out:2` holds out each user's 2 latest
+// interactions by the file's timestamp column: its loss and ranking metrics
+// at every iteration are the solver's on exactly that split (and not on the
+// 2 earliest), and the library's leave_last_k_out on the file as read holds
+// out the same entries. On a file without timestamps the split is an exit 3
+// naming the file; a malformed split is an exit 2.
+TEST(SplitCli, LeaveLastKOutHoldsOutTheLatestInteractions) {
+  Timed d;
+  auto run = [&](const std::string& args, int slot) { return run_kfactor(args, d.dir, "", slot); };
+  const std::string common =
+      "als --implicit --format ratings -k 4 -n 3 --seed 5 --alpha 8 --eval-k 5 --layout csr "
+      "--precision double --json --input ";
+  const auto r = run(common + quote(d.file) + " --split leave-last-k-out:2", 0);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["info"]["split"], "leave-last-k-out:2");
+  const auto want = solve_split(d.split(d.latest));
+  ASSERT_EQ(want.names.size(), 6u);  // loss and the five ranking metrics
+  EXPECT_LE(history_difference(j, want), 1e-12) << r.out.substr(0, 400);
+  EXPECT_GT(history_difference(j, solve_split(d.split(d.earliest))), 1e-6) << "another split, the same numbers";
+
+  const auto R = kfactor::io::read_ratings<double>(d.file);
+  ASSERT_EQ(R.timestamps.size(), R.matrix.nnz());
+  const auto [train, test] = kfactor::als::leave_last_k_out(R.matrix, R.timestamps, 2);
+  std::set<std::pair<int, int>> held;
+  for (std::size_t e = 0; e < test.nnz(); ++e) held.insert({test.rows[e], test.cols[e]});
+  EXPECT_EQ(held, d.latest);
+
+  const auto untimed = run(common + quote(d.untimed) + " --split leave-last-k-out:2", 1);
+  EXPECT_EQ(untimed.code, 3) << untimed.err;
+  EXPECT_NE(untimed.err.find("untimed.csv"), std::string::npos) << untimed.err;
+  EXPECT_NE(untimed.err.find("timestamp"), std::string::npos) << untimed.err;
+  for (const char* bad : {"leave-last-k-out:0", "leave-last-k-out", "latest:2"}) {
+    const auto b = run(common + quote(d.file) + " --split " + bad, 2);
+    EXPECT_EQ(b.code, 2) << bad << ": " << b.err;
+    EXPECT_NE(b.err.find("--split"), std::string::npos) << b.err;
+  }
+  EXPECT_EQ(run(common + quote(d.file) + " --split leave-last-k-out:1 --test-fraction 0.1", 3).code, 2);
+}
+
+// --eval-k above the item count ranks every unseen item (reported as the
+// item count): every held-out item is found, so recall and precision are 1.
+TEST(SplitCli, EvalKAboveTheItemCountRanksEveryItem) {
+  Timed d;
+  const auto r = run_kfactor(
+      "als --implicit --quiet --json -k 3 -n 2 --eval-k 1000 --split leave-k-out:1 --input " + quote(d.file), d.dir);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["info"]["eval_k"], std::to_string(Timed::items));
+  ASSERT_EQ(j["history"]["recall_at_k"].size(), 2u);
+  for (const auto& v : j["history"]["recall_at_k"]) EXPECT_EQ(v.get<double>(), 1.0);
+  for (const auto& v : j["history"]["precision_at_k"]) EXPECT_EQ(v.get<double>(), 1.0);
 }
 
 }  // namespace

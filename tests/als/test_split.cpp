@@ -1,7 +1,8 @@
 // Per-user held-out splits: leave-k-out holds out exactly k entries of
 // every user with more than k, none of the others, is disjoint from and
 // together with the training part the input, and depends only on the seed
-// (not on file order); leave-last-k-out holds out the latest k.
+// (not on file order); leave-last-k-out holds out the latest k; the CLI's
+// split names.
 #include <kfactor/als/split.hpp>
 
 #include <gtest/gtest.h>
@@ -99,6 +100,40 @@ TEST(LeaveLastKOut, HoldsOutTheLatest) {
   }
   for (const auto& [u, n] : per_user(all)) EXPECT_EQ(te.count(u) ? int(te[u].size()) : 0, n > k ? k : 0);
   EXPECT_THROW(als::leave_last_k_out(all, std::vector<std::int64_t>(3), k), UsageError);
+}
+
+// The CLI's names of the splits: parsed with K and the seed, refused with
+// UsageError when malformed; split_per_user applies the named split, and
+// refuses the time split without timestamps (InputError naming the input).
+TEST(PerUserSplit, ParsesNamesAndAppliesThem) {
+  const auto a = als::parse_per_user_split("leave-k-out:3", 17);
+  EXPECT_EQ(a.kind, als::SplitKind::leave_k_out);
+  EXPECT_EQ(a.k, 3);
+  EXPECT_EQ(a.seed, 17u);
+  EXPECT_EQ(als::to_string(a), "leave-k-out:3");
+  const auto b = als::parse_per_user_split("leave-last-k-out:2");
+  EXPECT_EQ(b.kind, als::SplitKind::leave_last_k_out);
+  EXPECT_EQ(b.k, 2);
+  EXPECT_EQ(als::to_string(b), "leave-last-k-out:2");
+  for (const char* bad :
+       {"", "leave-k-out", "leave-k-out:", "leave-k-out:0", "leave-k-out:-1", "leave-k-out:1.5", "leave-k-out:2x",
+        "leave-last-k-out:1000001", "leave-last-k-out:99999999999", "last:2", "leave-k-out: 2"})
+    EXPECT_THROW(als::parse_per_user_split(bad), UsageError) << bad;
+
+  const auto all = random_interactions(40, 20, 6);
+  std::vector<std::int64_t> time(all.nnz());
+  for (std::size_t e = 0; e < all.nnz(); ++e) time[e] = (all.cols[e] * 5 + all.rows[e] * 3) % 13;
+  EXPECT_EQ(entries(als::split_per_user(all, a, nullptr, "r.csv").second),
+            entries(als::leave_k_out(all, 3, 17).second));
+  EXPECT_EQ(entries(als::split_per_user(all, b, &time, "r.csv").second),
+            entries(als::leave_last_k_out(all, time, 2).second));
+  try {
+    (void)als::split_per_user(all, b, nullptr, "r.csv");
+    ADD_FAILURE() << "no timestamps: not refused";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.file(), "r.csv");
+    EXPECT_NE(std::string(e.what()).find("timestamp"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace

@@ -3,10 +3,13 @@
 // and HDF5 CSR; float and double) the same error on every rank (kind, file,
 // line and message) or the same matrix, ids and read info, each rank holding
 // its rows only; on the shared data sets (with options: symmetrized,
-// non-negative) and on an HDF5 CSR copy of one; move_rows and
-// transpose_rows give each rank exactly the whole matrix's rows (or
-// columns) of its block, and the global counts are the whole matrix's.
+// non-negative) and on an HDF5 CSR copy of one; a ratings file's
+// timestamps, lines of users interleaved and duplicates merged, are the
+// whole-file reader's; move_rows and transpose_rows give each rank exactly
+// the whole matrix's rows (or columns) of its block, and the global counts
+// are the whole matrix's.
 #include <kfactor/config.hpp>
+#include <kfactor/core/random.hpp>
 #include <kfactor/distributed/collective.hpp>
 #include <kfactor/distributed/detail/collectives.hpp>
 #include <kfactor/distributed/read.hpp>
@@ -73,6 +76,7 @@ io::RatingData<T> gather(const distributed::RowSlice<T>& slice) {
   out.matrix.rows = coll.allgather_host(slice.entries.rows);
   out.matrix.cols = coll.allgather_host(slice.entries.cols);
   out.matrix.values = coll.allgather_host(slice.entries.values);
+  out.timestamps = coll.allgather_host(slice.timestamps);
   out.user_ids = slice.row_ids;
   out.item_ids = slice.col_ids;
   return out;
@@ -104,6 +108,7 @@ void expect_same_data(const io::RatingData<T>& a, const io::RatingData<T>& b) {
   EXPECT_EQ(std::memcmp(a.matrix.values.data(), b.matrix.values.data(), a.matrix.values.size() * sizeof(T)), 0);
   EXPECT_EQ(a.user_ids, b.user_ids);
   EXPECT_EQ(a.item_ids, b.item_ids);
+  EXPECT_EQ(a.timestamps, b.timestamps);
 }
 
 /// read_rows on every rank against read_input here: same error or same data.
@@ -135,6 +140,7 @@ void compare(const std::string& path, io::Format format, const io::ReadOptions& 
   EXPECT_EQ(part.info.duplicates, whole.info.duplicates);
   EXPECT_EQ(part.info.pattern, whole.info.pattern);
   EXPECT_EQ(part.info.header_count, whole.info.header_count);
+  EXPECT_EQ(part.info.timestamps, whole.info.timestamps);
 }
 
 TEST(PartitionedRead, EveryCorpusFileGivesTheSingleRankOutcome) {
@@ -182,6 +188,33 @@ TEST(PartitionedRead, SharedDataSets) {
   }
 }
 
+TEST(PartitionedRead, RatingsTimestampsAndMergedDuplicates) {
+  const auto dir = shared_dir("partitioned_times");
+  const std::string path = (dir / "r.csv").string();
+  if (world_rank() == 0) {
+    // 600 lines, users interleaved (every range holds several users' lines
+    // and a user's lines lie in several ranges), some pairs given more than
+    // once with their timestamps in any order.
+    const CounterRng rng(11, RngStream::user);
+    std::ofstream f(path);
+    f << "userId,movieId,rating,timestamp\n";
+    for (std::uint64_t k = 0; k < 600; ++k)
+      f << 10 + 3 * (k % 37) << "," << 100 + (k * 7) % 11 << "," << 1 + k % 5 << "," << rng.bits(k) % 100000 << "\n";
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  io::ReadOptions sum, last;
+  sum.duplicates = io::DuplicatePolicy::sum;
+  last.duplicates = io::DuplicatePolicy::last;
+  compare<double>(path, io::Format::automatic, sum, "r.csv (sum)");
+  compare<float>(path, io::Format::ratings, last, "r.csv (last)");
+  // Not vacuous: the file has duplicates and the result its timestamps.
+  const auto whole = io::read_ratings<double>(path, sum);
+  EXPECT_LT(whole.matrix.nnz(), 600u);
+  EXPECT_EQ(whole.timestamps.size(), whole.matrix.nnz());
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (world_rank() == 0) std::filesystem::remove_all(dir);
+}
+
 #if defined(KFACTOR_HAVE_HDF5)
 TEST(PartitionedRead, Hdf5CsrCopyOfADataSet) {
   const auto path = kfactor::test::data_path("movielens-latest-small/ratings.csv");
@@ -195,8 +228,10 @@ TEST(PartitionedRead, Hdf5CsrCopyOfADataSet) {
   MPI_Barrier(MPI_COMM_WORLD);
   compare<double>(h5, io::Format::automatic, {}, "ratings.h5");
   compare<float>(h5, io::Format::h5csr, {}, "ratings.h5");
-  // The rows are the text's rows.
-  const auto text = gather(distributed::read_rows<double>(MPI_COMM_WORLD, path));
+  // The rows are the text's rows (HDF5 CSR files store no timestamps).
+  auto text = gather(distributed::read_rows<double>(MPI_COMM_WORLD, path));
+  EXPECT_FALSE(text.timestamps.empty());
+  text.timestamps.clear();
   const auto bin = distributed::read_rows<double>(MPI_COMM_WORLD, h5);
   expect_row_slice(bin);
   expect_same_data(gather(bin), text);

@@ -106,6 +106,7 @@ C["ratings_err_L2_five_fields.csv"] = H + "1,1,4.0,964982703,extra\n"
 C["ratings_err_L4_duplicate_rating.csv"] = H + "1,1,4.0,1\n1,2,3.0,2\n1,1,5.0,3\n"
 C["ratings_err_L2_fractional_user_id.csv"] = H + "1.5,1,4.0,964982703\n"
 C["ratings_err_L2_nonnumeric_timestamp.csv"] = H + "1,1,4.0,yesterday\n"
+C["ratings_err_L3_fractional_timestamp.csv"] = H + "1,1,4.0,964982703\n1,2,3.0,964982703.5\n"
 C["ratings_err_L3_header_repeated.csv"] = H + "1,1,4.0,1\n" + H
 C["ratings_err_L2_dat_wrong_separator.dat"] = "1::1::5::978300760\n1,2,3,978300760\n"
 C["ratings_err_L2_tab_nonnumeric.tsv"] = "196\t242\t3\t881250949\n186\tx\t3\t891717742\n"

@@ -255,6 +255,38 @@ TEST(Readers, RatingsDatTabAndImplicit) {
   expect_input_error([] { (void)parse_ratings<double>("u,i,r\n1,2,x\n", "bad.csv"); }, "bad.csv", 2, "rating");
 }
 
+// A timestamp column is kept, one per entry in the result's (row, column)
+// order, with its separators; duplicates merged by sum or last keep the
+// latest timestamp of their lines (not the last line's); files without the
+// column have none; a fractional timestamp is refused at its line.
+TEST(Readers, RatingsKeepTimestamps) {
+  ReadInfo info;
+  const auto C = parse_ratings<double>("userId,movieId,rating,timestamp\n30,500,4,17\n7,20,3.5,-2\n30,20,5,9\n",
+                                       "r.csv", {}, &info);
+  EXPECT_TRUE(info.timestamps);
+  // (7, 20), (30, 20), (30, 500) in the result's order.
+  EXPECT_EQ(C.timestamps, (std::vector<std::int64_t>{-2, 9, 17}));
+  const auto D = parse_ratings<float>("2::661::3::978302109\n1::1193::5::978300760\n", "r.dat");
+  EXPECT_EQ(D.timestamps, (std::vector<std::int64_t>{978300760, 978302109}));
+  const auto W = parse_ratings<double>("196\t242\t3\t9223372036854775807\n186 302 3 0\n", "u.data");
+  EXPECT_EQ(W.timestamps, (std::vector<std::int64_t>{0, 9223372036854775807}));
+  // (1, 2) three times, its latest line not the last; (1, 3) once.
+  const std::string dup = "1 2 1 50\n1 3 4 7\n1 2 2 80\n1 2 3 60\n";
+  for (const auto policy : {DuplicatePolicy::sum, DuplicatePolicy::last}) {
+    ReadOptions o;
+    o.duplicates = policy;
+    const auto M = parse_ratings<double>(dup, "dup", o);
+    EXPECT_EQ(M.timestamps, (std::vector<std::int64_t>{80, 7})) << duplicate_policy_name(policy);
+    EXPECT_EQ(M.matrix.values[0], policy == DuplicatePolicy::sum ? 6.0 : 3.0);
+  }
+  ReadInfo none;
+  const auto N = parse_ratings<double>("u,i,r\n1,2,3\n2,2,1\n", "n.csv", {}, &none);
+  EXPECT_TRUE(N.timestamps.empty());
+  EXPECT_FALSE(none.timestamps);
+  expect_input_error([] { (void)parse_ratings<double>("u,i,r,t\n1,2,3,5\n1,3,3,5.5\n", "f.csv"); }, "f.csv", 3,
+                     "timestamp must be an integer");
+}
+
 // ---- Boolean and dense ----------------------------------------------------------------
 
 TEST(Readers, BmfFormat) {

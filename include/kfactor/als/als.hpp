@@ -340,6 +340,7 @@ struct Plan {
   detail::ConfidenceWeight confidence;  ///< implicit: w of a rating
   bool cg = false;                      ///< implicit: CG half-steps
   int cg_steps = 0;
+  int eval_k = 0;  ///< implicit with a held-out set: K of the ranking metrics
   /// cg: the confidence weights of R and R^T (original ids) and their SDDMM plans.
   CsrMatrix<T, MemorySpace> cg_users, cg_items;
   detail::ErasedSddmmPlan sddmm_users, sddmm_items;
@@ -717,6 +718,7 @@ void plan_parameters(Plan<T, MemorySpace>& plan, const Options& options) {
   plan.confidence = ConfidenceWeight{options.confidence == Confidence::log, options.alpha, options.epsilon};
   plan.cg = options.implicit && options.solver == SolveMethod::cg;
   plan.cg_steps = options.cg_steps;
+  plan.eval_k = options.eval_k;
 }
 
 /// Implicit feedback: R with its ratings replaced by the confidence weights
@@ -893,7 +895,8 @@ void item_half_step(const ExecutionSpace& exec, State<T, MemorySpace>& s) {
 namespace detail {
 
 /// The sets evaluate() scores against one block of Y (single process: the
-/// whole problem; distributed: a rank's rows, per block of items).
+/// whole problem; distributed: a rank's rows, per block of items, their
+/// item indices local to the block).
 template <class T, class MemorySpace>
 struct EvaluationSets {
   const CsrMatrix<T, MemorySpace>* train = nullptr;
@@ -901,6 +904,7 @@ struct EvaluationSets {
   const CsrMatrix<T, MemorySpace>* test = nullptr;
   const CsrMatrix<T, MemorySpace>* given_warm = nullptr;
   const CsrMatrix<T, MemorySpace>* given = nullptr;
+  ordinal_t first_item = 0;  ///< the global index of the block's first item
 };
 
 /// The communication policy of the ALS iteration on one process: the
@@ -963,11 +967,48 @@ Metrics implicit_metrics(const ExecutionSpace& exec, const Plan<T, MemorySpace>&
   return m;
 }
 
+/// The ranking metrics at p.eval_k (ranking_metrics.hpp) on `held_out`,
+/// added to `m`: this process's users with a positive held-out item are
+/// ranked against every block of Y that `comm` visits (the block's training
+/// items excluded), the blocks' top K merged into one list per user (the
+/// top K over all items, as one process ranks them), and the metrics' sums
+/// over users added by `comm` before they are finished.
+template <class ExecutionSpace, class T, class MemorySpace, class Comm>
+void ranking(const ExecutionSpace& exec, const Plan<T, MemorySpace>& p, const State<T, MemorySpace>& s,
+             const EvaluationSets<T, MemorySpace>& sets, const CsrMatrix<T, MemorySpace>& held_out, Comm& comm,
+             Metrics& m) {
+  const auto users = users_with_positives(held_out);
+  auto top = empty_top_n<T, MemorySpace>(exec, users.size());
+  std::int64_t items = 0;
+  comm.for_each_item_block(
+      exec, s.Y, sets, [&](const EvaluationSets<T, MemorySpace>& b, const DenseMatrix<T, MemorySpace>& Y) {
+        const auto part =
+            top_n(exec, s.X, Y, users, p.eval_k, Exclusions<T, MemorySpace>{b.train, false}, p.max_batch_bytes);
+        top = merge_top_n(exec, top, part, b.first_item, p.eval_k);
+        items += std::int64_t(Y.extent(0));
+      });
+  const int k = ranking_cutoff(p.eval_k, top.width(), items);
+  RankingSums sums = ranking_sums(exec, top, users, held_out, k, items);
+  comm.sum(sums.v, RankingSums::count);
+  const RankingMetrics r = finish_ranking(sums, k);
+  m.set("precision_at_k", r.precision);
+  m.set("recall_at_k", r.recall);
+  m.set("map_at_k", r.map);
+  m.set("ndcg_at_k", r.ndcg);
+  m.set("auc", r.auc);
+}
+
 /// The metrics (see evaluate()) from this process's sums, summed by `comm`.
 template <class ExecutionSpace, class T, class MemorySpace, class Comm>
 Metrics metrics(const ExecutionSpace& exec, const Plan<T, MemorySpace>& p, const State<T, MemorySpace>& s,
                 const EvaluationSets<T, MemorySpace>& sets, std::int64_t test_nnz, std::int64_t given_nnz, Comm& comm) {
-  if (p.implicit) return implicit_metrics(exec, p, s, sets, comm);
+  if (p.implicit) {
+    Metrics m = implicit_metrics(exec, p, s, sets, comm);
+    // The split's held-out set, else the given one (global counts: every
+    // process picks the same).
+    if (test_nnz > 0 || given_nnz > 0) ranking(exec, p, s, sets, test_nnz > 0 ? *sets.test : *sets.given, comm, m);
+    return m;
+  }
   // [squared error, count] of train, test warm, given warm, test all, given
   // all; then the regularizer.
   double v[11] = {0};
@@ -1078,6 +1119,8 @@ Report run(const Options& options, State<T, MemorySpace>& s, const RunShape& sha
   r.info["split"] = shape.test_nnz > 0
                         ? "fraction " + fmt(shape.test_fraction) + ", seed " + std::to_string(shape.split_seed)
                         : "none";
+  if (options.implicit && shape.test_nnz + shape.given_nnz > 0)  // the K of the ranking metrics, clamped to the items
+    r.info["eval_k"] = std::to_string(std::min<std::int64_t>(options.eval_k, shape.cols));
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return r;
 }
@@ -1124,18 +1167,9 @@ Metrics evaluate(const ExecutionSpace& exec, const Problem<T, MemorySpace>& prob
   detail::SingleProcess<T, MemorySpace> comm;
   const detail::EvaluationSets<T, MemorySpace> sets{&problem.train, &p.test_warm, &problem.test, &p.given_test_warm,
                                                     &problem.given_test};
-  Metrics m =
-      detail::metrics(exec, p, s, sets, std::int64_t(problem.test.nnz()), std::int64_t(problem.given_test.nnz()), comm);
-  const auto& held_out = problem.test.nnz() > 0 ? problem.test : problem.given_test;
-  if (p.implicit && held_out.nnz() > 0) {
-    const auto r = ranking_metrics(exec, s.X, s.Y, problem.train, held_out, options.eval_k, p.max_batch_bytes);
-    m.set("precision_at_k", r.precision);
-    m.set("recall_at_k", r.recall);
-    m.set("map_at_k", r.map);
-    m.set("ndcg_at_k", r.ndcg);
-    m.set("auc", r.auc);
-  }
-  return m;
+  (void)options;  // the plan holds what the options decide
+  return detail::metrics(exec, p, s, sets, std::int64_t(problem.test.nnz()), std::int64_t(problem.given_test.nnz()),
+                         comm);
 }
 
 /// Continues `state` (from init(exec, problem, options), possibly restored

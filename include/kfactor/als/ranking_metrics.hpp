@@ -65,26 +65,57 @@ std::vector<ordinal_t> users_with_positives(const CsrMatrix<T, MemorySpace>& tes
   return out;
 }
 
-/// The metrics at `k` of ranked lists: row b of `top` ranks items for user
-/// users[b] (a row of `test`); `num_items` is n. Rows whose user has no
-/// positive test item are skipped. UsageError when k exceeds top's width
-/// (unless the width is num_items: then k is clamped to it) or is below 1.
-template <class ExecutionSpace, class T, class MemorySpace>
-RankingMetrics ranking_metrics(const ExecutionSpace& exec, const TopN<T, MemorySpace>& top,
-                               const std::vector<ordinal_t>& users, const CsrMatrix<T, MemorySpace>& test, int k,
-                               ordinal_t num_items) {
+namespace detail {
+
+/// The sums over users behind RankingMetrics. They add up over any split of
+/// the users (the ranks of a distributed run): parts are summed, then
+/// finished once (finish_ranking).
+struct RankingSums {
+  enum { hits, cut, recall, ap, ndcg, auc, users, count };
+  double v[count] = {};
+};
+
+/// The cut-off the metrics use for `k` over lists of `width` items out of
+/// `num_items`: k, or the width when k exceeds it and the lists hold every
+/// item (k above the item count). UsageError for k outside eval_k_range or
+/// above a width that is not the item count.
+inline int ranking_cutoff(int k, std::size_t width, std::int64_t num_items) {
   check_range("ranking metrics", "k", k, eval_k_range);
-  if (std::size_t(k) > top.width()) {
-    if (std::int64_t(top.width()) != std::int64_t(num_items))
-      throw UsageError("ranking metrics: k = " + std::to_string(k) + " exceeds the " + std::to_string(top.width()) +
-                       " ranked items per user");
-    k = int(top.width());
+  if (std::size_t(k) <= width) return k;
+  if (std::int64_t(width) != num_items)
+    throw UsageError("ranking metrics: k = " + std::to_string(k) + " exceeds the " + std::to_string(width) +
+                     " ranked items per user");
+  return int(width);
+}
+
+/// The metrics of the file comment from their sums.
+inline RankingMetrics finish_ranking(const RankingSums& s, int k) {
+  RankingMetrics out;
+  out.k = k;
+  const double total = s.v[RankingSums::users];
+  out.users = std::int64_t(total);
+  if (total > 0) {
+    out.precision = s.v[RankingSums::hits] / s.v[RankingSums::cut];
+    out.recall = s.v[RankingSums::recall] / total;
+    out.map = s.v[RankingSums::ap] / total;
+    out.ndcg = s.v[RankingSums::ndcg] / total;
+    out.auc = s.v[RankingSums::auc] / total;
   }
+  return out;
+}
+
+/// The sums of the metrics at cut-off `k` (ranking_cutoff) of ranked lists:
+/// row b of `top` ranks items (indices in `test`'s columns) for user
+/// users[b] (a row of `test`); `num_items` is n. Rows whose user has no
+/// positive test item add nothing.
+template <class ExecutionSpace, class T, class MemorySpace>
+RankingSums ranking_sums(const ExecutionSpace& exec, const TopN<T, MemorySpace>& top,
+                         const std::vector<ordinal_t>& users, const CsrMatrix<T, MemorySpace>& test, int k,
+                         std::int64_t num_items) {
   if (users.size() != top.items.extent(0))
     throw UsageError("ranking metrics: " + std::to_string(users.size()) + " users for " +
                      std::to_string(top.items.extent(0)) + " ranked lists");
-  RankingMetrics out;
-  out.k = k;
+  RankingSums out;
   if (users.empty()) return out;
   using Unmanaged = Kokkos::MemoryTraits<Kokkos::Unmanaged>;
   Kokkos::View<ordinal_t*, MemorySpace> du(Kokkos::view_alloc(exec, Kokkos::WithoutInitializing, "kfactor::rm::users"),
@@ -97,7 +128,8 @@ RankingMetrics ranking_metrics(const ExecutionSpace& exec, const TopN<T, MemoryS
   const auto val = test.values;
   const ordinal_t test_rows = test.num_rows();
   const double n = double(num_items);
-  double hits = 0, pr_div = 0, recall = 0, ap = 0, ndcg = 0, auc = 0, total = 0;
+  auto& v = out.v;
+  using S = RankingSums;
   Kokkos::parallel_reduce(
       "kfactor::ranking_metrics", Kokkos::RangePolicy<ExecutionSpace>(exec, 0, users.size()),
       KOKKOS_LAMBDA(std::size_t b, double& h, double& pd, double& rc, double& a, double& nd, double& au, double& tt) {
@@ -142,16 +174,22 @@ RankingMetrics ranking_metrics(const ExecutionSpace& exec, const TopN<T, MemoryS
         au += neg > 0 ? auc_u / (double(pos) * neg) : 1.0;
         tt += 1.0;
       },
-      hits, pr_div, recall, ap, ndcg, auc, total);
-  out.users = std::int64_t(total);
-  if (total > 0) {
-    out.precision = hits / pr_div;
-    out.recall = recall / total;
-    out.map = ap / total;
-    out.ndcg = ndcg / total;
-    out.auc = auc / total;
-  }
+      v[S::hits], v[S::cut], v[S::recall], v[S::ap], v[S::ndcg], v[S::auc], v[S::users]);
   return out;
+}
+
+}  // namespace detail
+
+/// The metrics at `k` of ranked lists: row b of `top` ranks items for user
+/// users[b] (a row of `test`); `num_items` is n. Rows whose user has no
+/// positive test item are skipped. UsageError when k exceeds top's width
+/// (unless the width is num_items: then k is clamped to it) or is below 1.
+template <class ExecutionSpace, class T, class MemorySpace>
+RankingMetrics ranking_metrics(const ExecutionSpace& exec, const TopN<T, MemorySpace>& top,
+                               const std::vector<ordinal_t>& users, const CsrMatrix<T, MemorySpace>& test, int k,
+                               ordinal_t num_items) {
+  k = detail::ranking_cutoff(k, top.width(), num_items);
+  return detail::finish_ranking(detail::ranking_sums(exec, top, users, test, k, num_items), k);
 }
 
 /// The metrics at `k` of the model X Y^T on `test`, ranking for every user

@@ -10,11 +10,14 @@
 ///     count or backend;
 ///   - leave_last_k_out: the k latest interactions by timestamp of every
 ///     user with at least k + 1 (equal timestamps: the higher item index
-///     counts as later). The ratings reader keeps no timestamp column
-///     (io::RatingData holds ids and values), so this split takes the
-///     timestamps from the caller, one per entry.
+///     counts as later), from one timestamp per entry (a ratings file's
+///     timestamp column: io::RatingData::timestamps).
 /// Both return (train, test) with the input's shape, entries in input
-/// order, disjoint and together the input.
+/// order, disjoint and together the input. Both decide per user from that
+/// user's entries alone, so a part of the input that holds whole users (one
+/// rank's rows) splits as it does within the whole.
+/// PerUserSplit names either split as `kfactor als --split` takes it, and
+/// split_per_user() applies one.
 
 #include <kfactor/core/error.hpp>
 #include <kfactor/core/matrix.hpp>
@@ -101,6 +104,64 @@ std::pair<CooMatrix<T>, CooMatrix<T>> leave_last_k_out(const CooMatrix<T>& all,
                             return timestamps[a] > timestamps[b] ||
                                    (timestamps[a] == timestamps[b] && all.cols[a] > all.cols[b]);
                           }));
+}
+
+/// Which per-user split, as `kfactor als --split NAME:K` names it.
+enum class SplitKind {
+  leave_k_out,      ///< leave-k-out:K (leave_k_out, with `seed`)
+  leave_last_k_out  ///< leave-last-k-out:K (leave_last_k_out, from timestamps)
+};
+
+/// A per-user split: the kind, its k and (leave-k-out) the seed.
+struct PerUserSplit {
+  SplitKind kind = SplitKind::leave_k_out;
+  int k = 1;                ///< in leave_k_range
+  std::uint64_t seed = 42;  ///< leave-k-out: the seed of the choice
+};
+
+/// The split's name: "leave-k-out:K" or "leave-last-k-out:K".
+inline std::string to_string(const PerUserSplit& s) {
+  return std::string(s.kind == SplitKind::leave_k_out ? "leave-k-out:" : "leave-last-k-out:") + std::to_string(s.k);
+}
+
+/// Parses "leave-k-out:K" or "leave-last-k-out:K" (K an integer in
+/// leave_k_range); `seed` goes to leave-k-out. UsageError naming the text
+/// and what is wrong otherwise.
+inline PerUserSplit parse_per_user_split(const std::string& text, std::uint64_t seed = 42) {
+  PerUserSplit s;
+  s.seed = seed;
+  std::string k;
+  for (const auto& [name, kind] : {std::pair<std::string, SplitKind>{"leave-k-out:", SplitKind::leave_k_out},
+                                   {"leave-last-k-out:", SplitKind::leave_last_k_out}})
+    if (text.rfind(name, 0) == 0) {
+      s.kind = kind;
+      k = text.substr(name.size());
+    }
+  const bool digits =
+      !k.empty() && k.size() <= 9 && std::all_of(k.begin(), k.end(), [](char c) { return c >= '0' && c <= '9'; });
+  if (!digits)
+    throw UsageError("split '" + text + "': not of the form leave-k-out:K or leave-last-k-out:K with an integer K in " +
+                     std::to_string(leave_k_range.lo) + ".." + std::to_string(leave_k_range.hi));
+  s.k = std::stoi(k);
+  check_range("split '" + text + "'", "K", s.k, leave_k_range);
+  return s;
+}
+
+/// (train, test) of `all` under `split`. `timestamps`: one per entry of
+/// `all` (leave-last-k-out needs them); null when the input has no
+/// timestamp column, which leave-last-k-out refuses with an InputError
+/// naming `source` (the input file).
+template <class T>
+std::pair<CooMatrix<T>, CooMatrix<T>> split_per_user(const CooMatrix<T>& all, const PerUserSplit& split,
+                                                     const std::vector<std::int64_t>* timestamps,
+                                                     const std::string& source) {
+  if (split.kind == SplitKind::leave_k_out) return leave_k_out(all, split.k, split.seed);
+  if (!timestamps)
+    throw InputError(source, 0,
+                     "no timestamp column: the split " + to_string(split) +
+                         " needs ratings lines 'user item rating timestamp' (as MovieLens ratings.csv or "
+                         "ratings.dat)");
+  return leave_last_k_out(all, *timestamps, split.k);
 }
 
 }  // namespace kfactor::als

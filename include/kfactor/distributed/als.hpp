@@ -113,6 +113,24 @@
 /// layout only (UsageError in the blocked one: every CG step would rotate
 /// the other factor around the ring).
 ///
+/// **Ranking metrics** (implicit, with a held-out split or a given test
+/// set): evaluate() runs the single-rank evaluation's ranking
+/// (kfactor::als::detail::ranking) through the policy. Each rank ranks its
+/// users that have a positive held-out item against the gathered Y
+/// (replicated), or block by block around the ring (blocked: each block's
+/// top K, the block's training items excluded, merged into the running top
+/// K by score and global item index; one more rotation of Y per
+/// evaluation), and the metrics' seven per-user sums are all-reduced. The
+/// lists are the single-rank lists wherever the scores are: in the
+/// replicated layout the factors are the single-rank ones bit for bit, so
+/// the metrics equal the single-rank ones up to the order of the sums
+/// (1e-12 relative); in the blocked layout the factors differ by rounding,
+/// and a metric can move only where two of a user's items score within that
+/// rounding of each other (tests/als/test_als_implicit_mpi.cpp: within 1e-9
+/// of one rank in double, on 1 to 3 ranks, either layout).
+/// split_per_user() holds out a per-user split (leave-k-out,
+/// leave-last-k-out) on the ranks' parts of the ratings.
+///
 /// **Checkpoints.** State::visit lists the rank's rows of X and Y under the
 /// single-rank names, in both layouts (load_checkpoint calls
 /// State::reset_workspace(), which marks the gathered replicas stale); with row_blocks() one file with the
@@ -121,6 +139,7 @@
 /// single-rank als.
 
 #include <kfactor/als/als.hpp>
+#include <kfactor/als/split.hpp>
 #include <kfactor/config.hpp>
 
 #if defined(KFACTOR_HAVE_MPI)
@@ -327,6 +346,42 @@ LocalProblem<T, typename ExecutionSpace::memory_space> distribute(const Executio
   return lp;
 }
 
+/// Collective. The per-user split `split` (kfactor::als::split_per_user,
+/// als/split.hpp) of ratings as read_rows gave them: every rank holds whole
+/// users, and each splits its own, so the parts are those of the split of
+/// the whole ratings. Returns (train, test) with the ratings' row bounds and
+/// id maps, for distribute() (the test part as its given test set, as the
+/// single-rank CLI passes a split's test set to make_problem). `source`
+/// names the input: leave-last-k-out on ratings without timestamps is an
+/// InputError on every rank. UsageError when the ratings are not grouped by
+/// row blocks (row_bounds empty).
+template <class T>
+std::pair<RowSlice<T>, RowSlice<T>> split_per_user(MPI_Comm comm, const RowSlice<T>& ratings,
+                                                   const kfactor::als::PerUserSplit& split, const std::string& source) {
+  if (ratings.row_bounds.empty())
+    throw UsageError(
+        "distributed split_per_user: the ratings are not in row blocks (read_rows or move_rows gives "
+        "them so)");
+  const auto* times = ratings.info.timestamps ? &ratings.timestamps : nullptr;
+  auto [tr, te] =
+      distributed::agree(comm, [&] { return kfactor::als::split_per_user(ratings.entries, split, times, source); });
+  std::int64_t counts[2] = {static_cast<std::int64_t>(tr.nnz()), static_cast<std::int64_t>(te.nnz())};
+  MPI_Allreduce(MPI_IN_PLACE, counts, 2, MPI_INT64_T, MPI_SUM, comm);
+  auto part = [&](CooMatrix<T>&& entries, std::int64_t global_nnz) {
+    RowSlice<T> p;
+    p.entries = std::move(entries);
+    p.row_bounds = ratings.row_bounds;
+    p.row_ids = ratings.row_ids;
+    p.col_ids = ratings.col_ids;
+    p.global_nnz = global_nnz;
+    p.info = ratings.info;
+    p.rank = ratings.rank;
+    p.size = ratings.size;
+    return p;
+  };
+  return {part(std::move(tr), counts[0]), part(std::move(te), counts[1])};
+}
+
 /// Modelled communication of one iteration (step) per rank (file comment).
 struct IterationVolume {
   double gather_words = 0;  ///< words of T received (all-gathers, or ring shifts), mean over ranks
@@ -476,7 +531,7 @@ struct MpiPolicy {
     };
     rotate(exec, Y, item_bounds, [&](int q, const DenseMatrix<T, Mem>& Yq) {
       visit(ad::EvaluationSets<T, Mem>{&r.train[q], at(r.test_warm, q), at(r.test, q), at(r.given_warm, q),
-                                       at(r.given, q)},
+                                       at(r.given, q), item_bounds[q]},
             Yq);
     });
   }

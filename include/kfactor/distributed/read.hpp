@@ -18,12 +18,14 @@
 /// Then every entry moves to the rank that owns its row (an all-to-all; rows
 /// in P equal contiguous blocks) and arrives in file order, so that the
 /// duplicate policy and the conversion to T run there on whole rows exactly
-/// as in one process. Errors are the whole-file reader's: the same kind,
-/// file, line and message, thrown on every rank; where several parts of the
-/// file are bad, the one the sequential reader meets first wins (the checks
-/// run in its order, and within a check the first range with a failure).
-/// Memory per rank: its byte range, then its entries (24 bytes each while
-/// they move), the ratings' id maps and the shape's row counts. The memory
+/// as in one process (a ratings file's timestamps travel with their entries
+/// and are merged as the whole-file reader merges them). Errors are the
+/// whole-file reader's: the same kind, file, line and message, thrown on
+/// every rank; where several parts of the file are bad, the one the
+/// sequential reader meets first wins (the checks run in its order, and
+/// within a check the first range with a failure). Memory per rank: its
+/// byte range, then its entries (24 bytes each while they move, 32 with
+/// timestamps), the ratings' id maps and the shape's row counts. The memory
 /// limit (io::ReadOptions) applies to each rank's range; the whole-file
 /// claims of a header are checked as the whole-file reader checks them.
 ///
@@ -79,6 +81,10 @@ struct RowSlice {
   /// Original ids of every row and column (a ratings file's users and
   /// items, ascending; the same on every rank); empty: an index is its id.
   std::vector<std::int64_t> row_ids, col_ids;
+  /// timestamps[e]: entry e's timestamp, as io::RatingData::timestamps, when
+  /// info.timestamps (read_rows of a ratings file with a timestamp column);
+  /// empty otherwise. The moves and reindex_rows() leave it empty.
+  std::vector<std::int64_t> timestamps;
   std::int64_t global_nnz = 0;  ///< entries on all ranks
   io::ReadInfo info;            ///< the whole-file reader's (lines, entries read, duplicates: of the whole input)
   int rank = 0, size = 1;
@@ -150,6 +156,7 @@ RowSlice<U> convert_values(const RowSlice<T>& slice) {
   out.row_bounds = slice.row_bounds;
   out.row_ids = slice.row_ids;
   out.col_ids = slice.col_ids;
+  out.timestamps = slice.timestamps;
   out.global_nnz = slice.global_nnz;
   out.info = slice.info;
   out.rank = slice.rank;

@@ -88,7 +88,12 @@
 ///   field is not a number is a header and skipped; `#` comments. User and item
 ///   ids are any 64-bit integers, remapped to 0..n-1 in ASCENDING order of the
 ///   original id (so the mapping does not depend on line order); RatingData
-///   keeps the maps.
+///   keeps the maps. The timestamp, when the lines have one, is a 64-bit
+///   integer (MovieLens: Unix seconds; a fractional one is an InputError at
+///   its line) and RatingData::timestamps keeps it, one per entry of the
+///   result; entries merged by a duplicate policy (sum, last) keep the LATEST
+///   timestamp of the merged lines, whichever value the policy keeps, so the
+///   time-based split (als::leave_last_k_out) sees the pair's last interaction.
 /// - `bmf`: the CuBin thesis Boolean format: first line `rows cols nnz`, then
 ///   exactly nnz lines `row col`, 0-based.
 /// - `dense`: one matrix row per line, numbers separated by whitespace, every
@@ -172,6 +177,7 @@ struct ReadInfo {
   std::int64_t entries_read = 0;             ///< entries in the file (before mirroring and duplicate handling)
   std::int64_t duplicates = 0;               ///< entries merged away by the duplicate policy
   bool pattern = false;                      ///< the file has no values (all 1)
+  bool timestamps = false;                   ///< ratings: the lines have a timestamp (RatingData::timestamps)
   std::optional<std::int64_t> header_count;  ///< edges: the skipped leading count line
 };
 
@@ -182,6 +188,9 @@ struct RatingData {
   CooMatrix<T> matrix;
   std::vector<std::int64_t> user_ids;
   std::vector<std::int64_t> item_ids;
+  /// timestamps[e]: entry e's timestamp (of merged duplicates, the latest),
+  /// for a ratings file whose lines have one; empty otherwise.
+  std::vector<std::int64_t> timestamps;
 };
 
 /// Reads a whole regular file into memory; InputError (line 0) if it does

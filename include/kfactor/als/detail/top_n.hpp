@@ -11,7 +11,9 @@
 /// the team's lists. The order is total (higher score first, the lower item
 /// index among equal scores), so the result depends neither on the team
 /// size nor on the batch size. Entries scored -inf (excluded) or NaN are
-/// never selected.
+/// never selected. merge_top_n() joins the lists of blocks of items (the
+/// blocks of Y a distributed evaluation sees in turn) under the same order,
+/// so the joined list is the list over all the items.
 
 #include <kfactor/core/error.hpp>
 #include <kfactor/core/matrix.hpp>
@@ -206,6 +208,65 @@ TopN<T, MemorySpace> top_n(const ExecutionSpace& exec, const DenseMatrix<T, Memo
         });
   }
   exec.fence();
+  return out;
+}
+
+/// Lists of no items for `rows` query rows: where merge_top_n() starts.
+template <class T, class MemorySpace, class ExecutionSpace>
+TopN<T, MemorySpace> empty_top_n(const ExecutionSpace& exec, std::size_t rows) {
+  TopN<T, MemorySpace> out;
+  out.items = decltype(out.items)(Kokkos::view_alloc(exec, "kfactor::top_n::items"), rows, 0);
+  out.scores = decltype(out.scores)(Kokkos::view_alloc(exec, "kfactor::top_n::scores"), rows, 0);
+  out.count = decltype(out.count)(Kokkos::view_alloc(exec, "kfactor::top_n::count"), rows);
+  return out;
+}
+
+/// The best `n` entries per query row of two ranked lists of disjoint item
+/// sets for the same query rows: `a`'s items as they are, `b`'s plus
+/// `b_offset` (b ranks a block of items by local index). Ordered by
+/// ranks_before on the shifted indices, so merging the top n of every block
+/// of items into empty_top_n(), blocks in any order, gives the top n over
+/// all of them, entry for entry. Width min(n, a's width + b's width).
+template <class ExecutionSpace, class T, class MemorySpace>
+TopN<T, MemorySpace> merge_top_n(const ExecutionSpace& exec, const TopN<T, MemorySpace>& a,
+                                 const TopN<T, MemorySpace>& b, ordinal_t b_offset, int n) {
+  const std::size_t nrows = b.items.extent(0);
+  if (a.items.extent(0) != nrows)
+    throw UsageError("top-N merge: lists of " + std::to_string(a.items.extent(0)) + " and " + std::to_string(nrows) +
+                     " query rows");
+  const int wa = int(a.width()), wb = int(b.width());
+  const int width = std::min(n, wa + wb);
+  TopN<T, MemorySpace> out;
+  out.items =
+      decltype(out.items)(Kokkos::view_alloc(exec, Kokkos::WithoutInitializing, "kfactor::top_n::items"), nrows, width);
+  out.scores = decltype(out.scores)(Kokkos::view_alloc(exec, Kokkos::WithoutInitializing, "kfactor::top_n::scores"),
+                                    nrows, width);
+  out.count = decltype(out.count)(Kokkos::view_alloc(exec, "kfactor::top_n::count"), nrows);
+  const auto ai = a.items, bi = b.items, oi = out.items;
+  const auto as = a.scores, bs = b.scores, os = out.scores;
+  const auto ac = a.count, bc = b.count, oc = out.count;
+  constexpr T minus_inf = -std::numeric_limits<T>::infinity();
+  Kokkos::parallel_for(
+      "kfactor::top_n::merge", Kokkos::RangePolicy<ExecutionSpace>(exec, 0, nrows), KOKKOS_LAMBDA(std::size_t r) {
+        const int ca = ac(r), cb = bc(r);
+        int x = 0, y = 0, c = 0;
+        for (; c < width && (x < ca || y < cb); ++c) {
+          const bool take_a =
+              y == cb || (x < ca && ranks_before(as(r, x), ai(r, x), bs(r, y), ordinal_t(bi(r, y) + b_offset)));
+          if (take_a) {
+            oi(r, c) = ai(r, x);
+            os(r, c) = as(r, x++);
+          } else {
+            oi(r, c) = bi(r, y) + b_offset;
+            os(r, c) = bs(r, y++);
+          }
+        }
+        oc(r) = c;
+        for (int q = c; q < width; ++q) {
+          oi(r, q) = -1;
+          os(r, q) = minus_inf;
+        }
+      });
   return out;
 }
 

@@ -18,7 +18,7 @@
 ///   4. ratings: the sorted distinct ids of all ranges (check_id_count()),
 ///      map_ratings(); then check_non_negative() in file order, and
 ///      finalize() (sorted by (row, column), duplicate policy, conversion to
-///      T) on the entries of whole rows, in file order.
+///      T, ratings' timestamps) on the entries of whole rows, in file order.
 ///
 /// A range boundary is a line boundary of the io::detail::Lines scanner:
 /// after "\n", or after a "\r" not followed by "\n" (range_start()).
@@ -110,7 +110,8 @@ struct TextEntries {
   std::vector<double> vals;
   std::vector<std::int64_t> lines;
   std::vector<std::int64_t> user_ids, item_ids;
-  std::int64_t count = 0;                                ///< entry lines read
+  std::vector<std::int64_t> times;  ///< ratings with a timestamp column: one per entry; empty otherwise
+  std::int64_t count = 0;           ///< entry lines read
   std::int64_t max_u = -1, max_v = -1, max_id_line = 0;  ///< edges: largest ids (0-based) and the largest one's line
   void reserve(std::size_t n);
   void add(std::int64_t i, std::int64_t j, double v, std::int64_t line);
@@ -168,13 +169,18 @@ void check_non_negative(const std::string& name, const TextEntries& e, const Rea
 
 /// Sorts by (row, col, order in `e`), applies the duplicate policy and
 /// converts to T (an m x n matrix; `e` holds whole rows, in file order).
-/// Fills info->duplicates and info->pattern.
+/// Fills info->duplicates and info->pattern. With `times` and e.times set,
+/// *times gets one timestamp per result entry: the latest of the lines it
+/// merges (read.hpp, ratings).
 template <class T>
 CooMatrix<T> finalize(const std::string& name, TextEntries& e, std::int64_t m, std::int64_t n, bool pattern,
-                      const ReadOptions& opt, ReadInfo* info, const IndexDisplay& show_index);
+                      const ReadOptions& opt, ReadInfo* info, const IndexDisplay& show_index,
+                      std::vector<std::int64_t>* times = nullptr);
 extern template CooMatrix<float> finalize<float>(const std::string&, TextEntries&, std::int64_t, std::int64_t, bool,
-                                                 const ReadOptions&, ReadInfo*, const IndexDisplay&);
+                                                 const ReadOptions&, ReadInfo*, const IndexDisplay&,
+                                                 std::vector<std::int64_t>*);
 extern template CooMatrix<double> finalize<double>(const std::string&, TextEntries&, std::int64_t, std::int64_t, bool,
-                                                   const ReadOptions&, ReadInfo*, const IndexDisplay&);
+                                                   const ReadOptions&, ReadInfo*, const IndexDisplay&,
+                                                   std::vector<std::int64_t>*);
 
 }  // namespace kfactor::io::detail
