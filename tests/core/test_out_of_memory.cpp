@@ -83,9 +83,9 @@ TEST(OutOfMemory, IsARuntimeFailureWithItsExitCode) {
 }
 
 TEST(OutOfMemory, NmfFactorsBeyondMemory) {
-  // 64 x 2^24 with 64 ones: the input and its transpose take ~130 MiB, the
-  // rank-64 factor H^T 8 GiB.
-  const auto A = diagonal_csr(64, std::int64_t(1) << 24);
+  // 64 x 2^22 with 64 ones: the input and its transpose take ~35 MiB, the
+  // rank-64 factor H^T 2 GiB.
+  const auto A = diagonal_csr(64, std::int64_t(1) << 22);
   const Host exec;
   const auto problem = nmf::make_problem(exec, A);
   nmf::Options o;
@@ -96,7 +96,7 @@ TEST(OutOfMemory, NmfFactorsBeyondMemory) {
   ASSERT_TRUE(limit.ok());
   try {
     (void)nmf::init(exec, problem, o);
-    FAIL() << "an 8 GiB factor was allocated under a 1 GiB limit";
+    FAIL() << "a 2 GiB factor was allocated under a 1 GiB limit";
   } catch (const OutOfMemory& e) {
     EXPECT_NE(std::string(e.what()).find("nmf: cannot allocate"), std::string::npos) << e.what();
     EXPECT_EQ(e.exit_code(), 4);
