@@ -90,7 +90,8 @@ void register_bmf(nb::module_& m) {
       nb::arg("rows"), nb::arg("cols"), nb::arg("one_rows").noconvert(), nb::arg("one_cols").noconvert(),
       nb::arg("options"), nb::arg("state") = nb::none(), nb::arg("progress") = nb::none(), nb::arg("device") = "cpu",
       "Boolean MF of the rows x cols matrix whose ones are at (one_rows, one_cols): A (m x k) and B (k x n) as uint8, "
-      "the State's fields (state={'fields', 'history'} continues from them), history, report, the input's fingerprint and the options "
+      "the State's fields (state={'fields', 'history'} continues from them), history, report, the input's fingerprint "
+      "and the options "
       "as a checkpoint records them.");
 }
 

@@ -17,9 +17,9 @@ namespace {
 /// The CheckpointType numpy calls `name` ("int32", "uint64", "float64", ...).
 std::optional<detail::CheckpointType> type_named(const std::string& name) {
   using detail::CheckpointType;
-  for (auto t : {CheckpointType::i8, CheckpointType::u8, CheckpointType::i16, CheckpointType::u16, CheckpointType::i32,
-                 CheckpointType::u32, CheckpointType::i64, CheckpointType::u64, CheckpointType::f32,
-                 CheckpointType::f64})
+  for (auto t :
+       {CheckpointType::i8, CheckpointType::u8, CheckpointType::i16, CheckpointType::u16, CheckpointType::i32,
+        CheckpointType::u32, CheckpointType::i64, CheckpointType::u64, CheckpointType::f32, CheckpointType::f64})
     if (name == detail::to_string(t)) return t;
   return std::nullopt;
 }
@@ -34,7 +34,9 @@ nb::object empty_array(const detail::FieldBlock& b) {
   return numpy().attr("empty")(nb::tuple(shape), detail::to_string(b.type));
 }
 
-void* data_of(const nb::object& a) { return reinterpret_cast<void*>(nb::cast<std::uintptr_t>(a.attr("ctypes").attr("data"))); }
+void* data_of(const nb::object& a) {
+  return reinterpret_cast<void*>(nb::cast<std::uintptr_t>(a.attr("ctypes").attr("data")));
+}
 
 }  // namespace
 
@@ -141,7 +143,8 @@ void register_checkpoint(nb::module_& m) {
         return out;
       },
       nb::arg("path"), nb::arg("solver"),
-      "Reads a checkpoint of `solver` (written by checkpoint_save or by the kfactor command): fields, history, options, "
+      "Reads a checkpoint of `solver` (written by checkpoint_save or by the kfactor command): fields, history, "
+      "options, "
       "fingerprint, precision, rank.");
 }
 

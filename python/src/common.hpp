@@ -20,9 +20,9 @@
 #include <Kokkos_Core.hpp>
 
 #include <atomic>
+#include <cstdint>
 #include <cstring>
 #include <map>
-#include <cstdint>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -273,7 +273,8 @@ template <class State>
 nb::dict fields_out(State& state) {
   nb::dict out;
   detail::for_each_field(
-      state, [&](const std::string& name, const auto& v) { out[name.c_str()] = block_array(detail::view_to_block(name, v)); },
+      state,
+      [&](const std::string& name, const auto& v) { out[name.c_str()] = block_array(detail::view_to_block(name, v)); },
       [&](const std::string& name, auto& x) { out[name.c_str()] = block_array(detail::scalar_block(name, x)); },
       [](const MetricHistory&) {});
   return out;

@@ -278,8 +278,8 @@ Problem<T, MemorySpace> make_problem(const ExecutionSpace& exec, const CsrMatrix
     p.item_bins = detail::make_row_bins(exec, p.ratings_t);
   } catch (const std::runtime_error& e) {
     throw OutOfMemory(std::string("mnmf: allocation for ") + std::to_string(ratings.num_rows()) + " x " +
-                         std::to_string(ratings.num_cols) + " with " + std::to_string(ratings.nnz()) +
-                         " ratings failed: " + e.what());
+                      std::to_string(ratings.num_cols) + " with " + std::to_string(ratings.nnz()) +
+                      " ratings failed: " + e.what());
   }
   p.test = test;
   return p;
@@ -323,7 +323,7 @@ State<T, MemorySpace> init(const ExecutionSpace& exec, const Problem<T, MemorySp
                                       problem.cols(), r);
   } catch (const std::runtime_error& e) {
     throw OutOfMemory("mnmf: cannot allocate factors of " + std::to_string(problem.rows()) + " + " +
-                         std::to_string(problem.cols()) + " rows x rank " + std::to_string(r) + ": " + e.what());
+                      std::to_string(problem.cols()) + " rows x rank " + std::to_string(r) + ": " + e.what());
   }
   detail::initial_factors(exec, problem.mean_rating, options, s.W, s.H);
   return s;

@@ -33,8 +33,8 @@ sddmm_random_factors(const ExecutionSpace& exec, std::int64_t m, std::int64_t n,
   auto failure = [&](const std::exception& e) {
     const double gib = double(m + n) * K * double(sizeof(Acc) + sizeof(TI)) / double(1ull << 30);
     return OutOfMemory("sddmm: cannot allocate A (" + std::to_string(m) + " x " + std::to_string(K) + ") and B (" +
-                          std::to_string(n) + " x " + std::to_string(K) + "), about " + std::to_string(gib) +
-                          " GiB with their staging copies; lower K: " + e.what());
+                       std::to_string(n) + " x " + std::to_string(K) + "), about " + std::to_string(gib) +
+                       " GiB with their staging copies; lower K: " + e.what());
   };
   DenseMatrix<Acc, Mem> A0, B0;
   DenseMatrix<TI, Mem> A, B;

@@ -266,7 +266,7 @@ DenseMatrix<T, MemorySpace> alloc(const std::string& name, std::int64_t rows, st
                                        cols);
   } catch (const std::exception& e) {
     throw OutOfMemory("nmf: cannot allocate " + name + " (" + std::to_string(rows) + " x " + std::to_string(cols) +
-                         " of " + std::to_string(sizeof(T)) + "-byte values): " + e.what());
+                      " of " + std::to_string(sizeof(T)) + "-byte values): " + e.what());
   }
 }
 
@@ -897,8 +897,7 @@ void ensure_values(Kokkos::View<T*, Mem>& v, std::size_t n, const char* name) {
   try {
     v = Kokkos::View<T*, Mem>(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("kfactor::nmf::") + name), n);
   } catch (const std::exception& e) {
-    throw OutOfMemory(std::string("nmf: cannot allocate ") + name + " (" + std::to_string(n) +
-                         " values): " + e.what());
+    throw OutOfMemory(std::string("nmf: cannot allocate ") + name + " (" + std::to_string(n) + " values): " + e.what());
   }
 }
 
