@@ -5,8 +5,9 @@
 #
 # The CMake build goes to BUILD_DIR, kept between runs (a rerun compiles
 # only what changed). Where ccache is installed it compiles through it with
-# the compiler CXX and CCACHE_BASEDIR=SOURCE_DIR, as tools/build does: with
-# BUILD_DIR beside the test's own build directory (build-pip beside build),
+# the compiler CXX and the cache directory and base directory the test's own
+# build was configured with (CCACHE_DIR_MAIN, CCACHE_BASEDIR_MAIN: tools/build
+# sets both): with BUILD_DIR beside that build (build-pip beside build),
 # every compile command equals the main build's, and a fresh BUILD_DIR takes
 # the library's objects from the cache.
 file(REMOVE_RECURSE ${WORK_DIR}/site ${WORK_DIR}/run)
@@ -14,11 +15,13 @@ file(MAKE_DIRECTORY ${WORK_DIR}/run)
 find_program(CCACHE ccache)
 set(launcher "")
 if(CCACHE)
-  set(basedir ${SOURCE_DIR})
-  if(DEFINED ENV{CCACHE_BASEDIR})
-    set(basedir $ENV{CCACHE_BASEDIR})
+  set(launcher CMAKE_CXX_COMPILER_LAUNCHER=${CCACHE})
+  if(CCACHE_DIR_MAIN)
+    list(APPEND launcher CCACHE_DIR=${CCACHE_DIR_MAIN})
   endif()
-  set(launcher CMAKE_CXX_COMPILER_LAUNCHER=${CCACHE} CCACHE_BASEDIR=${basedir})
+  if(CCACHE_BASEDIR_MAIN)
+    list(APPEND launcher CCACHE_BASEDIR=${CCACHE_BASEDIR_MAIN})
+  endif()
 endif()
 string(TIMESTAMP t0 "%s")
 execute_process(
