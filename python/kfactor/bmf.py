@@ -22,6 +22,8 @@ class BooleanMF(BaseEstimator):
     batch, flip_prob, temperature, temp_step, temp_factor, weight_ones,
     every_line_changed : the search's knobs (docs/python/booleanmf.md).
     random_state, device, verbose, callback : as kfactor.NMF.
+    warm_start : fit continues the fitted search (the same X) for max_iter
+        more iterations, exactly as an uninterrupted fit would have.
 
     There is no transform of new samples (the search fits A and B
     together): fit_transform returns A for the training samples.
@@ -29,6 +31,10 @@ class BooleanMF(BaseEstimator):
     Fitted: components_ (uint8), A_ (uint8), n_iter_, relative_error_
     (wrong entries / all entries), reconstruction_err_ (wrong entries),
     history_.
+
+    save(path) writes the fitted search as the HDF5 checkpoint `kfactor bmf
+    --checkpoint` writes; BooleanMF.load(path) reads one back, and with
+    warm_start=True its fit continues the search bit for bit.
     """
 
     def __init__(
@@ -50,6 +56,7 @@ class BooleanMF(BaseEstimator):
         device="cpu",
         verbose=0,
         callback=None,
+        warm_start=False,
     ):
         self.n_components = n_components
         self.max_iter = max_iter
@@ -67,6 +74,7 @@ class BooleanMF(BaseEstimator):
         self.device = device
         self.verbose = verbose
         self.callback = callback
+        self.warm_start = warm_start
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -85,9 +93,17 @@ class BooleanMF(BaseEstimator):
     def fit_transform(self, X, y=None):
         """Fits A and B and returns A (n_samples x n_components, uint8)."""
         device = check_device(self.device)
-        X = check_X(self, X, reset=True, non_negative=True)
+        continuing = self.warm_start and hasattr(self, "_fit_state")
+        X = check_X(self, X, reset=not continuing, non_negative=True)
         m, n = X.shape
-        k = self.n_components if self.n_components is not None else min(m, n)
+        if continuing:
+            if (m, n) != self._shape:
+                raise ValueError(f"warm_start: X is {m} x {n}, the fitted model's {self._shape[0]} x {self._shape[1]}")
+            k, seed, state = self.n_components_, self._seed, self._fit_state
+            max_iter = self.n_iter_ + int(self.max_iter)
+        else:
+            k = self.n_components if self.n_components is not None else min(m, n)
+            seed, state, max_iter = seed_of(self.random_state), None, int(self.max_iter)
         if is_sparse(X):
             coo = X.tocoo()
             keep = coo.data != 0
@@ -96,7 +112,7 @@ class BooleanMF(BaseEstimator):
             rows, cols = np.nonzero(X)
         options = {
             "rank": int(k),
-            "max_iter": int(self.max_iter),
+            "max_iter": max_iter,
             "tol": float(self.tol),
             "target": None if self.target is None else float(self.target),
             "init": "rows" if self.init == "sample_rows" else str(self.init),
@@ -107,11 +123,11 @@ class BooleanMF(BaseEstimator):
             "temp_factor": float(self.temp_factor),
             "weight_ones": float(self.weight_ones),
             "every_line_changed": int(self.every_line_changed),
-            "seed": seed_of(self.random_state),
+            "seed": seed,
         }
         out = _core.bmf_fit(
             m, n, np.ascontiguousarray(rows, dtype=np.int32), np.ascontiguousarray(cols, dtype=np.int32), options,
-            progress(self.verbose, self.callback, "BooleanMF"), device,
+            state, progress(self.verbose, self.callback, "BooleanMF"), device,
         )
         metrics = out["report"]["metrics"]
         self.A_ = out["A"]
@@ -121,10 +137,71 @@ class BooleanMF(BaseEstimator):
         self.relative_error_ = float(metrics["relative_error"])
         self.reconstruction_err_ = float(metrics["errors"])
         self.history_ = out["history"]
+        self._fit_state = {"fields": out["fields"], "history": out["history"]}
+        self._checkpoint = {"options": out["options"], "fingerprint": out["fingerprint"]}
+        self._seed = seed
+        self._shape = (m, n)
         return self.A_
+
+    def save(self, path):
+        """Writes the fitted search as the HDF5 checkpoint `kfactor bmf
+        --checkpoint` writes (also a restart file for the command)."""
+        check_is_fitted(self)
+        _core.checkpoint_save(
+            str(path), "bmf", "bits", self.n_components_, self._checkpoint["options"],
+            self._checkpoint["fingerprint"], self._fit_state["fields"], self._fit_state["history"],
+        )
+
+    @classmethod
+    def load(cls, path, **params):
+        """A fitted BooleanMF from a checkpoint written by save() or by
+        `kfactor bmf --checkpoint`; `params` set estimator parameters beyond
+        the stored ones (the file holds what decides the iterates, not the
+        stop rule: pass max_iter, tol, target, every_line_changed with
+        warm_start=True to continue)."""
+        out = _core.checkpoint_load(str(path), "bmf")
+        o, fields = out["options"], out["fields"]
+        rank = int(out["rank"])
+        est = cls(
+            n_components=rank,
+            init=o["init"],
+            batch=int(o["batch"]),
+            flip_prob=float(o["flip_prob"]),
+            temperature=float(o["temperature"]),
+            temp_step=int(o["temp_step"]),
+            temp_factor=float(o["temp_factor"]),
+            weight_ones=float(o["weight_ones"]),
+            random_state=int(o["seed"]),
+        )
+        est.set_params(**params)
+        m, n = int(fields["A"].shape[0]), int(fields["Bt"].shape[0])
+        # The result is the best factors seen when the search keeps a copy
+        # of them (bmf::factor_a / factor_b), else the current ones.
+        best = "best_A" in fields
+        est.A_ = _unpack_bits(fields["best_A" if best else "A"], rank)
+        est.components_ = np.ascontiguousarray(_unpack_bits(fields["best_Bt" if best else "Bt"], rank).T)
+        est.n_components_ = rank
+        est.n_features_in_ = n
+        est.n_iter_ = int(fields["iteration"])
+        wrong = int(fields["best_false_pos" if best else "false_pos"]) + int(fields["best_false_neg" if best else "false_neg"])
+        est.reconstruction_err_ = float(wrong)
+        est.relative_error_ = wrong / float(m * n)
+        est.history_ = out["history"]
+        est._fit_state = {"fields": fields, "history": out["history"]}
+        est._checkpoint = {"options": o, "fingerprint": out["fingerprint"]}
+        est._seed = int(o["seed"])
+        est._shape = (m, n)
+        return est
 
     def inverse_transform(self, A):
         """A o B as a 0/1 uint8 array (n_samples x n_features)."""
         check_is_fitted(self)
         A = np.asarray(A, dtype=np.uint8)
         return (A.astype(np.int32) @ self.components_.astype(np.int32) > 0).astype(np.uint8)
+
+
+def _unpack_bits(words, bits):
+    """A BitMatrix's words (lines x 64-bit words, bit l of a line in word
+    l // 64 at position l % 64) as a lines x bits 0/1 uint8 array."""
+    words = np.ascontiguousarray(words, dtype="<u8")
+    return np.unpackbits(words.view(np.uint8), axis=1, bitorder="little")[:, :bits].copy()

@@ -59,6 +59,11 @@ class NMF(TransformerMixin, BaseEstimator):
     warm_start : fit continues from the fitted W and H for max_iter more
         epochs, exactly as an uninterrupted fit would have.
     tile, epsilon : ALO tile size and floor of the factors (0: defaults).
+    comm : an mpi4py communicator (a kfactor built with MPI): fit runs the
+        distributed solver of `kfactor nmf --distributed` on its ranks, each
+        passing the same dense X; every rank gets the full factors. The
+        result equals the single-process one up to summation order (see
+        docs/python/README.md#mpi). None: a single-process fit.
 
     Fitted attributes: components_, n_components_, n_iter_,
     reconstruction_err_ (||X - WH||_F for frobenius, else
@@ -87,6 +92,7 @@ class NMF(TransformerMixin, BaseEstimator):
         warm_start=False,
         tile=0,
         epsilon=0.0,
+        comm=None,
     ):
         self.n_components = n_components
         self.algorithm = algorithm
@@ -106,6 +112,7 @@ class NMF(TransformerMixin, BaseEstimator):
         self.warm_start = warm_start
         self.tile = tile
         self.epsilon = epsilon
+        self.comm = comm
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -175,7 +182,13 @@ class NMF(TransformerMixin, BaseEstimator):
             W = None if W is None else np.ascontiguousarray(W, dtype=dtype)
             Ht = None if Ht is None else np.ascontiguousarray(Ht, dtype=dtype)
         observe = progress(self.verbose, self.callback, "NMF")
-        if is_sparse(X):
+        if self.comm is not None:
+            if is_sparse(X) or on_cuda(X):
+                raise ValueError("NMF with comm= takes a dense numpy X (every rank passes the whole matrix)")
+            if state is not None or W is not None or Ht is not None:
+                raise ValueError("NMF with comm= starts from init='random' or an NNDSVD (no warm_start, no custom init)")
+            out = _core.nmf_fit_distributed(X, options, self.comm.py2f(), observe, device)
+        elif is_sparse(X):
             out = _core.nmf_fit_csr(*csr_parts(X), options, W, Ht, state, observe, device)
         else:
             out = _core.nmf_fit_dense(X, options, W, Ht, state, observe, device)

@@ -21,6 +21,8 @@
 
 #include <atomic>
 #include <cstdint>
+#include <cstring>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -256,5 +258,69 @@ nb::tuple fingerprint_tuple(const InputFingerprint& f);
 InputFingerprint fingerprint_from(nb::handle h);
 /// A Report's result fields: iterations, seconds, stop_reason, metrics, timings, info, history.
 nb::dict report_dict(const Report& r);
+
+/// A checkpoint field as a numpy array of its element type (scalars 0-d),
+/// and a block over such an array's memory (InputError naming the field
+/// for another type or dimension count). The block refers to the array:
+/// `keep` holds a reference to it.
+nb::object block_array(const detail::FieldBlock& b);
+detail::FieldBlock array_block(const std::string& name, nb::handle array);
+
+/// A State's checkpoint fields (State::visit, as a checkpoint saves them)
+/// as {name: numpy array}, in visit order; the history is not among them
+/// (history_dict).
+template <class State>
+nb::dict fields_out(State& state) {
+  nb::dict out;
+  detail::for_each_field(
+      state,
+      [&](const std::string& name, const auto& v) { out[name.c_str()] = block_array(detail::view_to_block(name, v)); },
+      [&](const std::string& name, auto& x) { out[name.c_str()] = block_array(detail::scalar_block(name, x)); },
+      [](const MetricHistory&) {});
+  return out;
+}
+
+/// A fitted state's {name: array} as blocks over the arrays' memory (with
+/// the GIL; the blocks must be released with it held, too).
+std::map<std::string, detail::FieldBlock> field_blocks(nb::handle fields);
+
+/// The inverse of fields_out (through field_blocks) into a State whose views
+/// have their shapes (from the solver's init, as a checkpoint restart
+/// loads), then reset_workspace(): every field must be given with the
+/// State's type and shape, and no other (InputError naming the field);
+/// nothing is copied until all of them are checked. Needs no GIL.
+template <class State>
+void fields_in(State& state, const std::map<std::string, detail::FieldBlock>& given) {
+  std::size_t seen = 0;
+  auto check = [&](const std::string& name, const detail::FieldBlock& want) {
+    const auto it = given.find(name);
+    if (it == given.end()) throw InputError("the fitted state has no field '" + name + "'");
+    const auto& g = it->second;
+    if (g.type != want.type || g.rank != want.rank || g.global_rows != want.global_rows || g.cols != want.cols)
+      throw InputError("the fitted state's field '" + name + "' is " + detail::to_string(g.type) + " of " +
+                       std::to_string(g.global_rows) + " x " + std::to_string(g.cols) + ", expected " +
+                       detail::to_string(want.type) + " of " + std::to_string(want.global_rows) + " x " +
+                       std::to_string(want.cols));
+    ++seen;
+  };
+  detail::for_each_field(
+      state, [&](const std::string& name, auto& v) { check(name, detail::shape_of_view(name, v)); },
+      [&](const std::string& name, auto& x) { check(name, detail::scalar_block(name, x)); }, [](MetricHistory&) {});
+  if (seen != given.size()) throw InputError("the fitted state has fields this solver's state does not");
+  detail::for_each_field(
+      state,
+      [&](const std::string& name, auto& v) {
+        auto b = detail::block_for_view(name, v);
+        const auto& g = given.at(name);
+        std::memcpy(b.data, g.data, std::size_t(g.global_rows * g.cols) * detail::size_of(g.type));
+        detail::block_to_view(b, v);
+      },
+      [&](const std::string& name, auto& x) {
+        const auto& g = given.at(name);
+        std::memcpy(detail::scalar_block(name, x).data, g.data, detail::size_of(g.type));
+      },
+      [](MetricHistory&) {});
+  if constexpr (requires { state.reset_workspace(); }) state.reset_workspace();
+}
 
 }  // namespace kfactor::python

@@ -20,6 +20,7 @@ void register_als(nb::module_& m);
 void register_bmf(nb::module_& m);
 void register_mnmf(nb::module_& m);
 void register_sddmm(nb::module_& m);
+void register_checkpoint(nb::module_& m);
 
 std::atomic<std::uintptr_t>& last_input_address() {
   static std::atomic<std::uintptr_t> address{0};
@@ -143,13 +144,6 @@ nb::dict report_dict(const Report& r) {
 
 namespace {
 
-/// Whether a RuntimeFailure reports an allocation that failed: the library
-/// words every such failure "cannot allocate ..." or "allocation ... failed".
-bool out_of_memory(const std::string& what) {
-  return what.find("cannot allocate") != std::string::npos || what.find("allocation") != std::string::npos ||
-         what.find("out of memory") != std::string::npos;
-}
-
 void translate(const std::exception_ptr& p, void*) {
   try {
     std::rethrow_exception(p);
@@ -157,8 +151,10 @@ void translate(const std::exception_ptr& p, void*) {
     PyErr_SetString(PyExc_ValueError, e.what());
   } catch (const InputError& e) {
     PyErr_SetString(PyExc_ValueError, e.what());
+  } catch (const OutOfMemory& e) {
+    PyErr_SetString(PyExc_MemoryError, e.what());
   } catch (const RuntimeFailure& e) {
-    PyErr_SetString(out_of_memory(e.what()) ? PyExc_MemoryError : PyExc_RuntimeError, e.what());
+    PyErr_SetString(PyExc_RuntimeError, e.what());
   } catch (const Error& e) {
     PyErr_SetString(PyExc_RuntimeError, e.what());
   }
@@ -231,6 +227,7 @@ NB_MODULE(_core, m) {
         if (kind == "usage") throw kfactor::UsageError(what);
         if (kind == "input") throw kfactor::InputError("input.mtx", 7, what);
         if (kind == "runtime") throw kfactor::RuntimeFailure(what);
+        if (kind == "oom") throw kfactor::OutOfMemory(what);
         if (kind == "alloc") throw std::bad_alloc();
         throw kfactor::UsageError("unknown error kind '" + kind + "'");
       },
@@ -241,4 +238,5 @@ NB_MODULE(_core, m) {
   register_bmf(m);
   register_mnmf(m);
   register_sddmm(m);
+  register_checkpoint(m);
 }

@@ -3,12 +3,21 @@
 // with a fixed factor, inverse_transform, and HDF5 checkpoints of a fitted
 // model. Every one calls the kfactor::nmf entry points the `kfactor nmf`
 // driver calls (make_problem, init / init_with, resume, transform,
-// inverse_transform; save_checkpoint / load_checkpoint).
+// inverse_transform; save_checkpoint / load_checkpoint), and, in a build
+// with MPI, the distributed fit of `kfactor nmf --distributed` over an
+// mpi4py communicator.
 #include "common.hpp"
 
 #include <kfactor/core/contract.hpp>
 #include <kfactor/io/checkpoint.hpp>
 #include <kfactor/nmf/nmf.hpp>
+
+#if defined(KFACTOR_HAVE_MPI)
+#include <kfactor/distributed/collective.hpp>
+#include <kfactor/distributed/nmf.hpp>
+
+#include <mpi.h>
+#endif
 
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/tuple.h>
@@ -134,6 +143,56 @@ nb::dict transform(const Exec& exec, const Matrix& A, const nmf::Options& opt, c
   return out;
 }
 
+#if defined(KFACTOR_HAVE_MPI)
+/// The fit of `kfactor nmf --distributed` on a dense X that every rank
+/// holds whole: each rank keeps its blocks (distributed::nmf::make_problem),
+/// and every rank gets the full factors back (gather_W, gather_Ht).
+/// Collective over `comm`. The progress callable runs on every rank; the
+/// run stops when it asks for a stop on any rank (the ranks agree on it
+/// each iteration, as the command's progress printer does).
+template <class T>
+nb::dict fit_distributed(const In<T, 2>& X, const nmf::Options& opt, MPI_Comm comm, ProgressBridge& bridge) {
+  namespace dn = distributed::nmf;
+  using Exec = HostExec;
+  using Mem = Exec::memory_space;
+  const Exec exec;
+  const auto A = dense_in<Mem>(X, "X");
+  InputFingerprint fp;
+  DenseMatrix<T, Mem> W, Ht;
+  int iteration = 0;
+  std::uint64_t seed = 0;
+  MetricHistory history;
+  Report report;
+  const Observer local = bridge.observer();
+  const Observer agreed = [&](const IterationEvent& e) {
+    int stop = local(e) == ObserverAction::stop ? 1 : 0;
+    MPI_Allreduce(MPI_IN_PLACE, &stop, 1, MPI_INT, MPI_LOR, comm);
+    return stop ? ObserverAction::stop : ObserverAction::proceed;
+  };
+  without_gil(bridge, [&] {
+    fp = fingerprint(exec, A);
+    distributed::require_same(comm, fp.checksum, "the checksum of X");
+    const auto problem = distributed::agree(comm, [&] { return dn::make_problem(exec, comm, A); });
+    auto state = distributed::agree(comm, [&] { return dn::init(exec, problem, opt); });
+    report = dn::resume(exec, problem, opt, state, agreed);
+    W = dn::gather_W(exec, state);
+    Ht = dn::gather_Ht(exec, state);
+    iteration = state.iteration;
+    seed = state.seed;
+    history = state.history;
+  });
+  nb::dict out;
+  out["W"] = array_out(W);
+  out["Ht"] = array_out(Ht);
+  out["iteration"] = iteration;
+  out["seed"] = seed;
+  out["history"] = history_dict(history);
+  out["report"] = report_dict(report);
+  out["fingerprint"] = fingerprint_tuple(fp);
+  return out;
+}
+#endif
+
 template <class T>
 void define_dtype(nb::module_& m) {
   m.def(
@@ -169,6 +228,31 @@ void define_dtype(nb::module_& m) {
       nb::arg("options"), nb::arg("W").noconvert() = nb::none(), nb::arg("Ht").noconvert() = nb::none(),
       nb::arg("state") = nb::none(), nb::arg("progress") = nb::none(), nb::arg("device") = "cpu",
       "NMF of a CSR matrix (indptr int64, indices int32, canonical): as nmf_fit_dense.");
+  m.def(
+      "nmf_fit_distributed",
+      [](In<T, 2> X, const nb::dict& options, std::int64_t comm_handle, nb::object progress,
+         const std::string& device) -> nb::dict {
+        const auto opt = nmf_options(options);
+        if (parse_device(device).cuda) throw UsageError("NMF: comm= runs on the host; use device='cpu'");
+        if (on_cuda(X)) throw UsageError("NMF: comm= takes X in host memory");
+        if (opt.init == nmf::Init::custom) throw UsageError("NMF: comm= starts from init='random' or an NNDSVD");
+#if defined(KFACTOR_HAVE_MPI)
+        int initialized = 0;
+        MPI_Initialized(&initialized);
+        if (!initialized) throw UsageError("NMF: comm= needs MPI initialized (import mpi4py.MPI)");
+        ProgressBridge bridge(std::move(progress));
+        return fit_distributed(X, opt, MPI_Comm_f2c(static_cast<MPI_Fint>(comm_handle)), bridge);
+#else
+        (void)X;
+        (void)comm_handle;
+        (void)progress;
+        throw UsageError("NMF: comm= needs a kfactor built with MPI (this build has none)");
+#endif
+      },
+      nb::arg("X").noconvert(), nb::arg("options"), nb::arg("comm"), nb::arg("progress") = nb::none(),
+      nb::arg("device") = "cpu",
+      "The distributed NMF of `kfactor nmf --distributed` of a dense X every rank of the communicator (an MPI "
+      "Fortran handle, mpi4py's comm.py2f()) holds whole; collective; every rank gets the results of nmf_fit_dense.");
   m.def(
       "nmf_transform_dense",
       [](In<T, 2> X, const nb::dict& options, In<T, 2> W, const std::string& device) {

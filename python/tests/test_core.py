@@ -38,6 +38,7 @@ def test_unknown_device_is_refused():
         ("usage", ValueError, "bad option"),
         ("input", ValueError, "input.mtx:7: bad option"),
         ("runtime", RuntimeError, "bad option"),
+        ("oom", MemoryError, "bad option"),
         ("alloc", MemoryError, None),
     ],
 )
@@ -46,9 +47,12 @@ def test_errors_map_to_python_exceptions(kind, exception, text):
         _core._raise(kind, "bad option")
 
 
-def test_allocation_failures_are_memory_errors():
-    with pytest.raises(MemoryError, match="cannot allocate"):
+def test_runtime_failures_are_told_from_memory_errors_by_type():
+    # The type decides, not the wording: a RuntimeFailure that speaks of
+    # allocation is still a RuntimeError.
+    with pytest.raises(RuntimeError, match="cannot allocate") as info:
         _core._raise("runtime", "nmf: cannot allocate W (1 x 2)")
+    assert not isinstance(info.value, MemoryError)
 
 
 def test_strict_core_refuses_wrong_dtype_and_layout():
@@ -82,3 +86,24 @@ def test_kokkos_uses_omp_num_threads_and_finalizes_at_exit():
     assert run.returncode == 0, run.stderr
     assert run.stdout.split() == ["1"]
     assert "Kokkos" not in run.stderr  # no allocation left alive at finalize, no warning
+
+
+def test_a_factor_beyond_memory_is_a_memory_error():
+    # In a child whose address space is capped 1 GiB above its size after
+    # import: a 64 x 2^24 input with 64 entries (~130 MiB with its
+    # transpose) fits, its rank-64 factor H (8 GiB) does not, and the
+    # library's OutOfMemory arrives as MemoryError naming the allocation.
+    code = (
+        "import resource, numpy as np, scipy.sparse as sp, kfactor\n"
+        "size = int(next(l for l in open('/proc/self/status') if l.startswith('VmSize:')).split()[1]) * 1024\n"
+        "resource.setrlimit(resource.RLIMIT_AS, (size + 2**30, resource.getrlimit(resource.RLIMIT_AS)[1]))\n"
+        "X = sp.csr_matrix((np.arange(1.0, 65.0), (np.arange(64), np.arange(64))), shape=(64, 2**24))\n"
+        "try:\n"
+        "    kfactor.NMF(64, init='random', random_state=0, max_iter=1).fit(X)\n"
+        "except MemoryError as e:\n"
+        "    print('MemoryError:', e)\n"
+    )
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    run = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.startswith("MemoryError: nmf: cannot allocate"), run.stdout + run.stderr

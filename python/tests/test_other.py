@@ -51,3 +51,57 @@ def test_sddmm_equals_the_dense_product(rng, dtype):
         kfactor.sddmm(S, A, B[:, :4])
     with pytest.raises(ValueError, match="2-D"):
         kfactor.sddmm(S, A[0], B)
+
+
+def _noisy_boolean(rng, m, n, k):
+    A = rng.random((m, k)) < 0.3
+    B = rng.random((k, n)) < 0.3
+    C = (A.astype(int) @ B.astype(int)) > 0
+    return (C ^ (rng.random((m, n)) < 0.03)).astype(np.float64)
+
+
+@pytest.mark.parametrize("temperature", [0.0, 0.5])
+def test_boolean_mf_save_load_continues_bit_for_bit(rng, tmp_path, temperature):
+    # temperature > 0 keeps a copy of the best factors beside the current
+    # ones: both must travel through the file.
+    C = _noisy_boolean(rng, 50, 40, 3)
+    kw = dict(n_components=3, batch=16, temperature=temperature, temp_step=5, every_line_changed=0, random_state=5)
+    whole = kfactor.BooleanMF(max_iter=30, **kw).fit(C)
+    half = kfactor.BooleanMF(max_iter=15, **kw).fit(C)
+    assert half.n_iter_ == 15 and whole.n_iter_ == 30
+    path = tmp_path / "bmf.h5"
+    half.save(path)
+    loaded = kfactor.BooleanMF.load(path, max_iter=15, warm_start=True, every_line_changed=0)
+    assert loaded.n_iter_ == 15
+    np.testing.assert_array_equal(loaded.components_, half.components_)
+    np.testing.assert_array_equal(loaded.A_, half.A_)
+    assert loaded.reconstruction_err_ == half.reconstruction_err_
+    loaded.fit(C)
+    assert loaded.n_iter_ == 30
+    np.testing.assert_array_equal(loaded.components_, whole.components_)
+    np.testing.assert_array_equal(loaded.A_, whole.A_)
+    np.testing.assert_array_equal(loaded.history_["values"], whole.history_["values"])
+    # warm_start without the file continues the same way.
+    half.set_params(warm_start=True).fit(C)
+    np.testing.assert_array_equal(half.components_, whole.components_)
+    with pytest.raises(ValueError, match="warm_start"):
+        half.fit(C[:-1])
+
+
+def test_manifold_nmf_save_load_continues_bit_for_bit(rng, tmp_path):
+    R = sp.random(40, 30, density=0.3, format="csr", random_state=6) * 5
+    kw = dict(n_components=3, lambda_W=0.3, lambda_H=0.2, n_neighbors=5, random_state=8)
+    whole = kfactor.ManifoldNMF(max_iter=20, **kw).fit(R)
+    half = kfactor.ManifoldNMF(max_iter=10, **kw).fit(R)
+    path = tmp_path / "mnmf.h5"
+    half.save(path)
+    loaded = kfactor.ManifoldNMF.load(path, max_iter=10, warm_start=True)
+    assert loaded.n_iter_ == 10 and loaded.lambda_W == 0.3 and loaded.n_neighbors == 5
+    np.testing.assert_array_equal(loaded.components_, half.components_)
+    loaded.fit(R)
+    assert loaded.n_iter_ == 20
+    np.testing.assert_array_equal(loaded.user_factors_, whole.user_factors_)
+    np.testing.assert_array_equal(loaded.components_, whole.components_)
+    np.testing.assert_array_equal(loaded.history_["values"], whole.history_["values"])
+    with pytest.raises(ValueError, match="bmf"):
+        kfactor.BooleanMF.load(path)

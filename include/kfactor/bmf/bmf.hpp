@@ -240,7 +240,7 @@ inline bool use_dense(DenseC mode, std::int64_t m, std::int64_t n, std::size_t l
 /// Throws InputError for positions outside the shape and for a C without
 /// ones (every factorization is exact), UsageError for invalid options and for
 /// options.rank > min(rows, cols) (the Boolean rank never exceeds it),
-/// RuntimeFailure when the storage cannot be allocated.
+/// OutOfMemory when the storage cannot be allocated.
 /// C from host triplets: entry (i, j) is a one when its value is nonzero (a
 /// pattern matrix, with empty values, is all ones).
 template <class ExecutionSpace, class T>

@@ -48,4 +48,15 @@ class RuntimeFailure : public Error {
   [[nodiscard]] int exit_code() const noexcept override { return 4; }
 };
 
+/// A RuntimeFailure because memory (host or device) could not be allocated.
+/// The library turns every allocation failure it catches into this type, with
+/// a message naming what it allocated and the sizes, so that callers can tell
+/// "too big for this machine" from other failures without reading the text
+/// (the Python package raises MemoryError for it). Same exit code as
+/// RuntimeFailure.
+class OutOfMemory : public RuntimeFailure {
+ public:
+  using RuntimeFailure::RuntimeFailure;
+};
+
 }  // namespace kfactor

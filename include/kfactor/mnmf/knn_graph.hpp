@@ -140,8 +140,8 @@ Kokkos::View<ordinal_t**, Kokkos::LayoutRight, MemorySpace> knn_select(
     S = Tile(Kokkos::view_alloc(exec, Kokkos::WithoutInitializing, "kfactor::mnmf::knn_dots"), m, B);
     if (host) St = Tile(Kokkos::view_alloc(exec, Kokkos::WithoutInitializing, "kfactor::mnmf::knn_dots_t"), B, m);
   } catch (const std::runtime_error& e) {
-    throw RuntimeFailure("knn graph: cannot allocate the " + std::to_string(B) + "-query block buffers (" +
-                         std::to_string(B * per_query) + " bytes): " + e.what());
+    throw OutOfMemory("knn graph: cannot allocate the " + std::to_string(B) + "-query block buffers (" +
+                      std::to_string(B * per_query) + " bytes): " + e.what());
   }
   auto row_map = V.row_map;
   auto cols = V.entries;

@@ -277,9 +277,9 @@ Problem<T, MemorySpace> make_problem(const ExecutionSpace& exec, const CsrMatrix
     p.user_bins = detail::make_row_bins(exec, ratings);
     p.item_bins = detail::make_row_bins(exec, p.ratings_t);
   } catch (const std::runtime_error& e) {
-    throw RuntimeFailure(std::string("mnmf: allocation for ") + std::to_string(ratings.num_rows()) + " x " +
-                         std::to_string(ratings.num_cols) + " with " + std::to_string(ratings.nnz()) +
-                         " ratings failed: " + e.what());
+    throw OutOfMemory(std::string("mnmf: allocation for ") + std::to_string(ratings.num_rows()) + " x " +
+                      std::to_string(ratings.num_cols) + " with " + std::to_string(ratings.nnz()) +
+                      " ratings failed: " + e.what());
   }
   p.test = test;
   return p;
@@ -322,8 +322,8 @@ State<T, MemorySpace> init(const ExecutionSpace& exec, const Problem<T, MemorySp
     s.H = DenseMatrix<T, MemorySpace>(Kokkos::view_alloc(exec, Kokkos::WithoutInitializing, "kfactor::mnmf::H"),
                                       problem.cols(), r);
   } catch (const std::runtime_error& e) {
-    throw RuntimeFailure("mnmf: cannot allocate factors of " + std::to_string(problem.rows()) + " + " +
-                         std::to_string(problem.cols()) + " rows x rank " + std::to_string(r) + ": " + e.what());
+    throw OutOfMemory("mnmf: cannot allocate factors of " + std::to_string(problem.rows()) + " + " +
+                      std::to_string(problem.cols()) + " rows x rank " + std::to_string(r) + ": " + e.what());
   }
   detail::initial_factors(exec, problem.mean_rating, options, s.W, s.H);
   return s;
@@ -358,7 +358,7 @@ void ensure_workspace(const ExecutionSpace& exec, State<T, MemorySpace>& s) {
       ws.H_next = DenseMatrix<T, MemorySpace>(
           Kokkos::view_alloc(exec, Kokkos::WithoutInitializing, "kfactor::mnmf::H_next"), s.H.extent(0), s.H.extent(1));
   } catch (const std::runtime_error& e) {
-    throw RuntimeFailure(std::string("mnmf: cannot allocate the sweep workspace: ") + e.what());
+    throw OutOfMemory(std::string("mnmf: cannot allocate the sweep workspace: ") + e.what());
   }
 }
 

@@ -154,7 +154,7 @@ double alo_w_data_movement(double V, double K, double T, double C = 33.0);
 /// Largest Options::rank. The K x K Grams and ALO's K x K tile matrix are
 /// dense: at K = 2^20 each would take 8 TiB in double, beyond any machine, so
 /// a larger K is a typo rather than a run. Below it, a K that does not fit
-/// the memory is an allocation failure naming the sizes (RuntimeFailure),
+/// the memory is an allocation failure naming the sizes (OutOfMemory),
 /// and K > min(V, D) a UsageError from init.
 inline constexpr int max_rank = 1 << 20;
 /// Largest Options::epsilon. It is a floor (hals, alo) and a denominator

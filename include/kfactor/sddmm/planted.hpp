@@ -22,7 +22,7 @@
 namespace kfactor {
 
 /// {A, B}: m x K and n x K, uniform in [-1, 1) rounded to TI. Throws
-/// RuntimeFailure naming the sizes when the memory space cannot hold them
+/// OutOfMemory naming the sizes when the memory space cannot hold them
 /// (with the accumulation-type staging copies).
 template <class TI, class ExecutionSpace>
 std::pair<DenseMatrix<TI, typename ExecutionSpace::memory_space>,
@@ -32,9 +32,9 @@ sddmm_random_factors(const ExecutionSpace& exec, std::int64_t m, std::int64_t n,
   using Acc = detail::sddmm_acc_t<TI>;
   auto failure = [&](const std::exception& e) {
     const double gib = double(m + n) * K * double(sizeof(Acc) + sizeof(TI)) / double(1ull << 30);
-    return RuntimeFailure("sddmm: cannot allocate A (" + std::to_string(m) + " x " + std::to_string(K) + ") and B (" +
-                          std::to_string(n) + " x " + std::to_string(K) + "), about " + std::to_string(gib) +
-                          " GiB with their staging copies; lower K: " + e.what());
+    return OutOfMemory("sddmm: cannot allocate A (" + std::to_string(m) + " x " + std::to_string(K) + ") and B (" +
+                       std::to_string(n) + " x " + std::to_string(K) + "), about " + std::to_string(gib) +
+                       " GiB with their staging copies; lower K: " + e.what());
   };
   DenseMatrix<Acc, Mem> A0, B0;
   DenseMatrix<TI, Mem> A, B;

@@ -10,8 +10,8 @@ namespace kfactor::bmf {
 
 namespace detail {
 
-inline RuntimeFailure allocation_failure(const std::string& what, std::size_t bytes, const std::exception& e) {
-  return RuntimeFailure("bmf: cannot allocate " + what + " (" + std::to_string(bytes) + " bytes): " + e.what());
+inline OutOfMemory allocation_failure(const std::string& what, std::size_t bytes, const std::exception& e) {
+  return OutOfMemory("bmf: cannot allocate " + what + " (" + std::to_string(bytes) + " bytes): " + e.what());
 }
 
 /// Host CSR (sorted, duplicate free) of the ones, by rows and by columns.

@@ -265,8 +265,8 @@ DenseMatrix<T, MemorySpace> alloc(const std::string& name, std::int64_t rows, st
     return DenseMatrix<T, MemorySpace>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kfactor::nmf::" + name), rows,
                                        cols);
   } catch (const std::exception& e) {
-    throw RuntimeFailure("nmf: cannot allocate " + name + " (" + std::to_string(rows) + " x " + std::to_string(cols) +
-                         " of " + std::to_string(sizeof(T)) + "-byte values): " + e.what());
+    throw OutOfMemory("nmf: cannot allocate " + name + " (" + std::to_string(rows) + " x " + std::to_string(cols) +
+                      " of " + std::to_string(sizeof(T)) + "-byte values): " + e.what());
   }
 }
 
@@ -897,8 +897,7 @@ void ensure_values(Kokkos::View<T*, Mem>& v, std::size_t n, const char* name) {
   try {
     v = Kokkos::View<T*, Mem>(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("kfactor::nmf::") + name), n);
   } catch (const std::exception& e) {
-    throw RuntimeFailure(std::string("nmf: cannot allocate ") + name + " (" + std::to_string(n) +
-                         " values): " + e.what());
+    throw OutOfMemory(std::string("nmf: cannot allocate ") + name + " (" + std::to_string(n) + " values): " + e.what());
   }
 }
 
@@ -1316,7 +1315,7 @@ Problem<Matrix> make_problem(const ExecutionSpace& exec, const Matrix& A) {
     try {
       p.At = kfactor::transpose(exec, A);
     } catch (const std::exception& e) {
-      throw RuntimeFailure("nmf: cannot store the transpose of A (nnz " + std::to_string(A.nnz()) + "): " + e.what());
+      throw OutOfMemory("nmf: cannot store the transpose of A (nnz " + std::to_string(A.nnz()) + "): " + e.what());
     }
   }
   exec.fence();
