@@ -216,7 +216,7 @@ void cg_half_step(const ExecutionSpace& exec, const CsrMatrix<T, MemorySpace>& W
     grow(ws.cg_rs, m, "kfactor::als::cg_rs");
     grow(ws.cg_values, nnz, "kfactor::als::cg_values");
   } catch (const std::exception& e) {
-    throw RuntimeFailure("ALS: cannot allocate the conjugate-gradient buffers of " + std::to_string(m) +
+    throw OutOfMemory("ALS: cannot allocate the conjugate-gradient buffers of " + std::to_string(m) +
                          " rows at f = " + std::to_string(f) + ": " + e.what());
   }
   DenseMatrix<T, MemorySpace> R(ws.cg_r.data(), m, f), P(ws.cg_p.data(), m, f), AP(ws.cg_ap.data(), m, f);
