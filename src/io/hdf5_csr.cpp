@@ -8,15 +8,20 @@
 #include "hdf5_csr_impl.hpp"
 #include "text.hpp"
 
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <limits>
+#include <thread>
 #include <type_traits>
 #include <utility>
 
@@ -101,6 +106,13 @@ void read_part(const std::string& path, const char* name, hid_t ds, hid_t mem_ty
 }
 
 /// Checks that the bytes a read needs fit the memory limit before they are allocated.
+/// Set in the child of Impl::probe: the child opens the file itself.
+bool in_probe = false;
+
+/// Seconds a probe may take: opening a valid file's metadata takes
+/// milliseconds, even on a network file system.
+constexpr int probe_seconds = 60;
+
 void check_memory(const std::string& path, const ReadOptions& opt, double bytes, const std::string& claim) {
   const std::uint64_t limit = kfactor::io::detail::memory_limit_or_physical(opt.memory_limit);
   if (bytes > static_cast<double>(limit))
@@ -109,6 +121,8 @@ void check_memory(const std::string& path, const ReadOptions& opt, double bytes,
 }
 
 }  // namespace
+
+bool hdf5_csr_probe = true;
 
 h5::PropertyList hdf5_csr_file_access() {
   h5::PropertyList fapl(H5Pcreate(H5P_FILE_ACCESS), h5::Mode::read, "creating file access properties");
@@ -122,10 +136,65 @@ void check_regular_file(const std::string& path) {
   if (!S_ISREG(st.st_mode)) throw InputError(path, 0, "not a regular file");
 }
 
+/// HDF5 is not hardened against damaged files: on some its own checks fail
+/// an assertion (abort) or it loops (the fuzz target found both). So before
+/// this process lets HDF5 open a file, a forked child opens it, with the
+/// serial driver, and runs every check of Impl's constructor (the metadata
+/// this reader walks; the data chunks are read later, here). A child that is
+/// killed by a signal, exits other than by the checks' verdict, or does not
+/// finish within probe_seconds means a damaged file, reported as an
+/// InputError without this process touching it. A child whose checks threw
+/// exits 1 and this process runs the same checks to report that error.
+void Hdf5CsrReader::Impl::probe(const std::string& path, const ReadOptions& opt) {
+  if (in_probe || !hdf5_csr_probe) return;
+  std::fflush(nullptr);
+  const pid_t child = ::fork();
+  if (child < 0) return;  // no process to spare: open it here, as without the probe
+  if (child == 0) {
+    in_probe = true;
+    // The child dies quietly: no crash handlers of the parent (sanitizers,
+    // debuggers), no HDF5 assertion text on the user's terminal.
+    for (const int sig : {SIGABRT, SIGSEGV, SIGBUS, SIGFPE, SIGILL}) std::signal(sig, SIG_DFL);
+    if (const int null = ::open("/dev/null", O_WRONLY); null >= 0) {
+      ::dup2(null, STDOUT_FILENO);
+      ::dup2(null, STDERR_FILENO);
+    }
+    int code = 0;
+    try {
+      const Impl checked(path, opt, hdf5_csr_file_access(), h5::PropertyList());
+    } catch (...) {
+      code = 1;
+    }
+    ::_exit(code);  // no atexit handlers, no flush of the parent's buffers
+  }
+  int status = 0;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(probe_seconds);
+  for (auto pause = std::chrono::microseconds(50);; pause = std::min(2 * pause, std::chrono::microseconds(20000))) {
+    const pid_t done = ::waitpid(child, &status, WNOHANG);
+    if (done == child) break;
+    if (done < 0 && errno != EINTR) return;  // reaped elsewhere: no verdict, open it here
+    if (std::chrono::steady_clock::now() > deadline) {
+      ::kill(child, SIGKILL);
+      ::waitpid(child, &status, 0);
+      throw InputError(path, 0,
+                       "HDF5 did not finish opening the file in " + std::to_string(probe_seconds) +
+                           " s (a damaged file makes HDF5 loop)");
+    }
+    std::this_thread::sleep_for(pause);
+  }
+  if (WIFEXITED(status) && (WEXITSTATUS(status) == 0 || WEXITSTATUS(status) == 1)) return;
+  throw InputError(
+      path, 0,
+      WIFSIGNALED(status)
+          ? "HDF5 crashed opening the file (signal " + std::to_string(WTERMSIG(status)) + "): the file is damaged"
+          : "HDF5 failed opening the file (status " + std::to_string(status) + "): the file is damaged");
+}
+
 Hdf5CsrReader::Impl::Impl(const std::string& p, const ReadOptions& o, hid_t fapl, h5::PropertyList transfer)
     : path(p), opt(o), dxpl(std::move(transfer)) {
   const h5::Quiet quiet;
   check_regular_file(path);
+  probe(path, opt);
   const hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl);
   if (f < 0) bad(path, "not a readable HDF5 file (damaged or truncated?)");
   file = h5::File(f, h5::Mode::read, path);

@@ -15,6 +15,10 @@ struct Hdf5CsrReader::Impl {
   /// Opens `path` with file access `fapl`; reads go through transfer
   /// properties `dxpl` (H5P_DEFAULT, or collective MPI-IO). Checks the layout.
   Impl(const std::string& path, const ReadOptions& opt, hid_t fapl, kfactor::detail::h5::PropertyList dxpl);
+  /// Opens `path` and runs the constructor's checks in a forked child
+  /// first; InputError when HDF5 crashes or hangs on the file (see the
+  /// definition).
+  static void probe(const std::string& path, const ReadOptions& opt);
   /// `/row_ids` or `/col_ids` (n ids; empty when the file has none), checked.
   std::vector<std::int64_t> read_ids(const char* name, std::int64_t n);
   /// Runs the local work before a read (memory checks, allocations); with
@@ -45,6 +49,12 @@ struct Hdf5CsrReader::Impl {
   /// or throws detail::FailedElsewhere when only another rank failed.
   std::function<void(std::exception_ptr)> agree;
 };
+
+/// Whether Impl::probe forks its child (true unless a test turns it off).
+/// Not public: the fuzz target, which probes the first read of an input, turns
+/// it off for the further reads of the same bytes (a fork costs about 0.1 s
+/// under AddressSanitizer).
+extern bool hdf5_csr_probe;
 
 /// File access properties of every CSR read: no HDF5 file locks (they fail
 /// on some network file systems; readers only read).

@@ -611,7 +611,7 @@ void build_normal_equations(const ExecutionSpace& exec, const HalfStepStructure<
                                               std::size_t(most) * P * tile_elems);
     } catch (const std::exception& e) {
       throw OutOfMemory("ALS: cannot allocate the partial sums of " + std::to_string(most) + " row segments (" +
-                           std::to_string(double(most) * seg_bytes / 1e9) + " GB): " + e.what());
+                        std::to_string(double(most) * seg_bytes / 1e9) + " GB): " + e.what());
     }
     for (std::size_t k = 0; k + 1 < round.size(); ++k) {
       const ordinal_t p = round[k], pe = round[k + 1];
@@ -734,8 +734,8 @@ std::int64_t reserve_workspace(const HalfStepStructure<T, MemorySpace>& S, int f
       ws.b = Kokkos::View<T*, MemorySpace>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kfactor::als::S2"), need_b);
   } catch (const std::exception& e) {
     throw OutOfMemory("ALS: cannot allocate the normal equations of " + std::to_string(cap_rows) +
-                         " rows at f = " + std::to_string(f) + " (" + std::to_string(double(need_A) * sizeof(T) / 1e9) +
-                         " GB); lower the batch size: " + e.what());
+                      " rows at f = " + std::to_string(f) + " (" + std::to_string(double(need_A) * sizeof(T) / 1e9) +
+                      " GB); lower the batch size: " + e.what());
   }
   return cap_rows;
 }

@@ -217,7 +217,7 @@ void cg_half_step(const ExecutionSpace& exec, const CsrMatrix<T, MemorySpace>& W
     grow(ws.cg_values, nnz, "kfactor::als::cg_values");
   } catch (const std::exception& e) {
     throw OutOfMemory("ALS: cannot allocate the conjugate-gradient buffers of " + std::to_string(m) +
-                         " rows at f = " + std::to_string(f) + ": " + e.what());
+                      " rows at f = " + std::to_string(f) + ": " + e.what());
   }
   DenseMatrix<T, MemorySpace> R(ws.cg_r.data(), m, f), P(ws.cg_p.data(), m, f), AP(ws.cg_ap.data(), m, f);
   Kokkos::View<T*, MemorySpace> rs(ws.cg_rs.data(), m), d(ws.cg_values.data(), nnz);
