@@ -72,7 +72,8 @@ Report info_report(const InfoOptions& o) {
 }
 
 const Registrar info_command{Command{
-    "info", "read an input file and describe it: shape, nnz, density, value range, duplicates, empty rows/columns, "
+    "info",
+    "read an input file and describe it: shape, nnz, density, value range, duplicates, empty rows/columns, "
     "timestamp range",
     [](CLI::App& cmd) -> std::function<void()> {
       auto o = std::make_shared<InfoOptions>();

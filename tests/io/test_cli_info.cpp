@@ -140,8 +140,9 @@ TEST(CliInfo, TimestampRangeIsTheOneTheReaderKept) {
     f << "userId,movieId,rating,timestamp\n";
     for (int u = 0; u < 40; ++u)
       for (int i = 0; i < 25; ++i) {
-        if (rng() % 3 != 0 && !(u == 7 && i == 3)) continue;
-        const std::int64_t t = u == 11 && i == 0 ? std::numeric_limits<std::int64_t>::max() : when(rng);
+        const bool largest = u == 11 && i == 0;
+        if (rng() % 3 != 0 && !largest && !(u == 7 && i == 3)) continue;
+        const std::int64_t t = largest ? std::numeric_limits<std::int64_t>::max() : when(rng);
         f << 1000 + 17 * u << "," << 50 + 3 * i << "," << 1 + rng() % 5 << "," << t << "\n";
         kept[{u, i}] = t;
       }
@@ -175,8 +176,9 @@ TEST(CliInfo, TimestampRangeIsTheOneTheReaderKept) {
   // The text output names the same facts.
   const CliRun text = run_kfactor("info --duplicates last --input " + quote(timed), dir);
   ASSERT_EQ(text.code, 0) << text.err;
-  for (const std::string line : {"has_timestamps       true", "first_timestamp      " + std::to_string(first),
-                                 "last_timestamp       " + std::to_string(last)})
+  for (const std::string& line :
+       {std::string("has_timestamps       true"), "first_timestamp      " + std::to_string(first),
+        "last_timestamp       " + std::to_string(last)})
     EXPECT_NE(text.out.find("  " + line + "\n"), std::string::npos) << line << "\n" << text.out;
   // Without a timestamp column (ratings, and a format that has none): false,
   // and no range.
