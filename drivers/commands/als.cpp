@@ -81,12 +81,21 @@
 namespace kfactor::cli {
 namespace {
 
+/// How the ratings are read: with --implicit they are interaction counts,
+/// so the reader refuses a negative one at its line (the solver's own check
+/// could name only its row and column, not the file's ids).
+io::ReadOptions rating_read_options(bool implicit) {
+  io::ReadOptions ro;
+  ro.non_negative = implicit;
+  return ro;
+}
+
 /// Reads `path` through kfactor::io: rating files keep their original ids,
 /// other formats (Matrix Market, edge lists) leave the id lists empty (the id
 /// is the index).
 template <class T>
-io::RatingData<T> read_input(const std::string& path, const std::string& format_name) {
-  io::RatingData<T> R = io::read_input<T>(path, io::parse_format(format_name));
+io::RatingData<T> read_input(const std::string& path, const std::string& format_name, bool implicit) {
+  io::RatingData<T> R = io::read_input<T>(path, io::parse_format(format_name), rating_read_options(implicit));
   if (R.matrix.nnz() == 0) throw InputError(path + ": no ratings");
   return R;
 }
@@ -170,12 +179,12 @@ AlsInput<T> read_als_input(const AlsCli& a) {
   const Kokkos::DefaultExecutionSpace exec;
   const auto t0 = std::chrono::steady_clock::now();
   AlsInput<T> in;
-  in.R = read_input<T>(a.common.input, a.common.format);
+  in.R = read_input<T>(a.common.input, a.common.format, a.implicit);
   std::optional<CooMatrix<T>> given;
   if (!a.test_input.empty())
-    given =
-        io::reindex_ratings(read_input<T>(a.test_input, a.common.format), in.R, io::UnknownIds::reject, a.test_input)
-            .matrix;
+    given = io::reindex_ratings(read_input<T>(a.test_input, a.common.format, a.implicit), in.R, io::UnknownIds::reject,
+                                a.test_input)
+                .matrix;
   in.read_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (a.per_user) {
     // The held-out interactions are the problem's test set, as a given one.
@@ -275,11 +284,12 @@ void run_als_distributed(const AlsCli& a, MPI_Comm comm) {
       if (rows.global_nnz == 0) throw InputError(path + ": no ratings");
     });
   };
-  const auto ratings = distributed::read_rows<T>(comm, a.common.input, format);
+  const io::ReadOptions ro = rating_read_options(a.implicit);
+  const auto ratings = distributed::read_rows<T>(comm, a.common.input, format, ro);
   some_ratings(ratings, a.common.input);
   std::optional<distributed::RowSlice<T>> given;
   if (!a.test_input.empty()) {
-    const auto held = distributed::read_rows<T>(comm, a.test_input, format);
+    const auto held = distributed::read_rows<T>(comm, a.test_input, format, ro);
     some_ratings(held, a.test_input);
     given = distributed::reindex_rows(comm, held, ratings, io::UnknownIds::reject, a.test_input);
   }

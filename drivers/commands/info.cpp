@@ -1,10 +1,11 @@
 // `kfactor info`: read an input file (any text format, or HDF5 CSR) and
 // describe it (shape, nnz, density, value range, duplicates merged, empty
-// rows/columns, detected format).
+// rows/columns, detected format, a ratings file's timestamp range).
 // Exit 3 with `file:line: message` on stderr for bad input.
 #include "cli.hpp"
 
 #include <kfactor/io/input.hpp>
+#include <kfactor/io/ratings.hpp>
 #include <kfactor/io/read.hpp>
 #include <kfactor/io/report_json.hpp>
 
@@ -37,6 +38,13 @@ Report info_report(const InfoOptions& o) {
     r.info["item_id_range"] = std::to_string(data.item_ids.front()) + ".." + std::to_string(data.item_ids.back());
   }
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  // Strings, not metrics: a 64-bit timestamp need not fit a double exactly.
+  const auto times = io::timestamp_range(data.timestamps);
+  r.info["has_timestamps"] = times ? "true" : "false";
+  if (times) {
+    r.info["first_timestamp"] = std::to_string(times->first);
+    r.info["last_timestamp"] = std::to_string(times->last);
+  }
   const auto s = io::coo_stats(A);
   r.rows = A.num_rows;
   r.cols = A.num_cols;
@@ -64,7 +72,9 @@ Report info_report(const InfoOptions& o) {
 }
 
 const Registrar info_command{Command{
-    "info", "read an input file and describe it: shape, nnz, density, value range, duplicates, empty rows/columns",
+    "info",
+    "read an input file and describe it: shape, nnz, density, value range, duplicates, empty rows/columns, "
+    "timestamp range",
     [](CLI::App& cmd) -> std::function<void()> {
       auto o = std::make_shared<InfoOptions>();
       cmd.add_option("-i,--input", o->input, "input matrix file")->required();
@@ -81,7 +91,8 @@ const Registrar info_command{Command{
         std::printf("  %-20s %lld x %lld\n", "shape", static_cast<long long>(r.rows), static_cast<long long>(r.cols));
         std::printf("  %-20s %lld\n", "nnz", static_cast<long long>(r.nnz));
         for (const auto& [name, value] : r.metrics.items) std::printf("  %-20s %.6g\n", name.c_str(), value);
-        for (const auto& key : {"header_count", "user_id_range", "item_id_range"})
+        for (const auto& key :
+             {"header_count", "user_id_range", "item_id_range", "has_timestamps", "first_timestamp", "last_timestamp"})
           if (auto it = r.info.find(key); it != r.info.end()) std::printf("  %-20s %s\n", key, it->second.c_str());
         std::printf("  %-20s %.4f s\n", "read time", r.seconds);
       };

@@ -7,7 +7,9 @@
 
 #include <kfactor/als/recommend.hpp>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <memory>
 
 namespace kfactor::cli {
@@ -37,7 +39,8 @@ void run_similar(const SimilarCli& a) {
   r.timings.set("similar", std::chrono::duration<double>(t2 - t1).count());
   r.seconds = std::chrono::duration<double>(t2 - t0).count();
   r.info["factors"] = a.factors;
-  r.info["n"] = std::to_string(top.width());
+  // The query itself is excluded: a list holds at most the other rows.
+  r.info["n"] = std::to_string(std::min<std::int64_t>(std::int64_t(top.width()), std::int64_t(F.rows()) - 1));
   r.info["similar"] = by_item ? "items" : "users";
   serving::emit(a, r, kind + ",rank,similar_" + kind + ",similarity", q, top, F, inputs);
 }

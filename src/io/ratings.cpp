@@ -1,5 +1,5 @@
-// Held-out ratings re-indexed into the training ratings' index space
-// (include/kfactor/io/ratings.hpp).
+// The timestamp range of read ratings, and held-out ratings re-indexed into
+// the training ratings' index space (include/kfactor/io/ratings.hpp).
 #include <kfactor/core/error.hpp>
 #include <kfactor/io/ratings.hpp>
 
@@ -8,6 +8,12 @@
 #include <vector>
 
 namespace kfactor::io {
+
+std::optional<TimestampRange> timestamp_range(const std::vector<std::int64_t>& timestamps) {
+  if (timestamps.empty()) return std::nullopt;
+  const auto [lo, hi] = std::minmax_element(timestamps.begin(), timestamps.end());
+  return TimestampRange{*lo, *hi};
+}
 
 const char* to_string(UnknownIds p) { return p == UnknownIds::drop ? "drop" : "reject"; }
 

@@ -164,8 +164,9 @@ TEST(AlsCli, RefusedRestartNamesWhatChangedAndKeepsTheCheckpoint) {
 // --implicit: MovieLens ratings taken as counts. The loss is the metric and
 // falls, nothing is held out unless asked; a CG run restarted from its
 // checkpoint ends byte-identical to the straight run, and an explicit run
-// refuses that checkpoint naming `implicit`; a negative count exits 3, a bad
-// --alpha or --solver exits 2 naming the option.
+// refuses that checkpoint naming `implicit`; a negative count, in the input
+// or the held-out input, exits 3 naming its line, a bad --alpha (0 or negative), --solver or --cg-steps exits 2
+// naming the option.
 TEST(AlsCli, ImplicitFeedbackRunsRestartsAndRefuses) {
   if (!std::filesystem::exists(movielens)) GTEST_SKIP() << "MovieLens latest-small not found";
   TempDir dir;
@@ -209,8 +210,12 @@ TEST(AlsCli, ImplicitFeedbackRunsRestartsAndRefuses) {
   const auto negative =
       run_kfactor("als --input " + quote(dir.file("negative.csv")) + " --rank 1 --implicit --quiet", dir);
   EXPECT_EQ(negative.code, 3) << negative.err;
-  EXPECT_NE(negative.err.find("negative"), std::string::npos) << negative.err;
+  EXPECT_NE(negative.err.find(dir.file("negative.csv") + ":3: negative"), std::string::npos) << negative.err;
+  const auto negative_test = run_kfactor(common + " --iters 1 --test-input " + quote(dir.file("negative.csv")), dir);
+  EXPECT_EQ(negative_test.code, 3) << negative_test.err;
+  EXPECT_NE(negative_test.err.find(dir.file("negative.csv") + ":3: negative"), std::string::npos) << negative_test.err;
   for (const auto& [args, name] : {std::pair<std::string, std::string>{" --alpha 0", "--alpha"},
+                                   {" --alpha -1", "--alpha"},
                                    {" --solver lu", "--solver"},
                                    {" --cg-steps 0", "--cg-steps"}}) {
     const auto r = run_kfactor(common + args, dir);

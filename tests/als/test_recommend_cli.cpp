@@ -2,7 +2,8 @@
 // that `kfactor als --implicit --output` wrote: lists equal to a float64
 // brute force over the written factors, training pairs filtered, unknown
 // ids refused with FILE:LINE (exit 3) or skipped and counted, the CSV
-// output, and bad N; `kfactor als --split leave-last-k-out:K` on a file's
+// output, bad N, N above the candidates and id lists that answer nothing;
+// `kfactor als --split leave-last-k-out:K` on a file's
 // timestamps, and --eval-k above the item count.
 #include "common/cli.hpp"
 
@@ -151,6 +152,87 @@ TEST(RecommendCli, UnknownIdsAndBadN) {
   const auto simbad = run("similar --factors " + quote(s.prefix) + " --items " + quote(items), 8);
   EXPECT_EQ(simbad.code, 3);
   EXPECT_NE(simbad.err.find("items.txt:2"), std::string::npos) << simbad.err;
+}
+
+// N above what remains: recommend returns exactly each user's unseen items
+// (the report's n is the item count), similar every other row (n is the
+// row count less one). Unknown user ids of similar --users are refused
+// with FILE:LINE or skipped and counted. An id list that answers nothing
+// is an input error naming its line: a first line that is a number but not
+// a 64-bit integer (it is no header), a header alone, an empty file.
+TEST(RecommendCli, ListsBeyondTheCandidatesAndIdListsThatAnswerNothing) {
+  Served s;
+  auto run = [&](const std::string& args, int slot) { return run_kfactor(args, s.dir, "", slot); };
+  ASSERT_EQ(run("als --quiet --implicit --format ratings --input " + quote(s.ratings) + " -k 3 -n 1 --output " +
+                    quote(s.prefix),
+                0)
+                .code,
+            0);
+  const auto Y = read_factors(s.prefix + "_Y.csv");
+  ASSERT_EQ(Y.size(), 40u);
+  const std::string users = s.dir.file("users.txt");
+  std::ofstream(users) << "100\n103\n106\n";
+  const auto wide = run("recommend --json --factors " + quote(s.prefix) + " --users " + quote(users) +
+                            " --n 100000 --filter-seen " + quote(s.ratings),
+                        1);
+  ASSERT_EQ(wide.code, 0) << wide.err;
+  const auto w = nlohmann::json::parse(wide.out);
+  EXPECT_EQ(w["info"]["n"], "40");
+  ASSERT_EQ(w["rankings"].size(), 3u);
+  for (const auto& l : w["rankings"]) {
+    const long long u = l["query"];
+    std::set<long long> unseen, got;
+    for (const auto& [i, y] : Y)
+      if (!s.seen.count({u, i})) unseen.insert(i);
+    for (const auto& i : l["ids"]) got.insert(i.get<long long>());
+    EXPECT_EQ(l["ids"].size(), unseen.size()) << u;  // no item twice
+    EXPECT_EQ(got, unseen) << u;
+    EXPECT_LT(unseen.size(), 40u);  // the filter took some
+  }
+  const std::string items = s.dir.file("items.txt");
+  std::ofstream(items) << "7\n197\n";
+  const auto sim = run("similar --json --factors " + quote(s.prefix) + " --items " + quote(items) + " --n 100000", 2);
+  ASSERT_EQ(sim.code, 0) << sim.err;
+  const auto j = nlohmann::json::parse(sim.out);
+  EXPECT_EQ(j["info"]["n"], "39");
+  for (const auto& l : j["rankings"]) {
+    std::set<long long> got;
+    for (const auto& i : l["ids"]) got.insert(i.get<long long>());
+    EXPECT_EQ(l["ids"].size(), 39u);
+    EXPECT_EQ(got.size(), 39u);
+    EXPECT_FALSE(got.count(l["query"].get<long long>()));
+  }
+  // similar --users: the user id 101 is not in the model (ids 100, 103, ...).
+  std::ofstream(users) << "userId\n100\n101\n103\n";
+  const std::string by_user = "similar --factors " + quote(s.prefix) + " --users " + quote(users);
+  const auto bad = run(by_user, 3);
+  EXPECT_EQ(bad.code, 3) << bad.err;
+  EXPECT_NE(bad.err.find(users + ":3: unknown user id 101"), std::string::npos) << bad.err;
+  const auto skip = run(by_user + " --unknown skip --json --n 4", 4);
+  ASSERT_EQ(skip.code, 0) << skip.err;
+  const auto k = nlohmann::json::parse(skip.out);
+  EXPECT_EQ(k["skipped"], 1.0);
+  EXPECT_EQ(k["queries"], 2.0);
+  for (const auto& l : k["rankings"]) EXPECT_EQ(l["ids"].size(), 4u);
+  EXPECT_EQ(run(by_user + " --unknown skip --n 0", 5).code, 2);
+  // Id lists that answer nothing, for both commands.
+  const std::string list = s.dir.file("list.txt");
+  for (const auto& [text, says] : {std::pair<std::string, std::string>{"10.5\n103\n", ":1: '10.5' is not a 64-bit"},
+                                   {"99999999999999999999\n", ":1: '99999999999999999999' is not a 64-bit"},
+                                   {"103\n1e3\n", ":2: '1e3' is not a 64-bit"},
+                                   {"userId\n\n# none\n", ":3: no ids after the header"},
+                                   {"", ": no ids (empty file)"}}) {
+    std::ofstream(list) << text;
+    for (const std::string& command : {"recommend --users", "similar --users"}) {
+      SCOPED_TRACE(command + " on " + text);
+      const auto r = run(command.substr(0, command.find(' ')) + " --factors " + quote(s.prefix) +
+                             command.substr(command.find(' ')) + " " + quote(list) + " --unknown skip",
+                         6);
+      EXPECT_EQ(r.code, 3) << r.err;
+      EXPECT_NE(r.err.find(list + says), std::string::npos) << r.err;
+      EXPECT_EQ(r.out, "");
+    }
+  }
 }
 
 /// Interactions with known times: user u (id 100 + 3u) has 2 + u % 6 items

@@ -1,8 +1,9 @@
 // `kfactor info` as a user runs it: every corpus file gives exit code 3 and a
 // stderr message naming the file and line, or for HDF5 CSR the dataset or
 // attribute (ok files exit 0); --json prints one object with the real data
-// set's shape; usage errors exit 2. `kfactor convert` writes an HDF5 CSR
-// file that info and the library read as the text it came from.
+// set's shape; usage errors exit 2; a ratings file's timestamp range is
+// the one the reader kept. `kfactor convert` writes an HDF5 CSR file that
+// info and the library read as the text it came from.
 #include <kfactor/config.hpp>
 #include <kfactor/io/input.hpp>
 #include <kfactor/io/read.hpp>
@@ -14,10 +15,15 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <future>
+#include <limits>
+#include <map>
+#include <random>
 #include <sstream>
 
 #include <sys/stat.h>
@@ -116,6 +122,82 @@ TEST(CliInfo, NonRegularAndAmbiguousInputs) {
   const CliRun b = run_kfactor("info --input " + quote(tsv) + " --format ratings --json", dir);
   ASSERT_EQ(b.code, 0) << b.err;
   EXPECT_EQ(nlohmann::json::parse(b.out)["rows"], 2);
+}
+
+TEST(CliInfo, TimestampRangeIsTheOneTheReaderKept) {
+  // Random ratings with random 64-bit timestamps (the largest int64 among
+  // them, negatives too); one (user, item) pair is listed twice, its first
+  // line holding the earliest timestamp of the file. The reader keeps the
+  // pair's latest timestamp, so the earliest the report may name is the
+  // earliest of the kept ones, not of the lines.
+  TempDir dir("info_times");
+  std::mt19937_64 rng(20250219);
+  std::uniform_int_distribution<std::int64_t> when(-1'000'000'000'000, 4'000'000'000'000'000'000);
+  std::map<std::pair<int, int>, std::int64_t> kept;  // (user, item) -> latest timestamp
+  const std::string timed = dir.file("timed.csv");
+  {
+    std::ofstream f(timed);
+    f << "userId,movieId,rating,timestamp\n";
+    for (int u = 0; u < 40; ++u)
+      for (int i = 0; i < 25; ++i) {
+        const bool largest = u == 11 && i == 0;
+        if (rng() % 3 != 0 && !largest && !(u == 7 && i == 3)) continue;
+        const std::int64_t t = largest ? std::numeric_limits<std::int64_t>::max() : when(rng);
+        f << 1000 + 17 * u << "," << 50 + 3 * i << "," << 1 + rng() % 5 << "," << t << "\n";
+        kept[{u, i}] = t;
+      }
+    // The duplicate, after every other line: its first line is the earliest.
+    std::int64_t earliest = std::numeric_limits<std::int64_t>::max();
+    for (const auto& [pair, t] : kept) earliest = std::min(earliest, t);
+    f << 1000 + 17 * 7 << "," << 50 + 3 * 3 << ",2," << earliest - 5 << "\n";
+    kept[{7, 3}] = std::max(kept[{7, 3}], earliest - 5);
+  }
+  ASSERT_TRUE(kept.count({11, 0}));
+  std::int64_t first = std::numeric_limits<std::int64_t>::max(), last = std::numeric_limits<std::int64_t>::min();
+  for (const auto& [pair, t] : kept) {
+    first = std::min(first, t);
+    last = std::max(last, t);
+  }
+  EXPECT_EQ(last, std::numeric_limits<std::int64_t>::max());
+  for (const char* policy : {"last", "sum"}) {
+    SCOPED_TRACE(policy);
+    const CliRun r = run_kfactor("info --json --duplicates " + std::string(policy) + " --input " + quote(timed), dir);
+    ASSERT_EQ(r.code, 0) << r.err;
+    const auto j = nlohmann::json::parse(r.out);
+    EXPECT_EQ(j["nnz"], kept.size());
+    EXPECT_EQ(j["duplicates_merged"], 1);
+    EXPECT_EQ(j["info"]["has_timestamps"], "true");
+    // Strings: a double would round the largest int64.
+    EXPECT_EQ(j["info"]["first_timestamp"], std::to_string(first));
+    EXPECT_EQ(j["info"]["last_timestamp"], std::to_string(last));
+  }
+  // The default policy refuses the duplicate (a file with values).
+  EXPECT_EQ(run_kfactor("info --input " + quote(timed), dir).code, 3);
+  // The text output names the same facts.
+  const CliRun text = run_kfactor("info --duplicates last --input " + quote(timed), dir);
+  ASSERT_EQ(text.code, 0) << text.err;
+  for (const std::string& line :
+       {std::string("has_timestamps       true"), "first_timestamp      " + std::to_string(first),
+        "last_timestamp       " + std::to_string(last)})
+    EXPECT_NE(text.out.find("  " + line + "\n"), std::string::npos) << line << "\n" << text.out;
+  // Without a timestamp column (ratings, and a format that has none): false,
+  // and no range.
+  const std::string untimed = dir.file("untimed.csv"), mm = dir.file("a.mtx");
+  std::ofstream(untimed) << "userId,movieId,rating\n1,10,4\n2,10,3.5\n";
+  std::ofstream(mm) << "%%MatrixMarket matrix coordinate real general\n2 2 2\n1 1 1.5\n2 2 -3\n";
+  for (const auto& path : {untimed, mm}) {
+    SCOPED_TRACE(path);
+    const CliRun r = run_kfactor("info --json --input " + quote(path), dir);
+    ASSERT_EQ(r.code, 0) << r.err;
+    const auto j = nlohmann::json::parse(r.out);
+    EXPECT_EQ(j["info"]["has_timestamps"], "false");
+    EXPECT_FALSE(j["info"].contains("first_timestamp")) << r.out;
+    EXPECT_FALSE(j["info"].contains("last_timestamp")) << r.out;
+    const CliRun t = run_kfactor("info --input " + quote(path), dir);
+    ASSERT_EQ(t.code, 0) << t.err;
+    EXPECT_NE(t.out.find("has_timestamps       false\n"), std::string::npos) << t.out;
+    EXPECT_EQ(t.out.find("first_timestamp"), std::string::npos) << t.out;
+  }
 }
 
 TEST(CliInfo, UsageAndMissingFiles) {

@@ -1,13 +1,16 @@
 // io::reindex_ratings: held-out ratings mapped through their original ids
 // into the training index space, under both unknown-id policies, against a
-// map built independently from (id, id) pairs.
+// map built independently from (id, id) pairs; io::timestamp_range against
+// a sorted copy.
 #include <kfactor/core/error.hpp>
 #include <kfactor/core/random.hpp>
 #include <kfactor/io/ratings.hpp>
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <set>
 #include <string>
@@ -143,6 +146,24 @@ TEST(RatingIds, FilesWithoutIdsUseTheIndexAndTheTrainingShape) {
   EXPECT_THROW(io::reindex_ratings(held, train, io::UnknownIds::drop, "held.mtx"), UsageError);
   EXPECT_EQ(io::parse_unknown_ids("drop"), io::UnknownIds::drop);
   EXPECT_THROW(io::parse_unknown_ids("keep"), UsageError);
+}
+
+TEST(RatingTimestamps, RangeIsTheEarliestAndTheLatest) {
+  EXPECT_FALSE(io::timestamp_range({}).has_value());
+  const CounterRng rng(77, RngStream::split);
+  for (std::uint64_t trial = 0; trial < 20; ++trial) {
+    // 1 to 200 timestamps anywhere in the 64-bit range, in no order.
+    const std::size_t n = 1 + std::size_t(rng.uniform(trial * 1000) * 200);
+    std::vector<std::int64_t> t(n);
+    for (std::size_t e = 0; e < n; ++e) t[e] = std::int64_t(rng.bits(trial * 1000 + 1 + e));
+    if (trial == 0) t[n / 2] = std::numeric_limits<std::int64_t>::min();
+    auto sorted = t;
+    std::sort(sorted.begin(), sorted.end());
+    const auto r = io::timestamp_range(t);
+    ASSERT_TRUE(r.has_value());
+    EXPECT_EQ(r->first, sorted.front());
+    EXPECT_EQ(r->last, sorted.back());
+  }
 }
 
 }  // namespace

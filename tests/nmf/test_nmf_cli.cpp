@@ -15,9 +15,12 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <random>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <utility>
+#include <vector>
 
 #include <sys/wait.h>
 #include <unistd.h>
@@ -178,6 +181,56 @@ TEST(NmfCli, ScikitLearnOptions) {
   r = run_kfactor(base + " --iters 1 --algorithm mu --beta-loss is", dir);
   EXPECT_EQ(r.code, 3) << r.err;
   EXPECT_NE(r.err.find("Itakura-Saito"), std::string::npos) << r.err;
+}
+
+// Itakura-Saito is undefined where A is 0. A sparse input whose stored
+// entries are all positive runs with --missing absent; it exits 3, naming
+// the loss and the count of zeros, once one stored entry is 0 or the
+// unstored entries count as zeros (--missing zero); a dense input with one
+// zero too, whatever --missing says (every entry of a dense A is stored).
+TEST(NmfCli, ItakuraSaitoRefusesTheZerosItIsUndefinedAt) {
+  TempDir dir;
+  std::mt19937_64 rng(31);
+  std::uniform_real_distribution<double> value(0.5, 5.5);
+  constexpr int rows = 30, cols = 20;
+  std::vector<std::tuple<int, int, double>> entries;
+  for (int i = 1; i <= rows; ++i)
+    for (int j = 1; j <= cols; ++j)
+      if (rng() % 2 == 0) entries.emplace_back(i, j, value(rng));
+  auto write_mm = [&](const std::string& name, const std::vector<std::tuple<int, int, double>>& e) {
+    std::ofstream f(dir.file(name));
+    f << "%%MatrixMarket matrix coordinate real general\n" << rows << " " << cols << " " << e.size() << "\n";
+    for (const auto& [i, j, v] : e) f << i << " " << j << " " << v << "\n";
+    return dir.file(name);
+  };
+  const std::string positive = write_mm("positive.mtx", entries);
+  auto with_zero = entries;
+  std::get<2>(with_zero[rng() % with_zero.size()]) = 0.0;
+  const std::string zero = write_mm("zero.mtx", with_zero);
+  const std::string dense = dir.file("dense.txt");
+  {
+    std::ofstream f(dense);
+    const int zi = int(rng() % rows), zj = int(rng() % cols);
+    for (int i = 0; i < rows; ++i)
+      for (int j = 0; j < cols; ++j) f << (i == zi && j == zj ? 0.0 : value(rng)) << (j + 1 < cols ? " " : "\n");
+  }
+  const std::string base = "nmf --rank 3 --iters 3 --algorithm mu --beta-loss is --quiet --json --input ";
+  const CliRun ok = run_kfactor(base + quote(positive) + " --missing absent", dir);
+  ASSERT_EQ(ok.code, 0) << ok.err;
+  EXPECT_GT(nlohmann::json::parse(ok.out)["divergence"].get<double>(), 0.0) << ok.out;
+  const std::string unstored = std::to_string(rows * cols - entries.size());
+  for (const auto& [args, count] : {std::pair<std::string, std::string>{quote(positive) + " --missing zero", unstored},
+                                    {quote(zero) + " --missing absent", "1"},
+                                    {quote(dense) + " --format dense", "1"},
+                                    {quote(dense) + " --format dense --missing absent", "1"}}) {
+    SCOPED_TRACE(args);
+    const CliRun r = run_kfactor(base + args, dir);
+    EXPECT_EQ(r.code, 3) << r.err;
+    EXPECT_NE(r.err.find("Itakura-Saito) is undefined for zero entries; the input has " + count + " "),
+              std::string::npos)
+        << r.err;
+    EXPECT_EQ(r.out, "");
+  }
 }
 
 }  // namespace

@@ -8,7 +8,10 @@
 /// spaces, tabs or commas, so a ratings file serves as well); blank lines
 /// and lines starting with `#` or `%` are skipped; a first line whose first
 /// field is not a number is a header and skipped too. Any other line whose
-/// first field is not a 64-bit integer is an InputError naming FILE:LINE.
+/// first field is not a 64-bit integer (the first line's too when it is a
+/// number, such as 10.5 or 1e30) is an InputError naming FILE:LINE, and so
+/// is a list without ids (an empty file, or a header alone): queries from
+/// such a file would answer nothing.
 ///
 /// Ranked lists: `QUERY,rank,ITEM,score` (the header names the columns,
 /// e.g. `user,rank,item,score`), one line per ranked entry, rank from 1,
@@ -52,11 +55,21 @@ struct IdLine {
   std::int64_t line = 0;
 };
 
+namespace detail {
+/// Whether `field` is a number as a whole (any double, in range or not):
+/// such a first field is an id, not a header.
+inline bool is_number(std::string_view field) {
+  double v = 0;
+  const auto r = std::from_chars(field.data(), field.data() + field.size(), v);
+  return r.ptr == field.data() + field.size() && (r.ec == std::errc() || r.ec == std::errc::result_out_of_range);
+}
+}  // namespace detail
+
 /// Parses an id list (file comment); `name` is what messages call it.
 inline std::vector<IdLine> parse_id_list(std::string_view text, const std::string& name) {
   std::vector<IdLine> out;
   std::int64_t line = 0;
-  bool first = true;
+  bool first = true, header = false;
   for (std::size_t at = 0; at < text.size();) {
     std::size_t end = text.find('\n', at);
     if (end == std::string_view::npos) end = text.size();
@@ -71,14 +84,16 @@ inline std::vector<IdLine> parse_id_list(std::string_view text, const std::strin
     std::int64_t id = 0;
     const auto r = std::from_chars(field.data(), field.data() + field.size(), id);
     const bool ok = r.ec == std::errc() && r.ptr == field.data() + field.size();
-    if (!ok && first) {
+    if (!ok && first && !detail::is_number(field)) {
       first = false;
-      continue;  // a header line
+      header = true;
+      continue;
     }
     first = false;
-    if (!ok) throw InputError(name, line, "'" + std::string(field) + "' is not an integer id");
+    if (!ok) throw InputError(name, line, "'" + std::string(field) + "' is not a 64-bit integer id");
     out.push_back({id, line});
   }
+  if (out.empty()) throw InputError(name, line, header ? "no ids after the header" : "no ids (empty file)");
   return out;
 }
 

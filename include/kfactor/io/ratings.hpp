@@ -1,6 +1,7 @@
 #pragma once
 /// \file
-/// Held-out ratings in the training ratings' index space.
+/// Facts about read ratings beyond their matrix: the range of their
+/// timestamps, and held-out ratings in the training ratings' index space.
 ///
 /// A ratings file is read with its original ids (read_ratings: row r is user
 /// user_ids[r], column c item item_ids[c], both ascending). A held-out file
@@ -22,9 +23,24 @@
 #include <kfactor/io/read.hpp>
 
 #include <cstddef>
+#include <cstdint>
+#include <optional>
 #include <string>
+#include <vector>
 
 namespace kfactor::io {
+
+/// The earliest and the latest timestamp of read ratings.
+struct TimestampRange {
+  std::int64_t first = 0;  ///< the earliest
+  std::int64_t last = 0;   ///< the latest
+};
+
+/// The range of RatingData::timestamps as the reader kept them: one per
+/// entry, of merged duplicates the latest, so a duplicate's earlier line
+/// does not count. nullopt when there are none (a file without a
+/// timestamp column, or a format that has no timestamps).
+std::optional<TimestampRange> timestamp_range(const std::vector<std::int64_t>& timestamps);
 
 /// What reindex_ratings does with an id the training ratings lack.
 enum class UnknownIds { reject, drop };
