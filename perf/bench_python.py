@@ -3,9 +3,9 @@
 
 Every comparison runs its two sides in turn, A B A B ... (one pair first
 that is not counted, then --repeats pairs), and reports the median of each
-side and the median of the pair-by-pair ratio A/B: on a shared machine whose
-speed drifts, neighbouring runs see the same load, and the median ratio
-holds where single times do not.
+side and the median of the pair-by-pair ratio A/B (on a shared machine whose
+speed drifts, neighbouring runs see the same load), and for Python against
+the command also each side's fastest run.
 
   cli      kfactor.NMF (hals) from Python against `kfactor nmf` on the same
            matrix (written once as Matrix Market and read back by both), the
@@ -66,15 +66,21 @@ def load(name, seed):
     return np.random.default_rng(seed).random((r, c)), f"dense {r}x{c}"
 
 
-def interleaved(a, b, repeats):
+class Pairs:
     """a() and b() in turn, one uncounted pair, then `repeats` pairs; each
-    returns seconds per iteration. The medians of a, of b and of a/b."""
-    a(), b()
-    ta, tb = [], []
-    for _ in range(repeats):
-        ta.append(a())
-        tb.append(b())
-    return statistics.median(ta), statistics.median(tb), statistics.median(x / y for x, y in zip(ta, tb))
+    returns seconds per iteration. Medians of a, of b and of a/b, and the
+    minimum of each (load only adds time: the fastest run is the closest
+    to the unloaded machine)."""
+
+    def __init__(self, a, b, repeats):
+        a(), b()
+        ta, tb = [], []
+        for _ in range(repeats):
+            ta.append(a())
+            tb.append(b())
+        self.a, self.b = statistics.median(ta), statistics.median(tb)
+        self.ratio = statistics.median(x / y for x, y in zip(ta, tb))
+        self.a_min, self.b_min = min(ta), min(tb)
 
 
 def loop_seconds(report):
@@ -99,6 +105,13 @@ class Command:
         return loop_seconds(self.report)
 
 
+def timings(p):
+    """A Python-versus-command Pairs as report fields (ms per iteration;
+    overhead: the median pair ratio minus 1)."""
+    return {"python_ms_per_iter": 1e3 * p.a, "cli_ms_per_iter": 1e3 * p.b, "overhead": p.ratio - 1,
+            "python_min_ms_per_iter": 1e3 * p.a_min, "cli_min_ms_per_iter": 1e3 * p.b_min}
+
+
 def bench_sklearn(A, label, args):
     from sklearn.decomposition import NMF
     from sklearn.decomposition._nmf import _initialize_nmf
@@ -117,13 +130,13 @@ def bench_sklearn(A, label, args):
             return (time.perf_counter() - t0) / max(model.n_iter_, 1)
         return run
 
-    kf_it, sk_it, ratio = interleaved(timed(kf), timed(sk), args.repeats)
+    p = Pairs(timed(kf), timed(sk), args.repeats)
     kf_err = relative_error(X, W[kf], kf.components_)
     sk_err = relative_error(X, W[sk], sk.components_)
     return {"bench": "sklearn", "input": label, "rank": args.rank, "iterations": args.iters,
             "repeats": args.repeats, "kfactor_error": kf_err, "sklearn_error": sk_err,
-            "error_ratio": kf_err / sk_err, "kfactor_ms_per_iter": 1e3 * kf_it, "sklearn_ms_per_iter": 1e3 * sk_it,
-            "time_ratio": ratio}
+            "error_ratio": kf_err / sk_err, "kfactor_ms_per_iter": 1e3 * p.a, "sklearn_ms_per_iter": 1e3 * p.b,
+            "time_ratio": p.ratio}
 
 
 def bench_cli(A, label, args, tmp):
@@ -152,13 +165,12 @@ def bench_cli(A, label, args, tmp):
 
     command = Command([args.kfactor, "nmf", "--input", path, "--rank", str(args.rank), "--iters", str(args.iters),
                        "--algorithm", "hals", "--init", "random", "--seed", str(args.seed), "--tol", "0"])
-    py_it, cli_it, ratio = interleaved(python, command, args.repeats)
+    p = Pairs(python, command, args.repeats)
     fit_it = statistics.median(fit_wall() for _ in range(args.repeats))
     err = command.report["relative_error"]
     same = abs(err - model.relative_error_) <= 1e-12 * max(model.relative_error_, 1e-300)
     return {"bench": "cli", "input": label, "rank": args.rank, "iterations": args.iters, "repeats": args.repeats,
-            "python_ms_per_iter": 1e3 * py_it, "cli_ms_per_iter": 1e3 * cli_it, "overhead": ratio - 1,
-            "python_fit_wall_ms_per_iter": 1e3 * fit_it, "same_result": bool(same)}
+            **timings(p), "python_fit_wall_ms_per_iter": 1e3 * fit_it, "same_result": bool(same)}
 
 
 def bench_als(args, tmp):
@@ -191,10 +203,9 @@ def bench_als(args, tmp):
                        "--lambda", "0.01", "--alpha", "40", "--iters", str(args.als_iters), "--seed", str(args.seed),
                        "--precision", "float", "--layout", "csr", "--lambda-weighting", "plain", "--solver",
                        "cholesky"])
-    py_it, cli_it, ratio = interleaved(python, command, args.repeats)
+    p = Pairs(python, command, args.repeats)
     return {"bench": "als", "input": os.path.basename(os.path.dirname(args.ratings)), "factors": args.als_factors,
-            "iterations": args.als_iters, "repeats": args.repeats, "python_ms_per_iter": 1e3 * py_it,
-            "cli_ms_per_iter": 1e3 * cli_it, "overhead": ratio - 1,
+            "iterations": args.als_iters, "repeats": args.repeats, **timings(p),
             "same_result": loss[-1] == command.report["loss"]}
 
 
