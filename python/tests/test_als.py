@@ -1,7 +1,11 @@
 """kfactor.ALS with implicit's conventions, the ranking metrics and the splits."""
 
+import os
+import subprocess
+
 import numpy as np
 import pytest
+import scipy.io
 import scipy.sparse as sp
 
 import kfactor
@@ -107,6 +111,31 @@ def test_save_load_continues_bit_for_bit(counts, tmp_path):
     assert loaded.n_iter_ == 8
     np.testing.assert_array_equal(loaded.user_factors, whole.user_factors)
     np.testing.assert_array_equal(loaded.item_factors, whole.item_factors)
+
+
+@pytest.mark.parametrize("solver", ["cholesky", "cg"])
+def test_results_equal_the_command_line(rng, cli, tmp_path, solver):
+    # The extension runs the command's code, compiled alike: the same factors
+    # to the bit (a module built with other optimization flags, as nanobind's
+    # default -Os, rounds differently and runs several times slower).
+    counts = interactions(rng, 300, 200, 20)
+    path = tmp_path / "counts.mtx"
+    scipy.io.mmwrite(str(path), counts, precision=9)
+    ckpt = tmp_path / "run.h5"
+    env = dict(os.environ, OMP_NUM_THREADS=str(kfactor.build_info()["threads"]))
+    subprocess.run(
+        [cli, "als", "--implicit", "--input", str(path), "--rank", "16", "--lambda", "0.05", "--alpha", "20",
+         "--iters", "6", "--seed", "7", "--precision", "float", "--layout", "csr", "--lambda-weighting", "plain",
+         "--solver", solver, "--checkpoint", str(ckpt), "--quiet"],
+        check=True, env=env, capture_output=True,
+    )
+    theirs = kfactor.ALS.load(ckpt)
+    ours = kfactor.ALS(factors=16, regularization=0.05, alpha=20.0, iterations=6, solver=solver, random_state=7).fit(
+        scipy.io.mmread(str(path)).tocsr()
+    )
+    assert theirs.n_iter_ == ours.n_iter_ == 6
+    np.testing.assert_array_equal(ours.user_factors, theirs.user_factors)
+    np.testing.assert_array_equal(ours.item_factors, theirs.item_factors)
 
 
 def implicit_precision(model, train, test, K):
