@@ -94,7 +94,8 @@ p = run(["als", "--implicit", "--input", "untimed.csv", "--split", "leave-last-k
 check(p.stderr.count("untimed.csv") == 1 and "timestamp" in p.stderr,
       "time split without timestamps: not one message naming the file:\n" + p.stderr[-500:])
 p = run(["als", "--implicit", "--input", "negative.csv", "--distributed"], np=2, expect=3)
-check(p.stderr.count("negative") == 1, "negative count: not one message:\n" + p.stderr[-500:])
+check(p.stderr.count("error:") == 1 and "negative.csv:" in p.stderr and "negative value" in p.stderr,
+      "negative count: not one message naming the file's line:\n" + p.stderr[-500:])
 
 if failures:
     print(f"{len(failures)} failure(s)")
