@@ -145,7 +145,11 @@ def bench_cli(A, label, args, tmp):
     X = scipy.io.mmread(path)
     X = canonical_csr(X) if sp.issparse(X) else np.ascontiguousarray(X)
     model = kfactor.NMF(args.rank, algorithm="hals", init="random", max_iter=args.iters, tol=0,
-                        random_state=args.seed)
+                        random_state=args.seed, device=args.device)
+    if args.device != "cpu" and not sp.issparse(X):
+        import cupy
+
+        X = cupy.asarray(X)  # used in place on the GPU
 
     def fit_wall():
         t0 = time.perf_counter()
@@ -158,9 +162,9 @@ def bench_cli(A, label, args, tmp):
     # The extension call fit() makes, for the library's report.
     def python():
         if sp.issparse(X):
-            out = kfactor._core.nmf_fit_csr(*csr_parts(X), options)
+            out = kfactor._core.nmf_fit_csr(*csr_parts(X), options, device=args.device)
         else:
-            out = kfactor._core.nmf_fit_dense(X, options)
+            out = kfactor._core.nmf_fit_dense(X, options, device=args.device)
         return loop_seconds(out["report"])
 
     command = Command([args.kfactor, "nmf", "--input", path, "--rank", str(args.rank), "--iters", str(args.iters),
@@ -169,7 +173,7 @@ def bench_cli(A, label, args, tmp):
     fit_it = statistics.median(fit_wall() for _ in range(args.repeats))
     err = command.report["relative_error"]
     same = abs(err - model.relative_error_) <= 1e-12 * max(model.relative_error_, 1e-300)
-    return {"bench": "cli", "input": label, "rank": args.rank, "iterations": args.iters, "repeats": args.repeats,
+    return {"bench": "cli", "device": args.device, "input": label, "rank": args.rank, "iterations": args.iters, "repeats": args.repeats,
             **timings(p), "python_fit_wall_ms_per_iter": 1e3 * fit_it, "same_result": bool(same)}
 
 
@@ -189,13 +193,13 @@ def bench_als(args, tmp):
     scipy.io.mmwrite(path, R, precision=9)
     R = canonical_csr(scipy.io.mmread(path), dtype=np.float32)
     model = kfactor.ALS(factors=args.als_factors, regularization=0.01, alpha=40.0, iterations=args.als_iters,
-                        random_state=args.seed)
+                        random_state=args.seed, device=args.device)
     model.fit(R)
     options = model._options_fitted
     loss = []
 
     def python():
-        out = kfactor._core.als_fit(*csr_parts(R), options)
+        out = kfactor._core.als_fit(*csr_parts(R), options, device=args.device)
         loss.append(out["report"]["metrics"]["loss"])
         return loop_seconds(out["report"])
 
@@ -204,7 +208,7 @@ def bench_als(args, tmp):
                        "--precision", "float", "--layout", "csr", "--lambda-weighting", "plain", "--solver",
                        "cholesky"])
     p = Pairs(python, command, args.repeats)
-    return {"bench": "als", "input": os.path.basename(os.path.dirname(args.ratings)), "factors": args.als_factors,
+    return {"bench": "als", "device": args.device, "input": os.path.basename(os.path.dirname(args.ratings)), "factors": args.als_factors,
             "iterations": args.als_iters, "repeats": args.repeats, **timings(p),
             "same_result": loss[-1] == command.report["loss"]}
 
@@ -223,7 +227,12 @@ def main():
                     help="MovieLens ratings.csv for the als comparison ('' skips it)")
     ap.add_argument("--als-factors", type=int, default=32)
     ap.add_argument("--als-iters", type=int, default=10)
+    ap.add_argument("--device", default="cpu",
+                    help="where kfactor.NMF and kfactor.ALS run: cpu, or cuda on a CUDA build (dense X as a cupy "
+                         "array; the command then runs on the GPU too, and the scikit-learn comparison is skipped)")
     args = ap.parse_args()
+    if args.device != "cpu":
+        args.sklearn = False
     print(f"# kfactor {kfactor.__version__}, {kfactor.build_info()['threads']} threads", file=sys.stderr)
     with tempfile.TemporaryDirectory() as tmp:
         for name in args.inputs:

@@ -103,21 +103,103 @@ def on_cuda(X):
     return X.__dlpack_device__()[0] in (2, 3, 13)  # kDLCUDA, kDLCUDAHost, kDLCUDAManaged
 
 
+def array_library(X):
+    """'cupy' or 'torch' for a CUDA array of those libraries (TypeError for
+    another library's)."""
+    lib = lib_of(X)
+    if lib not in ("cupy", "torch"):
+        raise TypeError(f"CUDA arrays of {lib} are not supported: pass cupy or torch arrays")
+    return lib
+
+
 def like(X, values):
     """A result of the extension as an array of X's kind: a DLPack result
     of a CUDA run as an array of X's library (cupy, torch); numpy as is."""
     if not on_cuda(X):
         return values
-    lib = type(X).__module__.split(".")[0]
-    if lib == "cupy":
+    if array_library(X) == "cupy":
         import cupy
 
         return cupy.from_dlpack(values)
-    if lib == "torch":
+    import torch
+
+    return torch.from_dlpack(values)
+
+
+def contiguous(a, dtype=None):
+    """`a` as a C-contiguous array of `dtype` in its own library and memory
+    (numpy, cupy, torch): `a` itself when it already is one."""
+    if not on_cuda(a):
+        return np.ascontiguousarray(a, dtype=dtype)
+    if array_library(a) == "cupy":
+        import cupy
+
+        return cupy.ascontiguousarray(a, dtype=dtype)
+    import torch
+
+    if dtype is not None:
+        a = a.to({np.float32: torch.float32, np.float64: torch.float64}[np.dtype(dtype).type])
+    return a.contiguous()
+
+
+def numpy_dtype(a):
+    """The numpy scalar type of a numpy, cupy or torch array."""
+    dt = a.dtype
+    if lib_of(a) == "torch":
         import torch
 
-        return torch.from_dlpack(values)
-    raise TypeError(f"CUDA arrays of {lib} are not supported: pass cupy or torch arrays")
+        return {torch.float32: np.float32, torch.float64: np.float64}.get(dt, np.float64)
+    return np.dtype(dt).type
+
+
+def lib_of(a):
+    return type(a).__module__.split(".")[0]
+
+
+def to_host(a):
+    """A numpy copy of a CUDA array (numpy arrays as they are)."""
+    if not on_cuda(a):
+        return a
+    if array_library(a) == "cupy":
+        return a.get()
+    return a.detach().cpu().numpy()
+
+
+def _check_cuda_array(estimator, X, reset, dtype, non_negative, what):
+    """check_X for a CUDA array, on the device: 2-D, real, finite, of a
+    float dtype (others converted once, as on the host)."""
+    name = type(estimator).__name__
+    if X.ndim != 2:
+        raise ValueError(f"Expected a 2D array, got an array of {X.ndim} dimension(s)")
+    lib = array_library(X)
+    if lib == "cupy":
+        import cupy as xp
+
+        kind = X.dtype.kind
+        current = np.dtype(X.dtype).type
+    else:
+        import torch as xp
+
+        kind = "c" if X.is_complex() else ("f" if X.is_floating_point() else "i")
+        current = numpy_dtype(X) if X.dtype in (xp.float32, xp.float64) else None
+    if kind == "c":
+        raise ValueError("Complex data not supported")
+    if dtype is None:
+        dtype = current if current in FLOAT_DTYPES else np.float64
+    X = contiguous(X, np.dtype(dtype).type)
+    if X.shape[0] < 1 or X.shape[1] < 1:
+        raise ValueError(f"Found array with {X.shape[0]} sample(s) and {X.shape[1]} feature(s) (shape={tuple(X.shape)})"
+                         f" while a minimum of 1 is required by {name}.")
+    if not bool(xp.isfinite(X).all()):
+        raise ValueError(f"Input {what} contains NaN or infinity.")
+    if non_negative and bool((X < 0).any()):
+        raise ValueError(f"Negative values in data passed to {name} ({what} must be non-negative)")
+    if reset:
+        estimator.n_features_in_ = X.shape[1]
+    elif X.shape[1] != estimator.n_features_in_:
+        raise ValueError(f"X has {X.shape[1]} features, but {name} is expecting {estimator.n_features_in_} features"
+                         " as input")
+    return X
 
 
 def is_sparse(X):
@@ -128,6 +210,8 @@ def resolve_dtype(dtype, X):
     """The estimator's dtype parameter: None follows X (float32 stays
     float32, everything else becomes float64)."""
     if dtype is None:
+        if on_cuda(X):
+            return np.float32 if numpy_dtype(X) == np.float32 else np.float64
         return np.float32 if getattr(X, "dtype", None) == np.float32 else np.float64
     dt = np.dtype(dtype)
     if dt not in (np.float32, np.float64):
@@ -135,15 +219,18 @@ def resolve_dtype(dtype, X):
     return dt.type
 
 
-def check_X(estimator, X, *, reset, dtype=None, accept_sparse=True, non_negative=False, what="X"):
+def check_X(estimator, X, *, reset, dtype=None, accept_sparse=True, non_negative=False, what="X", host_only=False):
     """X validated as scikit-learn does (2-D, finite, numeric; float32 and
     float64 kept, C order) without copying an array that already fits;
-    sparse input as canonical CSR. A CUDA array is passed through as it is
-    (the extension checks its dtype and layout)."""
+    sparse input as canonical CSR. A CUDA array (cupy, torch) stays where it
+    is: the same checks run on the device, and it is converted only where it
+    must be; `host_only` estimators (their solvers read X on the host)
+    refuse one."""
     if on_cuda(X):
-        if reset:
-            estimator.n_features_in_ = X.shape[1]
-        return X
+        if host_only:
+            raise ValueError(f"{type(estimator).__name__} reads {what} on the host: pass a numpy array or a "
+                             "scipy.sparse matrix (device='cuda' still runs the solver on the GPU)")
+        return _check_cuda_array(estimator, X, reset, dtype, non_negative, what)
     want = FLOAT_DTYPES if dtype is None else np.dtype(dtype).type
     X = _validate_data(
         estimator, X, reset=reset, accept_sparse=("csr", "csc", "coo") if accept_sparse else False,

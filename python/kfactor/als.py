@@ -6,7 +6,17 @@ similar_items, user_factors / item_factors), for implicit feedback
 import numpy as np
 
 from . import _core
-from ._base import BaseEstimator, NotFittedError, canonical_csr, check_device, csr_parts, is_sparse, progress, seed_of
+from ._base import (
+    BaseEstimator,
+    NotFittedError,
+    canonical_csr,
+    check_device,
+    csr_parts,
+    is_sparse,
+    on_cuda,
+    progress,
+    seed_of,
+)
 
 
 class ALS(BaseEstimator):
@@ -92,6 +102,9 @@ class ALS(BaseEstimator):
             raise NotFittedError("This ALS instance is not fitted yet; call 'fit' first.")
 
     def _ratings(self, R, dtype):
+        if on_cuda(R):
+            raise ValueError("ALS reads user_items on the host: pass a scipy.sparse matrix (device='cuda' still runs "
+                             "the solver on the GPU)")
         if not is_sparse(R):
             R = np.asarray(R)
             if R.ndim != 2:

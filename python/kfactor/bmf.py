@@ -94,7 +94,7 @@ class BooleanMF(BaseEstimator):
         """Fits A and B and returns A (n_samples x n_components, uint8)."""
         device = check_device(self.device)
         continuing = self.warm_start and hasattr(self, "_fit_state")
-        X = check_X(self, X, reset=not continuing, non_negative=True)
+        X = check_X(self, X, reset=not continuing, non_negative=True, host_only=True)
         m, n = X.shape
         if continuing:
             if (m, n) != self._shape:

@@ -89,7 +89,7 @@ class ManifoldNMF(BaseEstimator):
         device = check_device(self.device)
         continuing = self.warm_start and hasattr(self, "_fit_state")
         dtype = self.components_.dtype if continuing else self.dtype
-        X = check_X(self, X, reset=not continuing, dtype=dtype, non_negative=True)
+        X = check_X(self, X, reset=not continuing, dtype=dtype, non_negative=True, host_only=True)
         R = canonical_csr(X, dtype=X.dtype)
         if continuing:
             if R.shape != self._shape:

@@ -8,16 +8,20 @@ from . import _core
 from ._base import (
     BaseEstimator,
     TransformerMixin,
+    array_library,
     check_device,
     check_is_fitted,
     check_X,
+    contiguous,
     csr_parts,
     is_sparse,
     like,
+    numpy_dtype,
     on_cuda,
     progress,
     resolve_dtype,
     seed_of,
+    to_host,
 )
 
 _BETA_LOSS = {
@@ -176,11 +180,11 @@ class NMF(TransformerMixin, BaseEstimator):
             if not isinstance(n_components, (int, np.integer)) or n_components < 1:
                 raise ValueError(f"n_components must be a positive integer or None, got {n_components!r}")
             state, seed, max_iter = None, seed_of(self.random_state), self.max_iter
-            Ht = None if H is None else np.asarray(H).T
+            Ht = None if H is None else (H.T if on_cuda(H) else np.asarray(H).T)
         options = self._options(n_components, seed, max_iter)
-        if not on_cuda(X):
-            W = None if W is None else np.ascontiguousarray(W, dtype=dtype)
-            Ht = None if Ht is None else np.ascontiguousarray(Ht, dtype=dtype)
+        # The start in X's memory (in place where it already fits).
+        W = None if W is None else contiguous(W, dtype)
+        Ht = None if Ht is None else contiguous(Ht, dtype)
         observe = progress(self.verbose, self.callback, "NMF")
         if self.comm is not None:
             if is_sparse(X) or on_cuda(X):
@@ -218,20 +222,18 @@ class NMF(TransformerMixin, BaseEstimator):
         the fitting algorithm's update of W alone)."""
         check_is_fitted(self)
         device = check_device(self.device)
-        dtype = self.components_.dtype.type
+        dtype = numpy_dtype(self.components_)
         X = check_X(self, X, reset=False, dtype=dtype, non_negative=True)
         options = dict(self._options_fitted)
         options.update(init="random", max_iter=int(self.max_iter), tol=float(self.tol))
         # X ~ W H is X^T ~ H^T W^T: the library's transform updates the
         # factor beside a fixed one, so the penalties trade places.
         options["alpha_w"], options["alpha_h"] = options["alpha_h"], options["alpha_w"]
-        Ht = np.ascontiguousarray(self.components_.T)
+        Ht = contiguous(self.components_.T)
         if is_sparse(X):
             out = _core.nmf_transform_csr(*csr_parts(X.T.tocsr()), options, Ht, device)
-        elif on_cuda(X):
-            out = _core.nmf_transform_dense(X.T.copy(), options, Ht, device)
         else:
-            out = _core.nmf_transform_dense(np.ascontiguousarray(X.T), options, Ht, device)
+            out = _core.nmf_transform_dense(contiguous(X.T), options, Ht, device)
         return like(X, out["Ht"])
 
     def inverse_transform(self, X=None, *, Xt=None):
@@ -239,17 +241,19 @@ class NMF(TransformerMixin, BaseEstimator):
         if X is None:
             X = Xt
         check_is_fitted(self)
-        W = np.ascontiguousarray(X, dtype=self.components_.dtype)
+        H = self.components_
+        W = contiguous(X, numpy_dtype(H))
         if W.ndim != 2 or W.shape[1] != self.n_components_:
             raise ValueError(f"inverse_transform takes W of shape (n_samples, {self.n_components_}), got {W.shape}")
-        return _core.nmf_inverse_transform(W, np.ascontiguousarray(self.components_.T), check_device(self.device))
+        return like(W, _core.nmf_inverse_transform(W, contiguous(H.T), check_device(self.device)))
 
     def save(self, path):
         """Writes the fitted model as the HDF5 checkpoint `kfactor nmf
         --checkpoint` writes (also a restart file for the command)."""
         check_is_fitted(self)
         _core.nmf_save(
-            str(path), self._options_fitted, self._W, np.ascontiguousarray(self.components_.T),
+            str(path), self._options_fitted, np.ascontiguousarray(to_host(self._W)),
+            np.ascontiguousarray(to_host(self.components_.T)),
             self._state["iteration"], self._state["seed"], self._state["history"], self._fingerprint,
         )
 
@@ -296,5 +300,11 @@ def _frobenius(X):
     if is_sparse(X):
         return float(np.sqrt(np.dot(X.data.astype(np.float64), X.data.astype(np.float64))))
     if on_cuda(X):
-        return float((X.astype("float64") ** 2).sum() ** 0.5)
+        if array_library(X) == "cupy":
+            import cupy
+
+            return float(cupy.linalg.norm(X.astype(cupy.float64, copy=False)))
+        import torch
+
+        return float(torch.linalg.norm(X.double()))
     return float(np.linalg.norm(X.astype(np.float64, copy=False)))

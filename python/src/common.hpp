@@ -157,8 +157,14 @@ nb::object array_out(const V& v, bool device = false) {
   std::size_t shape[2] = {v.extent(0), rank == 2 ? v.extent(1) : 1};
   if constexpr (!Kokkos::SpaceAccessibility<Kokkos::HostSpace, Mem>::accessible) {
     if (device) {
-      using Managed = Kokkos::View<typename V::data_type, Kokkos::LayoutRight, Mem>;
-      auto* keep = new Managed(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kfactor::python::out"), v.layout());
+      // C order whatever v's layout (a rank-1 device view is LayoutLeft).
+      using Managed = Kokkos::View<typename V::non_const_data_type, Kokkos::LayoutRight, Mem>;
+      const auto alloc = Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("kfactor::python::out"));
+      Managed* keep = nullptr;
+      if constexpr (rank == 2)
+        keep = new Managed(alloc, v.extent(0), v.extent(1));
+      else
+        keep = new Managed(alloc, v.extent(0));
       Kokkos::deep_copy(*keep, v);
       nb::capsule owner(keep, [](void* p) noexcept { delete static_cast<Managed*>(p); });
       return nb::cast(nb::ndarray<T, nb::device::cuda>(keep->data(), rank, shape, owner, nullptr, nb::dtype<T>(),

@@ -1,11 +1,26 @@
-"""Shared fixtures: fresh random inputs from fixed seeds, and the kfactor
-command (KFACTOR_CLI, set by ctest) for comparisons with the C++ driver."""
+"""Shared fixtures: fresh random inputs from fixed seeds, the devices a
+test runs on (`device`: "cpu", and "cuda" on a CUDA build), and the
+kfactor command (KFACTOR_CLI, set by ctest) for comparisons with the C++
+driver, which runs on CLI_DEVICE."""
 
 import os
 import shutil
 
 import numpy as np
 import pytest
+
+import kfactor
+
+CUDA = kfactor.build_info()["cuda"]
+# Every device test runs on the host, and on a CUDA build on the GPU too.
+DEVICES = ["cpu", "cuda"] if CUDA else ["cpu"]
+# The kfactor command runs in the build's default execution space.
+CLI_DEVICE = "cuda" if CUDA else "cpu"
+
+
+@pytest.fixture(params=DEVICES)
+def device(request):
+    return request.param
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ import scipy.io
 import scipy.sparse as sp
 
 import kfactor
-from conftest import interactions
+from conftest import CLI_DEVICE, interactions
 
 
 @pytest.fixture
@@ -23,8 +23,8 @@ def fitted(counts, **kw):
     return kfactor.ALS(**params).fit(counts)
 
 
-def test_implicit_fit_decreases_the_loss(counts):
-    model = fitted(counts)
+def test_implicit_fit_decreases_the_loss(counts, device):
+    model = fitted(counts, device=device)
     assert model.user_factors.shape == (60, 4) and model.item_factors.shape == (40, 4)
     assert model.user_factors.dtype == np.float32
     names = list(model.history_["names"])
@@ -33,8 +33,8 @@ def test_implicit_fit_decreases_the_loss(counts):
     assert model.n_iter_ == 10
 
 
-def test_recommend_ranks_unseen_items_by_score(counts):
-    model = fitted(counts)
+def test_recommend_ranks_unseen_items_by_score(counts, device):
+    model = fitted(counts, device=device)
     user = 5
     ids, scores = model.recommend(user, counts[user], N=7)
     assert ids.shape == (7,) and np.all(np.diff(scores) <= 0)
@@ -52,14 +52,14 @@ def test_recommend_ranks_unseen_items_by_score(counts):
     assert np.argmax(expected) in all_ids or set(all_ids) & seen
 
 
-def test_recommend_pads_short_lists(counts):
-    model = fitted(counts)
+def test_recommend_pads_short_lists(counts, device):
+    model = fitted(counts, device=device)
     ids, scores = model.recommend(0, counts[0], N=40)
     assert (ids == -1).sum() == counts[0].nnz and np.isneginf(scores[ids == -1]).all()
 
 
-def test_similar_items_by_cosine(counts):
-    model = fitted(counts)
+def test_similar_items_by_cosine(counts, device):
+    model = fitted(counts, device=device)
     ids, scores = model.similar_items(3, N=5)
     Y = model.item_factors.astype(np.float64)
     U = Y / np.linalg.norm(Y, axis=1, keepdims=True)
@@ -69,9 +69,9 @@ def test_similar_items_by_cosine(counts):
     np.testing.assert_allclose(scores, cos[ids], rtol=1e-4)
 
 
-def test_recalculate_user_is_the_next_half_step(counts):
-    model = fitted(counts, iterations=6)
-    again = kfactor.ALS(factors=4, regularization=0.05, iterations=6, random_state=1).fit(counts)
+def test_recalculate_user_is_the_next_half_step(counts, device):
+    model = fitted(counts, iterations=6, device=device)
+    again = kfactor.ALS(factors=4, regularization=0.05, iterations=6, random_state=1, device=device).fit(counts)
     np.testing.assert_array_equal(again.user_factors, model.user_factors)
     row = model.recalculate_user(7, counts[7])
     assert row.shape == (4,)
@@ -81,12 +81,13 @@ def test_recalculate_user_is_the_next_half_step(counts):
     assert not set(ids) & set(counts[7].indices)
 
 
-def test_explicit_ratings(rng):
+def test_explicit_ratings(rng, device):
     users, items, k = 50, 40, 3
     X, Y = rng.random((users, k)), rng.random((items, k))
     mask = rng.random((users, items)) < 0.5
     R = sp.csr_matrix(np.where(mask, X @ Y.T, 0.0))
-    model = kfactor.ALS(factors=3, implicit=False, regularization=1e-4, iterations=30, dtype=np.float64).fit(R)
+    model = kfactor.ALS(factors=3, implicit=False, regularization=1e-4, iterations=30, dtype=np.float64,
+                        device=device).fit(R)
     pred = (model.user_factors @ model.item_factors.T)[mask]
     assert np.sqrt(np.mean((pred - (X @ Y.T)[mask]) ** 2)) < 0.05
 
@@ -102,11 +103,11 @@ def test_bad_ratings_raise_value_error(counts):
         kfactor.ALS().recommend(0, counts[0])
 
 
-def test_save_load_continues_bit_for_bit(counts, tmp_path):
-    whole = fitted(counts, iterations=8)
-    half = fitted(counts, iterations=4)
+def test_save_load_continues_bit_for_bit(counts, tmp_path, device):
+    whole = fitted(counts, iterations=8, device=device)
+    half = fitted(counts, iterations=4, device=device)
     half.save(tmp_path / "als.h5")
-    loaded = kfactor.ALS.load(tmp_path / "als.h5", iterations=4, warm_start=True)
+    loaded = kfactor.ALS.load(tmp_path / "als.h5", iterations=4, warm_start=True, device=device)
     loaded.fit(counts)
     assert loaded.n_iter_ == 8
     np.testing.assert_array_equal(loaded.user_factors, whole.user_factors)
@@ -130,7 +131,8 @@ def test_results_equal_the_command_line(rng, cli, tmp_path, solver):
         check=True, env=env, capture_output=True,
     )
     theirs = kfactor.ALS.load(ckpt)
-    ours = kfactor.ALS(factors=16, regularization=0.05, alpha=20.0, iterations=6, solver=solver, random_state=7).fit(
+    ours = kfactor.ALS(factors=16, regularization=0.05, alpha=20.0, iterations=6, solver=solver, random_state=7,
+                       device=CLI_DEVICE).fit(
         scipy.io.mmread(str(path)).tocsr()
     )
     assert theirs.n_iter_ == ours.n_iter_ == 6
@@ -151,13 +153,13 @@ def implicit_precision(model, train, test, K):
     return hits / total
 
 
-def test_ranking_metrics_and_splits(counts):
+def test_ranking_metrics_and_splits(counts, device):
     train, test = kfactor.train_test_split(counts, train_percentage=0.75, random_state=3)
     assert (train + test - counts).nnz == 0 and train.multiply(test).nnz == 0
     assert 0.1 < test.nnz / counts.nnz < 0.4
     again, _ = kfactor.train_test_split(counts, train_percentage=0.75, random_state=3)
     assert (again != train).nnz == 0
-    model = fitted(train)
+    model = fitted(train, device=device)
     metrics = kfactor.ranking_metrics_at_k(model, train, test, K=5)
     assert set(metrics) >= {"precision", "map", "ndcg", "auc", "recall"}
     assert metrics["precision"] == pytest.approx(implicit_precision(model, train, test, 5), rel=1e-12)

@@ -13,7 +13,7 @@ import scipy.sparse as sp
 
 import kfactor
 from kfactor import _core
-from conftest import planted_nonnegative
+from conftest import CLI_DEVICE, planted_nonnegative
 
 
 def address(a):
@@ -21,9 +21,9 @@ def address(a):
 
 
 @pytest.mark.parametrize("algorithm", ["hals", "alo", "mu"])
-def test_fits_a_planted_matrix(rng, algorithm):
+def test_fits_a_planted_matrix(rng, algorithm, device):
     X = planted_nonnegative(rng, 60, 40, 4)
-    model = kfactor.NMF(4, algorithm=algorithm, init="random", max_iter=300, tol=0, random_state=3)
+    model = kfactor.NMF(4, algorithm=algorithm, init="random", max_iter=300, tol=0, random_state=3, device=device)
     W = model.fit_transform(X)
     H = model.components_
     assert W.shape == (60, 4) and H.shape == (4, 40)
@@ -62,9 +62,9 @@ def test_non_contiguous_and_integer_inputs_are_converted(rng):
     assert ints.components_.dtype == np.float64
 
 
-def test_sparse_and_dense_inputs_agree(rng):
+def test_sparse_and_dense_inputs_agree(rng, device):
     X = sp.random(40, 30, density=0.3, format="csr", random_state=2)
-    kw = dict(n_components=3, init="random", max_iter=30, tol=0, random_state=5)
+    kw = dict(n_components=3, init="random", max_iter=30, tol=0, random_state=5, device=device)
     a = kfactor.NMF(**kw).fit(X)
     b = kfactor.NMF(**kw).fit(X.toarray())
     np.testing.assert_allclose(a.components_, b.components_, rtol=1e-6, atol=1e-9)
@@ -80,9 +80,9 @@ def test_sparse_and_dense_inputs_agree(rng):
         (np.ones((0, 4)), "sample"),
     ],
 )
-def test_bad_inputs_raise_value_error(bad, match):
+def test_bad_inputs_raise_value_error(bad, match, device):
     with pytest.raises(ValueError, match=match):
-        kfactor.NMF(2).fit(bad)
+        kfactor.NMF(2, device=device).fit(bad)
 
 
 def test_bad_options_raise_value_error_naming_them():
@@ -99,29 +99,30 @@ def test_bad_options_raise_value_error_naming_them():
         kfactor.NMF(2, init="custom").fit(X)
 
 
-def test_custom_init_and_penalties(rng):
+def test_custom_init_and_penalties(rng, device):
     X = planted_nonnegative(rng, 30, 20, 3)
     W0, H0 = rng.random((30, 3)), rng.random((3, 20))
-    a = kfactor.NMF(3, init="custom", max_iter=50, tol=0).fit(X, W=W0, H=H0)
-    b = kfactor.NMF(3, init="custom", max_iter=50, tol=0).fit(X, W=W0, H=H0)
+    kw = dict(n_components=3, init="custom", max_iter=50, tol=0, device=device)
+    a = kfactor.NMF(**kw).fit(X, W=W0, H=H0)
+    b = kfactor.NMF(**kw).fit(X, W=W0, H=H0)
     np.testing.assert_array_equal(a.components_, b.components_)
-    sparse = kfactor.NMF(3, init="custom", max_iter=50, tol=0, alpha_W=0.01, l1_ratio=1.0).fit(X, W=W0, H=H0)
+    sparse = kfactor.NMF(alpha_W=0.01, l1_ratio=1.0, **kw).fit(X, W=W0, H=H0)
     assert (sparse.components_ < 1e-9).sum() + (sparse._W < 1e-9).sum() > (a.components_ < 1e-9).sum() + (
         a._W < 1e-9
     ).sum()
 
 
-def test_kl_and_is_losses_need_mu(rng):
+def test_kl_and_is_losses_need_mu(rng, device):
     X = planted_nonnegative(rng, 20, 15, 2) + 0.1
-    kl = kfactor.NMF(2, algorithm="mu", beta_loss="kullback-leibler", max_iter=50).fit(X)
+    kl = kfactor.NMF(2, algorithm="mu", beta_loss="kullback-leibler", max_iter=50, device=device).fit(X)
     assert np.isfinite(kl.reconstruction_err_)
     with pytest.raises(ValueError, match="mu"):
         kfactor.NMF(2, algorithm="hals", beta_loss="itakura-saito").fit(X)
 
 
-def test_transform_recovers_w_and_takes_one_sample(rng):
+def test_transform_recovers_w_and_takes_one_sample(rng, device):
     X = planted_nonnegative(rng, 50, 30, 3)
-    model = kfactor.NMF(3, init="random", max_iter=400, tol=0, random_state=1)
+    model = kfactor.NMF(3, init="random", max_iter=400, tol=0, random_state=1, device=device)
     W = model.fit_transform(X)
     Wt = model.transform(X)
     assert np.linalg.norm(X - Wt @ model.components_) <= np.linalg.norm(X - W @ model.components_) * 1.01 + 1e-6
@@ -146,7 +147,7 @@ def test_results_equal_the_command_line(rng, cli, tmp_path):
     W_cli = scipy.io.mmread(str(prefix) + "_W.mtx")
     H_cli = scipy.io.mmread(str(prefix) + "_H.mtx")
     X_read = scipy.io.mmread(str(path))
-    model = kfactor.NMF(3, algorithm="hals", init="random", max_iter=25, tol=0, random_state=11)
+    model = kfactor.NMF(3, algorithm="hals", init="random", max_iter=25, tol=0, random_state=11, device=CLI_DEVICE)
     W = model.fit_transform(np.ascontiguousarray(X_read))
     # The command writes shortest round-trip decimals: the same doubles.
     np.testing.assert_array_equal(W, W_cli)
@@ -154,14 +155,14 @@ def test_results_equal_the_command_line(rng, cli, tmp_path):
 
 
 @pytest.mark.parametrize("algorithm", ["hals", "alo", "mu"])
-def test_save_load_continues_bit_for_bit(rng, tmp_path, algorithm):
+def test_save_load_continues_bit_for_bit(rng, tmp_path, algorithm, device):
     X = planted_nonnegative(rng, 40, 30, 4) + 0.01
-    kw = dict(n_components=4, algorithm=algorithm, init="random", tol=0, random_state=9)
+    kw = dict(n_components=4, algorithm=algorithm, init="random", tol=0, random_state=9, device=device)
     whole = kfactor.NMF(max_iter=10, **kw).fit(X)
     half = kfactor.NMF(max_iter=5, **kw).fit(X)
     path = tmp_path / "nmf.h5"
     half.save(path)
-    loaded = kfactor.NMF.load(path, max_iter=5, tol=0, warm_start=True)
+    loaded = kfactor.NMF.load(path, max_iter=5, tol=0, warm_start=True, device=device)
     assert loaded.n_iter_ == 5
     np.testing.assert_array_equal(loaded.components_, half.components_)
     loaded.fit(X)
@@ -183,7 +184,7 @@ def test_loads_a_checkpoint_of_the_command_line(rng, cli, tmp_path):
     )
     model = kfactor.NMF.load(ckpt)
     assert model.n_iter_ == 8 and model.algorithm == "alo" and model.random_state == 4
-    ours = kfactor.NMF(2, algorithm="alo", init="random", max_iter=8, tol=0, random_state=4).fit(
+    ours = kfactor.NMF(2, algorithm="alo", init="random", max_iter=8, tol=0, random_state=4, device=CLI_DEVICE).fit(
         np.ascontiguousarray(scipy.io.mmread(str(path)))
     )
     np.testing.assert_array_equal(model.components_, ours.components_)
@@ -196,7 +197,7 @@ def test_load_refuses_other_files(tmp_path):
         kfactor.NMF.load(bad)
 
 
-def test_callback_and_verbose(rng, capsys):
+def test_callback_and_verbose(rng, capsys, device):
     X = planted_nonnegative(rng, 30, 20, 3)
     seen = []
 
@@ -204,7 +205,7 @@ def test_callback_and_verbose(rng, capsys):
         seen.append((iteration, metrics["relative_error"]))
         return iteration == 3
 
-    model = kfactor.NMF(3, max_iter=50, tol=0, callback=callback, verbose=True).fit(X)
+    model = kfactor.NMF(3, max_iter=50, tol=0, callback=callback, verbose=True, device=device).fit(X)
     assert model.n_iter_ == 3 and [s[0] for s in seen] == [1, 2, 3]
     assert "NMF: iteration 3" in capsys.readouterr().out
 
@@ -212,7 +213,7 @@ def test_callback_and_verbose(rng, capsys):
         raise KeyError("from the callback")
 
     with pytest.raises(KeyError, match="from the callback"):
-        kfactor.NMF(3, max_iter=50, callback=broken).fit(X)
+        kfactor.NMF(3, max_iter=50, callback=broken, device=device).fit(X)
 
 
 def test_the_gil_is_released_while_fitting(rng):
