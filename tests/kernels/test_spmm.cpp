@@ -5,6 +5,7 @@
 #include "common/test_spaces.hpp"
 
 #include <cmath>
+#include <vector>
 
 namespace {
 using namespace kfactor;
@@ -80,6 +81,62 @@ TYPED_TEST(SpmmTest, MatchesFloat64Reference) {
           },
           "dispatch-column-major");
     }
+  }
+}
+
+// The heavy-row kernel on its own (a device runs it for rows longer than
+// heavy_row_nnz; a host here, with two threads a team): rows cut into
+// several chunks (one exactly three chunks less a few), one chunk to the
+// nonzero and one past it, the first heavy length, against a float64
+// reference; rows at or below the limit are left as they were.
+TYPED_TEST(SpmmTest, HeavyRowChunksMatchFloat64Reference) {
+  using Space = typename TypeParam::space;
+  using T = typename TypeParam::scalar;
+  using Mem = typename Space::memory_space;
+  using Shape = detail::RowTeamShape<Space>;
+  const Space exec;
+  const int chunk = detail::heavy_chunk_nnz, limit = detail::heavy_row_nnz;
+  const std::vector<int> lengths = {3 * chunk - 7, chunk, chunk + 1, limit + 1, limit, 0, 2 * chunk + 100};
+  const int m = int(lengths.size()), n = 3 * chunk;
+  const double tol = sizeof(T) == 4 ? 2e-5 : 1e-13;
+  CooMatrix<T> coo;
+  coo.num_rows = m;
+  coo.num_cols = n;
+  const CounterRng rng(19, RngStream::user);
+  for (int i = 0; i < m; ++i)
+    for (int j = 0; j < lengths[i]; ++j) {
+      coo.rows.push_back(i);
+      coo.cols.push_back((j * 7 + i) % n);  // 7 and n coprime: distinct columns
+      coo.values.push_back(T(rng.uniform(std::uint64_t(i) * n + j) * 2 - 1));
+    }
+  auto A = to_csr(exec, coo);
+  auto hA = copy_to<Kokkos::HostSpace>(A);
+  for (int k : {1, 33, 64}) {
+    const int vlen = Shape::vector_length(k);
+    const int threads = Shape::host ? 2 : detail::heavy_row_team_threads(vlen);
+    DenseMatrix<T, Mem> B("B", n, k), C0("C0", m, k), C("C", m, k);
+    fill_uniform(exec, B, 21 + k, RngStream::user, T(-1), T(1));
+    fill_uniform(exec, C0, 22 + k, RngStream::user, T(-1), T(1));
+    Kokkos::deep_copy(C, C0);
+    auto hB = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, B);
+    auto hC0 = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, C0);
+    const T alpha = T(-0.75), beta = T(0.5);
+    detail::spmm_heavy_rows(exec, alpha, A, B, beta, C, threads, vlen);
+    auto hC = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, C);
+    for (int i = 0; i < m; ++i)
+      for (int c = 0; c < k; ++c) {
+        if (lengths[i] <= limit) {
+          ASSERT_EQ(hC(i, c), hC0(i, c)) << "row " << i << " is not heavy";
+          continue;
+        }
+        double s = 0, sa = 0;
+        for (auto e = hA.row_map(i); e < hA.row_map(i + 1); ++e) {
+          s += double(hA.values(e)) * double(hB(hA.entries(e), c));
+          sa += std::abs(double(hA.values(e)) * double(hB(hA.entries(e), c)));
+        }
+        const double ref = double(alpha) * s + double(beta) * double(hC0(i, c));
+        ASSERT_NEAR(double(hC(i, c)), ref, tol * (1 + sa + std::abs(ref))) << "k=" << k << " i=" << i << " c=" << c;
+      }
   }
 }
 

@@ -7,9 +7,10 @@
 /// nonzero's row of B is read contiguously (coalesced). Rows with more than
 /// `heavy_row_nnz` nonzeros (power-law inputs: a popular column of a document
 /// matrix holds ~all rows) would leave one thread looping while the device
-/// idles, so they get a whole team each: its threads take strided shares of
-/// the row's nonzeros, and the partial sums are added in thread order through
-/// team scratch. On a host space one thread owns a row (dynamic schedule) and
+/// idles, so they are cut into chunks of at most `heavy_chunk_nnz` nonzeros
+/// with a whole team each: its threads take strided shares of the chunk, their
+/// partial sums are added in thread order through team scratch, and a second
+/// kernel adds each row's chunk sums in chunk order. On a host space one thread owns a row (dynamic schedule) and
 /// adds alpha*a_ij*B(j,:) nonzero by nonzero, a chunk of C's row at a time in
 /// registers (spmm_host_row_chunks). Every sum is in a fixed order, so the
 /// result is deterministic on a backend; light and heavy rows sum in different
@@ -49,23 +50,42 @@ struct RowTeamShape {
   }
 };
 
-/// Rows with more nonzeros than this get a team each in the device SpMM.
+/// Rows with more nonzeros than this get whole teams in the device SpMM.
 inline constexpr int heavy_row_nnz = 512;
-/// Team threads on one heavy row (1024 device threads per team at most).
+/// Nonzeros per team in the heavy-row kernel. A Zipf column of implicit
+/// feedback (a popular item) holds a few percent of all nonzeros: one team
+/// walking it alone bounded the whole product while the other multiprocessors
+/// idled (a quarter of the device SpMM's time went to the heaviest rows).
+inline constexpr int heavy_chunk_nnz = 4096;
+/// Team threads on one heavy chunk (1024 device threads per team at most).
 inline int heavy_row_team_threads(int vector_length) { return 512 / vector_length > 0 ? 512 / vector_length : 1; }
 
-/// The rows of A with more than heavy_row_nnz nonzeros, in order.
+/// The rows of A with more than heavy_row_nnz nonzeros (in order), cut into
+/// chunks of at most heavy_chunk_nnz nonzeros: rows(h)'s chunks are
+/// first(h) .. first(h + 1) - 1, chunk q belongs to rows(chunk_row(q)) and
+/// starts (q - first(chunk_row(q))) * heavy_chunk_nnz nonzeros into it.
+template <class MemorySpace>
+struct HeavyRowChunks {
+  Kokkos::View<int*, MemorySpace> rows;
+  Kokkos::View<int*, MemorySpace> first;
+  Kokkos::View<int*, MemorySpace> chunk_row;
+  int chunks = 0;
+};
+
 template <class ExecutionSpace, class T, class MemorySpace>
-Kokkos::View<int*, MemorySpace> heavy_rows(const ExecutionSpace& exec, const CsrMatrix<T, MemorySpace>& A) {
+HeavyRowChunks<MemorySpace> heavy_row_chunks(const ExecutionSpace& exec, const CsrMatrix<T, MemorySpace>& A) {
   const int m = A.num_rows();
   auto row_map = A.row_map;
+  HeavyRowChunks<MemorySpace> out;
   int count = 0;
   Kokkos::parallel_reduce(
       "kfactor::spmm_count_heavy_rows", Kokkos::RangePolicy<ExecutionSpace>(exec, 0, m),
       KOKKOS_LAMBDA(int i, int& n) { n += row_map(i + 1) - row_map(i) > heavy_row_nnz ? 1 : 0; }, count);
-  Kokkos::View<int*, MemorySpace> rows(Kokkos::view_alloc(exec, Kokkos::WithoutInitializing, "kfactor::heavy_rows"),
-                                       count);
-  if (count == 0) return rows;
+  if (count == 0) return out;
+  auto rows = Kokkos::View<int*, MemorySpace>(
+      Kokkos::view_alloc(exec, Kokkos::WithoutInitializing, "kfactor::heavy_rows"), count);
+  auto first = Kokkos::View<int*, MemorySpace>(
+      Kokkos::view_alloc(exec, Kokkos::WithoutInitializing, "kfactor::heavy_row_chunks"), count + 1);
   Kokkos::parallel_scan(
       "kfactor::spmm_list_heavy_rows", Kokkos::RangePolicy<ExecutionSpace>(exec, 0, m),
       KOKKOS_LAMBDA(int i, int& offset, bool final) {
@@ -73,7 +93,98 @@ Kokkos::View<int*, MemorySpace> heavy_rows(const ExecutionSpace& exec, const Csr
         if (final && heavy) rows(offset) = i;
         offset += heavy ? 1 : 0;
       });
-  return rows;
+  int chunks = 0;
+  Kokkos::parallel_scan(
+      "kfactor::spmm_count_heavy_chunks", Kokkos::RangePolicy<ExecutionSpace>(exec, 0, count + 1),
+      KOKKOS_LAMBDA(int h, int& offset, bool final) {
+        if (final) first(h) = offset;
+        if (h < count) {
+          const auto n = row_map(rows(h) + 1) - row_map(rows(h));
+          offset += int((n + heavy_chunk_nnz - 1) / heavy_chunk_nnz);
+        }
+      },
+      chunks);
+  auto chunk_row = Kokkos::View<int*, MemorySpace>(
+      Kokkos::view_alloc(exec, Kokkos::WithoutInitializing, "kfactor::heavy_chunk_row"), chunks);
+  Kokkos::parallel_for(
+      "kfactor::spmm_list_heavy_chunks", Kokkos::RangePolicy<ExecutionSpace>(exec, 0, count), KOKKOS_LAMBDA(int h) {
+        for (int q = first(h); q < first(h + 1); ++q) chunk_row(q) = h;
+      });
+  out.rows = rows;
+  out.first = first;
+  out.chunk_row = chunk_row;
+  out.chunks = chunks;
+  return out;
+}
+
+/// C(i, :) = alpha A(i, :) B + beta C(i, :) for the heavy rows i of A only
+/// (the device SpMM's second kernel; any space runs it, the tests on a host):
+/// teams of `threads` x `vlen` over the chunks, each chunk's sum in scratch
+/// (threads' strided shares added in thread order), then each row's chunk
+/// sums added in chunk order.
+template <class ExecutionSpace, class T, class MemorySpace, class BV, class CV>
+void spmm_heavy_rows(const ExecutionSpace& exec, typename CV::non_const_value_type alpha,
+                     const CsrMatrix<T, MemorySpace>& A, const BV& B, typename CV::non_const_value_type beta,
+                     const CV& C, int threads, int vlen) {
+  using S = typename CV::non_const_value_type;
+  using Policy = Kokkos::TeamPolicy<ExecutionSpace>;
+  const auto heavy = heavy_row_chunks(exec, A);
+  if (heavy.chunks == 0) return;
+  const int k = static_cast<int>(C.extent(1));
+  auto row_map = A.row_map;
+  auto entries = A.entries;
+  auto values = A.values;
+  auto rows = heavy.rows;
+  auto first = heavy.first;
+  auto chunk_row = heavy.chunk_row;
+  Kokkos::View<S**, Kokkos::LayoutRight, MemorySpace> partial(
+      Kokkos::view_alloc(exec, Kokkos::WithoutInitializing, "kfactor::spmm_heavy_partial"), heavy.chunks, k);
+  using Scratch = Kokkos::View<S**, typename ExecutionSpace::scratch_memory_space, Kokkos::MemoryUnmanaged>;
+  const auto bytes = Scratch::shmem_size(threads, vlen);
+  Kokkos::parallel_for(
+      "kfactor::spmm_portable_heavy_chunks",
+      Policy(exec, heavy.chunks, threads, vlen).set_scratch_size(0, Kokkos::PerTeam(bytes)),
+      KOKKOS_LAMBDA(const typename Policy::member_type& team) {
+        const int q = team.league_rank();
+        const int h = chunk_row(q);
+        const int i = rows(h);
+        const auto e0 = row_map(i) + offset_t(q - first(h)) * offset_t(heavy_chunk_nnz);
+        const auto e1 =
+            e0 + offset_t(heavy_chunk_nnz) < row_map(i + 1) ? e0 + offset_t(heavy_chunk_nnz) : row_map(i + 1);
+        Scratch part(team.team_scratch(0), threads, vlen);
+        for (int c0 = 0; c0 < k; c0 += vlen) {
+          const int cn = k - c0 < vlen ? k - c0 : vlen;
+          Kokkos::parallel_for(Kokkos::TeamThreadRange(team, threads), [&](int t) {
+            Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, cn), [&](int c) {
+              S acc = S(0);
+              for (auto e = e0 + offset_t(t); e < e1; e += offset_t(threads))
+                acc += S(values(e)) * S(B(entries(e), c0 + c));
+              part(t, c) = acc;
+            });
+          });
+          team.team_barrier();
+          Kokkos::parallel_for(Kokkos::TeamThreadRange(team, threads), [&](int t) {
+            if (t != 0) return;
+            Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, cn), [&](int c) {
+              S acc = S(0);
+              for (int u = 0; u < threads; ++u) acc += part(u, c);
+              partial(q, c0 + c) = acc;
+            });
+          });
+          team.team_barrier();
+        }
+      });
+  Kokkos::parallel_for(
+      "kfactor::spmm_portable_heavy_rows", Policy(exec, int(rows.extent(0)), 1, vlen),
+      KOKKOS_LAMBDA(const typename Policy::member_type& team) {
+        const int h = team.league_rank();
+        const int i = rows(h);
+        Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, k), [&](int c) {
+          S acc = S(0);
+          for (int q = first(h); q < first(h + 1); ++q) acc += partial(q, c);
+          C(i, c) = alpha * acc + (beta == S(0) ? S(0) : beta * C(i, c));
+        });
+      });
 }
 
 /// Host SpMM, row i: C(i, c0 + [0, N)) for each whole chunk of N columns from
@@ -139,7 +250,6 @@ void spmm_portable(const ExecutionSpace& exec, typename CV::non_const_value_type
   } else {
     // Device, light rows: a team thread per row, vector lanes over the k
     // columns, each lane accumulating its columns in a register.
-    const auto heavy = heavy_rows(exec, A);
     const auto limit = heavy_row_nnz;
     Kokkos::parallel_for(
         "kfactor::spmm_portable", policy, KOKKOS_LAMBDA(const typename Policy::member_type& team) {
@@ -155,40 +265,7 @@ void spmm_portable(const ExecutionSpace& exec, typename CV::non_const_value_type
             });
           });
         });
-    if (heavy.extent(0) == 0) return;
-    // Heavy rows: a team per row, `threads` strided shares of its nonzeros,
-    // `vlen` columns per pass; partials summed in thread order.
-    const int threads = heavy_row_team_threads(vlen);
-    using Scratch = Kokkos::View<S**, typename ExecutionSpace::scratch_memory_space, Kokkos::MemoryUnmanaged>;
-    const auto bytes = Scratch::shmem_size(threads, vlen);
-    Kokkos::parallel_for(
-        "kfactor::spmm_portable_heavy_rows",
-        Policy(exec, int(heavy.extent(0)), threads, vlen).set_scratch_size(0, Kokkos::PerTeam(bytes)),
-        KOKKOS_LAMBDA(const typename Policy::member_type& team) {
-          const int i = heavy(team.league_rank());
-          const auto e0 = row_map(i), e1 = row_map(i + 1);
-          Scratch part(team.team_scratch(0), threads, vlen);
-          for (int c0 = 0; c0 < k; c0 += vlen) {
-            const int cn = k - c0 < vlen ? k - c0 : vlen;
-            Kokkos::parallel_for(Kokkos::TeamThreadRange(team, threads), [&](int t) {
-              Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, cn), [&](int c) {
-                S acc = S(0);
-                for (auto e = e0 + t; e < e1; e += threads) acc += S(values(e)) * S(B(entries(e), c0 + c));
-                part(t, c) = acc;
-              });
-            });
-            team.team_barrier();
-            Kokkos::parallel_for(Kokkos::TeamThreadRange(team, threads), [&](int t) {
-              if (t != 0) return;
-              Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, cn), [&](int c) {
-                S acc = S(0);
-                for (int u = 0; u < threads; ++u) acc += part(u, c);
-                C(i, c0 + c) = alpha * acc + (beta == S(0) ? S(0) : beta * C(i, c0 + c));
-              });
-            });
-            team.team_barrier();
-          }
-        });
+    spmm_heavy_rows(exec, alpha, A, B, beta, C, heavy_row_team_threads(vlen), vlen);
   }
 }
 
