@@ -55,7 +55,7 @@ inline constexpr int heavy_row_nnz = 512;
 /// Nonzeros per team in the heavy-row kernel. A Zipf column of implicit
 /// feedback (a popular item) holds a few percent of all nonzeros: one team
 /// walking it alone bounded the whole product while the other multiprocessors
-/// idled (a quarter of the device SpMM's time went to the heaviest rows).
+/// idled.
 inline constexpr int heavy_chunk_nnz = 4096;
 /// Team threads on one heavy chunk (1024 device threads per team at most).
 inline int heavy_row_team_threads(int vector_length) { return 512 / vector_length > 0 ? 512 / vector_length : 1; }
