@@ -335,7 +335,7 @@ void product_AX(const ExecutionSpace& exec, const Matrix& A, const XV& X, const 
   if constexpr (MatrixTraits<Matrix>::sparse)
     spmm(exec, T(1), A, X, T(0), out);
   else
-    gemm(exec, Trans::none, Trans::none, T(1), A, X, T(0), out);
+    gemm_skinny(exec, Trans::none, A, X, out);
 }
 
 /// out = A^T X from the column operand `Acol`: a CSR input's stored A^T
@@ -346,7 +346,7 @@ void product_AtX(const ExecutionSpace& exec, const Matrix& Acol, const XV& X, co
   if constexpr (MatrixTraits<Matrix>::sparse)
     spmm(exec, T(1), Acol, X, T(0), out);
   else
-    gemm(exec, Trans::transpose, Trans::none, T(1), Acol, X, T(0), out);
+    gemm_skinny(exec, Trans::transpose, Acol, X, out);
 }
 
 /// The communication policy of an epoch (DESIGN.md, "Communication"): this

@@ -444,7 +444,7 @@ void tile_sweep_host(const ExecutionSpace& exec, const XV& X, const BV& B, Base 
   const int w = static_cast<int>(Xt.extent(0)), n = static_cast<int>(Xt.extent(1));
   if (n == 0 || w == 0) return;
   const auto body = KOKKOS_LAMBDA(const typename Policy::member_type& team) {
-    constexpr int chunk = 256, lanes = 8;
+    constexpr int chunk = 256, block = 64, lanes = 8;
     const int r0 = int(std::int64_t(n) * team.team_rank() / team.team_size());
     const int r1 = int(std::int64_t(n) * (team.team_rank() + 1) / team.team_size());
     // Rows [ra, rb) into Xt and At, and back into X (the last column scaled
@@ -479,10 +479,25 @@ void tile_sweep_host(const ExecutionSpace& exec, const XV& X, const BV& B, Base 
       if (rescale)
         for (int i = 0; i < len; ++i) Xt(c - 1, rc + i) *= scale;
       T s[chunk];
-      for (int i = 0; i < len; ++i) s[i] = At(c, rc + i);
+      // Blocks of `block` rows keep their sums in registers across the w
+      // columns (independent chains of multiply-adds); summing over the
+      // chunk column by column instead loaded and stored s for every
+      // multiply-add.
+      int i0 = 0;
+      for (; i0 + block <= len; i0 += block) {
+        T acc[block];
+        for (int i = 0; i < block; ++i) acc[i] = At(c, rc + i0 + i);
+        for (int j = 0; j < w; ++j) {
+          const T g = G(t, t0 + j);
+          const T* x = &Xt(j, rc + i0);
+          for (int i = 0; i < block; ++i) acc[i] -= x[i] * g;
+        }
+        for (int i = 0; i < block; ++i) s[i0 + i] = acc[i];
+      }
+      for (int i = i0; i < len; ++i) s[i] = At(c, rc + i);
       for (int j = 0; j < w; ++j) {
         const T g = G(t, t0 + j);
-        for (int i = 0; i < len; ++i) s[i] -= Xt(j, rc + i) * g;
+        for (int i = i0; i < len; ++i) s[i] -= Xt(j, rc + i) * g;
       }
       for (int i = 0; i < len; ++i) s[i] = s[i] > eps ? s[i] : eps;
       for (int i = 0; i < len; ++i) Xt(c, rc + i) = s[i];
