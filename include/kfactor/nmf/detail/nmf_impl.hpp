@@ -292,9 +292,9 @@ std::shared_ptr<Workspace<T, Mem>> allocate_workspace(std::int64_t V, std::int64
   if (options.algorithm != Algorithm::mu && (options.penalized() || options.fix_w)) ws->Gs = alloc<T, Mem>("Gs", K, K);
   // ALO's tiles, and on a host HALS's tile of all K columns (tile_sweep_host).
   constexpr bool host = Kokkos::SpaceAccessibility<Kokkos::HostSpace, Mem>::accessible;
-  const int tile_cols = options.algorithm == Algorithm::alo                ? resolve_tile(K, options.tile)
+  const int tile_cols = options.algorithm == Algorithm::alo            ? resolve_tile(K, options.tile)
                         : options.algorithm == Algorithm::hals && host ? K
-                                                                           : 0;
+                                                                       : 0;
   if (options.algorithm == Algorithm::alo) ws->N = alloc<T, Mem>("N", K, K);
   if (tile_cols > 0) {
     const std::int64_t tile_values = std::max(V, D) * tile_cols;
@@ -744,9 +744,9 @@ void alo_update(const ExecutionSpace& exec, const XV& X, const BV& B, const GV& 
   const int K = static_cast<int>(G.extent(0));
   const int n = static_cast<int>(X.extent(0));
   const int ntiles = (K + tile - 1) / tile;
-  // On a host the tile's GEMM and one launch sweep a tile (tile_sweep_host);
-  // on a device column_sweep does the same for W-style tiles, and row_sweep
-  // for H-style.
+  // On a host one launch computes the tile's product and sweeps it
+  // (tile_sweep_host); on a device the GEMM, then column_sweep for W-style
+  // tiles and row_sweep for H-style.
   // Across processes the norms are summed between per-column launches. One
   // process of a distributed run takes the single-process kernels, so that
   // its iterates are kfactor::nmf's bit for bit on every backend.
@@ -763,8 +763,7 @@ void alo_update(const ExecutionSpace& exec, const XV& X, const BV& B, const GV& 
     if constexpr (SweepTraits<ExecutionSpace>::host) {
       if (host_tile_sweep) {
         const Buffer Xt(Tile.data(), w, n), At(Acc.data(), w, n);
-        gemm(exec, Trans::transpose, Trans::transpose, T(1), Ntile, X, T(0), At);
-        tile_sweep_host(exec, X, B, Base::accumulated, Xt, At, G, t0, eps, normalize, norms2);
+        tile_sweep_host(exec, X, B, Base::accumulated, N, Xt, At, G, t0, eps, normalize, norms2);
         continue;
       }
     }
@@ -805,7 +804,7 @@ void hals_update(const ExecutionSpace& exec, const XV& X, const BV& B, const GV&
                                   Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
       const int n = static_cast<int>(X.extent(0));
       const Buffer Xt(Tile.data(), K, n), At(Acc.data(), K, n);
-      tile_sweep_host(exec, X, B, base, Xt, At, G, 0, eps, normalize, norms2);
+      tile_sweep_host(exec, X, B, base, G, Xt, At, G, 0, eps, normalize, norms2);
       return;
     }
   }

@@ -32,8 +32,9 @@
 ///    ONE launch, teams that are co-resident by construction meeting at a
 ///    device-wide barrier per column instead of a launch per column, the
 ///    next column's loads and products done while the barrier is in flight.
-///  - tile_sweep_host: on a host the T columns of an ALO tile run in one
-///    launch (one team of all threads, a barrier per column).
+///  - tile_sweep_host: on a host the columns of a tile run in one launch
+///    with their copies in and out (one team of all threads, a barrier per
+///    column when normalising): HALS's tile [0, K) and each ALO tile.
 /// On a device row_sweep and column_sweep first copy each team's rows of the
 /// tile into team scratch (ScratchRows) when they fit, and sweep them there.
 ///
@@ -424,10 +425,12 @@ inline constexpr int transpose_rows = 64;
 /// is the dominant cost of a small problem (each wakes the pool's threads:
 /// with K launches per W update, HALS on p2p-Gnutella08 at K = 16 spent
 /// half its time in them), so HALS runs here with the tile [0, K) and ALO
-/// each of its tiles after the tile's GEMM. Each thread first copies its
-/// rows into Xt and sets At = base + B (Base: X(r, t) for HALS-H,
-/// X(r, t) G(t, t) for HALS-W, and for ALO the tile's GEMM result X N that
-/// the caller left in At, which already holds the base). W-style
+/// each of its tiles. Each thread first copies its rows into Xt and sets
+/// At = base + B (Base: X(r, t) for HALS-H, X(r, t) G(t, t) for HALS-W,
+/// and for ALO X N[:, tile] with N from alo_tile_matrix, which holds the
+/// base: the tile's product, summed here over each row of X in 16-column
+/// blocks; as a BLAS call between launches, OpenBLAS's threads spun in it
+/// for over half of an epoch at K = 64 on 2 busy cores). W-style
 /// (`normalize`): column t-1 is normalised, chunk by chunk, just before
 /// column t reads it (the team reduction of its squared norm is the only
 /// synchronisation per column), norms2(t) gets every pre-normalisation
@@ -435,9 +438,10 @@ inline constexpr int transpose_rows = 64;
 /// no barrier, so each chunk of rows is copied in, runs all w columns and is
 /// copied back while it is in L1. Host only: on a device one team is one
 /// multiprocessor, so devices keep row_sweep, column_step and column_sweep.
-template <class ExecutionSpace, class XV, class BV, class TV, class GV, class NV>
-void tile_sweep_host(const ExecutionSpace& exec, const XV& X, const BV& B, Base base, const TV& Xt, const TV& At,
-                     const GV& G, int t0, typename TV::non_const_value_type eps, bool normalize, const NV& norms2) {
+template <class ExecutionSpace, class XV, class BV, class TV, class GV, class MV, class NV>
+void tile_sweep_host(const ExecutionSpace& exec, const XV& X, const BV& B, Base base, const MV& N, const TV& Xt,
+                     const TV& At, const GV& G, int t0, typename TV::non_const_value_type eps, bool normalize,
+                     const NV& norms2) {
   static_assert(SweepTraits<ExecutionSpace>::host, "tile_sweep_host runs one team: host spaces only");
   using T = typename TV::non_const_value_type;
   using Policy = Kokkos::TeamPolicy<ExecutionSpace>;
@@ -449,7 +453,20 @@ void tile_sweep_host(const ExecutionSpace& exec, const XV& X, const BV& B, Base 
     const int r1 = int(std::int64_t(n) * (team.team_rank() + 1) / team.team_size());
     // Rows [ra, rb) into Xt and At, and back into X (the last column scaled
     // by `last`).
+    const int K = static_cast<int>(X.extent(1));
     const auto load = [&](int ra, int rb) {
+      if (base == Base::accumulated)
+        for (int r = ra; r < rb; ++r)
+          for (int j0 = 0; j0 < w; j0 += 16) {
+            const int jw = w - j0 < 16 ? w - j0 : 16;
+            T acc[16] = {};
+            for (int l = 0; l < K; ++l) {
+              const T x = X(r, l);
+              const T* nl = &N(l, t0 + j0);
+              for (int j = 0; j < jw; ++j) acc[j] += x * nl[j];
+            }
+            for (int j = 0; j < jw; ++j) At(j0 + j, r) = acc[j];
+          }
       for (int rc = ra; rc < rb; rc += transpose_rows) {
         const int re = rc + transpose_rows < rb ? rc + transpose_rows : rb;
         for (int j = 0; j < w; ++j) {
