@@ -455,18 +455,44 @@ void tile_sweep_host(const ExecutionSpace& exec, const XV& X, const BV& B, Base 
     // by `last`).
     const int K = static_cast<int>(X.extent(1));
     const auto load = [&](int ra, int rb) {
-      if (base == Base::accumulated)
-        for (int r = ra; r < rb; ++r)
-          for (int j0 = 0; j0 < w; j0 += 16) {
-            const int jw = w - j0 < 16 ? w - j0 : 16;
-            T acc[16] = {};
-            for (int l = 0; l < K; ++l) {
-              const T x = X(r, l);
-              const T* nl = &N(l, t0 + j0);
-              for (int j = 0; j < jw; ++j) acc[j] += x * nl[j];
+      if (base == Base::accumulated) {
+        // Four rows at a time (four independent chains of multiply-adds)
+        // and blocks of JW columns of fixed width, so that each sum over l
+        // is a vector multiply-add: a runtime-width loop ran scalar.
+        const auto rows4 = [&](int r, int j0, auto width) {
+          constexpr int JW = decltype(width)::value;
+          T a0[JW] = {}, a1[JW] = {}, a2[JW] = {}, a3[JW] = {};
+          for (int l = 0; l < K; ++l) {
+            const T* nl = &N(l, t0 + j0);
+            const T x0 = X(r, l), x1 = X(r + 1, l), x2 = X(r + 2, l), x3 = X(r + 3, l);
+            for (int j = 0; j < JW; ++j) {
+              a0[j] += x0 * nl[j];
+              a1[j] += x1 * nl[j];
+              a2[j] += x2 * nl[j];
+              a3[j] += x3 * nl[j];
             }
-            for (int j = 0; j < jw; ++j) At(j0 + j, r) = acc[j];
           }
+          for (int j = 0; j < JW; ++j) {
+            At(j0 + j, r) = a0[j];
+            At(j0 + j, r + 1) = a1[j];
+            At(j0 + j, r + 2) = a2[j];
+            At(j0 + j, r + 3) = a3[j];
+          }
+        };
+        int r = ra;
+        for (; r + 4 <= rb; r += 4) {
+          int j0 = 0;
+          for (; j0 + 8 <= w; j0 += 8) rows4(r, j0, std::integral_constant<int, 8>{});
+          for (; j0 + 4 <= w; j0 += 4) rows4(r, j0, std::integral_constant<int, 4>{});
+          for (; j0 < w; ++j0) rows4(r, j0, std::integral_constant<int, 1>{});
+        }
+        for (; r < rb; ++r)
+          for (int j = 0; j < w; ++j) {
+            T acc = T(0);
+            for (int l = 0; l < K; ++l) acc += X(r, l) * N(l, t0 + j);
+            At(j, r) = acc;
+          }
+      }
       for (int rc = ra; rc < rb; rc += transpose_rows) {
         const int re = rc + transpose_rows < rb ? rc + transpose_rows : rb;
         for (int j = 0; j < w; ++j) {
