@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <utility>
 
 namespace {
@@ -188,6 +189,44 @@ TYPED_TEST(GemmTest, GramIsSymmetricAndMatchesReference) {
       ASSERT_EQ(hG(i, j), hG(j, i));
     }
   EXPECT_THROW(gram(exec, Xb, Kokkos::View<T**, Kokkos::LayoutRight, Mem>("bad", K, K + 1)), UsageError);
+}
+
+// kfactor::gemm_skinny (op(A) B with narrow B and C) against a float64
+// reference: widths below, at and past a 16-column block and past the
+// widest skinny shape (the BLAS then), row counts that leave partial blocks
+// of rows and of the threads' shares, both transposes, on fresh random
+// values; C's earlier contents are overwritten.
+TYPED_TEST(GemmTest, SkinnyProductsMatchFloat64Reference) {
+  using Space = typename TypeParam::space;
+  using T = typename TypeParam::scalar;
+  using Mem = typename Space::memory_space;
+  const Space exec;
+  const double tol = sizeof(T) == 4 ? 2e-5 : 1e-13;
+  const int k = 203, m = 91;
+  std::uint64_t seed = 20;
+  for (const int n : {1, 5, 16, 37, 64, 70})
+    for (const bool ta : {false, true}) {
+      Kokkos::View<T**, Kokkos::LayoutRight, Mem> A("A", ta ? k : m, ta ? m : k), B("B", k, n), C("C", m, n);
+      fill_uniform(exec, A, ++seed, RngStream::user, T(0), T(1));
+      fill_uniform(exec, B, ++seed, RngStream::user, T(-1), T(1));
+      Kokkos::deep_copy(C, T(7));
+      gemm_skinny(exec, ta ? Trans::transpose : Trans::none, A, B, C);
+      auto hA = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, A);
+      auto hB = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, B);
+      auto hC = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, C);
+      for (int i = 0; i < m; ++i)
+        for (int j = 0; j < n; ++j) {
+          double ref = 0, mag = 0;
+          for (int l = 0; l < k; ++l) {
+            const double p = double(ta ? hA(l, i) : hA(i, l)) * double(hB(l, j));
+            ref += p;
+            mag += std::abs(p);
+          }
+          ASSERT_NEAR(hC(i, j), ref, tol * (1 + mag)) << "n=" << n << " ta=" << ta << " at " << i << "," << j;
+        }
+    }
+  DenseMatrix<T, Mem> A("A", 4, 3), B("B", 5, 2), C("C", 4, 2);
+  EXPECT_THROW(gemm_skinny(exec, Trans::none, A, B, C), UsageError);
 }
 
 TEST(Gemm, ShapeMismatchIsAUsageError) {

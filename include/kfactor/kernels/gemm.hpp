@@ -20,12 +20,14 @@
 #include <kfactor/kernels/detail/gemm_cblas.hpp>
 #include <kfactor/kernels/detail/gemm_cublas.hpp>
 #include <kfactor/kernels/detail/gemm_portable.hpp>
+#include <kfactor/kernels/detail/gemm_skinny.hpp>
 
 #if defined(KFACTOR_HAVE_KOKKOSKERNELS)
 #include <KokkosBlas3_gemm.hpp>
 #endif
 
 #include <string>
+#include <type_traits>
 
 namespace kfactor {
 
@@ -81,6 +83,33 @@ void gemm(const ExecutionSpace& exec, Trans ta, Trans tb, typename CV::non_const
   }
 #endif
   detail::gemm_portable(exec, tA, tB, alpha, A, B, beta, C);
+}
+
+/// C = op(A) B for a large A and a narrow B and C (C's columns: the rank of
+/// a factor), op(A) = A (ta = none) or A^T, all three row-major (LayoutRight).
+/// On a host space with C at most detail::skinny_max_columns wide, kernels
+/// that stream A once from its own storage (detail/gemm_skinny.hpp: a BLAS
+/// packs A for each such product, a copy that cost more than its kernel);
+/// otherwise kfactor::gemm.
+template <class ExecutionSpace, class AV, class BV, class CV>
+void gemm_skinny(const ExecutionSpace& exec, Trans ta, const AV& A, const BV& B, const CV& C) {
+  using T = typename CV::non_const_value_type;
+  detail::check_gemm_shapes(ta, Trans::none, A, B, C);
+  if constexpr (is_host_space_v<ExecutionSpace> && std::is_same_v<typename AV::array_layout, Kokkos::LayoutRight> &&
+                std::is_same_v<typename BV::array_layout, Kokkos::LayoutRight> &&
+                std::is_same_v<typename CV::array_layout, Kokkos::LayoutRight>) {
+    if (C.extent(1) <= std::size_t(detail::skinny_max_columns) && C.extent(0) > 0 && C.extent(1) > 0) {
+      if (ta == Trans::none) {
+        detail::gemm_skinny_nn(exec, A, B, C);
+        return;
+      }
+      if (detail::gemm_skinny_tn_fits(exec, C)) {
+        detail::gemm_skinny_tn(exec, A, B, C);
+        return;
+      }
+    }
+  }
+  gemm(exec, ta, Trans::none, T(1), A, B, T(0), C);
 }
 
 /// G = X^T X for X (n x K) and G (K x K): the Gram matrix of X's columns,

@@ -67,11 +67,14 @@
 /// C = 4, the P100 L2 in MB, divides by zero). Both readings round to the same
 /// powers of two for K = 64..512, so the choice only matters between them.
 ///
-/// **Kernels** (detail/sweep.hpp): HALS-H is one launch per epoch, ALO-H one
-/// per tile; W takes one launch per column (norm reduced on the device in the
-/// same launch, previous column normalised lazily) plus one per tile, and ALO
-/// one GEMM per tile; no host
-/// synchronisation inside an epoch except what the vendor GEMM needs.
+/// **Kernels** (detail/sweep.hpp): on a device HALS-H is one launch per epoch,
+/// ALO-H one per tile; W takes one launch per column (norm reduced on the
+/// device in the same launch, previous column normalised lazily) plus one per
+/// tile, and ALO one GEMM per tile. On a host, where each launch wakes the
+/// thread pool, a HALS update is one launch and an ALO tile one launch, its
+/// product included (tile_sweep_host), and a dense A's products stream A once
+/// (kfactor::gemm_skinny). No host synchronisation inside an epoch except
+/// what the vendor GEMM needs.
 ///
 /// **The solver contract** (core/solver.hpp, checked by kfactor::Solver):
 /// make_problem(exec, A) validates A once and keeps what every epoch reads

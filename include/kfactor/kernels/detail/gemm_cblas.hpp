@@ -79,12 +79,10 @@ bool gram_cblas(const ExecutionSpace& exec, const XV& X, const GV& G) {
     cblas_ssyrk(order, CblasUpper, CblasTrans, K, n, 1.0f, X.data(), sx.ld, 0.0f, G.data(), sg.ld);
   else
     cblas_dsyrk(order, CblasUpper, CblasTrans, K, n, 1.0, X.data(), sx.ld, 0.0, G.data(), sg.ld);
-  Kokkos::parallel_for(
-      "kfactor::gram_mirror", Kokkos::MDRangePolicy<ExecutionSpace, Kokkos::Rank<2>>(exec, {0, 0}, {K, K}),
-      KOKKOS_LAMBDA(int i, int j) {
-        if (j < i) G(i, j) = G(j, i);
-      });
-  exec.fence();
+  // K^2 / 2 copies on the calling thread: a parallel launch (waking the
+  // pool's threads) cost more than the copies for the ranks NMF uses.
+  for (int i = 1; i < K; ++i)
+    for (int j = 0; j < i; ++j) G(i, j) = G(j, i);
   return true;
 }
 #endif

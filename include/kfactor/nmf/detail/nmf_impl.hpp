@@ -290,11 +290,16 @@ std::shared_ptr<Workspace<T, Mem>> allocate_workspace(std::int64_t V, std::int64
     ws->Hbuf = alloc<T, Mem>("Hbuf", D, K);
   }
   if (options.algorithm != Algorithm::mu && (options.penalized() || options.fix_w)) ws->Gs = alloc<T, Mem>("Gs", K, K);
-  if (options.algorithm == Algorithm::alo) {
-    ws->N = alloc<T, Mem>("N", K, K);
-    const std::int64_t tile_values = std::max(V, D) * resolve_tile(K, options.tile);
+  // ALO's tiles, and on a host HALS's tile of all K columns (tile_sweep_host).
+  constexpr bool host = Kokkos::SpaceAccessibility<Kokkos::HostSpace, Mem>::accessible;
+  const int tile_cols = options.algorithm == Algorithm::alo            ? resolve_tile(K, options.tile)
+                        : options.algorithm == Algorithm::hals && host ? K
+                                                                       : 0;
+  if (options.algorithm == Algorithm::alo) ws->N = alloc<T, Mem>("N", K, K);
+  if (tile_cols > 0) {
+    const std::int64_t tile_values = std::max(V, D) * tile_cols;
     ws->Acc = Kokkos::View<T*, Mem>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kfactor::nmf::Acc"), tile_values);
-    if (Kokkos::SpaceAccessibility<Kokkos::HostSpace, Mem>::accessible)
+    if (host)
       ws->Tile =
           Kokkos::View<T*, Mem>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kfactor::nmf::Tile"), tile_values);
   }
@@ -330,7 +335,7 @@ void product_AX(const ExecutionSpace& exec, const Matrix& A, const XV& X, const 
   if constexpr (MatrixTraits<Matrix>::sparse)
     spmm(exec, T(1), A, X, T(0), out);
   else
-    gemm(exec, Trans::none, Trans::none, T(1), A, X, T(0), out);
+    gemm_skinny(exec, Trans::none, A, X, out);
 }
 
 /// out = A^T X from the column operand `Acol`: a CSR input's stored A^T
@@ -341,7 +346,7 @@ void product_AtX(const ExecutionSpace& exec, const Matrix& Acol, const XV& X, co
   if constexpr (MatrixTraits<Matrix>::sparse)
     spmm(exec, T(1), Acol, X, T(0), out);
   else
-    gemm(exec, Trans::transpose, Trans::none, T(1), Acol, X, T(0), out);
+    gemm_skinny(exec, Trans::transpose, Acol, X, out);
 }
 
 /// The communication policy of an epoch (DESIGN.md, "Communication"): this
@@ -739,8 +744,9 @@ void alo_update(const ExecutionSpace& exec, const XV& X, const BV& B, const GV& 
   const int K = static_cast<int>(G.extent(0));
   const int n = static_cast<int>(X.extent(0));
   const int ntiles = (K + tile - 1) / tile;
-  // On a host one launch sweeps a tile (tile_sweep_host); on a device
-  // column_sweep does the same for W-style tiles, and row_sweep for H-style.
+  // On a host one launch computes the tile's product and sweeps it
+  // (tile_sweep_host); on a device the GEMM, then column_sweep for W-style
+  // tiles and row_sweep for H-style.
   // Across processes the norms are summed between per-column launches. One
   // process of a distributed run takes the single-process kernels, so that
   // its iterates are kfactor::nmf's bit for bit on every backend.
@@ -757,10 +763,7 @@ void alo_update(const ExecutionSpace& exec, const XV& X, const BV& B, const GV& 
     if constexpr (SweepTraits<ExecutionSpace>::host) {
       if (host_tile_sweep) {
         const Buffer Xt(Tile.data(), w, n), At(Acc.data(), w, n);
-        tile_load(exec, X, B, t0, Xt, At);
-        gemm(exec, Trans::transpose, Trans::transpose, T(1), Ntile, X, T(1), At);
-        tile_sweep_host(exec, Xt, At, G, t0, eps, normalize, norms2);
-        tile_store(exec, Xt, t0, X);
+        tile_sweep_host(exec, X, B, Base::accumulated, N, Xt, At, G, t0, eps, normalize, norms2);
         continue;
       }
     }
@@ -780,6 +783,40 @@ void alo_update(const ExecutionSpace& exec, const XV& X, const BV& B, const GV& 
       }
     }
   }
+}
+
+/// The HALS update of one factor in place: X updated with Gram G and
+/// right-hand side B from `base` (Base::old_value for H and the scaled
+/// systems, Base::old_times_diag with normalisation for W). On a host one
+/// launch (tile_sweep_host on the tile [0, K), Acc and Tile holding X's rows
+/// x K values each); on a device row_sweep, or a column_step per column when
+/// normalising (also on a host across processes, whose norms are summed
+/// between the launches).
+template <class ExecutionSpace, class XV, class BV, class GV, class BufV, class NV, class Comm = SingleProcess>
+void hals_update(const ExecutionSpace& exec, const XV& X, const BV& B, const GV& G, Base base, const BufV& Acc,
+                 const BufV& Tile, typename XV::non_const_value_type eps, bool normalize, const NV& norms2,
+                 const Comm& comm = {}) {
+  using T = typename XV::non_const_value_type;
+  const int K = static_cast<int>(G.extent(0));
+  if constexpr (SweepTraits<ExecutionSpace>::host) {
+    if (comm.one_process() || !normalize) {
+      using Buffer = Kokkos::View<T**, Kokkos::LayoutRight, typename ExecutionSpace::memory_space,
+                                  Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+      const int n = static_cast<int>(X.extent(0));
+      const Buffer Xt(Tile.data(), K, n), At(Acc.data(), K, n);
+      tile_sweep_host(exec, X, B, base, G, Xt, At, G, 0, eps, normalize, norms2);
+      return;
+    }
+  }
+  if (!normalize) {
+    row_sweep(exec, X, X, base, B, G, 0, K, eps);
+    return;
+  }
+  for (int t = 0; t < K; ++t) {
+    column_step(exec, X, X, base, B, G, 0, K, t, eps, norms2);
+    comm.sum(exec, Kokkos::subview(norms2, Kokkos::make_pair(t, t + 1)));
+  }
+  scale_column(exec, X, K - 1, norms2);
 }
 
 /// ||A - W H||^2 pieces from P = A Ht, Q = Ht^T Ht, S = W^T W into ws.scal.
@@ -1087,9 +1124,9 @@ void epoch(const ExecutionSpace& exec, const Matrix& Arow, const Matrix& Acol, c
   switch (options.algorithm) {
     case Algorithm::hals:
       if (scaled)
-        row_sweep(exec, Ht, Ht, Base::old_value, ws.Hbuf, ws.Gs, 0, K, eps);
+        hals_update(exec, Ht, ws.Hbuf, ws.Gs, Base::old_value, ws.Acc, ws.Tile, eps, false, ws.norms2, comm);
       else
-        row_sweep(exec, Ht, Ht, Base::old_value, ws.R, ws.S, 0, K, eps);
+        hals_update(exec, Ht, ws.R, ws.S, Base::old_value, ws.Acc, ws.Tile, eps, false, ws.norms2, comm);
       break;
     case Algorithm::alo:
       if (scaled)
@@ -1112,15 +1149,10 @@ void epoch(const ExecutionSpace& exec, const Matrix& Arow, const Matrix& Acol, c
   if (scaled && !options.fix_w) scaled_system(exec, ws.Q, ws.P, pen.l1_w, pen.l2_w, ws.Gs, ws.Wbuf);
   if (!options.fix_w) switch (options.algorithm) {
       case Algorithm::hals:
-        if (scaled) {
-          row_sweep(exec, W, W, Base::old_value, ws.Wbuf, ws.Gs, 0, K, eps);
-          break;
-        }
-        for (int t = 0; t < K; ++t) {
-          column_step(exec, W, W, Base::old_times_diag, ws.P, ws.Q, 0, K, t, eps, ws.norms2);
-          comm.sum(exec, Kokkos::subview(ws.norms2, Kokkos::make_pair(t, t + 1)));
-        }
-        scale_column(exec, W, K - 1, ws.norms2);
+        if (scaled)
+          hals_update(exec, W, ws.Wbuf, ws.Gs, Base::old_value, ws.Acc, ws.Tile, eps, false, ws.norms2, comm);
+        else
+          hals_update(exec, W, ws.P, ws.Q, Base::old_times_diag, ws.Acc, ws.Tile, eps, true, ws.norms2, comm);
         break;
       case Algorithm::alo:
         if (scaled)

@@ -32,8 +32,9 @@
 ///    ONE launch, teams that are co-resident by construction meeting at a
 ///    device-wide barrier per column instead of a launch per column, the
 ///    next column's loads and products done while the barrier is in flight.
-///  - tile_sweep_host: on a host the T columns of an ALO tile run in one
-///    launch (one team of all threads, a barrier per column).
+///  - tile_sweep_host: on a host the columns of a tile run in one launch
+///    with their copies in and out (one team of all threads, a barrier per
+///    column when normalising): HALS's tile [0, K) and each ALO tile.
 /// On a device row_sweep and column_sweep first copy each team's rows of the
 /// tile into team scratch (ScratchRows) when they fit, and sweep them there.
 ///
@@ -406,70 +407,114 @@ void column_sweep(const ExecutionSpace& exec, const XV& X, const AV& Acc, const 
       });
 }
 
-/// On a host, ALO runs a tile on a TRANSPOSED copy: Xt(j, r) = X(r, t0 + j)
-/// and At(j, r) = B(r, t0 + j) + (X N)(r, t0 + j), j < w = t1 - t0 (w x n
-/// row-major), so that column t of the tile is a contiguous stream over the
-/// rows and the sweep's inner loops vectorise across rows (on X's row-major
-/// rows each row's dot product over the tile is a short serial chain: the
-/// sweep ran at ~3 GFLOP/s, as long as the tile's GEMM). tile_load fills Xt
-/// and At = B's tile (the GEMM then adds X N with beta = 1), tile_store
-/// writes Xt back. Both move blocks of transpose_rows rows: a work item per
-/// row wrote 2w lines of the transposed copy at once (w = 16: 32 write
-/// streams per thread), and the load ran at about 1 GB/s.
+/// On a host a tile [t0, t0 + w) of X is swept on a TRANSPOSED copy, Xt(j, r)
+/// = X(r, t0 + j) and At(j, r) = the update's row-independent part (below),
+/// w x n row-major, so that column t of the tile is a contiguous stream over
+/// the rows and the sweep's inner loops vectorise across rows (on X's
+/// row-major rows each row's dot product over the tile is a short serial
+/// chain: the sweep ran at ~3 GFLOP/s, as long as the tile's GEMM). The
+/// copies move blocks of transpose_rows rows: a work item per row wrote 2w
+/// lines of the transposed copy at once (w = 16: 32 write streams per
+/// thread), and a copy ran at about 1 GB/s.
 inline constexpr int transpose_rows = 64;
 
-template <class ExecutionSpace, class XV, class BV, class TV>
-void tile_load(const ExecutionSpace& exec, const XV& X, const BV& B, int t0, const TV& Xt, const TV& At) {
-  const int w = static_cast<int>(Xt.extent(0)), n = static_cast<int>(Xt.extent(1));
-  Kokkos::parallel_for(
-      "kfactor::nmf::tile_load",
-      Kokkos::RangePolicy<ExecutionSpace>(exec, 0, (n + transpose_rows - 1) / transpose_rows),
-      KOKKOS_LAMBDA(const int chunk) {
-        const int r0 = chunk * transpose_rows, r1 = r0 + transpose_rows < n ? r0 + transpose_rows : n;
-        for (int j = 0; j < w; ++j)
-          for (int r = r0; r < r1; ++r) {
-            Xt(j, r) = X(r, t0 + j);
-            At(j, r) = B(r, t0 + j);
-          }
-      });
-}
-
-template <class ExecutionSpace, class XV, class TV>
-void tile_store(const ExecutionSpace& exec, const TV& Xt, int t0, const XV& X) {
-  const int w = static_cast<int>(Xt.extent(0)), n = static_cast<int>(Xt.extent(1));
-  Kokkos::parallel_for(
-      "kfactor::nmf::tile_store",
-      Kokkos::RangePolicy<ExecutionSpace>(exec, 0, (n + transpose_rows - 1) / transpose_rows),
-      KOKKOS_LAMBDA(const int chunk) {
-        const int r0 = chunk * transpose_rows, r1 = r0 + transpose_rows < n ? r0 + transpose_rows : n;
-        for (int r = r0; r < r1; ++r)
-          for (int j = 0; j < w; ++j) X(r, t0 + j) = Xt(j, r);
-      });
-}
-
-/// The in-tile sweep of an ALO tile [t0, t0 + w) on a host space, on the
-/// transposed tile (tile_load), in ONE launch: a single team of all host
-/// threads, each thread on the same contiguous rows in every column, so its
-/// rows of the tile stay in its core's cache across the w columns (the
-/// paper's locality idea). W-style (`normalize`): column t-1 is normalised,
-/// chunk by chunk, just before column t reads it (the team reduction of its
-/// squared norm is the only synchronisation per column), norms2(t) gets every
-/// pre-normalisation squared norm and the tile ends normalised; H-style: no
-/// normalisation and no barrier, so each chunk of rows runs all w columns
-/// while it is in L1. Host only: on a device one team is one multiprocessor, so
-/// devices keep row_sweep and column_sweep.
-template <class ExecutionSpace, class TV, class GV, class NV>
-void tile_sweep_host(const ExecutionSpace& exec, const TV& Xt, const TV& At, const GV& G, int t0,
-                     typename TV::non_const_value_type eps, bool normalize, const NV& norms2) {
+/// The sweep of the tile [t0, t0 + w) of X on a host space, in ONE launch
+/// with its copies in and out: a single team of all host threads, each
+/// thread on the same contiguous rows throughout, so its rows of the tile
+/// stay in its core's cache (the paper's locality idea). On a host a launch
+/// is the dominant cost of a small problem (each wakes the pool's threads:
+/// with K launches per W update, HALS on p2p-Gnutella08 at K = 16 spent
+/// half its time in them), so HALS runs here with the tile [0, K) and ALO
+/// each of its tiles. Each thread first copies its rows into Xt and sets
+/// At = base + B (Base: X(r, t) for HALS-H, X(r, t) G(t, t) for HALS-W,
+/// and for ALO X N[:, tile] with N from alo_tile_matrix, which holds the
+/// base: the tile's product, summed here over each row of X in 16-column
+/// blocks; as a BLAS call between launches, OpenBLAS's threads spun in it
+/// for over half of an epoch at K = 64 on 2 busy cores). W-style
+/// (`normalize`): column t-1 is normalised, chunk by chunk, just before
+/// column t reads it (the team reduction of its squared norm is the only
+/// synchronisation per column), norms2(t) gets every pre-normalisation
+/// squared norm and the tile ends normalised; H-style: no normalisation and
+/// no barrier, so each chunk of rows is copied in, runs all w columns and is
+/// copied back while it is in L1. Host only: on a device one team is one
+/// multiprocessor, so devices keep row_sweep, column_step and column_sweep.
+template <class ExecutionSpace, class XV, class BV, class TV, class GV, class MV, class NV>
+void tile_sweep_host(const ExecutionSpace& exec, const XV& X, const BV& B, Base base, const MV& N, const TV& Xt,
+                     const TV& At, const GV& G, int t0, typename TV::non_const_value_type eps, bool normalize,
+                     const NV& norms2) {
   static_assert(SweepTraits<ExecutionSpace>::host, "tile_sweep_host runs one team: host spaces only");
   using T = typename TV::non_const_value_type;
   using Policy = Kokkos::TeamPolicy<ExecutionSpace>;
   const int w = static_cast<int>(Xt.extent(0)), n = static_cast<int>(Xt.extent(1));
   if (n == 0 || w == 0) return;
   const auto body = KOKKOS_LAMBDA(const typename Policy::member_type& team) {
-    constexpr int chunk = 256, lanes = 8;
+    constexpr int chunk = 256, block = 64, lanes = 8;
     const int r0 = int(std::int64_t(n) * team.team_rank() / team.team_size());
     const int r1 = int(std::int64_t(n) * (team.team_rank() + 1) / team.team_size());
+    // Rows [ra, rb) into Xt and At, and back into X (the last column scaled
+    // by `last`).
+    const int K = static_cast<int>(X.extent(1));
+    const auto load = [&](int ra, int rb) {
+      if (base == Base::accumulated) {
+        // Four rows at a time (four independent chains of multiply-adds)
+        // and blocks of JW columns of fixed width, so that each sum over l
+        // is a vector multiply-add: a runtime-width loop ran scalar.
+        const auto rows4 = [&](int r, int j0, auto width) {
+          constexpr int JW = decltype(width)::value;
+          T a0[JW] = {}, a1[JW] = {}, a2[JW] = {}, a3[JW] = {};
+          for (int l = 0; l < K; ++l) {
+            const T* nl = &N(l, t0 + j0);
+            const T x0 = X(r, l), x1 = X(r + 1, l), x2 = X(r + 2, l), x3 = X(r + 3, l);
+            for (int j = 0; j < JW; ++j) {
+              a0[j] += x0 * nl[j];
+              a1[j] += x1 * nl[j];
+              a2[j] += x2 * nl[j];
+              a3[j] += x3 * nl[j];
+            }
+          }
+          for (int j = 0; j < JW; ++j) {
+            At(j0 + j, r) = a0[j];
+            At(j0 + j, r + 1) = a1[j];
+            At(j0 + j, r + 2) = a2[j];
+            At(j0 + j, r + 3) = a3[j];
+          }
+        };
+        int r = ra;
+        for (; r + 4 <= rb; r += 4) {
+          int j0 = 0;
+          for (; j0 + 8 <= w; j0 += 8) rows4(r, j0, std::integral_constant<int, 8>{});
+          for (; j0 + 4 <= w; j0 += 4) rows4(r, j0, std::integral_constant<int, 4>{});
+          for (; j0 < w; ++j0) rows4(r, j0, std::integral_constant<int, 1>{});
+        }
+        for (; r < rb; ++r)
+          for (int j = 0; j < w; ++j) {
+            T acc = T(0);
+            for (int l = 0; l < K; ++l) acc += X(r, l) * N(l, t0 + j);
+            At(j, r) = acc;
+          }
+      }
+      for (int rc = ra; rc < rb; rc += transpose_rows) {
+        const int re = rc + transpose_rows < rb ? rc + transpose_rows : rb;
+        for (int j = 0; j < w; ++j) {
+          const int t = t0 + j;
+          const T diag = base == Base::old_times_diag ? T(G(t, t)) : T(1);
+          for (int r = rc; r < re; ++r) {
+            const T x = X(r, t);
+            Xt(j, r) = x;
+            At(j, r) = (base == Base::accumulated ? At(j, r) : x * diag) + T(B(r, t));
+          }
+        }
+      }
+    };
+    const auto store = [&](int ra, int rb, T last) {
+      for (int rc = ra; rc < rb; rc += transpose_rows) {
+        const int re = rc + transpose_rows < rb ? rc + transpose_rows : rb;
+        for (int r = rc; r < re; ++r) {
+          for (int j = 0; j + 1 < w; ++j) X(r, t0 + j) = Xt(j, r);
+          X(r, t0 + w - 1) = Xt(w - 1, r) * last;
+        }
+      }
+    };
     // Column c of the rows [rc, rc + len), after scaling column c-1 of them
     // by `scale` when `rescale`; adds their squares to part (W-style only).
     const auto column_chunk = [&](int c, int rc, int len, bool rescale, T scale, double* part) {
@@ -477,10 +522,25 @@ void tile_sweep_host(const ExecutionSpace& exec, const TV& Xt, const TV& At, con
       if (rescale)
         for (int i = 0; i < len; ++i) Xt(c - 1, rc + i) *= scale;
       T s[chunk];
-      for (int i = 0; i < len; ++i) s[i] = At(c, rc + i);
+      // Blocks of `block` rows keep their sums in registers across the w
+      // columns (independent chains of multiply-adds); summing over the
+      // chunk column by column instead loaded and stored s for every
+      // multiply-add.
+      int i0 = 0;
+      for (; i0 + block <= len; i0 += block) {
+        T acc[block];
+        for (int i = 0; i < block; ++i) acc[i] = At(c, rc + i0 + i);
+        for (int j = 0; j < w; ++j) {
+          const T g = G(t, t0 + j);
+          const T* x = &Xt(j, rc + i0);
+          for (int i = 0; i < block; ++i) acc[i] -= x[i] * g;
+        }
+        for (int i = 0; i < block; ++i) s[i0 + i] = acc[i];
+      }
+      for (int i = i0; i < len; ++i) s[i] = At(c, rc + i);
       for (int j = 0; j < w; ++j) {
         const T g = G(t, t0 + j);
-        for (int i = 0; i < len; ++i) s[i] -= Xt(j, rc + i) * g;
+        for (int i = i0; i < len; ++i) s[i] -= Xt(j, rc + i) * g;
       }
       for (int i = 0; i < len; ++i) s[i] = s[i] > eps ? s[i] : eps;
       for (int i = 0; i < len; ++i) Xt(c, rc + i) = s[i];
@@ -493,10 +553,15 @@ void tile_sweep_host(const ExecutionSpace& exec, const TV& Xt, const TV& At, con
     if (!normalize) {
       // Rows are independent: each chunk runs every column while its part of
       // the tile is in L1 (one pass over the tile instead of w).
-      for (int rc = r0; rc < r1; rc += chunk)
-        for (int c = 0; c < w; ++c) column_chunk(c, rc, r1 - rc < chunk ? r1 - rc : chunk, false, T(1), nullptr);
+      for (int rc = r0; rc < r1; rc += chunk) {
+        const int len = r1 - rc < chunk ? r1 - rc : chunk;
+        load(rc, rc + len);
+        for (int c = 0; c < w; ++c) column_chunk(c, rc, len, false, T(1), nullptr);
+        store(rc, rc + len, T(1));
+      }
       return;
     }
+    load(r0, r1);
     T inv = T(1);  // 1 / ||column c-1||
     for (int c = 0; c < w; ++c) {
       double part[lanes] = {};
@@ -506,7 +571,7 @@ void tile_sweep_host(const ExecutionSpace& exec, const TV& Xt, const TV& At, con
       Kokkos::single(Kokkos::PerTeam(team), [&]() { norms2(t0 + c) = ss; });
       inv = T(1.0 / Kokkos::sqrt(ss));
     }
-    for (int r = r0; r < r1; ++r) Xt(w - 1, r) *= inv;
+    store(r0, r1, inv);
   };
   const int threads = Policy(exec, 1, 1).team_size_max(body, Kokkos::ParallelForTag());
   Kokkos::parallel_for("kfactor::nmf::tile_sweep_host", Policy(exec, 1, threads), body);

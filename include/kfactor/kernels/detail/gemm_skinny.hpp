@@ -1,0 +1,165 @@
+#pragma once
+/// \file
+/// The host kernels of kfactor::gemm_skinny: C = A B and C = A^T B for a
+/// large row-major A and narrow row-major B and C (a factor of NMF, ALS or
+/// a sketch: up to skinny_max_columns columns).
+///
+/// A BLAS GEMM packs both operands into panels before its kernel runs. With
+/// a narrow C each panel of the large A is used once, so the packing copies
+/// A (reads and writes it) for every product: on 2 cores, for the dense
+/// 2000 x 1000 input of NMF at K = 16, OpenBLAS spent 2.4 times as long in
+/// its copies of A as in its kernel. These kernels stream A once from its
+/// own storage, with register blocks of C (a 16-column block of rows or
+/// columns of A times the matching rows of B) so that each value of A
+/// feeds 16 multiply-adds.
+
+#include <Kokkos_Core.hpp>
+
+#include <cstddef>
+#include <cstdint>
+
+namespace kfactor::detail {
+
+/// C's widest shape that gemm_skinny sends to these kernels; wider products
+/// amortise the packing and take the BLAS.
+inline constexpr int skinny_max_columns = 64;
+
+/// C (m x n) = A (m x k) B (k x n): a work item per block of 4 rows of A,
+/// which stay in L1 while each 16-column block of C is summed over k in
+/// registers (four arrays, one per row, so that the compiler keeps them in
+/// vector registers; a 4 x 16 array was partly kept on the stack).
+template <class ExecutionSpace, class AV, class BV, class CV>
+void gemm_skinny_nn(const ExecutionSpace& exec, const AV& A, const BV& B, const CV& C) {
+  using T = typename CV::non_const_value_type;
+  constexpr int NB = 16;
+  const int m = static_cast<int>(C.extent(0)), n = static_cast<int>(C.extent(1));
+  const int k = static_cast<int>(A.extent(1));
+  Kokkos::parallel_for(
+      "kfactor::gemm_skinny_nn", Kokkos::RangePolicy<ExecutionSpace>(exec, 0, (m + 3) / 4),
+      KOKKOS_LAMBDA(const int blk) {
+        const int i0 = blk * 4;
+        if (i0 + 4 > m) {
+          for (int i = i0; i < m; ++i)
+            for (int c = 0; c < n; ++c) {
+              T s = T(0);
+              for (int l = 0; l < k; ++l) s += A(i, l) * B(l, c);
+              C(i, c) = s;
+            }
+          return;
+        }
+        const T *a0 = &A(i0, 0), *a1 = &A(i0 + 1, 0), *a2 = &A(i0 + 2, 0), *a3 = &A(i0 + 3, 0);
+        for (int c0 = 0; c0 < n; c0 += NB) {
+          if (c0 + NB > n) {
+            for (int r = 0; r < 4; ++r)
+              for (int c = c0; c < n; ++c) {
+                T s = T(0);
+                for (int l = 0; l < k; ++l) s += A(i0 + r, l) * B(l, c);
+                C(i0 + r, c) = s;
+              }
+            break;
+          }
+          T s0[NB] = {}, s1[NB] = {}, s2[NB] = {}, s3[NB] = {};
+          for (int l = 0; l < k; ++l) {
+            const T* b = &B(l, c0);
+            const T x0 = a0[l], x1 = a1[l], x2 = a2[l], x3 = a3[l];
+            for (int c = 0; c < NB; ++c) {
+              s0[c] += x0 * b[c];
+              s1[c] += x1 * b[c];
+              s2[c] += x2 * b[c];
+              s3[c] += x3 * b[c];
+            }
+          }
+          for (int c = 0; c < NB; ++c) {
+            C(i0, c0 + c) = s0[c];
+            C(i0 + 1, c0 + c) = s1[c];
+            C(i0 + 2, c0 + c) = s2[c];
+            C(i0 + 3, c0 + c) = s3[c];
+          }
+        }
+      });
+}
+
+/// The scratch bytes gemm_skinny_tn needs: a partial C per thread.
+template <class ExecutionSpace, class CV>
+std::size_t gemm_skinny_tn_bytes(const ExecutionSpace& exec, const CV& C) {
+  return std::size_t(exec.concurrency()) * C.extent(0) * C.extent(1) * sizeof(typename CV::non_const_value_type);
+}
+
+/// Whether gemm_skinny_tn's partials fit the space's team scratch.
+template <class ExecutionSpace, class CV>
+bool gemm_skinny_tn_fits(const ExecutionSpace& exec, const CV& C) {
+  using Policy = Kokkos::TeamPolicy<ExecutionSpace>;
+  return gemm_skinny_tn_bytes(exec, C) <= std::size_t(Policy(exec, 1, 1).scratch_size_max(1));
+}
+
+/// C (m x n) = A^T B, A (k x m), B (k x n), in one team of all threads:
+/// each thread sums its contiguous rows of A into its own partial C (in team
+/// scratch, which the pool keeps between launches), reading 8 rows of A
+/// contiguously at a time against their rows of B held in registers; then
+/// the threads add the partials, each for its share of C's rows, in thread
+/// order. (A work item per block of columns of A walked each row of A with
+/// a stride of a row: it waited on memory for 60% of its time.)
+template <class ExecutionSpace, class AV, class BV, class CV>
+void gemm_skinny_tn(const ExecutionSpace& exec, const AV& A, const BV& B, const CV& C) {
+  using T = typename CV::non_const_value_type;
+  using Policy = Kokkos::TeamPolicy<ExecutionSpace>;
+  constexpr int IB = 8, NB = 16;  // IB: the rows b0..b7 below
+  const int m = static_cast<int>(C.extent(0)), n = static_cast<int>(C.extent(1));
+  const int k = static_cast<int>(A.extent(0));
+  const std::size_t bytes = gemm_skinny_tn_bytes(exec, C);
+  const auto body = KOKKOS_LAMBDA(const typename Policy::member_type& team) {
+    T* all = static_cast<T*>(team.team_scratch(1).get_shmem(bytes));
+    const int p = team.team_rank(), threads = team.team_size();
+    T* part = all + std::size_t(p) * m * n;
+    for (std::size_t e = 0; e < std::size_t(m) * n; ++e) part[e] = T(0);
+    const int ia = int(std::int64_t(k) * p / threads), ib = int(std::int64_t(k) * (p + 1) / threads);
+    int i = ia;
+    for (; i + IB <= ib; i += IB) {
+      const T* a[IB];
+      for (int r = 0; r < IB; ++r) a[r] = &A(i + r, 0);
+      int c0 = 0;
+      for (; c0 + NB <= n; c0 += NB) {
+        // The 8 rows of B spelled out, so that the compiler vectorises over
+        // C's columns (with a loop over the rows it vectorised over them and
+        // added horizontally).
+        T b0[NB], b1[NB], b2[NB], b3[NB], b4[NB], b5[NB], b6[NB], b7[NB];
+        for (int c = 0; c < NB; ++c) {
+          b0[c] = B(i, c0 + c);
+          b1[c] = B(i + 1, c0 + c);
+          b2[c] = B(i + 2, c0 + c);
+          b3[c] = B(i + 3, c0 + c);
+          b4[c] = B(i + 4, c0 + c);
+          b5[c] = B(i + 5, c0 + c);
+          b6[c] = B(i + 6, c0 + c);
+          b7[c] = B(i + 7, c0 + c);
+        }
+        for (int j = 0; j < m; ++j) {
+          T* out = part + std::size_t(j) * n + c0;
+          const T x0 = a[0][j], x1 = a[1][j], x2 = a[2][j], x3 = a[3][j];
+          const T x4 = a[4][j], x5 = a[5][j], x6 = a[6][j], x7 = a[7][j];
+          for (int c = 0; c < NB; ++c)
+            out[c] += ((x0 * b0[c] + x1 * b1[c]) + (x2 * b2[c] + x3 * b3[c])) +
+                      ((x4 * b4[c] + x5 * b5[c]) + (x6 * b6[c] + x7 * b7[c]));
+        }
+      }
+      for (int j = 0; j < m; ++j)
+        for (int c = c0; c < n; ++c)
+          for (int r = 0; r < IB; ++r) part[std::size_t(j) * n + c] += a[r][j] * B(i + r, c);
+    }
+    for (; i < ib; ++i)
+      for (int j = 0; j < m; ++j)
+        for (int c = 0; c < n; ++c) part[std::size_t(j) * n + c] += A(i, j) * B(i, c);
+    team.team_barrier();
+    const int ja = int(std::int64_t(m) * p / threads), jb = int(std::int64_t(m) * (p + 1) / threads);
+    for (int j = ja; j < jb; ++j)
+      for (int c = 0; c < n; ++c) {
+        T s = all[std::size_t(j) * n + c];
+        for (int q = 1; q < threads; ++q) s += all[std::size_t(q) * m * n + std::size_t(j) * n + c];
+        C(j, c) = s;
+      }
+  };
+  Kokkos::parallel_for("kfactor::gemm_skinny_tn",
+                       Policy(exec, 1, exec.concurrency()).set_scratch_size(1, Kokkos::PerTeam(bytes)), body);
+}
+
+}  // namespace kfactor::detail
