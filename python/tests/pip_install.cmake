@@ -23,12 +23,18 @@ if(CCACHE)
     list(APPEND launcher CCACHE_BASEDIR=${CCACHE_BASEDIR_MAIN})
   endif()
 endif()
+# The dependencies where this build found them (a Kokkos outside the
+# system's prefixes, as a CUDA build's usually is).
+set(prefix "")
+if(PREFIX_PATH)
+  set(prefix "--config-settings=cmake.define.CMAKE_PREFIX_PATH=${PREFIX_PATH}")
+endif()
 string(TIMESTAMP t0 "%s")
 execute_process(
   COMMAND ${CMAKE_COMMAND} -E env ${launcher} CMAKE_BUILD_PARALLEL_LEVEL=${JOBS}
     ${PYTHON} -m pip install --no-build-isolation --no-deps --break-system-packages --no-cache-dir --quiet
     --target ${WORK_DIR}/site --config-settings=build-dir=${BUILD_DIR}
-    --config-settings=cmake.define.CMAKE_CXX_COMPILER=${CXX} ${SOURCE_DIR}
+    --config-settings=cmake.define.CMAKE_CXX_COMPILER=${CXX} ${prefix} ${SOURCE_DIR}
   RESULT_VARIABLE rc)
 string(TIMESTAMP t1 "%s")
 math(EXPR seconds "${t1} - ${t0}")
