@@ -61,16 +61,23 @@ struct Served {
           seen.insert({100 + 3 * u, 7 + 5 * i});
         }
   }
+  /// The kfactor command in this directory (output slot `slot`).
+  [[nodiscard]] kfactor::test::CliRun run(const std::string& args, int slot) const {
+    return run_kfactor(args, dir, "", slot);
+  }
+  /// Trains the served model (rank k, n iterations) into `prefix`; the exit code.
+  [[nodiscard]] int train(int k, int n) const {
+    return run("als --quiet --implicit --format ratings --input " + quote(ratings) + " -k " + std::to_string(k) +
+                   " -n " + std::to_string(n) + " --output " + quote(prefix),
+               0)
+        .code;
+  }
 };
 
 TEST(RecommendCli, ListsEqualBruteForceAndFilterTrainingPairs) {
-  Served s;
-  auto run = [&](const std::string& args, int slot) { return run_kfactor(args, s.dir, "", slot); };
-  ASSERT_EQ(run("als --quiet --implicit --format ratings --input " + quote(s.ratings) + " -k 4 -n 3 --output " +
-                    quote(s.prefix),
-                0)
-                .code,
-            0);
+  const Served s;
+  auto run = [&](const std::string& args, int slot) { return s.run(args, slot); };
+  ASSERT_EQ(s.train(4, 3), 0);
   const auto X = read_factors(s.prefix + "_X.csv"), Y = read_factors(s.prefix + "_Y.csv");
   ASSERT_EQ(X.size(), 60u);
   ASSERT_EQ(Y.size(), 40u);
@@ -112,13 +119,9 @@ TEST(RecommendCli, ListsEqualBruteForceAndFilterTrainingPairs) {
 }
 
 TEST(RecommendCli, UnknownIdsAndBadN) {
-  Served s;
-  auto run = [&](const std::string& args, int slot) { return run_kfactor(args, s.dir, "", slot); };
-  ASSERT_EQ(run("als --quiet --implicit --format ratings --input " + quote(s.ratings) + " -k 3 -n 1 --output " +
-                    quote(s.prefix),
-                0)
-                .code,
-            0);
+  const Served s;
+  auto run = [&](const std::string& args, int slot) { return s.run(args, slot); };
+  ASSERT_EQ(s.train(3, 1), 0);
   const std::string users = s.dir.file("users.txt");
   std::ofstream(users) << "103\n104\n106\n";
   const std::string base = "recommend --factors " + quote(s.prefix) + " --users " + quote(users);
@@ -161,13 +164,9 @@ TEST(RecommendCli, UnknownIdsAndBadN) {
 // is an input error naming its line: a first line that is a number but not
 // a 64-bit integer (it is no header), a header alone, an empty file.
 TEST(RecommendCli, ListsBeyondTheCandidatesAndIdListsThatAnswerNothing) {
-  Served s;
-  auto run = [&](const std::string& args, int slot) { return run_kfactor(args, s.dir, "", slot); };
-  ASSERT_EQ(run("als --quiet --implicit --format ratings --input " + quote(s.ratings) + " -k 3 -n 1 --output " +
-                    quote(s.prefix),
-                0)
-                .code,
-            0);
+  const Served s;
+  auto run = [&](const std::string& args, int slot) { return s.run(args, slot); };
+  ASSERT_EQ(s.train(3, 1), 0);
   const auto Y = read_factors(s.prefix + "_Y.csv");
   ASSERT_EQ(Y.size(), 40u);
   const std::string users = s.dir.file("users.txt");
