@@ -107,3 +107,19 @@ def test_a_factor_beyond_memory_is_a_memory_error():
     run = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stderr
     assert run.stdout.startswith("MemoryError: nmf: cannot allocate"), run.stdout + run.stderr
+
+
+def test_the_module_exports_its_init_function_only():
+    # The module links kfactor, Kokkos and (on CUDA builds) runtime pieces
+    # statically; an exported copy of a C++ runtime symbol is bound by
+    # libraries loaded later (pyarrow's static constructors did) or clashes
+    # with one loaded earlier (numpy first made Kokkos::initialize crash).
+    import ctypes
+
+    module = ctypes.CDLL(_core.__file__)
+    assert hasattr(module, "PyInit__core")
+    # kfactor's own functions, linked statically in every build (dlsym on the
+    # handle also searches the module's shared dependencies, Kokkos among them
+    # where it is a shared library, so those names prove nothing).
+    for name in ("_ZN7kfactor10build_infoEv", "_ZN7kfactor10tile_countEll"):
+        assert not hasattr(module, name), name
