@@ -252,12 +252,7 @@ void define_dtype(nb::module_& m) {
         als::State<T, Kokkos::HostSpace> state;
         state.X = dense_in<Kokkos::HostSpace>(X, "user_factors");
         state.Y = dense_in<Kokkos::HostSpace>(Y, "item_factors");
-        state.iteration = iteration;
-        state.seed = seed;
-        state.history = history_from(history);
-        auto meta = checkpoint_meta<T, HostExec>("als", option_values(opt), fingerprint_from(fp), opt.rank);
-        ProgressBridge bridge{nb::none()};
-        without_gil(bridge, [&] { save_checkpoint(path, state, meta); });
+        save_model<T>(path, "als", state, option_values(opt), opt.rank, iteration, seed, history, fp);
       },
       nb::arg("path"), nb::arg("options"), nb::arg("X").noconvert(), nb::arg("Y").noconvert(), nb::arg("iteration"),
       nb::arg("seed"), nb::arg("history"), nb::arg("fingerprint"),
@@ -272,33 +267,10 @@ void register_als(nb::module_& m) {
   m.def(
       "als_load",
       [](const std::string& path) {
-        const auto info = inspect_checkpoint(path, false);
-        if (info.meta.solver != "als")
-          throw InputError(path + ": a checkpoint of " + info.meta.solver + ", not of als");
-        CheckpointMeta expected;
-        expected.solver = "als";
-        expected.precision = info.meta.precision;
-        auto load = [&](auto value) {
-          using T = decltype(value);
-          als::State<T, Kokkos::HostSpace> state;
-          const auto stored = load_checkpoint(path, state, expected);
-          nb::dict out;
+        return load_model<als::State>(path, "als", "kfactor.ALS", [](nb::dict& out, const auto& state) {
           out["X"] = array_out(state.X);
           out["Y"] = array_out(state.Y);
-          out["iteration"] = state.iteration;
-          out["seed"] = state.seed;
-          out["history"] = history_dict(state.history);
-          nb::dict options;
-          for (const auto& [k, v] : stored.options) options[k.c_str()] = v;
-          out["options"] = options;
-          out["fingerprint"] = fingerprint_tuple(stored.input);
-          out["precision"] = stored.precision;
-          return out;
-        };
-        if (info.meta.precision == "float") return load(float{});
-        if (info.meta.precision == "double") return load(double{});
-        throw InputError(path + ": factors of precision " + info.meta.precision +
-                         "; kfactor.ALS reads float and double");
+        });
       },
       nb::arg("path"), "Reads an ALS checkpoint: factors, iteration, seed, history, options, fingerprint.");
 }

@@ -329,4 +329,54 @@ void fields_in(State& state, const std::map<std::string, detail::FieldBlock>& gi
   if constexpr (requires { state.reset_workspace(); }) state.reset_workspace();
 }
 
+/// Saves a fitted model as the checkpoint `kfactor SOLVER --checkpoint`
+/// writes: `state` holds the factors; iteration, seed and history are set
+/// here, the options are the solver's option_values.
+template <class T, class State>
+void save_model(const std::string& path, const std::string& solver, State& state,
+                std::map<std::string, std::string> options, std::int64_t rank, int iteration, std::uint64_t seed,
+                nb::handle history, nb::handle fingerprint) {
+  state.iteration = iteration;
+  state.seed = seed;
+  state.history = history_from(history);
+  auto meta = checkpoint_meta<T, HostExec>(solver, std::move(options), fingerprint_from(fingerprint), rank);
+  ProgressBridge bridge{nb::none()};
+  without_gil(bridge, [&] { save_checkpoint(path, state, meta); });
+}
+
+/// Reads a checkpoint of `solver` with float or double factors (written by
+/// save_model or by the command) as the dict an estimator loads:
+/// `factors(out, state)` adds the factors, then iteration, seed, history,
+/// options, fingerprint and precision. `estimator` names the Python class in
+/// the error for another precision.
+template <template <class, class> class State, class Factors>
+nb::dict load_model(const std::string& path, const std::string& solver, const std::string& estimator, Factors factors) {
+  const auto info = inspect_checkpoint(path, false);
+  if (info.meta.solver != solver)
+    throw InputError(path + ": a checkpoint of " + info.meta.solver + ", not of " + solver);
+  CheckpointMeta expected;
+  expected.solver = solver;
+  expected.precision = info.meta.precision;
+  auto load = [&](auto value) {
+    using T = decltype(value);
+    State<T, Kokkos::HostSpace> state;
+    const auto stored = load_checkpoint(path, state, expected);
+    nb::dict out;
+    factors(out, state);
+    out["iteration"] = state.iteration;
+    out["seed"] = state.seed;
+    out["history"] = history_dict(state.history);
+    nb::dict options;
+    for (const auto& [k, v] : stored.options) options[k.c_str()] = v;
+    out["options"] = options;
+    out["fingerprint"] = fingerprint_tuple(stored.input);
+    out["precision"] = stored.precision;
+    return out;
+  };
+  if (info.meta.precision == "float") return load(float{});
+  if (info.meta.precision == "double") return load(double{});
+  throw InputError(path + ": factors of precision " + info.meta.precision + "; " + estimator +
+                   " reads float and double");
+}
+
 }  // namespace kfactor::python

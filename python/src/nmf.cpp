@@ -297,12 +297,7 @@ void define_dtype(nb::module_& m) {
         nmf::State<T, Kokkos::HostSpace> state;
         state.W = dense_in<Kokkos::HostSpace>(W, "W");
         state.Ht = dense_in<Kokkos::HostSpace>(Ht, "H");
-        state.iteration = iteration;
-        state.seed = seed;
-        state.history = history_from(history);
-        auto meta = checkpoint_meta<T, HostExec>("nmf", option_values(opt), fingerprint_from(fingerprint), opt.rank);
-        ProgressBridge bridge{nb::none()};
-        without_gil(bridge, [&] { save_checkpoint(path, state, meta); });
+        save_model<T>(path, "nmf", state, option_values(opt), opt.rank, iteration, seed, history, fingerprint);
       },
       nb::arg("path"), nb::arg("options"), nb::arg("W").noconvert(), nb::arg("Ht").noconvert(), nb::arg("iteration"),
       nb::arg("seed"), nb::arg("history"), nb::arg("fingerprint"),
@@ -317,33 +312,10 @@ void register_nmf(nb::module_& m) {
   m.def(
       "nmf_load",
       [](const std::string& path) {
-        const auto info = inspect_checkpoint(path, false);
-        if (info.meta.solver != "nmf")
-          throw InputError(path + ": a checkpoint of " + info.meta.solver + ", not of nmf");
-        CheckpointMeta expected;
-        expected.solver = "nmf";
-        expected.precision = info.meta.precision;
-        auto load = [&](auto value) {
-          using T = decltype(value);
-          nmf::State<T, Kokkos::HostSpace> state;
-          const auto stored = load_checkpoint(path, state, expected);
-          nb::dict out;
+        return load_model<nmf::State>(path, "nmf", "kfactor.NMF", [](nb::dict& out, const auto& state) {
           out["W"] = array_out(state.W);
           out["Ht"] = array_out(state.Ht);
-          out["iteration"] = state.iteration;
-          out["seed"] = state.seed;
-          out["history"] = history_dict(state.history);
-          nb::dict options;
-          for (const auto& [k, v] : stored.options) options[k.c_str()] = v;
-          out["options"] = options;
-          out["fingerprint"] = fingerprint_tuple(stored.input);
-          out["precision"] = stored.precision;
-          return out;
-        };
-        if (info.meta.precision == "float") return load(float{});
-        if (info.meta.precision == "double") return load(double{});
-        throw InputError(path + ": factors of precision " + info.meta.precision +
-                         "; kfactor.NMF reads float and double");
+        });
       },
       nb::arg("path"),
       "Reads an NMF checkpoint (written by save or by `kfactor nmf --checkpoint`): factors, iteration, seed, history, "
