@@ -80,6 +80,20 @@ except ImportError:
 FLOAT_DTYPES = (np.float64, np.float32)
 
 
+class NonNegativeInput:
+    """scikit-learn's tags for an estimator of non-negative X, dense or
+    sparse: its estimator checks then give it such input only."""
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        tags.input_tags.positive_only = True
+        return tags
+
+    def _more_tags(self):  # scikit-learn before 1.6
+        return {"requires_positive_X": True}
+
+
 def _basic_check_array(X, accept_sparse, dtype, order):
     """Without scikit-learn: a 2-D finite float array (or CSR)."""
     if _sp is not None and _sp.issparse(X):

@@ -4,10 +4,19 @@ by CuBin's parallel randomized local search."""
 import numpy as np
 
 from . import _core
-from ._base import BaseEstimator, check_device, check_is_fitted, check_X, is_sparse, progress, seed_of
+from ._base import (
+    BaseEstimator,
+    NonNegativeInput,
+    check_device,
+    check_is_fitted,
+    check_X,
+    is_sparse,
+    progress,
+    seed_of,
+)
 
 
-class BooleanMF(BaseEstimator):
+class BooleanMF(NonNegativeInput, BaseEstimator):
     """C (n_samples x n_features, 0/1; any nonzero counts as a one) ~ A o B
     with A (n_samples x n_components) and B = components_ (n_components x
     n_features) Boolean, (A o B)_ij = OR_l A_il B_lj.
@@ -75,15 +84,6 @@ class BooleanMF(BaseEstimator):
         self.verbose = verbose
         self.callback = callback
         self.warm_start = warm_start
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = True
-        tags.input_tags.positive_only = True
-        return tags
-
-    def _more_tags(self):
-        return {"requires_positive_X": True}
 
     def fit(self, X, y=None):
         """Fits A and B to the ones of X."""

@@ -4,10 +4,20 @@
 import numpy as np
 
 from . import _core
-from ._base import BaseEstimator, canonical_csr, check_device, check_is_fitted, check_X, csr_parts, progress, seed_of
+from ._base import (
+    BaseEstimator,
+    NonNegativeInput,
+    canonical_csr,
+    check_device,
+    check_is_fitted,
+    check_X,
+    csr_parts,
+    progress,
+    seed_of,
+)
 
 
-class ManifoldNMF(BaseEstimator):
+class ManifoldNMF(NonNegativeInput, BaseEstimator):
     """Ratings R (users x items, sparse: the stored entries are the
     observed ones) ~ W H^T with W, H >= 0, plus graph terms that pull
     similar users' (items') factor rows together:
@@ -67,15 +77,6 @@ class ManifoldNMF(BaseEstimator):
         self.verbose = verbose
         self.callback = callback
         self.warm_start = warm_start
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = True
-        tags.input_tags.positive_only = True
-        return tags
-
-    def _more_tags(self):
-        return {"requires_positive_X": True}
 
     def fit(self, X, y=None, user_graph=None, item_graph=None):
         """Fits W and H to the stored entries of X; user_graph (users x

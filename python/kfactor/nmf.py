@@ -7,6 +7,7 @@ import numpy as np
 from . import _core
 from ._base import (
     BaseEstimator,
+    NonNegativeInput,
     TransformerMixin,
     array_library,
     check_device,
@@ -32,7 +33,7 @@ _BETA_LOSS = {
 _BETA_NAME = {"frobenius": "frobenius", "kl": "kullback-leibler", "is": "itakura-saito"}
 
 
-class NMF(TransformerMixin, BaseEstimator):
+class NMF(NonNegativeInput, TransformerMixin, BaseEstimator):
     """Non-negative matrix factorization X (n_samples x n_features) ~ W H,
     W = transform(X) (n_samples x n_components), H = components_.
 
@@ -120,13 +121,11 @@ class NMF(TransformerMixin, BaseEstimator):
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = True
-        tags.input_tags.positive_only = True
         tags.transformer_tags.preserves_dtype = ["float64", "float32"]
         return tags
 
     def _more_tags(self):  # scikit-learn before 1.6
-        return {"requires_positive_X": True, "preserves_dtype": [np.float64, np.float32]}
+        return {"preserves_dtype": [np.float64, np.float32]}
 
     def _options(self, n_components, seed, max_iter):
         if self.beta_loss not in _BETA_LOSS:
