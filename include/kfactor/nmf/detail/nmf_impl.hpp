@@ -1060,12 +1060,10 @@ void w_gram(const ExecutionSpace& exec, const Matrix& Arow, const Options& optio
             const DenseMatrix<T, Mem>& Ht, Workspace<T, Mem>& ws, const Comm& comm) {
   if constexpr (SweepTraits<ExecutionSpace>::host) {
     if (options.algorithm == Algorithm::hals) {
-      using Buffer = Kokkos::View<T**, Kokkos::LayoutRight, Mem, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
-      const Buffer Xt(ws.Tile.data(), W.extent(1), W.extent(0));
       if (fuses_products<ExecutionSpace>(options, comm) && !options.fix_w)
-        host_gram(exec, W, Xt, ws.partials, ws.S, RowProduct<Matrix, DenseMatrix<T, Mem>>{Arow, Ht});
+        host_gram(exec, W, ws.partials, ws.S, RowProduct<Matrix, DenseMatrix<T, Mem>>{Arow, Ht});
       else
-        host_gram(exec, W, Xt, ws.partials, ws.S);
+        host_gram(exec, W, ws.partials, ws.S);
       comm.sum(exec, ws.S);
       return;
     }

@@ -210,25 +210,47 @@ inline constexpr int transpose_rows = 64;
 /// the tile stays in L1 while all its columns run.
 inline constexpr int sweep_chunk = 256;
 
-/// The upper triangle of the Gram of the rows [rc, rc + len) of a factor
-/// held transposed (Xt: K x n) added to part (K x K): per entry a dot
-/// product over the rows in `lanes` partial sums that vectorise. Shared by
-/// tile_sweep_host and host_gram, so that a Gram has the same bits either
-/// way.
-template <class TV>
-KOKKOS_INLINE_FUNCTION void chunk_gram(const TV& Xt, int rc, int len, double* part) {
-  constexpr int lanes = 8;
-  const int K = static_cast<int>(Xt.extent(0));
-  for (int a = 0; a < K; ++a) {
-    const auto* xa = &Xt(a, rc);
-    for (int b = a; b < K; ++b) {
-      const auto* xb = &Xt(b, rc);
-      double acc[lanes] = {};
-      int i = 0;
-      for (; i + lanes <= len; i += lanes)
-        for (int l = 0; l < lanes; ++l) acc[l] += double(xa[i + l]) * double(xb[i + l]);
-      for (; i < len; ++i) acc[0] += double(xa[i]) * double(xb[i]);
-      part[a * K + b] += ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+/// part[b] += (y0 x0[b] + y1 x1[b]) + (y2 x2[b] + y3 x3[b]) for b in
+/// [b0, K): one row of a rank-4 update. The restrict-qualified arguments let
+/// the compiler vectorise over b (with plain pointers it could not rule out
+/// that part overlaps the rows, and ran a scalar loop).
+template <class T>
+KOKKOS_INLINE_FUNCTION void rank4_row(double* KOKKOS_RESTRICT part, const T* KOKKOS_RESTRICT x0,
+                                      const T* KOKKOS_RESTRICT x1, const T* KOKKOS_RESTRICT x2,
+                                      const T* KOKKOS_RESTRICT x3, double y0, double y1, double y2, double y3, int b0,
+                                      int K) {
+  for (int b = b0; b < K; ++b)
+    part[b] += (y0 * double(x0[b]) + y1 * double(x1[b])) + (y2 * double(x2[b]) + y3 * double(x3[b]));
+}
+
+/// lanes[l] += sum of x[j] y[j] over j = l mod 8, j < w: a dot product in
+/// eight partial sums (restrict-qualified, so that they vectorise).
+template <class T>
+KOKKOS_INLINE_FUNCTION void row_dot_lanes(const T* KOKKOS_RESTRICT x, const T* KOKKOS_RESTRICT y, int w,
+                                          double* KOKKOS_RESTRICT lanes) {
+  int j = 0;
+  for (; j + 8 <= w; j += 8)
+    for (int l = 0; l < 8; ++l) lanes[l] += double(x[j + l]) * double(y[j + l]);
+  for (; j < w; ++j) lanes[0] += double(x[j]) * double(y[j]);
+}
+
+/// The upper triangle of the Gram of the rows [rc, re) of a row-major factor
+/// X (n x K) added to part (K x K): rank-4 updates, so that each entry of
+/// part is loaded and stored once per four rows. Shared by tile_sweep_host
+/// and host_gram, so that a Gram has the same bits either way.
+template <class XV>
+KOKKOS_INLINE_FUNCTION void rows_gram(const XV& X, int rc, int re, double* part) {
+  using T = typename XV::non_const_value_type;
+  const int K = static_cast<int>(X.extent(1));
+  for (int r = rc; r < re; r += 4) {
+    const int m = re - r < 4 ? re - r : 4;
+    // A short last block repeats a row with weight 0.
+    const T* x[4];
+    for (int i = 0; i < 4; ++i) x[i] = &X(r + (i < m ? i : 0), 0);
+    for (int a = 0; a < K; ++a) {
+      const double y0 = x[0][a], y1 = m > 1 ? double(x[1][a]) : 0.0, y2 = m > 2 ? double(x[2][a]) : 0.0,
+                   y3 = m > 3 ? double(x[3][a]) : 0.0;
+      rank4_row(part + std::size_t(a) * K, x[0], x[1], x[2], x[3], y0, y1, y2, y3, a, K);
     }
   }
 }
@@ -479,13 +501,7 @@ void tile_sweep_host(const ExecutionSpace& exec, const XV& X, const BV& B, Base 
     constexpr int lanes = 8;
     double dot_lanes[lanes] = {};
     const auto dot_rows = [&](int rc, int re) {
-      for (int r = rc; r < re; ++r) {
-        const T *x = &X(r, 0), *y = &out.dot_with(r, 0);
-        int j = 0;
-        for (; j + lanes <= w; j += lanes)
-          for (int l = 0; l < lanes; ++l) dot_lanes[l] += double(x[j + l]) * double(y[j + l]);
-        for (; j < w; ++j) dot_lanes[0] += double(x[j]) * double(y[j]);
-      }
+      for (int r = rc; r < re; ++r) row_dot_lanes(&X(r, 0), &out.dot_with(r, 0), w, dot_lanes);
     };
     // Rows are independent: each chunk runs every column while its part of
     // the tile is in L1 (one pass over the tile instead of w).
@@ -497,8 +513,8 @@ void tile_sweep_host(const ExecutionSpace& exec, const XV& X, const BV& B, Base 
         for (int j = 0; j < w; ++j) g[j] = j == c ? T(1) : T(G(t, t0 + j)) * invd[c];
         column_chunk(c, rc, len, g);
       }
-      if (gram) chunk_gram(Xt, rc, len, part);
       store(rc, rc + len);
+      if (gram) rows_gram(X, rc, rc + len, part);
       if (dot) dot_rows(rc, rc + len);
     }
     if (!gram && !dot) return;
@@ -520,14 +536,13 @@ void tile_sweep_host(const ExecutionSpace& exec, const XV& X, const BV& B, Base 
 }
 
 /// G = X^T X on a host with the arithmetic of tile_sweep_host's Gram (the
-/// same rows per thread for the same `prod`, the same chunks, chunk_gram and
-/// reduce_gram), through the transposed buffer Xt (K x n): the Gram of a
+/// same rows per thread for the same `prod`, the same chunks, rows_gram and
+/// reduce_gram): the Gram of a
 /// factor that a sweep did not produce (a fresh or restored state) has the
 /// bits the sweep would have given it, so a continued run equals an
 /// uninterrupted one bit for bit.
-template <class ExecutionSpace, class XV, class TV, class PV, class GV, class Prod = NoProduct>
-void host_gram(const ExecutionSpace& exec, const XV& X, const TV& Xt, const PV& partials, const GV& G,
-               const Prod& prod = {}) {
+template <class ExecutionSpace, class XV, class PV, class GV, class Prod = NoProduct>
+void host_gram(const ExecutionSpace& exec, const XV& X, const PV& partials, const GV& G, const Prod& prod = {}) {
   static_assert(SweepTraits<ExecutionSpace>::host, "host_gram runs one team: host spaces only");
   using Policy = Kokkos::TeamPolicy<ExecutionSpace>;
   const int n = static_cast<int>(X.extent(0)), K = static_cast<int>(X.extent(1));
@@ -537,12 +552,7 @@ void host_gram(const ExecutionSpace& exec, const XV& X, const TV& Xt, const PV& 
     const int r0 = sweep_row_bound(prod, n, K, p, threads), r1 = sweep_row_bound(prod, n, K, p + 1, threads);
     double* part = partials.data() + std::size_t(p) * K * K;
     for (int e = 0; e < K * K; ++e) part[e] = 0.0;
-    for (int rc = r0; rc < r1; rc += chunk) {
-      const int len = r1 - rc < chunk ? r1 - rc : chunk;
-      for (int r = rc; r < rc + len; ++r)
-        for (int j = 0; j < K; ++j) Xt(j, r) = X(r, j);
-      chunk_gram(Xt, rc, len, part);
-    }
+    for (int rc = r0; rc < r1; rc += chunk) rows_gram(X, rc, rc + (r1 - rc < chunk ? r1 - rc : chunk), part);
     reduce_gram(team, partials, G, GV{});
   };
   const int threads = Policy(exec, 1, 1).team_size_max(body, Kokkos::ParallelForTag());
