@@ -78,7 +78,8 @@
 /// each thread computes its rows of the product (a CSR's rows, or the dense
 /// A Ht; the dense A^T W streams A once in kfactor::gemm_skinny before it),
 /// sweeps them, and sums their share of the new factor's Gram and of the
-/// error's dot products. An ALO tile is one launch, its product included.
+/// error's dot products; an MU half step likewise (mu_row per row). An ALO
+/// tile is one launch, its product included.
 /// No host synchronisation inside an epoch except what the vendor GEMM
 /// needs.
 ///

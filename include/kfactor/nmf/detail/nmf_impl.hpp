@@ -287,7 +287,10 @@ std::shared_ptr<Workspace<T, Mem>> allocate_workspace(std::int64_t V, std::int64
   // HALS on a host scales its system inside the sweep (tile_sweep_host);
   // ALO and devices form it (scaled_system).
   constexpr bool host = Kokkos::SpaceAccessibility<Kokkos::HostSpace, Mem>::accessible;
+  // HALS and MU on a host run in tile_sweep_host (HALS on a transposed copy
+  // of the factor in Acc and Tile); MU's element-wise rules take Wbuf, Hbuf.
   const bool hals_host = options.algorithm == Algorithm::hals && host;
+  const bool sweep_host = options.algorithm != Algorithm::alo && host;
   if (options.algorithm == Algorithm::mu || !hals_host) {
     ws->Wbuf = alloc<T, Mem>("Wbuf", V, K);
     ws->Hbuf = alloc<T, Mem>("Hbuf", D, K);
@@ -303,7 +306,7 @@ std::shared_ptr<Workspace<T, Mem>> allocate_workspace(std::int64_t V, std::int64
       ws->Tile =
           Kokkos::View<T*, Mem>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kfactor::nmf::Tile"), tile_values);
   }
-  if (hals_host)
+  if (sweep_host)
     ws->partials = Kokkos::View<double*, Mem>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kfactor::nmf::partials"),
                                               std::size_t(typename Mem::execution_space{}.concurrency()) * K * K);
   ws->scal = Kokkos::View<double*, Mem>("kfactor::nmf::scal", 2);
@@ -734,14 +737,15 @@ void alo_update(const ExecutionSpace& exec, const XV& X, const BV& Bs, const GV&
   }
 }
 
-/// One coordinate-descent update of a factor X (hals or alo) in place,
-/// with Gram G, right-hand side B and the penalties l1, l2 (scaled_system's
-/// rule), and what follows it (SweepOutputs, in `out`): the Gram of the new
-/// X and the error's dot products. HALS on a host is ONE launch
-/// (tile_sweep_host on the tile [0, K), which scales the system and sums the
-/// Gram itself); otherwise scaled_system (the scaled right-hand side into
-/// Bs, X's shape), alo_update or row_sweep, then kfactor::gram and
-/// frobenius_dot. With a RowProduct `prod`, B = prod.A prod.F is computed
+/// The update of a factor X in place (Frobenius loss, all of A observed):
+/// for hals and alo one coordinate-descent update with Gram G, right-hand
+/// side B and the penalties l1, l2 (scaled_system's rule), for mu the
+/// multiplicative rule with the same; and what follows it (SweepOutputs, in
+/// `out`): the Gram of the new X and the error's dot products. HALS and MU
+/// on a host are ONE launch (tile_sweep_host on the tile [0, K), which also
+/// sums the Gram); otherwise scaled_system (the scaled right-hand side into
+/// Bs, X's shape), alo_update or row_sweep, or MU's product X G (into Bs)
+/// and mu_update, then kfactor::gram and frobenius_dot. With a RowProduct `prod`, B = prod.A prod.F is computed
 /// here first (in the sweep's launch on a host).
 template <class ExecutionSpace, class T, class Mem, class Prod = NoProduct>
 void cd_update(const ExecutionSpace& exec, Algorithm algorithm, const DenseMatrix<T, Mem>& X,
@@ -752,18 +756,26 @@ void cd_update(const ExecutionSpace& exec, Algorithm algorithm, const DenseMatri
   const int K = static_cast<int>(G.extent(0));
   const int n = static_cast<int>(X.extent(0));
   if constexpr (SweepTraits<ExecutionSpace>::host) {
-    if (algorithm == Algorithm::hals) {
-      const Buffer Xt(ws.Tile.data(), K, n), At(ws.Acc.data(), K, n);
-      tile_sweep_host(exec, X, B, Base::old_value, G, Xt, At, G, 0, eps, l1, l2, out, prod);
+    if (algorithm != Algorithm::alo) {
+      const bool mu = algorithm == Algorithm::mu;
+      // MU reads neither buffer (tile_sweep_host), only their shape.
+      const Buffer Xt(mu ? nullptr : ws.Tile.data(), K, n), At(mu ? nullptr : ws.Acc.data(), K, n);
+      tile_sweep_host(exec, X, B, mu ? Base::multiplicative : Base::old_value, G, Xt, At, G, 0, eps, l1, l2, out,
+                      prod);
       return;
     }
   }
   if constexpr (!std::is_same_v<Prod, NoProduct>) product_AX(exec, prod.A, prod.F, B);
-  scaled_system(exec, G, B, l1, l2, ws.Gs, Bs);
-  if (algorithm == Algorithm::alo)
-    alo_update(exec, X, Bs, ws.Gs, ws.N, ws.Acc, ws.Tile, tile, eps);
-  else
-    row_sweep(exec, X, X, Base::old_value, Bs, ws.Gs, 0, K, eps);
+  if (algorithm == Algorithm::mu) {
+    gemm(exec, Trans::none, Trans::none, T(1), X, G, T(0), Bs);
+    mu_update(exec, X, B, Bs, eps, l1, l2);
+  } else {
+    scaled_system(exec, G, B, l1, l2, ws.Gs, Bs);
+    if (algorithm == Algorithm::alo)
+      alo_update(exec, X, Bs, ws.Gs, ws.N, ws.Acc, ws.Tile, tile, eps);
+    else
+      row_sweep(exec, X, X, Base::old_value, Bs, ws.Gs, 0, K, eps);
+  }
   if (out.gram.extent(0) > 0) kfactor::gram(exec, X, out.gram);
   if (out.dot_with.extent(0) > 0) frobenius_dot(exec, X, out.dot_with, Kokkos::View<double, Mem>(out.scal.data()));
   if (out.gram_with.extent(0) > 0)
@@ -1041,17 +1053,17 @@ void other_epoch(const ExecutionSpace& exec, const Matrix& Arow, const Matrix& A
   ws.error_iteration = iteration + 1;
 }
 
-/// Whether HALS runs on a host with one process: its sweeps then compute
+/// Whether HALS or MU runs on a host with one process: its sweeps then compute
 /// a product of rows of A in their own launch (tile_sweep_host's
 /// RowProduct: R from the stored A^T of a CSR input, P always). With
 /// processes the policy gathers the factors for its products.
 template <class ExecutionSpace, class Comm>
 bool fuses_products(const Options& o, const Comm& comm) {
-  return SweepTraits<ExecutionSpace>::host && o.algorithm == Algorithm::hals && comm.one_process();
+  return SweepTraits<ExecutionSpace>::host && o.algorithm != Algorithm::alo && comm.one_process();
 }
 
 /// S = W^T W (summed over processes) where no sweep produced it: a fresh or
-/// restored state, or a fixed W. HALS on a host sums S in its W sweep, so
+/// restored state, or a fixed W. HALS and MU on a host sum S in their W sweep, so
 /// here it takes the sweep's arithmetic (host_gram with the W half's rows
 /// per thread): a continued run equals an uninterrupted one bit for bit.
 /// Elsewhere kfactor::gram, which the sweeps' updates also call.
@@ -1059,7 +1071,7 @@ template <class ExecutionSpace, class Matrix, class T, class Mem, class Comm>
 void w_gram(const ExecutionSpace& exec, const Matrix& Arow, const Options& options, const DenseMatrix<T, Mem>& W,
             const DenseMatrix<T, Mem>& Ht, Workspace<T, Mem>& ws, const Comm& comm) {
   if constexpr (SweepTraits<ExecutionSpace>::host) {
-    if (options.algorithm == Algorithm::hals) {
+    if (options.algorithm != Algorithm::alo) {
       if (fuses_products<ExecutionSpace>(options, comm) && !options.fix_w)
         host_gram(exec, W, ws.partials, ws.S, RowProduct<Matrix, DenseMatrix<T, Mem>>{Arow, Ht});
       else
@@ -1089,7 +1101,6 @@ void epoch(const ExecutionSpace& exec, const Matrix& Arow, const Matrix& Acol, c
   const bool timed = options.timing_breakdown;
   const Penalties pen = penalties(options, W.extent(0), Ht.extent(0));
   const int tile = resolve_tile(options.rank, options.tile);
-  const bool mu = options.algorithm == Algorithm::mu;
   // <S, Q> is summed with the new S where S is whole: on one process.
   const bool error_in_update = comm.one_process() && !options.fix_w;
   const bool fuse = fuses_products<ExecutionSpace>(options, comm);
@@ -1105,13 +1116,7 @@ void epoch(const ExecutionSpace& exec, const Matrix& Arow, const Matrix& Acol, c
   } else {
     comm.product_AtW(exec, Acol, W, ws.R);
     sw.lap(exec, timed, ws.t_products);
-    if (mu) {
-      gemm(exec, Trans::none, Trans::none, T(1), Ht, ws.S, T(0), ws.Hbuf);
-      mu_update(exec, Ht, ws.R, ws.Hbuf, eps, pen.l1_h, pen.l2_h);
-      kfactor::gram(exec, Ht, ws.Q);
-    } else {
-      cd_update(exec, options.algorithm, Ht, ws.R, ws.Hbuf, ws.S, pen.l1_h, pen.l2_h, ws, tile, eps, h_out);
-    }
+    cd_update(exec, options.algorithm, Ht, ws.R, ws.Hbuf, ws.S, pen.l1_h, pen.l2_h, ws, tile, eps, h_out);
   }
   comm.sum(exec, ws.Q);
   sw.lap(exec, timed, ws.t_h);
@@ -1130,10 +1135,6 @@ void epoch(const ExecutionSpace& exec, const Matrix& Arow, const Matrix& Acol, c
     sw.lap(exec, timed, ws.t_products);
     if (options.fix_w) {
       error_pieces(exec, W, ws);
-    } else if (mu) {
-      gemm(exec, Trans::none, Trans::none, T(1), W, ws.Q, T(0), ws.Wbuf);
-      mu_update(exec, W, ws.P, ws.Wbuf, eps, pen.l1_w, pen.l2_w);
-      kfactor::gram(exec, W, ws.S);
     } else {
       cd_update(exec, options.algorithm, W, ws.P, ws.Wbuf, ws.Q, pen.l1_w, pen.l2_w, ws, tile, eps, w_out);
     }
@@ -1141,8 +1142,7 @@ void epoch(const ExecutionSpace& exec, const Matrix& Arow, const Matrix& Acol, c
   sw.lap(exec, timed, ws.t_w);
   if (!options.fix_w) {
     comm.sum(exec, ws.S);
-    if (mu) frobenius_dot(exec, W, ws.P, Kokkos::View<double, Mem>(ws.scal.data()));
-    if (!error_in_update || mu) frobenius_dot(exec, ws.S, ws.Q, Kokkos::View<double, Mem>(ws.scal.data() + 1));
+    if (!error_in_update) frobenius_dot(exec, ws.S, ws.Q, Kokkos::View<double, Mem>(ws.scal.data() + 1));
   }
   comm.sum(exec, Kokkos::subview(ws.scal, Kokkos::make_pair(0, 1)));
   sw.lap(exec, timed, ws.t_products);

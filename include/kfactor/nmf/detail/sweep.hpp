@@ -95,8 +95,9 @@ Kokkos::MDRangePolicy<ExecutionSpace, Kokkos::Rank<2, Kokkos::Iterate::Right, Ko
 
 /// Where a column update starts from (see the file comment).
 enum class Base {
-  old_value,    ///< X(r,t): HALS
-  accumulated,  ///< Acc(r, t - t0): ALO, the tile's GEMM result
+  old_value,       ///< X(r,t): HALS
+  accumulated,     ///< Acc(r, t - t0): ALO, the tile's GEMM result
+  multiplicative,  ///< not a sweep: tile_sweep_host's rows take mu_row (MU)
 };
 
 /// Rows [r0, r0 + rows) and columns [t0, t0 + w) of a row-major X, held in
@@ -221,6 +222,25 @@ KOKKOS_INLINE_FUNCTION void rank4_row(double* KOKKOS_RESTRICT part, const T* KOK
                                       int K) {
   for (int b = b0; b < K; ++b)
     part[b] += (y0 * double(x0[b]) + y1 * double(x1[b])) + (y2 * double(x2[b]) + y3 * double(x3[b]));
+}
+
+/// The Lee-Seung update of one row x (K values) in place, mu_update's
+/// arithmetic: x_c <- x_c max(b_c, 0) / ((x G)_c + l1 + l2 x_c + eps), with
+/// x G summed into xg (K values) from the old row first.
+template <class T, class GV>
+KOKKOS_INLINE_FUNCTION void mu_row(T* KOKKOS_RESTRICT x, const T* KOKKOS_RESTRICT b, const GV& G, int K,
+                                   T* KOKKOS_RESTRICT xg, T l1, T l2, T eps) {
+  for (int c = 0; c < K; ++c) xg[c] = T(0);
+  for (int l = 0; l < K; ++l) {
+    const T xl = x[l];
+    const T* KOKKOS_RESTRICT gl = &G(l, 0);
+    for (int c = 0; c < K; ++c) xg[c] += xl * gl[c];
+  }
+  for (int c = 0; c < K; ++c) {
+    const T bc = b[c] > T(0) ? b[c] : T(0);
+    const T den = xg[c] + (l1 + l2 * x[c]) + eps;
+    x[c] = x[c] * bc / den;
+  }
 }
 
 /// lanes[l] += sum of x[j] y[j] over j = l mod 8, j < w: a dot product in
@@ -376,7 +396,10 @@ KOKKOS_INLINE_FUNCTION int sweep_row_bound(const Prod& prod, int n, int K, int q
 /// over each row of X in 16-column blocks; as a BLAS call between launches,
 /// OpenBLAS's threads spun in it for over half of an epoch at K = 64 on 2
 /// busy cores), runs all w columns while it is in L1 and is copied back,
-/// adding to `out` (SweepOutputs; HALS only, w = K). With a RowProduct
+/// adding to `out` (SweepOutputs; HALS only, w = K). Base::multiplicative
+/// runs MU instead (the tile [0, K)): each chunk's rows take mu_row in
+/// place, with G the other factor's Gram and l1, l2 its penalties; Xt and
+/// At are not read then, only their shape (K x n). With a RowProduct
 /// `prod`, each chunk's rows of B = A F are computed into B first (HALS
 /// only). Host only: on a device one team is one multiprocessor, so devices
 /// keep row_sweep.
@@ -507,13 +530,18 @@ void tile_sweep_host(const ExecutionSpace& exec, const XV& X, const BV& B, Base 
     // the tile is in L1 (one pass over the tile instead of w).
     for (int rc = r0; rc < r1; rc += chunk) {
       const int len = r1 - rc < chunk ? r1 - rc : chunk;
-      load(rc, rc + len);
-      for (int c = 0; c < w; ++c) {
-        const int t = t0 + c;
-        for (int j = 0; j < w; ++j) g[j] = j == c ? T(1) : T(G(t, t0 + j)) * invd[c];
-        column_chunk(c, rc, len, g);
+      if (base == Base::multiplicative) {
+        if constexpr (!std::is_same_v<Prod, NoProduct>) product_rows(prod, B, rc, rc + len);
+        for (int r = rc; r < rc + len; ++r) mu_row(&X(r, 0), &B(r, 0), G, K, g, tl1, T(l2), eps);
+      } else {
+        load(rc, rc + len);
+        for (int c = 0; c < w; ++c) {
+          const int t = t0 + c;
+          for (int j = 0; j < w; ++j) g[j] = j == c ? T(1) : T(G(t, t0 + j)) * invd[c];
+          column_chunk(c, rc, len, g);
+        }
+        store(rc, rc + len);
       }
-      store(rc, rc + len);
       if (gram) rows_gram(X, rc, rc + len, part);
       if (dot) dot_rows(rc, rc + len);
     }
