@@ -760,8 +760,7 @@ void cd_update(const ExecutionSpace& exec, Algorithm algorithm, const DenseMatri
       const bool mu = algorithm == Algorithm::mu;
       // MU reads neither buffer (tile_sweep_host), only their shape.
       const Buffer Xt(mu ? nullptr : ws.Tile.data(), K, n), At(mu ? nullptr : ws.Acc.data(), K, n);
-      tile_sweep_host(exec, X, B, mu ? Base::multiplicative : Base::old_value, G, Xt, At, G, 0, eps, l1, l2, out,
-                      prod);
+      tile_sweep_host(exec, X, B, mu ? Base::multiplicative : Base::old_value, G, Xt, At, G, 0, eps, l1, l2, out, prod);
       return;
     }
   }
@@ -1123,10 +1122,10 @@ void epoch(const ExecutionSpace& exec, const Matrix& Arow, const Matrix& Acol, c
 
   // ---- W half: P = A Ht; then S = W^T W (the next epoch's) and the error pieces ----
   const SweepOutputs<T, Mem> w_out{.gram = ws.S,
-                                    .partials = ws.partials,
-                                    .dot_with = ws.P,
-                                    .gram_with = error_in_update ? ws.Q : DenseMatrix<T, Mem>{},
-                                    .scal = ws.scal};
+                                   .partials = ws.partials,
+                                   .dot_with = ws.P,
+                                   .gram_with = error_in_update ? ws.Q : DenseMatrix<T, Mem>{},
+                                   .scal = ws.scal};
   if (fuse && !options.fix_w) {
     cd_update(exec, options.algorithm, W, ws.P, ws.Wbuf, ws.Q, pen.l1_w, pen.l2_w, ws, tile, eps, w_out,
               RowProduct<Matrix, DenseMatrix<T, Mem>>{Arow, Ht});
@@ -1234,8 +1233,7 @@ Workspace<T, Mem>& ensure_workspace(State<T, Mem>& state, std::int64_t V_loc, st
                      std::to_string(options.rank));
   const auto& ws = state.ws;
   if (!ws || ws->algorithm != options.algorithm || ws->rank != options.rank ||
-      ws->tile != resolve_tile(options.rank, options.tile) ||
-      ws->fix_w != options.fix_w)
+      ws->tile != resolve_tile(options.rank, options.tile) || ws->fix_w != options.fix_w)
     comm.agree([&] { state.ws = allocate_workspace<T, Mem>(V_loc, D_loc, options); });
   return *state.ws;
 }
