@@ -284,11 +284,11 @@ std::shared_ptr<Workspace<T, Mem>> allocate_workspace(std::int64_t V, std::int64
   ws->P = alloc<T, Mem>("P", V, K);
   ws->S = alloc<T, Mem>("S", K, K);
   ws->Q = alloc<T, Mem>("Q", K, K);
-  // HALS on a host scales its system inside the sweep (tile_sweep_host);
-  // ALO and devices form it (scaled_system).
-  constexpr bool host = Kokkos::SpaceAccessibility<Kokkos::HostSpace, Mem>::accessible;
   // HALS and MU on a host run in tile_sweep_host (HALS on a transposed copy
-  // of the factor in Acc and Tile); MU's element-wise rules take Wbuf, Hbuf.
+  // of the factor in Acc and Tile, scaling its system there); ALO and devices
+  // form the scaled system (Gs and the right-hand sides in Wbuf, Hbuf), MU's
+  // products and element-wise rules take Wbuf, Hbuf.
+  constexpr bool host = Kokkos::SpaceAccessibility<Kokkos::HostSpace, Mem>::accessible;
   const bool hals_host = options.algorithm == Algorithm::hals && host;
   const bool sweep_host = options.algorithm != Algorithm::alo && host;
   if (options.algorithm == Algorithm::mu || !hals_host) {
