@@ -1,4 +1,4 @@
-// `kfactor nmf`: non-negative matrix factorization (FAST-HALS, ALO-NMF, MU)
+// `kfactor nmf`: non-negative matrix factorization (HALS, ALO-NMF, MU)
 // of a dense or sparse non-negative matrix; writes W (V x K) and H (K x D).
 //
 // Input through kfactor::io (any --format; Matrix Market arrays and `dense`
@@ -377,7 +377,7 @@ void run_command(const NmfCliOptions& o) {
 }
 
 const Registrar nmf_command{Command{
-    "nmf", "non-negative matrix factorization A ~ W H (FAST-HALS, ALO-NMF, multiplicative updates)",
+    "nmf", "non-negative matrix factorization A ~ W H (HALS, ALO-NMF, multiplicative updates)",
     [](CLI::App& cmd) -> std::function<void()> {
       auto o = std::make_shared<NmfCliOptions>();
       add_common_options(cmd, o->common, nmf::Options::rank_range);

@@ -1,7 +1,9 @@
 // Quality against scikit-learn (../shared/peers/sklearn_nmf.py, solver='cd',
 // init='random', same K and iterations) on the SNAP graphs of ../shared/data:
-// the median over 3 seeds of kfactor's final relative error (alo and hals) is
-// at most 1.005 x scikit-learn's median. kfactor's NNDSVD start equals
+// the median over 7 seeds of kfactor's final relative error (alo and hals) is
+// at most 1.005 x scikit-learn's median (over 7 seeds: the local minima of
+// both spread over about 0.7% on facebook_combined at K = 16, so that 3
+// seeds of each could differ by more than 0.5% with the same rule). kfactor's NNDSVD start equals
 // scikit-learn's _initialize_nmf on an input with well-separated singular
 // values (the start does not depend on the SVD's signs). Labelled slow;
 // skipped when python3 with scikit-learn is not available.
@@ -33,10 +35,12 @@ double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
-/// sklearn 'cd' relative errors for seeds 0..2, or empty when it cannot run.
-std::vector<double> sklearn_errors(const std::string& path, int K, int iters) {
-  const std::string cmd = "python3 " + std::string(KFACTOR_SOURCE_DIR) + "/../shared/peers/sklearn_nmf.py " + path +
-                          " " + std::to_string(K) + " " + std::to_string(iters) + " 0 1 2 2>/dev/null";
+/// sklearn 'cd' relative errors for seeds 0..seeds-1, or empty when it cannot run.
+std::vector<double> sklearn_errors(const std::string& path, int K, int iters, int seeds) {
+  std::string cmd = "python3 " + std::string(KFACTOR_SOURCE_DIR) + "/../shared/peers/sklearn_nmf.py " + path + " " +
+                    std::to_string(K) + " " + std::to_string(iters);
+  for (int s = 0; s < seeds; ++s) cmd += " " + std::to_string(s);
+  cmd += " 2>/dev/null";
   FILE* p = popen(cmd.c_str(), "r");
   if (!p) return {};
   std::vector<double> out;
@@ -54,15 +58,15 @@ std::vector<double> sklearn_errors(const std::string& path, int K, int iters) {
 TEST(NmfSklearn, FinalErrorWithinHalfPercentOfScikitLearn) {
   using Exec = Kokkos::DefaultExecutionSpace;
   const Exec exec;
-  const int K = 16, iters = 100;
+  const int K = 16, iters = 100, seeds = 7;
   for (const char* name : {"snap/p2p-Gnutella08.txt", "snap/facebook_combined.txt"}) {
     const std::string path = kfactor::test::data_path(name);
-    const auto ref = sklearn_errors(path, K, iters);
-    if (ref.size() != 3) GTEST_SKIP() << "python3 with scikit-learn is not available";
+    const auto ref = sklearn_errors(path, K, iters, seeds);
+    if (ref.size() != std::size_t(seeds)) GTEST_SKIP() << "python3 with scikit-learn is not available";
     const auto A = nmf::make_problem(exec, to_csr(exec, io::read_edges<double>(path)));
     for (auto alg : {nmf::Algorithm::alo, nmf::Algorithm::hals}) {
       std::vector<double> ours;
-      for (std::uint64_t seed = 0; seed < 3; ++seed) {
+      for (std::uint64_t seed = 0; seed < std::uint64_t(seeds); ++seed) {
         nmf::Options o;
         o.algorithm = alg;
         o.rank = K;

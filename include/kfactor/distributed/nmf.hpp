@@ -1,7 +1,7 @@
 #pragma once
 /// \file
 /// Distributed NMF over MPI (header-only; needs a build with
-/// KFACTOR_HAVE_MPI): the FAST-HALS / ALO-NMF / MU epochs of
+/// KFACTOR_HAVE_MPI): the HALS / ALO-NMF / MU epochs of
 /// kfactor/nmf/nmf.hpp run on each rank's blocks of A with an MPI
 /// communication policy. The update math is not repeated here: step(),
 /// evaluate() and resume() are kfactor::nmf::detail's step_on, evaluate_on
@@ -55,8 +55,7 @@
 ///   H_p updated from R_p, S (rows independent)
 ///   P_p = (A Ht)_p               as R_p, with the roles of W and Ht exchanged
 ///   Q = sum_p Ht_p^T Ht_p        all-reduce K x K
-///   W_p updated from P_p, Q; hals/alo: each column's squared norm is
-///   all-reduced (1 double) before the next column reads it
+///   W_p updated from P_p, Q (rows independent)
 ///   S' = sum_p W_p^T W_p         all-reduce K x K;  <W, P> all-reduced (1 double)
 /// ```
 /// **Communication volume per epoch and rank** (T = 4 or 8 bytes; averaged
@@ -68,9 +67,9 @@
 ///   grid:  gathers and reduce-scatters, equal halves,
 ///          2 [(pc-1) V + (pr-1) D] K / P                            2 per dimension > 1
 ///   both:  2 all-reductions of K^2 words of T, each moving 2 (P-1)/P K^2
-///          words per rank (reduce-scatter + all-gather), and K + 1 (hals,
-///          alo) or 1 (mu) all-reductions of one double
-///   bytes = T [exchange words + 4 (P-1)/P K^2] + 8 [2 (P-1)/P (K + 1)]
+///          words per rank (reduce-scatter + all-gather), and one
+///          all-reduction of one double
+///   bytes = T [exchange words + 4 (P-1)/P K^2] + 8 [2 (P-1)/P]
 /// ```
 /// epoch_volume() evaluates it; with a latency alpha per collective step
 /// and an inverse bandwidth beta, the modelled time is
@@ -95,14 +94,11 @@
 /// reduce-scatters in practice.
 ///
 /// **Equality with the single-rank solver.** The same kernels run on the
-/// same rows; only sums over rows are split: the Grams S and Q, the column
-/// norms of W, <W, P> and ||A||^2 are sums of per-rank partial sums instead
-/// of one sum, and on a grid each entry of R and P is a sum of partial
-/// products over blocks. Everything else (the sweeps) computes each output
-/// entry from the same operands in the same order, except ALO's W sweep,
-/// which across processes needs a launch per column (the column's norm is
-/// summed over ranks before the next column reads it) where one process
-/// sweeps a tile in one launch. On one rank (P = 1) the policy says so
+/// same rows; only sums over rows are split: the Grams S and Q, <W, P> and
+/// ||A||^2 are sums of per-rank partial sums instead of one sum, and on a
+/// grid each entry of R and P is a sum of partial products over blocks.
+/// Everything else (the sweeps) computes each output entry from the same
+/// operands in the same order. On one rank (P = 1) the policy says so
 /// (MpiPolicy::one_process), the epoch takes the single-process kernels, no
 /// MPI call is made in it, and the iterates equal kfactor::nmf's bit for bit
 /// on every backend (1d and 1x1 alike). For P > 1 the difference is
@@ -247,7 +243,9 @@ inline Grid choose_grid(std::int64_t V, std::int64_t D, int P) {
 
 /// The modelled communication of one epoch per rank on P ranks in `grid`
 /// (1D by default; an automatic grid is resolved by choose_grid; equal
-/// blocks). UsageError for a grid of other than P ranks.
+/// blocks), the same for every algorithm `a` (the rows of a factor are
+/// independent in a half step: no per-column sums). UsageError for a grid
+/// of other than P ranks.
 inline EpochVolume epoch_volume(std::int64_t V, std::int64_t D, int K, int P, Algorithm a, std::size_t value_bytes,
                                 Grid grid = Grid{.one_d = true}) {
   if (grid.automatic()) grid = choose_grid(V, D, P);
@@ -261,7 +259,8 @@ inline EpochVolume epoch_volume(std::int64_t V, std::int64_t D, int K, int P, Al
   v.scatter_words = words - v.gather_words;
   v.exchanges = detail::exchange_count(P, grid);
   v.gram_words = 2.0 * 2.0 * f * double(K) * K;
-  v.scalar_reductions = a == Algorithm::mu ? 1.0 : double(K) + 1.0;
+  v.scalar_reductions = 1.0;  // <W, P>
+  (void)a;
   v.collectives = v.exchanges + 2.0 + v.scalar_reductions;
   v.bytes =
       double(value_bytes) * (v.gather_words + v.scatter_words + v.gram_words) + 8.0 * 2.0 * f * v.scalar_reductions;

@@ -24,59 +24,68 @@ namespace kfactor::detail {
 /// amortise the packing and take the BLAS.
 inline constexpr int skinny_max_columns = 64;
 
-/// C (m x n) = A (m x k) B (k x n): a work item per block of 4 rows of A,
-/// which stay in L1 while each 16-column block of C is summed over k in
+/// Rows [i0, i1) of C (m x n) = A (m x k) B (k x n), in blocks of 4 rows of
+/// A, which stay in L1 while each 16-column block of C is summed over k in
 /// registers (four arrays, one per row, so that the compiler keeps them in
-/// vector registers; a 4 x 16 array was partly kept on the stack).
-template <class ExecutionSpace, class AV, class BV, class CV>
-void gemm_skinny_nn(const ExecutionSpace& exec, const AV& A, const BV& B, const CV& C) {
+/// vector registers; a 4 x 16 array was partly kept on the stack). The work
+/// item of gemm_skinny_nn, and a host sweep's own rows of a product
+/// (kfactor::nmf's tile_sweep_host).
+template <class AV, class BV, class CV>
+KOKKOS_INLINE_FUNCTION void gemm_skinny_nn_rows(const AV& A, const BV& B, const CV& C, int i0, int i1) {
   using T = typename CV::non_const_value_type;
   constexpr int NB = 16;
-  const int m = static_cast<int>(C.extent(0)), n = static_cast<int>(C.extent(1));
+  const int n = static_cast<int>(C.extent(1));
   const int k = static_cast<int>(A.extent(1));
+  for (; i0 < i1; i0 += 4) {
+    if (i0 + 4 > i1) {
+      for (int i = i0; i < i1; ++i)
+        for (int c = 0; c < n; ++c) {
+          T s = T(0);
+          for (int l = 0; l < k; ++l) s += A(i, l) * B(l, c);
+          C(i, c) = s;
+        }
+      return;
+    }
+    const T *a0 = &A(i0, 0), *a1 = &A(i0 + 1, 0), *a2 = &A(i0 + 2, 0), *a3 = &A(i0 + 3, 0);
+    for (int c0 = 0; c0 < n; c0 += NB) {
+      if (c0 + NB > n) {
+        for (int r = 0; r < 4; ++r)
+          for (int c = c0; c < n; ++c) {
+            T s = T(0);
+            for (int l = 0; l < k; ++l) s += A(i0 + r, l) * B(l, c);
+            C(i0 + r, c) = s;
+          }
+        break;
+      }
+      T s0[NB] = {}, s1[NB] = {}, s2[NB] = {}, s3[NB] = {};
+      for (int l = 0; l < k; ++l) {
+        const T* b = &B(l, c0);
+        const T x0 = a0[l], x1 = a1[l], x2 = a2[l], x3 = a3[l];
+        for (int c = 0; c < NB; ++c) {
+          s0[c] += x0 * b[c];
+          s1[c] += x1 * b[c];
+          s2[c] += x2 * b[c];
+          s3[c] += x3 * b[c];
+        }
+      }
+      for (int c = 0; c < NB; ++c) {
+        C(i0, c0 + c) = s0[c];
+        C(i0 + 1, c0 + c) = s1[c];
+        C(i0 + 2, c0 + c) = s2[c];
+        C(i0 + 3, c0 + c) = s3[c];
+      }
+    }
+  }
+}
+
+/// C (m x n) = A (m x k) B (k x n): a work item per block of 4 rows of A
+/// (gemm_skinny_nn_rows).
+template <class ExecutionSpace, class AV, class BV, class CV>
+void gemm_skinny_nn(const ExecutionSpace& exec, const AV& A, const BV& B, const CV& C) {
+  const int m = static_cast<int>(C.extent(0));
   Kokkos::parallel_for(
       "kfactor::gemm_skinny_nn", Kokkos::RangePolicy<ExecutionSpace>(exec, 0, (m + 3) / 4),
-      KOKKOS_LAMBDA(const int blk) {
-        const int i0 = blk * 4;
-        if (i0 + 4 > m) {
-          for (int i = i0; i < m; ++i)
-            for (int c = 0; c < n; ++c) {
-              T s = T(0);
-              for (int l = 0; l < k; ++l) s += A(i, l) * B(l, c);
-              C(i, c) = s;
-            }
-          return;
-        }
-        const T *a0 = &A(i0, 0), *a1 = &A(i0 + 1, 0), *a2 = &A(i0 + 2, 0), *a3 = &A(i0 + 3, 0);
-        for (int c0 = 0; c0 < n; c0 += NB) {
-          if (c0 + NB > n) {
-            for (int r = 0; r < 4; ++r)
-              for (int c = c0; c < n; ++c) {
-                T s = T(0);
-                for (int l = 0; l < k; ++l) s += A(i0 + r, l) * B(l, c);
-                C(i0 + r, c) = s;
-              }
-            break;
-          }
-          T s0[NB] = {}, s1[NB] = {}, s2[NB] = {}, s3[NB] = {};
-          for (int l = 0; l < k; ++l) {
-            const T* b = &B(l, c0);
-            const T x0 = a0[l], x1 = a1[l], x2 = a2[l], x3 = a3[l];
-            for (int c = 0; c < NB; ++c) {
-              s0[c] += x0 * b[c];
-              s1[c] += x1 * b[c];
-              s2[c] += x2 * b[c];
-              s3[c] += x3 * b[c];
-            }
-          }
-          for (int c = 0; c < NB; ++c) {
-            C(i0, c0 + c) = s0[c];
-            C(i0 + 1, c0 + c) = s1[c];
-            C(i0 + 2, c0 + c) = s2[c];
-            C(i0 + 3, c0 + c) = s3[c];
-          }
-        }
-      });
+      KOKKOS_LAMBDA(const int blk) { gemm_skinny_nn_rows(A, B, C, blk * 4, blk * 4 + 4 < m ? blk * 4 + 4 : m); });
 }
 
 /// The scratch bytes gemm_skinny_tn needs: a partial C per thread.

@@ -146,18 +146,18 @@ template <class T, class MemorySpace>
 struct Workspace {
   Algorithm algorithm = Algorithm::alo;
   int rank = 0, tile = 0;
-  bool penalized = false, fix_w = false;   ///< the options Wbuf, Hbuf and Gs were allocated for
+  bool fix_w = false;                      ///< the option Wbuf, Hbuf and Gs were allocated for
   DenseMatrix<T, MemorySpace> R, P;        ///< A^T W (D x K), A Ht (V x K)
   DenseMatrix<T, MemorySpace> S, Q;        ///< W^T W, Ht^T Ht (K x K)
-  DenseMatrix<T, MemorySpace> Wbuf, Hbuf;  ///< MU products W Q, Ht S
+  DenseMatrix<T, MemorySpace> Wbuf, Hbuf;  ///< MU products W Q, Ht S; scaled right-hand sides (scaled_system)
   DenseMatrix<T, MemorySpace> N;           ///< ALO: the tiles' GEMM matrix (K x K, alo_tile_matrix)
   /// ALO: one tile's GEMM result and (host spaces) the transposed tile of the
-  /// factor, max(V, D) * T values each (alo_update gives them their shape).
+  /// factor, max(V, D) * T values each (alo_update gives them their shape);
+  /// HALS on a host: the same for the tile of all K columns.
   Kokkos::View<T*, MemorySpace> Acc, Tile;
-  Kokkos::View<double*, MemorySpace> norms2;  ///< squared pre-normalisation column norms of W
-  ColumnBarrier<MemorySpace> barrier;         ///< ALO on a device: column_sweep's device-wide sums
-  Kokkos::View<double*, MemorySpace> scal;    ///< [0] = <W, P>, [1] = <W^T W, Q>
-  DenseMatrix<T, MemorySpace> Gs;             ///< coordinate rules: the scaled Gram (scaled_system)
+  Kokkos::View<double*, MemorySpace> partials;  ///< HALS on a host: each thread's Gram (SweepOutputs)
+  Kokkos::View<double*, MemorySpace> scal;      ///< [0] = <W, P>, [1] = <W^T W, Q>
+  DenseMatrix<T, MemorySpace> Gs;               ///< the scaled Gram (scaled_system), where it is formed
   /// Element-wise rules (beta losses, masked data): per stored entry of A
   /// (sparse) or V x D (dense) values of the model and the MU factors,
   /// allocated on first use.
@@ -279,22 +279,25 @@ std::shared_ptr<Workspace<T, Mem>> allocate_workspace(std::int64_t V, std::int64
   ws->algorithm = options.algorithm;
   ws->rank = K;
   ws->tile = resolve_tile(K, options.tile);
-  ws->penalized = options.penalized();
   ws->fix_w = options.fix_w;
   ws->R = alloc<T, Mem>("R", D, K);
   ws->P = alloc<T, Mem>("P", V, K);
   ws->S = alloc<T, Mem>("S", K, K);
   ws->Q = alloc<T, Mem>("Q", K, K);
-  if (options.algorithm == Algorithm::mu || options.penalized() || options.fix_w) {
+  // HALS and MU on a host run in tile_sweep_host (HALS on a transposed copy
+  // of the factor in Acc and Tile, scaling its system there); ALO and devices
+  // form the scaled system (Gs and the right-hand sides in Wbuf, Hbuf), MU's
+  // products and element-wise rules take Wbuf, Hbuf.
+  constexpr bool host = Kokkos::SpaceAccessibility<Kokkos::HostSpace, Mem>::accessible;
+  const bool hals_host = options.algorithm == Algorithm::hals && host;
+  const bool sweep_host = options.algorithm != Algorithm::alo && host;
+  if (options.algorithm == Algorithm::mu || !hals_host) {
     ws->Wbuf = alloc<T, Mem>("Wbuf", V, K);
     ws->Hbuf = alloc<T, Mem>("Hbuf", D, K);
   }
-  if (options.algorithm != Algorithm::mu && (options.penalized() || options.fix_w)) ws->Gs = alloc<T, Mem>("Gs", K, K);
+  if (options.algorithm != Algorithm::mu && !hals_host) ws->Gs = alloc<T, Mem>("Gs", K, K);
   // ALO's tiles, and on a host HALS's tile of all K columns (tile_sweep_host).
-  constexpr bool host = Kokkos::SpaceAccessibility<Kokkos::HostSpace, Mem>::accessible;
-  const int tile_cols = options.algorithm == Algorithm::alo            ? resolve_tile(K, options.tile)
-                        : options.algorithm == Algorithm::hals && host ? K
-                                                                       : 0;
+  const int tile_cols = options.algorithm == Algorithm::alo ? resolve_tile(K, options.tile) : hals_host ? K : 0;
   if (options.algorithm == Algorithm::alo) ws->N = alloc<T, Mem>("N", K, K);
   if (tile_cols > 0) {
     const std::int64_t tile_values = std::max(V, D) * tile_cols;
@@ -303,9 +306,9 @@ std::shared_ptr<Workspace<T, Mem>> allocate_workspace(std::int64_t V, std::int64
       ws->Tile =
           Kokkos::View<T*, Mem>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kfactor::nmf::Tile"), tile_values);
   }
-  ws->norms2 = Kokkos::View<double*, Mem>("kfactor::nmf::norms2", K);
-  if (options.algorithm == Algorithm::alo)
-    ws->barrier = ColumnBarrier<Mem>(K, coresident_teams(typename Mem::execution_space{}));
+  if (sweep_host)
+    ws->partials = Kokkos::View<double*, Mem>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kfactor::nmf::partials"),
+                                              std::size_t(typename Mem::execution_space{}.concurrency()) * K * K);
   ws->scal = Kokkos::View<double*, Mem>("kfactor::nmf::scal", 2);
   return ws;
 }
@@ -389,15 +392,11 @@ struct SingleProcess {
 
 // ---- the rules of the options (Options::init, penalties, beta_loss, missing) ----
 
-/// hals and alo keep W's columns at unit norm (the file comment), unless a
-/// penalty, a fixed W or masked data make them run coordinate descent on W
-/// as it is.
-inline bool normalizes_w(const Options& o, bool sparse) {
-  return o.algorithm != Algorithm::mu && !o.penalized() && !o.fix_w && !(sparse && o.missing == Missing::absent);
-}
-/// hals/alo through scaled_system (penalties or a fixed W, all of A observed).
-inline bool scaled_rules(const Options& o, bool sparse) {
-  return o.algorithm != Algorithm::mu && (o.penalized() || o.fix_w) && !(sparse && o.missing == Missing::absent);
+/// hals/alo on the Grams and products of the whole A (every option but
+/// masked data): the epoch of the file comment, which reports
+/// min_column_norm.
+inline bool gram_rules(const Options& o, bool sparse) {
+  return o.algorithm != Algorithm::mu && !(sparse && o.missing == Missing::absent);
 }
 /// hals/alo on the stored entries only (masked_cd_rows).
 inline bool masked_rules(const Options& o, bool sparse) {
@@ -656,30 +655,6 @@ void nndsvd_factors(const ExecutionSpace& exec, const Matrix& Arow, const Matrix
       KOKKOS_LAMBDA(std::uint64_t d, std::uint64_t k) { return offset + k * uD + d; });
 }
 
-/// W's columns to unit l2 norm and Ht's columns (H's rows) scaled by the
-/// same norms, so W Ht^T is unchanged: the start hals and alo assume (the H
-/// rule is exact HALS for unit columns). A zero column stays as it is.
-template <class ExecutionSpace, class T, class Mem, class Comm>
-void balance_factors(const ExecutionSpace& exec, DenseMatrix<T, Mem>& W, DenseMatrix<T, Mem>& Ht,
-                     const DenseMatrix<T, Mem>& S, const Comm& comm) {
-  kfactor::gram(exec, W, S);
-  comm.sum(exec, S);
-  auto Wl = W;
-  auto Hl = Ht;
-  Kokkos::parallel_for(
-      "kfactor::nmf::balance_w", row_major_policy(exec, Wl.extent(0), Wl.extent(1)),
-      KOKKOS_LAMBDA(std::size_t i, std::size_t k) {
-        const double n = Kokkos::sqrt(double(S(k, k)));
-        if (n > 0.0) Wl(i, k) = T(double(Wl(i, k)) / n);
-      });
-  Kokkos::parallel_for(
-      "kfactor::nmf::balance_h", row_major_policy(exec, Hl.extent(0), Hl.extent(1)),
-      KOKKOS_LAMBDA(std::size_t d, std::size_t k) {
-        const double n = Kokkos::sqrt(double(S(k, k)));
-        if (n > 0.0) Hl(d, k) = T(double(Hl(d, k)) * n);
-      });
-}
-
 /// out(k) (every row r of out) = sum_i X(i, k): the denominator of the KL
 /// rule over all entries, 1 X, without a dense product.
 template <class ExecutionSpace, class T, class Mem>
@@ -728,95 +703,82 @@ KOKKOS_INLINE_FUNCTION double beta_divergence(int beta, double a, double y, doub
 
 inline int beta_of(BetaLoss b) { return b == BetaLoss::frobenius ? 2 : b == BetaLoss::kl ? 1 : 0; }
 
-/// The ALO update of one factor (Algs. 2/3) in place: X updated with Gram G
-/// and right-hand side B, in tiles of `tile` columns; W-style (normalised,
-/// base X G_tt) when `normalize`, H-style otherwise. N is a K x K buffer; Acc
-/// and Tile (host spaces) hold at least X's rows x tile values.
-template <class ExecutionSpace, class XV, class BV, class GV, class BufV, class NV, class Comm = SingleProcess>
-void alo_update(const ExecutionSpace& exec, const XV& X, const BV& B, const GV& G, const XV& N, const BufV& Acc,
-                const BufV& Tile, int tile, typename XV::non_const_value_type eps, bool normalize, const NV& norms2,
-                const ColumnBarrier<typename ExecutionSpace::memory_space>& barrier, const Comm& comm = {}) {
+/// The ALO update of one factor (Algs. 2/3) in place: X updated with the
+/// scaled system Gs, Bs (scaled_system) in tiles of `tile` columns. N is a
+/// K x K buffer; Acc and Tile (host spaces) hold at least X's rows x tile
+/// values.
+template <class ExecutionSpace, class XV, class BV, class GV, class BufV>
+void alo_update(const ExecutionSpace& exec, const XV& X, const BV& Bs, const GV& Gs, const XV& N, const BufV& Acc,
+                const BufV& Tile, int tile, typename XV::non_const_value_type eps) {
   using T = typename XV::non_const_value_type;
   using Buffer = Kokkos::View<T**, Kokkos::LayoutRight, typename ExecutionSpace::memory_space,
                               Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
   using Kokkos::ALL;
   using Kokkos::make_pair;
-  const int K = static_cast<int>(G.extent(0));
+  const int K = static_cast<int>(Gs.extent(0));
   const int n = static_cast<int>(X.extent(0));
   const int ntiles = (K + tile - 1) / tile;
   // On a host one launch computes the tile's product and sweeps it
-  // (tile_sweep_host); on a device the GEMM, then column_sweep for W-style
-  // tiles and row_sweep for H-style.
-  // Across processes the norms are summed between per-column launches. One
-  // process of a distributed run takes the single-process kernels, so that
-  // its iterates are kfactor::nmf's bit for bit on every backend.
-  const bool single = comm.one_process();
-  const bool host_tile_sweep = SweepTraits<ExecutionSpace>::host && single;
-  alo_tile_matrix(exec, G, tile, normalize, N);
-  if (!host_tile_sweep && single && normalize) barrier.reset(exec);
+  // (tile_sweep_host); on a device the GEMM, then row_sweep.
+  alo_tile_matrix(exec, Gs, tile, N);
   for (int tau = 0; tau < ntiles; ++tau) {
     const int t0 = tau * tile, t1 = std::min(K, t0 + tile), w = t1 - t0;
-    const auto Ntile = Kokkos::subview(N, ALL, make_pair(t0, t1));
     // Phases 1 and 3 of the tile: X N[:, tile], the columns outside it (new
     // before it, old after it) with alpha = -1 inside N; then phase 2, the
     // in-tile sweep.
     if constexpr (SweepTraits<ExecutionSpace>::host) {
-      if (host_tile_sweep) {
-        const Buffer Xt(Tile.data(), w, n), At(Acc.data(), w, n);
-        tile_sweep_host(exec, X, B, Base::accumulated, N, Xt, At, G, t0, eps, normalize, norms2);
-        continue;
-      }
-    }
-    {
+      const Buffer Xt(Tile.data(), w, n), At(Acc.data(), w, n);
+      tile_sweep_host(exec, X, Bs, Base::accumulated, N, Xt, At, Gs, t0, eps, 0.0, 0.0);
+    } else {
       const Buffer Ar(Acc.data(), n, w);
-      gemm(exec, Trans::none, Trans::none, T(1), X, Ntile, T(0), Ar);
-      if (!normalize) {
-        row_sweep(exec, X, Ar, Base::accumulated, B, G, t0, t1, eps);
-      } else if (single) {
-        column_sweep(exec, X, Ar, B, G, t0, t1, eps, norms2, barrier);
-      } else {
-        for (int t = t0; t < t1; ++t) {
-          column_step(exec, X, Ar, Base::accumulated, B, G, t0, t1, t, eps, norms2);
-          comm.sum(exec, Kokkos::subview(norms2, make_pair(t, t + 1)));
-        }
-        scale_column(exec, X, t1 - 1, norms2);
-      }
+      gemm(exec, Trans::none, Trans::none, T(1), X, Kokkos::subview(N, ALL, make_pair(t0, t1)), T(0), Ar);
+      row_sweep(exec, X, Ar, Base::accumulated, Bs, Gs, t0, t1, eps);
     }
   }
 }
 
-/// The HALS update of one factor in place: X updated with Gram G and
-/// right-hand side B from `base` (Base::old_value for H and the scaled
-/// systems, Base::old_times_diag with normalisation for W). On a host one
-/// launch (tile_sweep_host on the tile [0, K), Acc and Tile holding X's rows
-/// x K values each); on a device row_sweep, or a column_step per column when
-/// normalising (also on a host across processes, whose norms are summed
-/// between the launches).
-template <class ExecutionSpace, class XV, class BV, class GV, class BufV, class NV, class Comm = SingleProcess>
-void hals_update(const ExecutionSpace& exec, const XV& X, const BV& B, const GV& G, Base base, const BufV& Acc,
-                 const BufV& Tile, typename XV::non_const_value_type eps, bool normalize, const NV& norms2,
-                 const Comm& comm = {}) {
-  using T = typename XV::non_const_value_type;
+/// The update of a factor X in place (Frobenius loss, all of A observed):
+/// for hals and alo one coordinate-descent update with Gram G, right-hand
+/// side B and the penalties l1, l2 (scaled_system's rule), for mu the
+/// multiplicative rule with the same; and what follows it (SweepOutputs, in
+/// `out`): the Gram of the new X and the error's dot products. HALS and MU
+/// on a host are ONE launch (tile_sweep_host on the tile [0, K), which also
+/// sums the Gram); otherwise scaled_system (the scaled right-hand side into
+/// Bs, X's shape), alo_update or row_sweep, or MU's product X G (into Bs)
+/// and mu_update, then kfactor::gram and frobenius_dot. With a RowProduct `prod`, B = prod.A prod.F is computed
+/// here first (in the sweep's launch on a host).
+template <class ExecutionSpace, class T, class Mem, class Prod = NoProduct>
+void cd_update(const ExecutionSpace& exec, Algorithm algorithm, const DenseMatrix<T, Mem>& X,
+               const DenseMatrix<T, Mem>& B, const DenseMatrix<T, Mem>& Bs, const DenseMatrix<T, Mem>& G, double l1,
+               double l2, Workspace<T, Mem>& ws, int tile, T eps, const SweepOutputs<T, Mem>& out,
+               const Prod& prod = {}) {
+  using Buffer = Kokkos::View<T**, Kokkos::LayoutRight, Mem, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
   const int K = static_cast<int>(G.extent(0));
+  const int n = static_cast<int>(X.extent(0));
   if constexpr (SweepTraits<ExecutionSpace>::host) {
-    if (comm.one_process() || !normalize) {
-      using Buffer = Kokkos::View<T**, Kokkos::LayoutRight, typename ExecutionSpace::memory_space,
-                                  Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
-      const int n = static_cast<int>(X.extent(0));
-      const Buffer Xt(Tile.data(), K, n), At(Acc.data(), K, n);
-      tile_sweep_host(exec, X, B, base, G, Xt, At, G, 0, eps, normalize, norms2);
+    if (algorithm != Algorithm::alo) {
+      const bool mu = algorithm == Algorithm::mu;
+      // MU reads neither buffer (tile_sweep_host), only their shape.
+      const Buffer Xt(mu ? nullptr : ws.Tile.data(), K, n), At(mu ? nullptr : ws.Acc.data(), K, n);
+      tile_sweep_host(exec, X, B, mu ? Base::multiplicative : Base::old_value, G, Xt, At, G, 0, eps, l1, l2, out, prod);
       return;
     }
   }
-  if (!normalize) {
-    row_sweep(exec, X, X, base, B, G, 0, K, eps);
-    return;
+  if constexpr (!std::is_same_v<Prod, NoProduct>) product_AX(exec, prod.A, prod.F, B);
+  if (algorithm == Algorithm::mu) {
+    gemm(exec, Trans::none, Trans::none, T(1), X, G, T(0), Bs);
+    mu_update(exec, X, B, Bs, eps, l1, l2);
+  } else {
+    scaled_system(exec, G, B, l1, l2, ws.Gs, Bs);
+    if (algorithm == Algorithm::alo)
+      alo_update(exec, X, Bs, ws.Gs, ws.N, ws.Acc, ws.Tile, tile, eps);
+    else
+      row_sweep(exec, X, X, Base::old_value, Bs, ws.Gs, 0, K, eps);
   }
-  for (int t = 0; t < K; ++t) {
-    column_step(exec, X, X, base, B, G, 0, K, t, eps, norms2);
-    comm.sum(exec, Kokkos::subview(norms2, Kokkos::make_pair(t, t + 1)));
-  }
-  scale_column(exec, X, K - 1, norms2);
+  if (out.gram.extent(0) > 0) kfactor::gram(exec, X, out.gram);
+  if (out.dot_with.extent(0) > 0) frobenius_dot(exec, X, out.dot_with, Kokkos::View<double, Mem>(out.scal.data()));
+  if (out.gram_with.extent(0) > 0)
+    frobenius_dot(exec, out.gram, out.gram_with, Kokkos::View<double, Mem>(out.scal.data() + 1));
 }
 
 /// ||A - W H||^2 pieces from P = A Ht, Q = Ht^T Ht, S = W^T W into ws.scal.
@@ -924,7 +886,8 @@ void initial_factors(const ExecutionSpace& exec, const Matrix& Acol, const Optio
         Kokkos::MDRangePolicy<ExecutionSpace, Kokkos::Rank<2>>(exec, {0, 0}, {Htl.extent(0), Htl.extent(1)}),
         KOKKOS_LAMBDA(std::size_t d, std::size_t k) { Htl(d, k) *= alpha; });
   }
-  ws.S_iteration = 0;  // S = W0^T W0 computed above
+  // S_iteration stays unset: the first epoch forms S the way every other
+  // state's S is formed (w_gram).
 }
 
 /// Values of one entry per stored nonzero, (re)allocated to n entries.
@@ -1089,12 +1052,41 @@ void other_epoch(const ExecutionSpace& exec, const Matrix& Arow, const Matrix& A
   ws.error_iteration = iteration + 1;
 }
 
+/// Whether HALS or MU runs on a host with one process: its sweeps then compute
+/// a product of rows of A in their own launch (tile_sweep_host's
+/// RowProduct: R from the stored A^T of a CSR input, P always). With
+/// processes the policy gathers the factors for its products.
+template <class ExecutionSpace, class Comm>
+bool fuses_products(const Options& o, const Comm& comm) {
+  return SweepTraits<ExecutionSpace>::host && o.algorithm != Algorithm::alo && comm.one_process();
+}
+
+/// S = W^T W (summed over processes) where no sweep produced it: a fresh or
+/// restored state, or a fixed W. HALS and MU on a host sum S in their W sweep, so
+/// here it takes the sweep's arithmetic (host_gram with the W half's rows
+/// per thread): a continued run equals an uninterrupted one bit for bit.
+/// Elsewhere kfactor::gram, which the sweeps' updates also call.
+template <class ExecutionSpace, class Matrix, class T, class Mem, class Comm>
+void w_gram(const ExecutionSpace& exec, const Matrix& Arow, const Options& options, const DenseMatrix<T, Mem>& W,
+            const DenseMatrix<T, Mem>& Ht, Workspace<T, Mem>& ws, const Comm& comm) {
+  if constexpr (SweepTraits<ExecutionSpace>::host) {
+    if (options.algorithm != Algorithm::alo) {
+      if (fuses_products<ExecutionSpace>(options, comm) && !options.fix_w)
+        host_gram(exec, W, ws.partials, ws.S, RowProduct<Matrix, DenseMatrix<T, Mem>>{Arow, Ht});
+      else
+        host_gram(exec, W, ws.partials, ws.S);
+      comm.sum(exec, ws.S);
+      return;
+    }
+  }
+  kfactor::gram(exec, W, ws.S);
+  comm.sum(exec, ws.S);
+}
+
 /// One epoch (H then W) on this process's blocks; `iteration` is the state's.
 /// Communication per epoch (distributed policy): the two products (which
 /// gather W and Ht, and in a grid layout also sum partial products), sum S
-/// and Q (K x K), sum each of the K squared column norms of W (hals, alo) and
-/// the error scalar <W, P>. With a penalty or a fixed W, hals and alo take
-/// scaled_system (no normalisation); a beta loss or masked data take
+/// and Q (K x K) and the error scalar <W, P>. A beta loss or masked data take
 /// other_epoch (one process only: check_distributed_options).
 template <class ExecutionSpace, class Matrix, class T, class Mem, class Comm>
 void epoch(const ExecutionSpace& exec, const Matrix& Arow, const Matrix& Acol, const Options& options,
@@ -1104,75 +1096,56 @@ void epoch(const ExecutionSpace& exec, const Matrix& Arow, const Matrix& Acol, c
     other_epoch(exec, Arow, Acol, options, W, Ht, ws, iteration);
     return;
   }
-  const int K = options.rank;
   const T eps = resolve_epsilon<T>(options);
   const bool timed = options.timing_breakdown;
-  const bool scaled = scaled_rules(options, sparse);
   const Penalties pen = penalties(options, W.extent(0), Ht.extent(0));
-  const int tile = resolve_tile(K, options.tile);
+  const int tile = resolve_tile(options.rank, options.tile);
+  // <S, Q> is summed with the new S where S is whole: on one process.
+  const bool error_in_update = comm.one_process() && !options.fix_w;
+  const bool fuse = fuses_products<ExecutionSpace>(options, comm);
   Stopwatch sw;
   sw.start(exec, timed);
 
-  // ---- H half: R = A^T W, S = W^T W (cached from the previous epoch) ----
-  if (ws.S_iteration != iteration) {
-    kfactor::gram(exec, W, ws.S);
-    comm.sum(exec, ws.S);
+  // ---- H half: R = A^T W, S = W^T W (cached from the previous epoch); then Q = Ht^T Ht ----
+  if (ws.S_iteration != iteration) w_gram(exec, Arow, options, W, Ht, ws, comm);
+  const SweepOutputs<T, Mem> h_out{.gram = ws.Q, .partials = ws.partials};
+  if (fuse && sparse) {
+    cd_update(exec, options.algorithm, Ht, ws.R, ws.Hbuf, ws.S, pen.l1_h, pen.l2_h, ws, tile, eps, h_out,
+              RowProduct<Matrix, DenseMatrix<T, Mem>>{Acol, W});
+  } else {
+    comm.product_AtW(exec, Acol, W, ws.R);
+    sw.lap(exec, timed, ws.t_products);
+    cd_update(exec, options.algorithm, Ht, ws.R, ws.Hbuf, ws.S, pen.l1_h, pen.l2_h, ws, tile, eps, h_out);
   }
-  comm.product_AtW(exec, Acol, W, ws.R);
-  sw.lap(exec, timed, ws.t_products);
-  if (scaled) scaled_system(exec, ws.S, ws.R, pen.l1_h, pen.l2_h, ws.Gs, ws.Hbuf);
-  switch (options.algorithm) {
-    case Algorithm::hals:
-      if (scaled)
-        hals_update(exec, Ht, ws.Hbuf, ws.Gs, Base::old_value, ws.Acc, ws.Tile, eps, false, ws.norms2, comm);
-      else
-        hals_update(exec, Ht, ws.R, ws.S, Base::old_value, ws.Acc, ws.Tile, eps, false, ws.norms2, comm);
-      break;
-    case Algorithm::alo:
-      if (scaled)
-        alo_update(exec, Ht, ws.Hbuf, ws.Gs, ws.N, ws.Acc, ws.Tile, tile, eps, false, ws.norms2, ws.barrier, comm);
-      else
-        alo_update(exec, Ht, ws.R, ws.S, ws.N, ws.Acc, ws.Tile, tile, eps, false, ws.norms2, ws.barrier, comm);
-      break;
-    case Algorithm::mu:
-      gemm(exec, Trans::none, Trans::none, T(1), Ht, ws.S, T(0), ws.Hbuf);
-      mu_update(exec, Ht, ws.R, ws.Hbuf, eps, pen.l1_h, pen.l2_h);
-      break;
-  }
+  comm.sum(exec, ws.Q);
   sw.lap(exec, timed, ws.t_h);
 
-  // ---- W half: P = A Ht, Q = Ht^T Ht ----
-  comm.product_AHt(exec, Arow, Ht, ws.P);
-  kfactor::gram(exec, Ht, ws.Q);
-  comm.sum(exec, ws.Q);
-  sw.lap(exec, timed, ws.t_products);
-  if (scaled && !options.fix_w) scaled_system(exec, ws.Q, ws.P, pen.l1_w, pen.l2_w, ws.Gs, ws.Wbuf);
-  if (!options.fix_w) switch (options.algorithm) {
-      case Algorithm::hals:
-        if (scaled)
-          hals_update(exec, W, ws.Wbuf, ws.Gs, Base::old_value, ws.Acc, ws.Tile, eps, false, ws.norms2, comm);
-        else
-          hals_update(exec, W, ws.P, ws.Q, Base::old_times_diag, ws.Acc, ws.Tile, eps, true, ws.norms2, comm);
-        break;
-      case Algorithm::alo:
-        if (scaled)
-          alo_update(exec, W, ws.Wbuf, ws.Gs, ws.N, ws.Acc, ws.Tile, tile, eps, false, ws.norms2, ws.barrier, comm);
-        else
-          alo_update(exec, W, ws.P, ws.Q, ws.N, ws.Acc, ws.Tile, tile, eps, true, ws.norms2, ws.barrier, comm);
-        break;
-      case Algorithm::mu:
-        gemm(exec, Trans::none, Trans::none, T(1), W, ws.Q, T(0), ws.Wbuf);
-        mu_update(exec, W, ws.P, ws.Wbuf, eps, pen.l1_w, pen.l2_w);
-        break;
+  // ---- W half: P = A Ht; then S = W^T W (the next epoch's) and the error pieces ----
+  const SweepOutputs<T, Mem> w_out{.gram = ws.S,
+                                   .partials = ws.partials,
+                                   .dot_with = ws.P,
+                                   .gram_with = error_in_update ? ws.Q : DenseMatrix<T, Mem>{},
+                                   .scal = ws.scal};
+  if (fuse && !options.fix_w) {
+    cd_update(exec, options.algorithm, W, ws.P, ws.Wbuf, ws.Q, pen.l1_w, pen.l2_w, ws, tile, eps, w_out,
+              RowProduct<Matrix, DenseMatrix<T, Mem>>{Arow, Ht});
+  } else {
+    comm.product_AHt(exec, Arow, Ht, ws.P);
+    sw.lap(exec, timed, ws.t_products);
+    if (options.fix_w) {
+      error_pieces(exec, W, ws);
+    } else {
+      cd_update(exec, options.algorithm, W, ws.P, ws.Wbuf, ws.Q, pen.l1_w, pen.l2_w, ws, tile, eps, w_out);
     }
+  }
   sw.lap(exec, timed, ws.t_w);
-
-  // ---- next epoch's S and the error pieces ----
-  kfactor::gram(exec, W, ws.S);
-  comm.sum(exec, ws.S);
-  error_pieces(exec, W, ws);
+  if (!options.fix_w) {
+    comm.sum(exec, ws.S);
+    if (!error_in_update) frobenius_dot(exec, ws.S, ws.Q, Kokkos::View<double, Mem>(ws.scal.data() + 1));
+  }
   comm.sum(exec, Kokkos::subview(ws.scal, Kokkos::make_pair(0, 1)));
   sw.lap(exec, timed, ws.t_products);
+  ws.direct_error = false;
   ws.S_iteration = iteration + 1;
   ws.error_iteration = iteration + 1;
 }
@@ -1193,32 +1166,31 @@ void error_products(const ExecutionSpace& exec, const Matrix& Arow, const Option
   comm.product_AHt(exec, Arow, Ht, ws.P);
   kfactor::gram(exec, Ht, ws.Q);
   comm.sum(exec, ws.Q);
-  kfactor::gram(exec, W, ws.S);
-  comm.sum(exec, ws.S);
+  w_gram(exec, Arow, options, W, Ht, ws, comm);
   error_pieces(exec, W, ws);
   comm.sum(exec, Kokkos::subview(ws.scal, Kokkos::make_pair(0, 1)));
   ws.S_iteration = iteration;
   ws.error_iteration = iteration;
-  Kokkos::deep_copy(exec, ws.norms2, std::nan(""));
 }
 
 /// relative_error (sqrt(2 D) / ||A||_F for the beta-divergence D: scikit-
 /// learn's reconstruction_err_ over ||A||_F, ||A - WH||_F / ||A||_F for
-/// Frobenius), divergence (D, for kl and is) and, when W is normalised
-/// (normalizes_w), min_column_norm, from the workspace (host reads);
-/// normA2 = ||A||^2.
+/// Frobenius), divergence (D, for kl and is) and, for hals and alo on the
+/// whole A (gram_rules), min_column_norm: the smallest l2 norm of a column
+/// of W, from the diagonal of S = W^T W (a collapsed column shows as about
+/// eps sqrt(V)); from the workspace (host reads); normA2 = ||A||^2.
 template <class T, class Mem>
 Metrics metrics_of(const Options& options, const Workspace<T, Mem>& ws, double normA2, bool sparse) {
   auto scal = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, ws.scal);
-  auto norms2 = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, ws.norms2);
   const double err2 = ws.direct_error ? scal(0) : normA2 - 2.0 * scal(0) + scal(1);
   Metrics m;
   m.set("relative_error", std::sqrt(std::max(err2, 0.0) / normA2));
   if (options.beta_loss != BetaLoss::frobenius) m.set("divergence", 0.5 * scal(0));
-  if (normalizes_w(options, sparse)) {
+  if (gram_rules(options, sparse)) {
+    auto S = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, ws.S);
     double mn = std::numeric_limits<double>::infinity();
-    for (std::size_t k = 0; k < norms2.extent(0); ++k) mn = std::min(mn, norms2(k));
-    m.set("min_column_norm", std::sqrt(mn));
+    for (std::size_t k = 0; k < S.extent(0); ++k) mn = std::min(mn, double(S(k, k)));
+    m.set("min_column_norm", std::sqrt(std::max(mn, 0.0)));
   }
   return m;
 }
@@ -1261,8 +1233,7 @@ Workspace<T, Mem>& ensure_workspace(State<T, Mem>& state, std::int64_t V_loc, st
                      std::to_string(options.rank));
   const auto& ws = state.ws;
   if (!ws || ws->algorithm != options.algorithm || ws->rank != options.rank ||
-      ws->tile != resolve_tile(options.rank, options.tile) || ws->penalized != options.penalized() ||
-      ws->fix_w != options.fix_w)
+      ws->tile != resolve_tile(options.rank, options.tile) || ws->fix_w != options.fix_w)
     comm.agree([&] { state.ws = allocate_workspace<T, Mem>(V_loc, D_loc, options); });
   return *state.ws;
 }
@@ -1404,8 +1375,6 @@ StateFor<Matrix> init_with(
     if (bad > 0)
       throw InputError("nmf: the starting factors have " + std::to_string(bad) +
                        " negative, NaN or infinite entries; they must be finite and non-negative");
-    if (options.init == Init::custom && detail::normalizes_w(options, MatrixTraits<Matrix>::sparse))
-      detail::balance_factors(exec, s.W, s.Ht, s.ws->S, detail::SingleProcess{});
   }
   exec.fence();
   return s;
@@ -1435,8 +1404,6 @@ StateFor<Matrix> init(const ExecutionSpace& exec, const Problem<Matrix>& problem
     case Init::nndsvdar:
       detail::nndsvd_factors(exec, problem.A, detail::column_operand(problem), options, V, D,
                              problem.sum / (double(V) * double(D)), s.W, s.Ht);
-      if (detail::normalizes_w(options, Problem<Matrix>::sparse))
-        detail::balance_factors(exec, s.W, s.Ht, s.ws->S, detail::SingleProcess{});
       break;
     case Init::custom:
       throw UsageError("nmf: init custom takes the starting factors: call init_with (CLI: --w0 and --h0)");

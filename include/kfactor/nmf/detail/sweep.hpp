@@ -5,42 +5,33 @@
 /// Both factors are stored as tall row-major matrices X (N x K): W (V x K) and
 /// Ht = H^T (D x K), and updated IN PLACE: while column t is computed, X holds
 /// the new values of the columns before t and the old values of t and after
-/// (exactly FAST-HALS's order). The update of column t, with Gram G (K x K,
-/// symmetric), right-hand side B (N x K) and the tile [t0, t1) holding t, is
+/// (coordinate descent's order). Every sweep runs the coordinate-descent
+/// system of scaled_system (Gram and right-hand side divided by the Gram's
+/// diagonal, so that Gs(t, t) = 1). The update of column t, with that system
+/// (Gs, Bs) and the tile [t0, t1) holding t, is
 ///
-///   X(r,t) <- max(eps, base(r,t) + B(r,t) - sum_{t0<=j<t1} X(r,j) G(t,j))
+///   X(r,t) <- max(eps, base(r,t) + Bs(r,t) - sum_{t0<=j<t1} X(r,j) Gs(t,j))
 ///
-/// with base (see Base) the old value X(r,t) (HALS-H), X(r,t) G(t,t)
-/// (HALS-W), or, for ALO, Acc(r, t - t0): the tile's GEMM already applied the
-/// columns outside the tile (alo_tile_matrix). HALS is the tile [0, K). G
-/// symmetric means G(t, :) is the contiguous row t instead of column t.
+/// with base (see Base) the old value X(r,t) (HALS), or, for ALO,
+/// Acc(r, t - t0): the tile's GEMM already applied the columns outside the
+/// tile (alo_tile_matrix). HALS is the tile [0, K). Gs(t, :) is the
+/// contiguous row t.
 ///
-/// Kernels, designed so the GPU is not launch-bound:
-///  - row_sweep (H, no normalisation): the rows are independent, so ONE launch
-///    runs every column t of the tile, a work item per row. HALS-H is one
-///    launch per epoch, ALO-H one per tile.
-///  - column_step (W): column t needs the l2 norm of column t-1, a global
-///    reduction, before it can be computed (no exact reformulation defers the
-///    norm: the clamp max(eps, .) of column t depends on it). Each launch (a)
-///    applies the pending normalisation of column t-1, (b) computes column t
-///    and (c) reduces its squared norm into norms2(t) on the device: no host
-///    synchronisation and no separate norm/scale launches (the paper's GPU
-///    code needs 3 launches and 2 host syncs per column). scale_column
-///    finishes the last column. HALS-W, and ALO-W across processes (whose
-///    norms are summed between launches).
-///  - column_sweep (ALO-W on a device, one process): the columns of a tile in
-///    ONE launch, teams that are co-resident by construction meeting at a
-///    device-wide barrier per column instead of a launch per column, the
-///    next column's loads and products done while the barrier is in flight.
+/// The rows are independent (no normalisation couples them), so every
+/// kernel is one launch per tile:
+///  - row_sweep (devices): a work item per row runs every column t of the
+///    tile. HALS is one launch per half step, ALO one per tile.
 ///  - tile_sweep_host: on a host the columns of a tile run in one launch
-///    with their copies in and out (one team of all threads, a barrier per
-///    column when normalising): HALS's tile [0, K) and each ALO tile.
-/// On a device row_sweep and column_sweep first copy each team's rows of the
-/// tile into team scratch (ScratchRows) when they fit, and sweep them there.
+///    with their copies in and out (one team of all threads), HALS's tile
+///    [0, K) with the scaling, the Gram of the result and the error's dot
+///    products in the same launch.
+/// On a device row_sweep first copies each team's rows of the tile into team
+/// scratch (ScratchRows) when they fit, and sweeps them there.
 ///
 /// These launches must stay asynchronous: see light_weight.
 
 #include <kfactor/core/matrix.hpp>
+#include <kfactor/kernels/detail/gemm_skinny.hpp>
 #include <kfactor/kernels/detail/spmm_portable.hpp>
 
 #include <Kokkos_Core.hpp>
@@ -54,24 +45,11 @@ namespace kfactor::nmf::detail {
 using kfactor::detail::RowTeamShape;
 
 /// Tuning traits of the sweeps, keyed on the execution space type: whether
-/// it runs on the host (ALO then sweeps a tile in one host team,
-/// tile_sweep_host, and devices take row_sweep / column_sweep) and how many
-/// multiprocessors a device has (column_sweep's co-resident teams). The
-/// count comes from the device properties a space instance offers
-/// (cuda_device_prop() on CUDA, hip_device_prop() on HIP), detected by that
-/// member, so no backend macro is tested here; 0 where none is offered.
+/// it runs on the host (a tile is then swept in one host team,
+/// tile_sweep_host; devices take row_sweep).
 template <class ExecutionSpace>
 struct SweepTraits {
   static constexpr bool host = RowTeamShape<ExecutionSpace>::host;
-
-  static int multiprocessors(const ExecutionSpace& exec) {
-    if constexpr (requires(const ExecutionSpace& e) { e.cuda_device_prop().multiProcessorCount; })
-      return exec.cuda_device_prop().multiProcessorCount;
-    else if constexpr (requires(const ExecutionSpace& e) { e.hip_device_prop().multiProcessorCount; })
-      return exec.hip_device_prop().multiProcessorCount;
-    (void)exec;
-    return 0;
-  }
 };
 
 /// The policy with the light-weight hint. On CUDA, Kokkos stages a kernel
@@ -117,9 +95,9 @@ Kokkos::MDRangePolicy<ExecutionSpace, Kokkos::Rank<2, Kokkos::Iterate::Right, Ko
 
 /// Where a column update starts from (see the file comment).
 enum class Base {
-  old_value,       ///< X(r,t): HALS-H
-  old_times_diag,  ///< X(r,t) G(t,t): HALS-W
+  old_value,       ///< X(r,t): HALS
   accumulated,     ///< Acc(r, t - t0): ALO, the tile's GEMM result
+  multiplicative,  ///< not a sweep: tile_sweep_host's rows take mu_row (MU)
 };
 
 /// Rows [r0, r0 + rows) and columns [t0, t0 + w) of a row-major X, held in
@@ -156,15 +134,10 @@ std::size_t scratch_rows_bytes(int rows, int w) {
   return std::size_t(rows) * std::size_t(w + 1) * sizeof(T);
 }
 
-template <class XV, class AV, class GV>
-KOKKOS_INLINE_FUNCTION typename XV::non_const_value_type base_value(Base base, const XV& X, const AV& Acc, const GV& G,
-                                                                    int r, int t, int t0) {
-  using T = typename XV::non_const_value_type;
-  switch (base) {
-    case Base::old_value: return X(r, t);
-    case Base::old_times_diag: return X(r, t) * T(G(t, t));
-    default: return Acc(r, t - t0);
-  }
+template <class XV, class AV>
+KOKKOS_INLINE_FUNCTION typename XV::non_const_value_type base_value(Base base, const XV& X, const AV& Acc, int r, int t,
+                                                                    int t0) {
+  return base == Base::old_value ? X(r, t) : Acc(r, t - t0);
 }
 
 /// The new value of X(r, t), t in the tile [t0, t1): the update of the file
@@ -173,7 +146,7 @@ template <class XV, class AV, class BV, class GV>
 KOKKOS_INLINE_FUNCTION typename XV::non_const_value_type updated_value(Base base, const XV& X, const AV& Acc,
                                                                        const BV& B, const GV& G, int r, int t, int t0,
                                                                        int t1, typename XV::non_const_value_type eps) {
-  return Kokkos::max(eps, base_value(base, X, Acc, G, r, t, t0) + B(r, t) - row_dot(X, r, G, t, t0, t1));
+  return Kokkos::max(eps, base_value(base, X, Acc, r, t, t0) + B(r, t) - row_dot(X, r, G, t, t0, t1));
 }
 
 /// H-style sweep over columns [t0, t1) of X in place (no normalisation).
@@ -223,190 +196,6 @@ void row_sweep(const ExecutionSpace& exec, const XV& X, const AV& Acc, Base base
       });
 }
 
-/// W-style step for column t of the tile [t0, t1), in place: applies the
-/// pending normalisation of column t-1 (when t > t0) using norms2(t-1),
-/// computes column t and writes its squared l2 norm (before normalisation)
-/// to norms2(t).
-///
-/// One work item per row (a RangePolicy reduction), not a team per 16 rows:
-/// on the H100 the team form (nested team and vector reductions, 1250 blocks
-/// of 256 threads for 20000 rows, several occupancy waves) took 22.5 us per
-/// column for ~2 us of bytes; one thread per row is a single wave whose only
-/// synchronisation is the final reduction. A row's tile is contiguous
-/// (row-major X), so each thread's reads stay in one or two cache lines.
-template <class ExecutionSpace, class XV, class AV, class BV, class GV, class NV>
-void column_step(const ExecutionSpace& exec, const XV& X, const AV& Acc, Base base, const BV& B, const GV& G, int t0,
-                 int t1, int t, typename XV::non_const_value_type eps, const NV& norms2) {
-  using T = typename XV::non_const_value_type;
-  using Mem = typename ExecutionSpace::memory_space;
-  const int n = static_cast<int>(X.extent(0));
-  const int prev = t > t0 ? t - 1 : -1;
-  Kokkos::View<double, Mem> result(norms2.data() + t);
-  Kokkos::parallel_reduce(
-      "kfactor::nmf::column_step", light_weight(Kokkos::RangePolicy<ExecutionSpace>(exec, 0, n)),
-      KOKKOS_LAMBDA(const int r, double& ss) {
-        if (prev >= 0) X(r, prev) *= T(1.0 / Kokkos::sqrt(norms2(prev)));
-        const T v = updated_value(base, X, Acc, B, G, r, t, t0, t1, eps);
-        X(r, t) = v;
-        ss += double(v) * double(v);
-      },
-      Kokkos::Sum<double, Mem>(result));
-}
-
-/// The teams of column_sweep that are certain to run at the same time: one
-/// per multiprocessor on a device that reports its count (a kernel that
-/// launches at all fits one block per multiprocessor), one per thread on a
-/// host (team size 1), and 1 where the count is not known (still exact: one
-/// team then sweeps every row).
-template <class ExecutionSpace>
-int coresident_teams(const ExecutionSpace& exec) {
-  if constexpr (SweepTraits<ExecutionSpace>::host) return exec.concurrency();
-  const int sm = SweepTraits<ExecutionSpace>::multiprocessors(exec);
-  return sm > 0 ? sm : 1;
-}
-
-/// Threads per team of column_sweep for n rows and at most `teams` teams: one
-/// thread on a host (the teams are then the threads); on a device a row per
-/// thread with every team slot used (a multiple of 32, 64 to 256 threads).
-/// With 20000 rows on the H100 that is 132 teams of 160 threads, where
-/// blocks of 256 left 53 multiprocessors idle.
-template <class ExecutionSpace>
-int column_sweep_team_size(int n, int teams) {
-  if constexpr (SweepTraits<ExecutionSpace>::host) return 1;
-  const int per = (n + teams - 1) / teams;
-  return std::clamp((per + 31) / 32 * 32, 64, 256);
-}
-
-/// The device-wide sums of column_sweep: every team publishes its partial sum
-/// of squares of column t in partials(t, team), which hold -1 until then (a
-/// sum of squares is never negative): the value is its own arrival flag, so a
-/// team publishes with one store, no fence and no atomic counter. A team goes
-/// on once every partial of the column is there and adds them with a team
-/// reduction, whose order is fixed (so the norm does not depend on the order
-/// of arrival). reset must run before each launch sweeps its columns.
-template <class MemorySpace>
-struct ColumnBarrier {
-  Kokkos::View<double**, Kokkos::LayoutRight, MemorySpace> partials;  ///< K x teams
-
-  ColumnBarrier() = default;
-  ColumnBarrier(int K, int teams)
-      : partials(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kfactor::nmf::column_partials"), K, teams) {}
-
-  template <class ExecutionSpace>
-  void reset(const ExecutionSpace& exec) const {
-    Kokkos::deep_copy(exec, partials, -1.0);
-  }
-};
-
-/// sum_{t0 <= j < t1, j != skip} X(r, j) G(t, j).
-template <class XV, class GV>
-KOKKOS_INLINE_FUNCTION typename XV::non_const_value_type row_dot_except(const XV& X, int r, const GV& G, int t, int t0,
-                                                                        int t1, int skip) {
-  return row_dot(X, r, G, t, t0, skip) + row_dot(X, r, G, t, skip + 1, t1);
-}
-
-/// ALO's W-style update of the columns [t0, t1) of X in place, with their l2
-/// normalisation, in ONE launch (column_step needs one per column). Acc
-/// (rows x (t1 - t0)) holds the tile's GEMM result (Base::accumulated) and is
-/// used up: it ends holding partial updates.
-///
-/// The rows are split among teams that all run at once (coresident_teams);
-/// each column's norm is a device-wide sum through the barrier, after which
-/// every team normalises its own rows. Everything of column t + 1 that does
-/// not need column t, i.e. Acc + B minus the dot product over the tile's other
-/// columns (the loads of the row's whole tile), is computed while the
-/// barrier of column t is in flight and kept in Acc; after the barrier a row
-/// needs one multiply-add, the clamp and its share of the next sum. On the
-/// H100 (20000 rows, T = 16, fp32) the W update at K = 128 took 1.24 ms with
-/// a counter barrier and the loads after it, 1.16 ms with this overlap, 0.92
-/// ms with the self-flagging partials of ColumnBarrier and 0.77-0.81 ms with
-/// a team on every multiprocessor (column_sweep_team_size).
-/// Kokkos gives teams no forward-progress guarantee; teams that are
-/// co-resident by construction (at most one per multiprocessor or thread)
-/// make the spin-wait safe on CUDA and on host backends. Writes every
-/// pre-normalisation squared norm to norms2.
-template <class ExecutionSpace, class XV, class AV, class BV, class GV, class NV>
-void column_sweep(const ExecutionSpace& exec, const XV& X, const AV& Acc, const BV& B, const GV& G, int t0, int t1,
-                  typename XV::non_const_value_type eps, const NV& norms2,
-                  const ColumnBarrier<typename ExecutionSpace::memory_space>& barrier) {
-  using T = typename XV::non_const_value_type;
-  using Policy = Kokkos::TeamPolicy<ExecutionSpace>;
-  const int n = static_cast<int>(X.extent(0));
-  if (n == 0 || t1 <= t0) return;
-  const int slots = std::max(1, std::min(static_cast<int>(barrier.partials.extent(1)), coresident_teams(exec)));
-  const int team_size = column_sweep_team_size<ExecutionSpace>(n, slots);
-  const int teams = std::min(slots, (n + team_size - 1) / team_size);
-  const auto partials = barrier.partials;
-  // On a device each team's rows of the tile live in team scratch for the
-  // sweep (ScratchRows) when they fit; the arithmetic is the same.
-  const int w = t1 - t0, most_rows = (n + teams - 1) / teams;
-  const std::size_t bytes = scratch_rows_bytes<T>(most_rows, w);
-  const bool staged =
-      !SweepTraits<ExecutionSpace>::host && bytes <= std::size_t(Policy(exec, 1, 1).scratch_size_max(0));
-  Policy policy(exec, teams, team_size);
-  policy.set_chunk_size(1);
-  if (staged) policy.set_scratch_size(0, Kokkos::PerTeam(bytes));
-  Kokkos::parallel_for(
-      "kfactor::nmf::column_sweep", light_weight(policy), KOKKOS_LAMBDA(const typename Policy::member_type& team) {
-        const int L = team.league_size(), g = team.league_rank();
-        const int r0 = int(std::int64_t(n) * g / L), r1 = int(std::int64_t(n) * (g + 1) / L);
-        // The sweep, on X itself or on its staged rows.
-        auto sweep = [&](const auto& Xs) {
-          T inv = T(1);  // 1 / ||column t-1||
-          for (int t = t0; t < t1; ++t) {
-            const int c = t - t0;
-            double ss = 0.0;
-            Kokkos::parallel_reduce(
-                Kokkos::TeamThreadRange(team, r0, r1),
-                [&](const int r, double& s) {
-                  T v;
-                  if (c == 0) {
-                    v = updated_value(Base::accumulated, Xs, Acc, B, G, r, t, t0, t1, eps);
-                  } else {
-                    const T prev = Xs(r, t - 1) * inv;
-                    Xs(r, t - 1) = prev;
-                    v = Kokkos::max(eps, Acc(r, c) - prev * G(t, t - 1));
-                  }
-                  Xs(r, t) = v;
-                  s += double(v) * double(v);
-                },
-                ss);
-            // volatile: past any cached copy, here and in the wait below.
-            Kokkos::single(Kokkos::PerTeam(team), [&]() { *static_cast<volatile double*>(&partials(t, g)) = ss; });
-            // Column t + 1 without column t, while the others arrive.
-            if (t + 1 < t1)
-              Kokkos::parallel_for(Kokkos::TeamThreadRange(team, r0, r1), [&](const int r) {
-                Acc(r, c + 1) = Acc(r, c + 1) + B(r, t + 1) - row_dot_except(Xs, r, G, t + 1, t0, t1, t);
-              });
-            // Each partial waited for by its own thread: all polled at once.
-            double total = 0.0;
-            Kokkos::parallel_reduce(
-                Kokkos::TeamThreadRange(team, L),
-                [&](const int i, double& sum) {
-                  const volatile double* p = &partials(t, i);
-                  double v = *p;
-                  while (v < 0.0) v = *p;
-                  sum += v;
-                },
-                total);
-            if (g == 0) Kokkos::single(Kokkos::PerTeam(team), [&]() { norms2(t) = total; });
-            inv = T(1.0 / Kokkos::sqrt(total));
-          }
-          Kokkos::parallel_for(Kokkos::TeamThreadRange(team, r0, r1), [&](const int r) { Xs(r, t1 - 1) *= inv; });
-        };
-        if (staged) {
-          const ScratchRows<T> S{static_cast<T*>(team.team_scratch(0).get_shmem(bytes)), r0, t0, w + 1};
-          copy_scratch_rows(team, X, S, r1, w, true);
-          team.team_barrier();
-          sweep(S);
-          team.team_barrier();
-          copy_scratch_rows(team, X, S, r1, w, false);
-        } else {
-          sweep(X);
-        }
-      });
-}
-
 /// On a host a tile [t0, t0 + w) of X is swept on a TRANSPOSED copy, Xt(j, r)
 /// = X(r, t0 + j) and At(j, r) = the update's row-independent part (below),
 /// w x n row-major, so that column t of the tile is a contiguous stream over
@@ -418,43 +207,234 @@ void column_sweep(const ExecutionSpace& exec, const XV& X, const AV& Acc, const 
 /// thread), and a copy ran at about 1 GB/s.
 inline constexpr int transpose_rows = 64;
 
+/// Rows per chunk of a host sweep (tile_sweep_host, host_gram): a chunk of
+/// the tile stays in L1 while all its columns run.
+inline constexpr int sweep_chunk = 256;
+
+/// part[b] += (y0 x0[b] + y1 x1[b]) + (y2 x2[b] + y3 x3[b]) for b in
+/// [b0, K): one row of a rank-4 update. The restrict-qualified arguments let
+/// the compiler vectorise over b (with plain pointers it could not rule out
+/// that part overlaps the rows, and ran a scalar loop).
+template <class T>
+KOKKOS_INLINE_FUNCTION void rank4_row(double* KOKKOS_RESTRICT part, const T* KOKKOS_RESTRICT x0,
+                                      const T* KOKKOS_RESTRICT x1, const T* KOKKOS_RESTRICT x2,
+                                      const T* KOKKOS_RESTRICT x3, double y0, double y1, double y2, double y3, int b0,
+                                      int K) {
+  for (int b = b0; b < K; ++b)
+    part[b] += (y0 * double(x0[b]) + y1 * double(x1[b])) + (y2 * double(x2[b]) + y3 * double(x3[b]));
+}
+
+/// The Lee-Seung update of one row x (K values) in place, mu_update's
+/// arithmetic: x_c <- x_c max(b_c, 0) / ((x G)_c + l1 + l2 x_c + eps), with
+/// x G summed into xg (K values) from the old row first.
+template <class T, class GV>
+KOKKOS_INLINE_FUNCTION void mu_row(T* KOKKOS_RESTRICT x, const T* KOKKOS_RESTRICT b, const GV& G, int K,
+                                   T* KOKKOS_RESTRICT xg, T l1, T l2, T eps) {
+  for (int c = 0; c < K; ++c) xg[c] = T(0);
+  for (int l = 0; l < K; ++l) {
+    const T xl = x[l];
+    const T* KOKKOS_RESTRICT gl = &G(l, 0);
+    for (int c = 0; c < K; ++c) xg[c] += xl * gl[c];
+  }
+  for (int c = 0; c < K; ++c) {
+    const T bc = b[c] > T(0) ? b[c] : T(0);
+    const T den = xg[c] + (l1 + l2 * x[c]) + eps;
+    x[c] = x[c] * bc / den;
+  }
+}
+
+/// lanes[l] += sum of x[j] y[j] over j = l mod 8, j < w: a dot product in
+/// eight partial sums (restrict-qualified, so that they vectorise).
+template <class T>
+KOKKOS_INLINE_FUNCTION void row_dot_lanes(const T* KOKKOS_RESTRICT x, const T* KOKKOS_RESTRICT y, int w,
+                                          double* KOKKOS_RESTRICT lanes) {
+  int j = 0;
+  for (; j + 8 <= w; j += 8)
+    for (int l = 0; l < 8; ++l) lanes[l] += double(x[j + l]) * double(y[j + l]);
+  for (; j < w; ++j) lanes[0] += double(x[j]) * double(y[j]);
+}
+
+/// The upper triangle of the Gram of the rows [rc, re) of a row-major factor
+/// X (n x K) added to part (K x K): rank-4 updates, so that each entry of
+/// part is loaded and stored once per four rows. Shared by tile_sweep_host
+/// and host_gram, so that a Gram has the same bits either way.
+template <class XV>
+KOKKOS_INLINE_FUNCTION void rows_gram(const XV& X, int rc, int re, double* part) {
+  using T = typename XV::non_const_value_type;
+  const int K = static_cast<int>(X.extent(1));
+  for (int r = rc; r < re; r += 4) {
+    const int m = re - r < 4 ? re - r : 4;
+    // A short last block repeats a row with weight 0.
+    const T* x[4];
+    for (int i = 0; i < 4; ++i) x[i] = &X(r + (i < m ? i : 0), 0);
+    for (int a = 0; a < K; ++a) {
+      const double y0 = x[0][a], y1 = m > 1 ? double(x[1][a]) : 0.0, y2 = m > 2 ? double(x[2][a]) : 0.0,
+                   y3 = m > 3 ? double(x[3][a]) : 0.0;
+      rank4_row(part + std::size_t(a) * K, x[0], x[1], x[2], x[3], y0, y1, y2, y3, a, K);
+    }
+  }
+}
+
+/// G (K x K) = the sum of the team's partial Grams (partials: K x K values
+/// per thread, upper triangles), each thread summing its share of the
+/// entries in thread order (the same bits on every run with the same
+/// threads), mirrored. Returns this thread's share of <G, with> (0 when
+/// `with` is empty). Starts with a team barrier (the partials are complete).
+template <class Team, class PV, class GV>
+KOKKOS_INLINE_FUNCTION double reduce_gram(const Team& team, const PV& partials, const GV& G, const GV& with) {
+  using T = typename GV::non_const_value_type;
+  const int K = static_cast<int>(G.extent(0));
+  const int p = team.team_rank(), threads = team.team_size();
+  const bool dot = with.extent(0) > 0;
+  team.team_barrier();
+  double share = 0.0;
+  const int ea = int(std::int64_t(K) * K * p / threads), eb = int(std::int64_t(K) * K * (p + 1) / threads);
+  for (int e = ea; e < eb; ++e) {
+    const int a = e / K, b = e % K;
+    if (a > b) continue;
+    double s = 0.0;
+    for (int q = 0; q < threads; ++q) s += partials(std::size_t(q) * K * K + e);
+    G(a, b) = T(s);
+    G(b, a) = T(s);
+    if (dot) share += double(T(s)) * (a == b ? double(with(a, b)) : double(with(a, b)) + double(with(b, a)));
+  }
+  return share;
+}
+
+/// What tile_sweep_host computes beside the sweep of HALS's tile [0, K), in
+/// the same launch (every member may be left empty): `gram` = X^T X of the
+/// result (K x K, summed in double from each thread's `partials`, at least
+/// threads x K x K values), scal(0) = <X, dot_with> of the result and
+/// scal(1) = <gram, gram_with>: the Gram of the factor just updated (the
+/// other half's system) and the error's pieces, without a launch of their
+/// own.
+template <class T, class Mem>
+struct SweepOutputs {
+  DenseMatrix<T, Mem> gram;
+  Kokkos::View<double*, Mem> partials;
+  DenseMatrix<T, Mem> dot_with, gram_with;
+  Kokkos::View<double*, Mem> scal;
+};
+
+/// tile_sweep_host's right-hand side as given (B).
+struct NoProduct {};
+
+/// tile_sweep_host's right-hand side computed in its launch: B = A F, each
+/// thread's rows of B just before it sweeps them (so that B's rows are in
+/// cache for the sweep and the product needs no launch of its own). A: a
+/// CsrMatrix or a dense row-major matrix with X's rows; F: the other
+/// factor, row-major with K columns.
+template <class Matrix, class FV>
+struct RowProduct {
+  Matrix A;
+  FV F;
+};
+
+template <class Prod>
+inline constexpr bool csr_product = requires(const Prod& p) { p.A.row_map; };
+
+/// Rows [ra, rb) of B = prod.A prod.F: a CSR row is a sum of rows of F
+/// (vectorised over the K columns), dense rows are gemm_skinny_nn's blocks.
+template <class Prod, class BV>
+KOKKOS_INLINE_FUNCTION void product_rows(const Prod& prod, const BV& B, int ra, int rb) {
+  using T = typename BV::non_const_value_type;
+  if constexpr (csr_product<Prod>) {
+    const int K = static_cast<int>(B.extent(1));
+    for (int r = ra; r < rb; ++r) {
+      T* b = &B(r, 0);
+      for (int k = 0; k < K; ++k) b[k] = T(0);
+      for (auto e = prod.A.row_map(r); e < prod.A.row_map(r + 1); ++e) {
+        const T v = prod.A.values(e);
+        const T* f = &prod.F(prod.A.entries(e), 0);
+        for (int k = 0; k < K; ++k) b[k] += v * f[k];
+      }
+    }
+  } else {
+    kfactor::detail::gemm_skinny_nn_rows(prod.A, prod.F, B, ra, rb);
+  }
+}
+
+/// The first of the rows that thread q of `threads` sweeps: equal shares of
+/// the rows, or, with a CSR product, of the cost nnz + K per row (the
+/// product's and the sweep's), so that a skewed degree distribution does
+/// not leave one thread with most of the product.
+template <class Prod>
+KOKKOS_INLINE_FUNCTION int sweep_row_bound(const Prod& prod, int n, int K, int q, int threads) {
+  if constexpr (csr_product<Prod>) {
+    const auto weight = [&](int r) { return std::int64_t(prod.A.row_map(r)) + std::int64_t(K) * r; };
+    const std::int64_t target = weight(n) * q / threads;
+    int lo = 0, hi = n;  // the first r with weight(r) >= target
+    while (lo < hi) {
+      const int mid = lo + (hi - lo) / 2;
+      if (weight(mid) < target)
+        lo = mid + 1;
+      else
+        hi = mid;
+    }
+    return lo;
+  } else {
+    (void)prod;
+    (void)K;
+    return int(std::int64_t(n) * q / threads);
+  }
+}
+
 /// The sweep of the tile [t0, t0 + w) of X on a host space, in ONE launch
 /// with its copies in and out: a single team of all host threads, each
 /// thread on the same contiguous rows throughout, so its rows of the tile
 /// stay in its core's cache (the paper's locality idea). On a host a launch
 /// is the dominant cost of a small problem (each wakes the pool's threads:
-/// with K launches per W update, HALS on p2p-Gnutella08 at K = 16 spent
-/// half its time in them), so HALS runs here with the tile [0, K) and ALO
-/// each of its tiles. Each thread first copies its rows into Xt and sets
-/// At = base + B (Base: X(r, t) for HALS-H, X(r, t) G(t, t) for HALS-W,
-/// and for ALO X N[:, tile] with N from alo_tile_matrix, which holds the
-/// base: the tile's product, summed here over each row of X in 16-column
-/// blocks; as a BLAS call between launches, OpenBLAS's threads spun in it
-/// for over half of an epoch at K = 64 on 2 busy cores). W-style
-/// (`normalize`): column t-1 is normalised, chunk by chunk, just before
-/// column t reads it (the team reduction of its squared norm is the only
-/// synchronisation per column), norms2(t) gets every pre-normalisation
-/// squared norm and the tile ends normalised; H-style: no normalisation and
-/// no barrier, so each chunk of rows is copied in, runs all w columns and is
-/// copied back while it is in L1. Host only: on a device one team is one
-/// multiprocessor, so devices keep row_sweep, column_step and column_sweep.
-template <class ExecutionSpace, class XV, class BV, class TV, class GV, class MV, class NV>
+/// at K = 16 on p2p-Gnutella08 an epoch of a few launches takes under a
+/// millisecond), so HALS runs here with the tile [0, K) and ALO each of its
+/// tiles. The system is scaled here: with d_t = G(t, t) + l2, the
+/// right-hand side is (B(r, t) - l1) / d_t and the Gram's row G(t, :) / d_t
+/// with 1 on the diagonal (scaled_system's Gs and Bs, with the same
+/// zero-diagonal rule; an already scaled system with l1 = l2 = 0 is left as
+/// it is). Each chunk of a thread's rows is copied into Xt with At = base +
+/// Bs (Base: X(r, t) for HALS, and for ALO X N[:, tile] with N from
+/// alo_tile_matrix, which holds the base: the tile's product, summed here
+/// over each row of X in 16-column blocks; as a BLAS call between launches,
+/// OpenBLAS's threads spun in it for over half of an epoch at K = 64 on 2
+/// busy cores), runs all w columns while it is in L1 and is copied back,
+/// adding to `out` (SweepOutputs; HALS only, w = K). Base::multiplicative
+/// runs MU instead (the tile [0, K)): each chunk's rows take mu_row in
+/// place, with G the other factor's Gram and l1, l2 its penalties; Xt and
+/// At are not read then, only their shape (K x n). With a RowProduct
+/// `prod`, each chunk's rows of B = A F are computed into B first (HALS
+/// only). Host only: on a device one team is one multiprocessor, so devices
+/// keep row_sweep.
+template <class ExecutionSpace, class XV, class BV, class TV, class GV, class MV, class Prod = NoProduct,
+          class T = typename TV::non_const_value_type>
 void tile_sweep_host(const ExecutionSpace& exec, const XV& X, const BV& B, Base base, const MV& N, const TV& Xt,
-                     const TV& At, const GV& G, int t0, typename TV::non_const_value_type eps, bool normalize,
-                     const NV& norms2) {
+                     const TV& At, const GV& G, int t0, T eps, double l1, double l2,
+                     const SweepOutputs<T, typename ExecutionSpace::memory_space>& out = {}, const Prod& prod = {}) {
   static_assert(SweepTraits<ExecutionSpace>::host, "tile_sweep_host runs one team: host spaces only");
-  using T = typename TV::non_const_value_type;
   using Policy = Kokkos::TeamPolicy<ExecutionSpace>;
   const int w = static_cast<int>(Xt.extent(0)), n = static_cast<int>(Xt.extent(1));
   if (n == 0 || w == 0) return;
+  const bool gram = out.gram.extent(0) > 0, dot = out.dot_with.extent(0) > 0, gram_dot = out.gram_with.extent(0) > 0;
+  const T tl1 = T(l1);
   const auto body = KOKKOS_LAMBDA(const typename Policy::member_type& team) {
-    constexpr int chunk = 256, block = 64, lanes = 8;
-    const int r0 = int(std::int64_t(n) * team.team_rank() / team.team_size());
-    const int r1 = int(std::int64_t(n) * (team.team_rank() + 1) / team.team_size());
-    // Rows [ra, rb) into Xt and At, and back into X (the last column scaled
-    // by `last`).
+    constexpr int chunk = sweep_chunk, block = 64;
+    const int p = team.team_rank(), threads = team.team_size();
     const int K = static_cast<int>(X.extent(1));
+    const int r0 = sweep_row_bound(prod, n, K, p, threads), r1 = sweep_row_bound(prod, n, K, p + 1, threads);
+    // 1 / d_t of the scaled system (0 for a zero diagonal).
+    const auto inv_diag = [&](int t) {
+      const double d = double(G(t, t)) + l2;
+      return d > 0.0 ? T(1.0 / d) : T(0);
+    };
+    // The scaled Gram's row of each column and 1 / d_t, in this thread's
+    // scratch.
+    T* g = static_cast<T*>(team.thread_scratch(0).get_shmem(2 * std::size_t(w) * sizeof(T)));
+    T* invd = g + w;
+    for (int j = 0; j < w; ++j) invd[j] = inv_diag(t0 + j);
+    double* part = gram ? out.partials.data() + std::size_t(p) * K * K : nullptr;
+    if (gram)
+      for (int e = 0; e < K * K; ++e) part[e] = 0.0;
+    // Rows [ra, rb) into Xt and At.
     const auto load = [&](int ra, int rb) {
+      if constexpr (!std::is_same_v<Prod, NoProduct>) product_rows(prod, B, ra, rb);
       if (base == Base::accumulated) {
         // Four rows at a time (four independent chains of multiply-adds)
         // and blocks of JW columns of fixed width, so that each sum over l
@@ -497,30 +477,25 @@ void tile_sweep_host(const ExecutionSpace& exec, const XV& X, const BV& B, Base 
         const int re = rc + transpose_rows < rb ? rc + transpose_rows : rb;
         for (int j = 0; j < w; ++j) {
           const int t = t0 + j;
-          const T diag = base == Base::old_times_diag ? T(G(t, t)) : T(1);
           for (int r = rc; r < re; ++r) {
             const T x = X(r, t);
             Xt(j, r) = x;
-            At(j, r) = (base == Base::accumulated ? At(j, r) : x * diag) + T(B(r, t));
+            At(j, r) = (base == Base::accumulated ? At(j, r) : x) + (T(B(r, t)) - tl1) * invd[j];
           }
         }
       }
     };
-    const auto store = [&](int ra, int rb, T last) {
+    // Rows [ra, rb) back into X.
+    const auto store = [&](int ra, int rb) {
       for (int rc = ra; rc < rb; rc += transpose_rows) {
         const int re = rc + transpose_rows < rb ? rc + transpose_rows : rb;
-        for (int r = rc; r < re; ++r) {
-          for (int j = 0; j + 1 < w; ++j) X(r, t0 + j) = Xt(j, r);
-          X(r, t0 + w - 1) = Xt(w - 1, r) * last;
-        }
+        for (int r = rc; r < re; ++r)
+          for (int j = 0; j < w; ++j) X(r, t0 + j) = Xt(j, r);
       }
     };
-    // Column c of the rows [rc, rc + len), after scaling column c-1 of them
-    // by `scale` when `rescale`; adds their squares to part (W-style only).
-    const auto column_chunk = [&](int c, int rc, int len, bool rescale, T scale, double* part) {
-      const int t = t0 + c;
-      if (rescale)
-        for (int i = 0; i < len; ++i) Xt(c - 1, rc + i) *= scale;
+    // Column c of the rows [rc, rc + len), with g the row of the scaled
+    // Gram for it.
+    const auto column_chunk = [&](int c, int rc, int len, const T* g) {
       T s[chunk];
       // Blocks of `block` rows keep their sums in registers across the w
       // columns (independent chains of multiply-adds); summing over the
@@ -531,79 +506,105 @@ void tile_sweep_host(const ExecutionSpace& exec, const XV& X, const BV& B, Base 
         T acc[block];
         for (int i = 0; i < block; ++i) acc[i] = At(c, rc + i0 + i);
         for (int j = 0; j < w; ++j) {
-          const T g = G(t, t0 + j);
+          const T gj = g[j];
           const T* x = &Xt(j, rc + i0);
-          for (int i = 0; i < block; ++i) acc[i] -= x[i] * g;
+          for (int i = 0; i < block; ++i) acc[i] -= x[i] * gj;
         }
         for (int i = 0; i < block; ++i) s[i0 + i] = acc[i];
       }
       for (int i = i0; i < len; ++i) s[i] = At(c, rc + i);
       for (int j = 0; j < w; ++j) {
-        const T g = G(t, t0 + j);
-        for (int i = i0; i < len; ++i) s[i] -= Xt(j, rc + i) * g;
+        const T gj = g[j];
+        for (int i = i0; i < len; ++i) s[i] -= Xt(j, rc + i) * gj;
       }
-      for (int i = 0; i < len; ++i) s[i] = s[i] > eps ? s[i] : eps;
-      for (int i = 0; i < len; ++i) Xt(c, rc + i) = s[i];
-      if (part == nullptr) return;
-      int i = 0;
-      for (; i + lanes <= len; i += lanes)
-        for (int l = 0; l < lanes; ++l) part[l] += double(s[i + l]) * double(s[i + l]);
-      for (; i < len; ++i) part[0] += double(s[i]) * double(s[i]);
+      for (int i = 0; i < len; ++i) Xt(c, rc + i) = s[i] > eps ? s[i] : eps;
     };
-    if (!normalize) {
-      // Rows are independent: each chunk runs every column while its part of
-      // the tile is in L1 (one pass over the tile instead of w).
-      for (int rc = r0; rc < r1; rc += chunk) {
-        const int len = r1 - rc < chunk ? r1 - rc : chunk;
+    // The dot products with dot_with in `lanes` partial sums that
+    // vectorise.
+    constexpr int lanes = 8;
+    double dot_lanes[lanes] = {};
+    const auto dot_rows = [&](int rc, int re) {
+      for (int r = rc; r < re; ++r) row_dot_lanes(&X(r, 0), &out.dot_with(r, 0), w, dot_lanes);
+    };
+    // Rows are independent: each chunk runs every column while its part of
+    // the tile is in L1 (one pass over the tile instead of w).
+    for (int rc = r0; rc < r1; rc += chunk) {
+      const int len = r1 - rc < chunk ? r1 - rc : chunk;
+      if (base == Base::multiplicative) {
+        if constexpr (!std::is_same_v<Prod, NoProduct>) product_rows(prod, B, rc, rc + len);
+        for (int r = rc; r < rc + len; ++r) mu_row(&X(r, 0), &B(r, 0), G, K, g, tl1, T(l2), eps);
+      } else {
         load(rc, rc + len);
-        for (int c = 0; c < w; ++c) column_chunk(c, rc, len, false, T(1), nullptr);
-        store(rc, rc + len, T(1));
+        for (int c = 0; c < w; ++c) {
+          const int t = t0 + c;
+          for (int j = 0; j < w; ++j) g[j] = j == c ? T(1) : T(G(t, t0 + j)) * invd[c];
+          column_chunk(c, rc, len, g);
+        }
+        store(rc, rc + len);
       }
-      return;
+      if (gram) rows_gram(X, rc, rc + len, part);
+      if (dot) dot_rows(rc, rc + len);
     }
-    load(r0, r1);
-    T inv = T(1);  // 1 / ||column c-1||
-    for (int c = 0; c < w; ++c) {
-      double part[lanes] = {};
-      for (int rc = r0; rc < r1; rc += chunk) column_chunk(c, rc, r1 - rc < chunk ? r1 - rc : chunk, c > 0, inv, part);
-      double ss = ((part[0] + part[1]) + (part[2] + part[3])) + ((part[4] + part[5]) + (part[6] + part[7]));
-      team.team_reduce(Kokkos::Sum<double>(ss));
-      Kokkos::single(Kokkos::PerTeam(team), [&]() { norms2(t0 + c) = ss; });
-      inv = T(1.0 / Kokkos::sqrt(ss));
-    }
-    store(r0, r1, inv);
+    if (!gram && !dot) return;
+    double dot_part = ((dot_lanes[0] + dot_lanes[1]) + (dot_lanes[2] + dot_lanes[3])) +
+                      ((dot_lanes[4] + dot_lanes[5]) + (dot_lanes[6] + dot_lanes[7]));
+    double gram_part = 0.0;
+    if (gram) gram_part = reduce_gram(team, out.partials, out.gram, out.gram_with);
+    team.team_reduce(Kokkos::Sum<double>(dot_part));
+    team.team_reduce(Kokkos::Sum<double>(gram_part));
+    Kokkos::single(Kokkos::PerTeam(team), [&]() {
+      if (dot) out.scal(0) = dot_part;
+      if (gram_dot) out.scal(1) = gram_part;
+    });
   };
   const int threads = Policy(exec, 1, 1).team_size_max(body, Kokkos::ParallelForTag());
-  Kokkos::parallel_for("kfactor::nmf::tile_sweep_host", Policy(exec, 1, threads), body);
+  Kokkos::parallel_for("kfactor::nmf::tile_sweep_host",
+                       Policy(exec, 1, threads).set_scratch_size(0, Kokkos::PerThread(2 * std::size_t(w) * sizeof(T))),
+                       body);
 }
 
-/// X(:, t) /= sqrt(norms2(t)).
-template <class ExecutionSpace, class XV, class NV>
-void scale_column(const ExecutionSpace& exec, const XV& X, int t, const NV& norms2) {
-  using T = typename XV::non_const_value_type;
-  Kokkos::parallel_for(
-      "kfactor::nmf::scale_column", light_weight(Kokkos::RangePolicy<ExecutionSpace>(exec, 0, X.extent(0))),
-      KOKKOS_LAMBDA(std::size_t r) {
-        const T inv = T(1.0 / Kokkos::sqrt(norms2(t)));
-        X(r, t) *= inv;
-      });
+/// G = X^T X on a host with the arithmetic of tile_sweep_host's Gram (the
+/// same rows per thread for the same `prod`, the same chunks, rows_gram and
+/// reduce_gram): the Gram of a
+/// factor that a sweep did not produce (a fresh or restored state) has the
+/// bits the sweep would have given it, so a continued run equals an
+/// uninterrupted one bit for bit.
+template <class ExecutionSpace, class XV, class PV, class GV, class Prod = NoProduct>
+void host_gram(const ExecutionSpace& exec, const XV& X, const PV& partials, const GV& G, const Prod& prod = {}) {
+  static_assert(SweepTraits<ExecutionSpace>::host, "host_gram runs one team: host spaces only");
+  using Policy = Kokkos::TeamPolicy<ExecutionSpace>;
+  const int n = static_cast<int>(X.extent(0)), K = static_cast<int>(X.extent(1));
+  const auto body = KOKKOS_LAMBDA(const typename Policy::member_type& team) {
+    constexpr int chunk = sweep_chunk;
+    const int p = team.team_rank(), threads = team.team_size();
+    const int r0 = sweep_row_bound(prod, n, K, p, threads), r1 = sweep_row_bound(prod, n, K, p + 1, threads);
+    double* part = partials.data() + std::size_t(p) * K * K;
+    for (int e = 0; e < K * K; ++e) part[e] = 0.0;
+    for (int rc = r0; rc < r1; rc += chunk) rows_gram(X, rc, rc + (r1 - rc < chunk ? r1 - rc : chunk), part);
+    reduce_gram(team, partials, G, GV{});
+  };
+  const int threads = Policy(exec, 1, 1).team_size_max(body, Kokkos::ParallelForTag());
+  Kokkos::parallel_for("kfactor::nmf::host_gram", Policy(exec, 1, threads), body);
 }
 
 /// N (K x K) such that Acc = X N[:, tile] is ALO's phases 1 and 3 for that
-/// tile (G's row i for column i: G need not be symmetric, scaled_system), X in place (columns before the tile new, the
-/// tile and after old): N(j, i) = (diag ? G(i, i) : 1) for j == i, 0 for another column j of i's tile (the sweep
-/// applies those), -G(i, j) for j outside i's tile. So the columns of the earlier tiles (new: phase 3, pulled by this
-/// tile instead of pushed by each earlier one) and of the later tiles (old: phase 1) enter in ONE GEMM of inner
-/// dimension K per tile: 2 V K^2 flops per update in products of full depth, where phase 1 for all tiles at once (X_old
-/// M with a block-triangular M, half zeros) plus a rank-T phase-3 GEMM per tile did 3 V K^2, a third of it in updates
-/// of depth T.
+/// tile, for the scaled system Gs (scaled_system: row i for column i, Gs need
+/// not be symmetric), X in place (columns before the tile new, the tile and
+/// after old): N(j, i) = 1 for j == i (the base X(r, i)), 0 for another
+/// column j of i's tile (the sweep applies those), -Gs(i, j) for j outside
+/// i's tile. So the columns of the earlier tiles (new: phase 3, pulled by
+/// this tile instead of pushed by each earlier one) and of the later tiles
+/// (old: phase 1) enter in ONE GEMM of inner dimension K per tile: 2 V K^2
+/// flops per update in products of full depth, where phase 1 for all tiles
+/// at once (X_old M with a block-triangular M, half zeros) plus a rank-T
+/// phase-3 GEMM per tile did 3 V K^2, a third of it in updates of depth T.
 template <class ExecutionSpace, class GV, class MV>
-void alo_tile_matrix(const ExecutionSpace& exec, const GV& G, int tile, bool diag, const MV& N) {
+void alo_tile_matrix(const ExecutionSpace& exec, const GV& G, int tile, const MV& N) {
   using T = typename MV::non_const_value_type;
   Kokkos::parallel_for(
       "kfactor::nmf::alo_tile_matrix", row_major_policy(exec, N.extent(0), N.extent(1)),
       KOKKOS_LAMBDA(std::size_t j, std::size_t i) {
-        N(j, i) = j == i ? (diag ? T(G(i, i)) : T(1)) : (int(j) / tile != int(i) / tile ? T(-G(i, j)) : T(0));
+        N(j, i) = j == i ? T(1) : (int(j) / tile != int(i) / tile ? T(-G(i, j)) : T(0));
       });
 }
 
