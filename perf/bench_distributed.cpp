@@ -630,7 +630,7 @@ void run_nmf_on(MPI_Comm c, const Exec& exec, const Args& a, const std::string& 
             ++s.iteration;
           },
           [&] { return s.comm_stats(); });
-      const auto v = dn::epoch_volume(V, D, a.k, P, o.algorithm, sizeof(T), blocks.grid);
+      const auto v = dn::epoch_volume(V, D, a.k, P, sizeof(T), blocks.grid);
       Model model;
       if (P > 1) {
         // Payload of the all-reductions: two K x K Grams and the doubles.

@@ -220,10 +220,10 @@ TEST(DistributedNmfGrid, AutomaticGridHasTheLeastModelledVolume) {
                    dn::to_string(best));
       EXPECT_FALSE(best.automatic());
       if (!best.one_d) EXPECT_EQ(best.rows * best.cols, P);
-      const double chosen = dn::epoch_volume(V, D, 16, P, Algorithm::hals, 8, best).bytes;
-      EXPECT_EQ(dn::epoch_volume(V, D, 16, P, Algorithm::hals, 8, dn::Grid{}).bytes, chosen);
-      EXPECT_LE(chosen, dn::epoch_volume(V, D, 16, P, Algorithm::hals, 8, one_d).bytes);
-      for (const auto& g : grids_of(P)) EXPECT_LE(chosen, dn::epoch_volume(V, D, 16, P, Algorithm::hals, 8, g).bytes);
+      const double chosen = dn::epoch_volume(V, D, 16, P, 8, best).bytes;
+      EXPECT_EQ(dn::epoch_volume(V, D, 16, P, 8, dn::Grid{}).bytes, chosen);
+      EXPECT_LE(chosen, dn::epoch_volume(V, D, 16, P, 8, one_d).bytes);
+      for (const auto& g : grids_of(P)) EXPECT_LE(chosen, dn::epoch_volume(V, D, 16, P, 8, g).bytes);
     }
   // The aspect of the grid follows the matrix's; a square grid moves 2 / (sqrt(P) + 1) of 1D.
   EXPECT_EQ(dn::choose_grid(1000, 1000, 4), (dn::Grid{2, 2}));
@@ -231,17 +231,17 @@ TEST(DistributedNmfGrid, AutomaticGridHasTheLeastModelledVolume) {
   EXPECT_EQ(dn::choose_grid(100, 10000, 4), (dn::Grid{1, 4}));
   EXPECT_EQ(dn::choose_grid(1000, 1000, 1), (dn::Grid{1, 1}));
   EXPECT_EQ(dn::choose_grid(1000, 1000, 2), (dn::Grid{2, 1}));  // a three-way tie: fewest exchanges, a grid, rows
-  const auto sq = dn::epoch_volume(1000, 1000, 8, 4, Algorithm::mu, 8, dn::Grid{2, 2});
-  const auto lin = dn::epoch_volume(1000, 1000, 8, 4, Algorithm::mu, 8, one_d);
+  const auto sq = dn::epoch_volume(1000, 1000, 8, 4, 8, dn::Grid{2, 2});
+  const auto lin = dn::epoch_volume(1000, 1000, 8, 4, 8, one_d);
   EXPECT_DOUBLE_EQ(sq.gather_words + sq.scatter_words, 2.0 / 3.0 * lin.gather_words);
   EXPECT_EQ(sq.exchanges, 4);
   EXPECT_EQ(lin.exchanges, 2);
-  EXPECT_EQ(dn::epoch_volume(1000, 1000, 8, 4, Algorithm::mu, 8, dn::Grid{4, 1}).exchanges, 2);
+  EXPECT_EQ(dn::epoch_volume(1000, 1000, 8, 4, 8, dn::Grid{4, 1}).exchanges, 2);
   // Grid names.
   for (const char* s : {"auto", "1d", "2x2", "1x4", "12x3"}) EXPECT_EQ(dn::to_string(dn::parse_grid(s)), s);
   for (const char* s : {"", "x", "2x", "x2", "0x4", "2x0", "-1x4", "2x2x1", "2*2", "1D", "two", "2 x 2"})
     EXPECT_THROW(dn::parse_grid(s), UsageError) << s;
-  EXPECT_THROW(dn::epoch_volume(100, 100, 4, 4, Algorithm::mu, 8, dn::Grid{3, 1}), UsageError);
+  EXPECT_THROW(dn::epoch_volume(100, 100, 4, 4, 8, dn::Grid{3, 1}), UsageError);
 
   // make_problem: automatic resolves to choose_grid; a grid of other than P ranks is refused on every rank.
   const Exec exec;
@@ -267,7 +267,7 @@ TEST(DistributedNmfGrid, ReceivedBytesPerEpochAreTheModels) {
   for (const auto& grid : layouts) {
     SCOPED_TRACE("grid " + dn::to_string(grid));
     const auto res = dn::solve(exec, dn::make_problem(exec, MPI_COMM_WORLD, A, grid), o);
-    const auto v = dn::epoch_volume(48, 36, 4, P, o.algorithm, sizeof(double), grid);
+    const auto v = dn::epoch_volume(48, 36, 4, P, sizeof(double), grid);
     EXPECT_EQ(std::stod(res.report.info.at("gathered_bytes_per_iteration")),
               (v.gather_words + v.scatter_words) * sizeof(double));
     EXPECT_EQ(std::stod(res.report.info.at("model_bytes_per_iteration")), std::floor(v.bytes));

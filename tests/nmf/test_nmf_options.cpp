@@ -158,15 +158,18 @@ void ref_mu_half(const Mat& a, const std::vector<char>& mask, Mat& X, const Mat&
     }
 }
 
+/// One MU epoch: W then H with `w_first` (the solver's order for beta
+/// losses and masked data), else H then W (Frobenius on every entry).
 void ref_mu_epoch(const Mat& A, std::vector<char> mask, Mat& W, Mat& Ht, int beta, double alpha_w, double alpha_h,
-                  double l1r, double eps) {
+                  double l1r, double eps, bool w_first) {
   if (mask.empty()) mask.assign(A.v.size(), 1);
   std::vector<char> maskt(mask.size());
   for (int i = 0; i < A.rows; ++i)
     for (int j = 0; j < A.cols; ++j) maskt[std::size_t(j) * A.rows + i] = mask[std::size_t(i) * A.cols + j];
   const double V = A.rows, D = A.cols;
+  if (w_first) ref_mu_half(A, mask, W, Ht, beta, alpha_w * l1r * D, alpha_w * (1 - l1r) * D, eps);
   ref_mu_half(transpose(A), maskt, Ht, W, beta, alpha_h * l1r * V, alpha_h * (1 - l1r) * V, eps);
-  ref_mu_half(A, mask, W, Ht, beta, alpha_w * l1r * D, alpha_w * (1 - l1r) * D, eps);
+  if (!w_first) ref_mu_half(A, mask, W, Ht, beta, alpha_w * l1r * D, alpha_w * (1 - l1r) * D, eps);
 }
 
 /// The beta-divergence of A from W Ht^T over the masked entries.
@@ -297,7 +300,7 @@ TYPED_TEST(NmfOptionsTest, PenalizedRulesMatchTheReference) {
       nmf::step(exec, sparse, o, ss);
       ++ss.iteration;
       if (alg == nmf::Algorithm::mu)
-        ref_mu_epoch(A, {}, W, Ht, 2, o.alpha_w, o.alpha_h, o.l1_ratio, o.epsilon);
+        ref_mu_epoch(A, {}, W, Ht, 2, o.alpha_w, o.alpha_h, o.l1_ratio, o.epsilon, false);
       else
         ref_cd_epoch(A, {}, W, Ht, o.alpha_w, o.alpha_h, o.l1_ratio, o.epsilon);
     }
@@ -332,7 +335,7 @@ TYPED_TEST(NmfOptionsTest, BetaLossesMatchTheReferenceAndNeverRise) {
     for (int e = 0; e < 3; ++e) {
       nmf::step(exec, P, o, s);
       ++s.iteration;
-      ref_mu_epoch(Apos, {}, W, Ht, beta, o.alpha_w, o.alpha_h, o.l1_ratio, o.epsilon);
+      ref_mu_epoch(Apos, {}, W, Ht, beta, o.alpha_w, o.alpha_h, o.l1_ratio, o.epsilon, true);
     }
     EXPECT_LT(rel_diff(to_mat(s.W), W), 1e-10);
     EXPECT_LT(rel_diff(to_mat(s.Ht), Ht), 1e-10);
@@ -410,8 +413,8 @@ TYPED_TEST(NmfOptionsTest, MissingAbsentFitsTheStoredEntriesOnly) {
       nmf::step(exec, P, o, s);
       ++s.iteration;
       if (alg == nmf::Algorithm::mu) {
-        ref_mu_epoch(A, mask, W, Ht, 2, 0, o.alpha_h, 0, o.epsilon);
-        ref_mu_epoch(A2, mask, W2, Ht2, 2, 0, o.alpha_h, 0, o.epsilon);
+        ref_mu_epoch(A, mask, W, Ht, 2, 0, o.alpha_h, 0, o.epsilon, true);
+        ref_mu_epoch(A2, mask, W2, Ht2, 2, 0, o.alpha_h, 0, o.epsilon, true);
       } else {
         ref_cd_epoch(A, mask, W, Ht, 0, o.alpha_h, 0, o.epsilon);
         ref_cd_epoch(A2, mask, W2, Ht2, 0, o.alpha_h, 0, o.epsilon);

@@ -243,10 +243,10 @@ inline Grid choose_grid(std::int64_t V, std::int64_t D, int P) {
 
 /// The modelled communication of one epoch per rank on P ranks in `grid`
 /// (1D by default; an automatic grid is resolved by choose_grid; equal
-/// blocks), the same for every algorithm `a` (the rows of a factor are
+/// blocks), the same for every algorithm (the rows of a factor are
 /// independent in a half step: no per-column sums). UsageError for a grid
 /// of other than P ranks.
-inline EpochVolume epoch_volume(std::int64_t V, std::int64_t D, int K, int P, Algorithm a, std::size_t value_bytes,
+inline EpochVolume epoch_volume(std::int64_t V, std::int64_t D, int K, int P, std::size_t value_bytes,
                                 Grid grid = Grid{.one_d = true}) {
   if (grid.automatic()) grid = choose_grid(V, D, P);
   if (!grid.one_d && grid.rows * grid.cols != P)
@@ -260,7 +260,6 @@ inline EpochVolume epoch_volume(std::int64_t V, std::int64_t D, int K, int P, Al
   v.exchanges = detail::exchange_count(P, grid);
   v.gram_words = 2.0 * 2.0 * f * double(K) * K;
   v.scalar_reductions = 1.0;  // <W, P>
-  (void)a;
   v.collectives = v.exchanges + 2.0 + v.scalar_reductions;
   v.bytes =
       double(value_bytes) * (v.gather_words + v.scatter_words + v.gram_words) + 8.0 * 2.0 * f * v.scalar_reductions;
@@ -584,8 +583,7 @@ Report resume(const ExecutionSpace& exec, const Problem<Matrix>& A, const Option
   const int its = state.iteration - first;
   if (its > 0) {
     r.timings.set("per_iteration", r.seconds / its);
-    const auto model =
-        epoch_volume(A.global_rows, A.global_cols, options.rank, A.size, options.algorithm, sizeof(T), A.grid);
+    const auto model = epoch_volume(A.global_rows, A.global_cols, options.rank, A.size, sizeof(T), A.grid);
     r.info["model_bytes_per_iteration"] = std::to_string(static_cast<std::int64_t>(model.bytes));
     r.info["gathered_bytes_per_iteration"] = std::to_string((after.bytes_in - before.bytes_in) / its);
   }

@@ -1023,7 +1023,8 @@ void residual_of(const ExecutionSpace& exec, const AV& a, const RV& res) {
 }
 
 /// One epoch of the rules beside the file comment's (Options::beta_loss,
-/// missing absent): H then W (W skipped with fix_w), then the error.
+/// missing absent), then the error: masked hals/alo H then W, mu W then H
+/// (W skipped with fix_w).
 /// Masked hals/alo: for each factor the residual on the stored entries
 /// (sddmm) and masked_cd_rows; mu: elementwise_half.
 template <class ExecutionSpace, class Matrix, class T, class Mem>
@@ -1044,8 +1045,11 @@ void other_epoch(const ExecutionSpace& exec, const Matrix& Arow, const Matrix& A
       }
     }
   } else {
-    elementwise_half(exec, Acol, false, options, Ht, W, ws.R, ws.Hbuf, ws, pen.l1_h, pen.l2_h);
+    // W then H, scikit-learn's order: from the same start the order of the
+    // halves decides where a few dozen KL updates end, and H first ended
+    // measurably above scikit-learn's divergence on sparse graphs.
     if (!options.fix_w) elementwise_half(exec, Arow, true, options, W, Ht, ws.P, ws.Wbuf, ws, pen.l1_w, pen.l2_w);
+    elementwise_half(exec, Acol, false, options, Ht, W, ws.R, ws.Hbuf, ws, pen.l1_h, pen.l2_h);
   }
   divergence_error(exec, Arow, options, W, Ht, ws);
   ws.S_iteration = -1;
