@@ -414,7 +414,9 @@ void tile_sweep_host(const ExecutionSpace& exec, const XV& X, const BV& B, Base 
   if (n == 0 || w == 0) return;
   const bool gram = out.gram.extent(0) > 0, dot = out.dot_with.extent(0) > 0, gram_dot = out.gram_with.extent(0) > 0;
   const T tl1 = T(l1);
-  const auto body = KOKKOS_LAMBDA(const typename Policy::member_type& team) {
+  // A host lambda: the body never runs on a device (and nvcc's extended
+  // lambdas cannot capture inside the `if constexpr` below).
+  const auto body = [=](const typename Policy::member_type& team) {
     constexpr int chunk = sweep_chunk, block = 64;
     const int p = team.team_rank(), threads = team.team_size();
     const int K = static_cast<int>(X.extent(1));
