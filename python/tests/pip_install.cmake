@@ -13,28 +13,29 @@
 file(REMOVE_RECURSE ${WORK_DIR}/site ${WORK_DIR}/run)
 file(MAKE_DIRECTORY ${WORK_DIR}/run)
 find_program(CCACHE ccache)
-set(launcher "")
+set(build_env "")
 if(CCACHE)
-  set(launcher CMAKE_CXX_COMPILER_LAUNCHER=${CCACHE})
+  set(build_env CMAKE_CXX_COMPILER_LAUNCHER=${CCACHE})
   if(CCACHE_DIR_MAIN)
-    list(APPEND launcher CCACHE_DIR=${CCACHE_DIR_MAIN})
+    list(APPEND build_env CCACHE_DIR=${CCACHE_DIR_MAIN})
   endif()
   if(CCACHE_BASEDIR_MAIN)
-    list(APPEND launcher CCACHE_BASEDIR=${CCACHE_BASEDIR_MAIN})
+    list(APPEND build_env CCACHE_BASEDIR=${CCACHE_BASEDIR_MAIN})
   endif()
 endif()
 # The dependencies where this build found them (a Kokkos outside the
-# system's prefixes, as a CUDA build's usually is).
-set(prefix "")
+# system's prefixes, as a CUDA build's usually is), through the environment:
+# a list of several prefixes would split into several pip arguments.
 if(PREFIX_PATH)
-  set(prefix "--config-settings=cmake.define.CMAKE_PREFIX_PATH=${PREFIX_PATH}")
+  string(REPLACE ";" ":" prefix_env "${PREFIX_PATH}")
+  list(APPEND build_env "CMAKE_PREFIX_PATH=${prefix_env}")
 endif()
 string(TIMESTAMP t0 "%s")
 execute_process(
-  COMMAND ${CMAKE_COMMAND} -E env ${launcher} CMAKE_BUILD_PARALLEL_LEVEL=${JOBS}
+  COMMAND ${CMAKE_COMMAND} -E env ${build_env} CMAKE_BUILD_PARALLEL_LEVEL=${JOBS}
     ${PYTHON} -m pip install --no-build-isolation --no-deps --break-system-packages --no-cache-dir --quiet
     --target ${WORK_DIR}/site --config-settings=build-dir=${BUILD_DIR}
-    --config-settings=cmake.define.CMAKE_CXX_COMPILER=${CXX} ${prefix} ${SOURCE_DIR}
+    --config-settings=cmake.define.CMAKE_CXX_COMPILER=${CXX} ${SOURCE_DIR}
   RESULT_VARIABLE rc)
 string(TIMESTAMP t1 "%s")
 math(EXPR seconds "${t1} - ${t0}")
