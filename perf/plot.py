@@ -19,8 +19,10 @@ import matplotlib.pyplot as plt
 def case_of(r):
     info = r.get("info", {})
     parts = [str(r.get("case") or r.get("matrix") or "")]
-    parts += [str(info[k]) for k in ("dataset", "input", "algorithm", "variant", "tile", "objective", "lambda")
+    parts += [str(info[k]) for k in ("dataset", "input", "algorithm", "variant", "tile", "objective", "lambda", "grid")
               if k in info]
+    if "ranks" in r:  # distributed records: one bar per shape, scaling and rank count
+        parts += [f"{r['rows']}x{r['cols']}", str(r.get("scaling", "")), f"p={r['ranks']}"]
     if r.get("rank"):
         parts.append(f"K{r['rank']}")
     return " ".join(p for p in parts if p)

@@ -18,7 +18,7 @@ InfiniBand NIC per GPU.
 
 NMF, per epoch (T bytes per value, K the rank):
   1D (rows of A and W, columns of A and H per rank):
-      gathers (V + D) K T, 2 K x K Gram all-reduces, K + 1 scalar all-reduces (hals, alo)
+      gathers (V + D) K T, 2 K x K Gram all-reduces, 1 scalar all-reduce (the error)
   2D grid pr x pc (MPI-FAUN): W gathered within grid rows, H within grid
   columns, the products reduce-scattered:
       2 [(V / pr)(pc - 1)/pc + (D / pc)(pr - 1)/pr] K T words per rank
@@ -53,10 +53,7 @@ def allreduce(P, nbytes, l):
 def nmf_1d(a, P, l):
     T, K = a.bytes, a.k
     t = allgather(P, a.rows * K * T, l) + allgather(P, a.cols * K * T, l)
-    t += 2 * allreduce(P, K * K * T, l)
-    if a.alg in ("hals", "alo"):
-        t += (K + 1) * allreduce(P, 8, l)
-    return t
+    return t + 2 * allreduce(P, K * K * T, l) + allreduce(P, 8, l)
 
 
 def best_grid(P, a):
@@ -75,9 +72,7 @@ def nmf_2d(a, P, l):
     words, pr, pc = best_grid(P, a)
     # four collectives on sub-communicators of pr or pc ranks
     t = 2 * (pc - 1) * l["alpha"] + 2 * (pr - 1) * l["alpha"] + words * a.bytes * l["beta"]
-    t += 2 * allreduce(P, a.k * a.k * a.bytes, l)
-    if a.alg in ("hals", "alo"):
-        t += (a.k + 1) * allreduce(P, 8, l)
+    t += 2 * allreduce(P, a.k * a.k * a.bytes, l) + allreduce(P, 8, l)
     return t, f"{pr}x{pc}"
 
 
@@ -92,7 +87,6 @@ def main():
     p.add_argument("--cols", type=float, required=True)
     p.add_argument("--k", type=int, required=True, help="factor rank (K or f)")
     p.add_argument("--t1", type=float, required=True, help="measured seconds per iteration on one GPU")
-    p.add_argument("--alg", default="hals", help="nmf: hals, alo or mu")
     p.add_argument("--bytes", type=int, default=4, help="bytes per value (4: float)")
     p.add_argument("--node", type=int, default=8, help="GPUs per node (NVLink within)")
     p.add_argument("--gpus", default="1,2,8,64,512")

@@ -215,6 +215,22 @@ KOKKOS_INLINE_FUNCTION int spmm_host_row_chunks(int i, int c0, int k, S alpha, S
   return c0;
 }
 
+/// Row i of C = alpha A B + beta C on a host thread: spmm_host_row_chunks
+/// from 1024-byte chunks (16 AVX-512 registers) down through halving chunks
+/// to one 32-byte vector, then single columns.
+template <class S, class RowMap, class Entries, class Values, class BV, class CV>
+KOKKOS_INLINE_FUNCTION void spmm_host_row(int i, int k, S alpha, S beta, const RowMap& row_map,
+                                          const Entries& entries, const Values& values, const BV& B, const CV& C) {
+  constexpr int W = 1024 / int(sizeof(S));
+  int c = spmm_host_row_chunks<W>(i, 0, k, alpha, beta, row_map, entries, values, B, C);
+  c = spmm_host_row_chunks<W / 2>(i, c, k, alpha, beta, row_map, entries, values, B, C);
+  c = spmm_host_row_chunks<W / 4>(i, c, k, alpha, beta, row_map, entries, values, B, C);
+  c = spmm_host_row_chunks<W / 8>(i, c, k, alpha, beta, row_map, entries, values, B, C);
+  c = spmm_host_row_chunks<W / 16>(i, c, k, alpha, beta, row_map, entries, values, B, C);
+  c = spmm_host_row_chunks<W / 32>(i, c, k, alpha, beta, row_map, entries, values, B, C);
+  spmm_host_row_chunks<1>(i, c, k, alpha, beta, row_map, entries, values, B, C);
+}
+
 template <class ExecutionSpace, class T, class MemorySpace, class BV, class CV>
 void spmm_portable(const ExecutionSpace& exec, typename CV::non_const_value_type alpha,
                    const CsrMatrix<T, MemorySpace>& A, const BV& B, typename CV::non_const_value_type beta,
@@ -233,20 +249,10 @@ void spmm_portable(const ExecutionSpace& exec, typename CV::non_const_value_type
   auto values = A.values;
   const Policy policy = Shape::host ? Policy(exec, league, 1, 1) : Policy(exec, league, rpt, vlen);
   if constexpr (Shape::host) {
-    // Host: row i of C in chunks of 1024 bytes (16 AVX-512 registers), then
-    // halving chunks down to one 32-byte vector, then single columns.
-    constexpr int W = 1024 / int(sizeof(S));
     Kokkos::parallel_for(
         "kfactor::spmm_portable_host",
-        Kokkos::RangePolicy<ExecutionSpace, Kokkos::Schedule<Kokkos::Dynamic>>(exec, 0, m), KOKKOS_LAMBDA(int i) {
-          int c = spmm_host_row_chunks<W>(i, 0, k, alpha, beta, row_map, entries, values, B, C);
-          c = spmm_host_row_chunks<W / 2>(i, c, k, alpha, beta, row_map, entries, values, B, C);
-          c = spmm_host_row_chunks<W / 4>(i, c, k, alpha, beta, row_map, entries, values, B, C);
-          c = spmm_host_row_chunks<W / 8>(i, c, k, alpha, beta, row_map, entries, values, B, C);
-          c = spmm_host_row_chunks<W / 16>(i, c, k, alpha, beta, row_map, entries, values, B, C);
-          c = spmm_host_row_chunks<W / 32>(i, c, k, alpha, beta, row_map, entries, values, B, C);
-          spmm_host_row_chunks<1>(i, c, k, alpha, beta, row_map, entries, values, B, C);
-        });
+        Kokkos::RangePolicy<ExecutionSpace, Kokkos::Schedule<Kokkos::Dynamic>>(exec, 0, m),
+        KOKKOS_LAMBDA(int i) { spmm_host_row(i, k, alpha, beta, row_map, entries, values, B, C); });
   } else {
     // Device, light rows: a team thread per row, vector lanes over the k
     // columns, each lane accumulating its columns in a register.

@@ -333,22 +333,15 @@ struct RowProduct {
 template <class Prod>
 inline constexpr bool csr_product = requires(const Prod& p) { p.A.row_map; };
 
-/// Rows [ra, rb) of B = prod.A prod.F: a CSR row is a sum of rows of F
-/// (vectorised over the K columns), dense rows are gemm_skinny_nn's blocks.
+/// Rows [ra, rb) of B = prod.A prod.F: CSR rows as the host SpMM computes
+/// them (spmm_host_row), dense rows as gemm_skinny_nn's blocks.
 template <class Prod, class BV>
 KOKKOS_INLINE_FUNCTION void product_rows(const Prod& prod, const BV& B, int ra, int rb) {
   using T = typename BV::non_const_value_type;
   if constexpr (csr_product<Prod>) {
     const int K = static_cast<int>(B.extent(1));
-    for (int r = ra; r < rb; ++r) {
-      T* b = &B(r, 0);
-      for (int k = 0; k < K; ++k) b[k] = T(0);
-      for (auto e = prod.A.row_map(r); e < prod.A.row_map(r + 1); ++e) {
-        const T v = prod.A.values(e);
-        const T* f = &prod.F(prod.A.entries(e), 0);
-        for (int k = 0; k < K; ++k) b[k] += v * f[k];
-      }
-    }
+    for (int r = ra; r < rb; ++r)
+      kfactor::detail::spmm_host_row(r, K, T(1), T(0), prod.A.row_map, prod.A.entries, prod.A.values, prod.F, B);
   } else {
     kfactor::detail::gemm_skinny_nn_rows(prod.A, prod.F, B, ra, rb);
   }
