@@ -219,8 +219,8 @@ KOKKOS_INLINE_FUNCTION int spmm_host_row_chunks(int i, int c0, int k, S alpha, S
 /// from 1024-byte chunks (16 AVX-512 registers) down through halving chunks
 /// to one 32-byte vector, then single columns.
 template <class S, class RowMap, class Entries, class Values, class BV, class CV>
-KOKKOS_INLINE_FUNCTION void spmm_host_row(int i, int k, S alpha, S beta, const RowMap& row_map,
-                                          const Entries& entries, const Values& values, const BV& B, const CV& C) {
+KOKKOS_INLINE_FUNCTION void spmm_host_row(int i, int k, S alpha, S beta, const RowMap& row_map, const Entries& entries,
+                                          const Values& values, const BV& B, const CV& C) {
   constexpr int W = 1024 / int(sizeof(S));
   int c = spmm_host_row_chunks<W>(i, 0, k, alpha, beta, row_map, entries, values, B, C);
   c = spmm_host_row_chunks<W / 2>(i, c, k, alpha, beta, row_map, entries, values, B, C);
