@@ -31,7 +31,9 @@ the command also each side's fastest run.
            wall time per iteration of each fit() and their median ratio.
 
 Inputs: SNAP edge lists (paths; read as perf/bench_nmf_sklearn.py and
-kfactor::io::read_edges read them) and dense uniform matrices given as RxC.
+kfactor::io::read_edges read them) and dense uniform matrices given as RxC (for
+the command written as a Matrix Market array of 4-decimal values, which both
+sides then factor).
 Set OMP_WAIT_POLICY=passive on a machine shared with other work (spinning
 OpenMP threads that lose their core make times meaningless).
 
@@ -139,11 +141,33 @@ def bench_sklearn(A, label, args):
             "time_ratio": p.ratio}
 
 
+def write_dense_decimals(path, A, digits=4):
+    """A rounded to `digits` decimals in [0, 1), written as a Matrix Market
+    array without formatting each value in Python (scipy's writer and reader
+    took minutes on a 20000 x 10000 matrix); returns the values the command
+    reads. Each value is "0.dddd": k / 10^digits is the double nearest to that
+    decimal (IEEE division rounds correctly), as strtod reads it, so both
+    sides factor the same matrix."""
+    scale = 10**digits
+    k = np.minimum(np.rint(np.asarray(A, dtype=np.float64) * scale), scale - 1).astype(np.int64)
+    body = np.empty((k.size, digits + 3), dtype=np.uint8)
+    body[:, 0], body[:, 1], body[:, -1] = ord("0"), ord("."), ord("\n")
+    col_major = k.T.ravel()
+    for d in range(digits):
+        body[:, 2 + d] = ord("0") + (col_major // 10 ** (digits - 1 - d)) % 10
+    with open(path, "wb") as f:
+        f.write(f"%%MatrixMarket matrix array real general\n{k.shape[0]} {k.shape[1]}\n".encode())
+        f.write(body.tobytes())
+    return k / float(scale)
+
+
 def bench_cli(A, label, args, tmp):
     path = os.path.join(tmp, "A.mtx")
-    scipy.io.mmwrite(path, A, precision=17)
-    X = scipy.io.mmread(path)
-    X = canonical_csr(X) if sp.issparse(X) else np.ascontiguousarray(X)
+    if sp.issparse(A):
+        scipy.io.mmwrite(path, A, precision=17)
+        X = canonical_csr(scipy.io.mmread(path))
+    else:
+        X = np.ascontiguousarray(write_dense_decimals(path, A))
     model = kfactor.NMF(args.rank, algorithm="hals", init="random", max_iter=args.iters, tol=0,
                         random_state=args.seed, device=args.device)
     if args.device != "cpu" and not sp.issparse(X):
