@@ -24,58 +24,59 @@ namespace kfactor::detail {
 /// amortise the packing and take the BLAS.
 inline constexpr int skinny_max_columns = 64;
 
+/// Rows [i0, i0 + 4) and columns [c0, c0 + NB) of C = A B, each sum over k
+/// in order in registers (four arrays, one per row, so that the compiler
+/// keeps them in vector registers; a 4 x 16 array was partly kept on the
+/// stack).
+template <int NB, class BV, class CV, class T = typename CV::non_const_value_type>
+KOKKOS_INLINE_FUNCTION void gemm_skinny_rows4_block(const T* a0, const T* a1, const T* a2, const T* a3, const BV& B,
+                                                    const CV& C, int i0, int c0, int k) {
+  T s0[NB] = {}, s1[NB] = {}, s2[NB] = {}, s3[NB] = {};
+  for (int l = 0; l < k; ++l) {
+    const T* b = &B(l, c0);
+    const T x0 = a0[l], x1 = a1[l], x2 = a2[l], x3 = a3[l];
+    for (int c = 0; c < NB; ++c) {
+      s0[c] += x0 * b[c];
+      s1[c] += x1 * b[c];
+      s2[c] += x2 * b[c];
+      s3[c] += x3 * b[c];
+    }
+  }
+  for (int c = 0; c < NB; ++c) {
+    C(i0, c0 + c) = s0[c];
+    C(i0 + 1, c0 + c) = s1[c];
+    C(i0 + 2, c0 + c) = s2[c];
+    C(i0 + 3, c0 + c) = s3[c];
+  }
+}
+
 /// Rows [i0, i1) of C (m x n) = A (m x k) B (k x n), in blocks of 4 rows of
-/// A, which stay in L1 while each 16-column block of C is summed over k in
-/// registers (four arrays, one per row, so that the compiler keeps them in
-/// vector registers; a 4 x 16 array was partly kept on the stack). The work
-/// item of gemm_skinny_nn, and a host sweep's own rows of a product
+/// A, which stay in L1 while C's columns are summed over k in blocks of 16,
+/// then 8, 4 and 1 columns (gemm_skinny_rows4_block: a runtime-width loop
+/// ran scalar). A's rows and B's rows must be contiguous; C may have any
+/// layout (a host sweep writes the transpose of its tile). Every C(i, c) is
+/// the sum over l in order, whatever the blocking. The work item of
+/// gemm_skinny_nn, and a host sweep's own rows of a product and of its tile
 /// (kfactor::nmf's tile_sweep_host).
 template <class AV, class BV, class CV>
 KOKKOS_INLINE_FUNCTION void gemm_skinny_nn_rows(const AV& A, const BV& B, const CV& C, int i0, int i1) {
   using T = typename CV::non_const_value_type;
-  constexpr int NB = 16;
   const int n = static_cast<int>(C.extent(1));
   const int k = static_cast<int>(A.extent(1));
-  for (; i0 < i1; i0 += 4) {
-    if (i0 + 4 > i1) {
-      for (int i = i0; i < i1; ++i)
-        for (int c = 0; c < n; ++c) {
-          T s = T(0);
-          for (int l = 0; l < k; ++l) s += A(i, l) * B(l, c);
-          C(i, c) = s;
-        }
-      return;
-    }
+  for (; i0 + 4 <= i1; i0 += 4) {
     const T *a0 = &A(i0, 0), *a1 = &A(i0 + 1, 0), *a2 = &A(i0 + 2, 0), *a3 = &A(i0 + 3, 0);
-    for (int c0 = 0; c0 < n; c0 += NB) {
-      if (c0 + NB > n) {
-        for (int r = 0; r < 4; ++r)
-          for (int c = c0; c < n; ++c) {
-            T s = T(0);
-            for (int l = 0; l < k; ++l) s += A(i0 + r, l) * B(l, c);
-            C(i0 + r, c) = s;
-          }
-        break;
-      }
-      T s0[NB] = {}, s1[NB] = {}, s2[NB] = {}, s3[NB] = {};
-      for (int l = 0; l < k; ++l) {
-        const T* b = &B(l, c0);
-        const T x0 = a0[l], x1 = a1[l], x2 = a2[l], x3 = a3[l];
-        for (int c = 0; c < NB; ++c) {
-          s0[c] += x0 * b[c];
-          s1[c] += x1 * b[c];
-          s2[c] += x2 * b[c];
-          s3[c] += x3 * b[c];
-        }
-      }
-      for (int c = 0; c < NB; ++c) {
-        C(i0, c0 + c) = s0[c];
-        C(i0 + 1, c0 + c) = s1[c];
-        C(i0 + 2, c0 + c) = s2[c];
-        C(i0 + 3, c0 + c) = s3[c];
-      }
-    }
+    int c0 = 0;
+    for (; c0 + 16 <= n; c0 += 16) gemm_skinny_rows4_block<16>(a0, a1, a2, a3, B, C, i0, c0, k);
+    for (; c0 + 8 <= n; c0 += 8) gemm_skinny_rows4_block<8>(a0, a1, a2, a3, B, C, i0, c0, k);
+    for (; c0 + 4 <= n; c0 += 4) gemm_skinny_rows4_block<4>(a0, a1, a2, a3, B, C, i0, c0, k);
+    for (; c0 < n; ++c0) gemm_skinny_rows4_block<1>(a0, a1, a2, a3, B, C, i0, c0, k);
   }
+  for (int i = i0; i < i1; ++i)
+    for (int c = 0; c < n; ++c) {
+      T s = T(0);
+      for (int l = 0; l < k; ++l) s += A(i, l) * B(l, c);
+      C(i, c) = s;
+    }
 }
 
 /// C (m x n) = A (m x k) B (k x n): a work item per block of 4 rows of A

@@ -431,42 +431,11 @@ void tile_sweep_host(const ExecutionSpace& exec, const XV& X, const BV& B, Base 
     const auto load = [&](int ra, int rb) {
       if constexpr (!std::is_same_v<Prod, NoProduct>) product_rows(prod, B, ra, rb);
       if (base == Base::accumulated) {
-        // Four rows at a time (four independent chains of multiply-adds)
-        // and blocks of JW columns of fixed width, so that each sum over l
-        // is a vector multiply-add: a runtime-width loop ran scalar.
-        const auto rows4 = [&](int r, int j0, auto width) {
-          constexpr int JW = decltype(width)::value;
-          T a0[JW] = {}, a1[JW] = {}, a2[JW] = {}, a3[JW] = {};
-          for (int l = 0; l < K; ++l) {
-            const T* nl = &N(l, t0 + j0);
-            const T x0 = X(r, l), x1 = X(r + 1, l), x2 = X(r + 2, l), x3 = X(r + 3, l);
-            for (int j = 0; j < JW; ++j) {
-              a0[j] += x0 * nl[j];
-              a1[j] += x1 * nl[j];
-              a2[j] += x2 * nl[j];
-              a3[j] += x3 * nl[j];
-            }
-          }
-          for (int j = 0; j < JW; ++j) {
-            At(j0 + j, r) = a0[j];
-            At(j0 + j, r + 1) = a1[j];
-            At(j0 + j, r + 2) = a2[j];
-            At(j0 + j, r + 3) = a3[j];
-          }
-        };
-        int r = ra;
-        for (; r + 4 <= rb; r += 4) {
-          int j0 = 0;
-          for (; j0 + 8 <= w; j0 += 8) rows4(r, j0, std::integral_constant<int, 8>{});
-          for (; j0 + 4 <= w; j0 += 4) rows4(r, j0, std::integral_constant<int, 4>{});
-          for (; j0 < w; ++j0) rows4(r, j0, std::integral_constant<int, 1>{});
-        }
-        for (; r < rb; ++r)
-          for (int j = 0; j < w; ++j) {
-            T acc = T(0);
-            for (int l = 0; l < K; ++l) acc += X(r, l) * N(l, t0 + j);
-            At(j, r) = acc;
-          }
+        // At's rows r, columns [0, w), written through its transpose.
+        using AtT = Kokkos::View<T**, Kokkos::LayoutStride, typename TV::memory_space, Kokkos::MemoryUnmanaged>;
+        const AtT at_t(At.data(), Kokkos::LayoutStride(At.extent(1), 1, At.extent(0), At.stride(0)));
+        kfactor::detail::gemm_skinny_nn_rows(X, Kokkos::subview(N, Kokkos::ALL, Kokkos::make_pair(t0, t0 + w)), at_t,
+                                             ra, rb);
       }
       for (int rc = ra; rc < rb; rc += transpose_rows) {
         const int re = rc + transpose_rows < rb ? rc + transpose_rows : rb;
