@@ -386,7 +386,7 @@ KOKKOS_INLINE_FUNCTION int sweep_row_bound(const Prod& prod, int n, int K, int q
 /// it is). Each chunk of a thread's rows is copied into Xt with At = base +
 /// Bs (Base: X(r, t) for HALS, and for ALO X N[:, tile] with N from
 /// alo_tile_matrix, which holds the base: the tile's product, summed here
-/// over each row of X in 16-column blocks; as a BLAS call between launches,
+/// over each row of X by gemm_skinny_nn_rows; as a BLAS call between launches,
 /// OpenBLAS's threads spun in it for over half of an epoch at K = 64 on 2
 /// busy cores), runs all w columns while it is in L1 and is copied back,
 /// adding to `out` (SweepOutputs; HALS only, w = K). Base::multiplicative
