@@ -67,14 +67,17 @@ TYPED_TEST(MetricsTest, RatingErrorsMatchHostReference) {
   coo.cols = {2, 0, 1, 2};
   coo.values = {T(3), T(1), T(5), T(2)};
   auto R = to_csr(exec, coo);
-  DenseMatrix<T, typename Space::memory_space> W("W", 4, 1), Ht("Ht", 3, 1);
-  Kokkos::deep_copy(W, T(1));
-  Kokkos::deep_copy(Ht, T(2));
-  // predictions are all 2: residuals 1, -1, 3, 0
-  const auto e = rating_errors(exec, R, W, Ht);
+  Kokkos::View<T*, typename Space::memory_space> predictions("predictions", 4);
+  auto h = Kokkos::create_mirror_view(predictions);
+  const T p[4] = {T(2), T(2), T(2.5), T(2)};
+  for (int e = 0; e < 4; ++e) h(e) = p[e];
+  Kokkos::deep_copy(predictions, h);
+  // residuals 1, -1, 2.5, 0
+  const auto e = rating_errors(exec, R, predictions);
   EXPECT_EQ(e.count, 4u);
-  EXPECT_NEAR(e.rmse, std::sqrt((1 + 1 + 9 + 0) / 4.0), 1e-12);
-  EXPECT_NEAR(e.mae, (1 + 1 + 3 + 0) / 4.0, 1e-12);
+  EXPECT_NEAR(e.rmse, std::sqrt((1 + 1 + 6.25 + 0) / 4.0), 1e-12);
+  EXPECT_NEAR(e.mae, (1 + 1 + 2.5 + 0) / 4.0, 1e-12);
+  EXPECT_THROW(rating_errors(exec, R, Kokkos::View<T*, typename Space::memory_space>("short", 3)), UsageError);
 }
 
 TEST(Metrics, AllZeroMatrixIsAnInputError) {

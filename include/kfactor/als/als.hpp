@@ -344,6 +344,11 @@ struct Plan {
   /// cg: the confidence weights of R and R^T (original ids) and their SDDMM plans.
   CsrMatrix<T, MemorySpace> cg_users, cg_items;
   detail::ErasedSddmmPlan sddmm_users, sddmm_items;
+  /// The SDDMM plans of the sets the metrics predict on (training, test,
+  /// ring blocks), each built at its first evaluation; cg's user plan is
+  /// the training set's.
+  std::shared_ptr<kfactor::detail::SddmmPlanCache<T, MemorySpace>> predictions =
+      std::make_shared<kfactor::detail::SddmmPlanCache<T, MemorySpace>>();
 };
 
 template <class T, class MemorySpace>
@@ -742,6 +747,7 @@ void cg_parts(const ExecutionSpace& exec, const CsrMatrix<T, MemorySpace>& Wu, c
   plan.cg_items = Wi;
   plan.sddmm_users = ErasedSddmmPlan::make(exec, Wu, plan.rank);
   plan.sddmm_items = ErasedSddmmPlan::make(exec, Wi, plan.rank);
+  plan.predictions->add(Wu, plan.rank, plan.sddmm_users);  // Wu has the training set's pattern
 }
 
 /// The options the traversal structures are built under: cg half-steps run
@@ -944,11 +950,12 @@ template <class ExecutionSpace, class T, class MemorySpace, class Comm>
 Metrics implicit_metrics(const ExecutionSpace& exec, const Plan<T, MemorySpace>& p, const State<T, MemorySpace>& s,
                          const EvaluationSets<T, MemorySpace>& sets, Comm& comm) {
   double observed = 0.0;
-  comm.for_each_item_block(exec, s.Y, sets,
-                           [&](const EvaluationSets<T, MemorySpace>& b, const DenseMatrix<T, MemorySpace>& Y) {
-                             if (b.train && b.train->nnz() > 0)
-                               observed += implicit_observed_sum(exec, *b.train, s.X, Y, p.confidence);
-                           });
+  comm.for_each_item_block(
+      exec, s.Y, sets, [&](const EvaluationSets<T, MemorySpace>& b, const DenseMatrix<T, MemorySpace>& Y) {
+        if (b.train && b.train->nnz() > 0)
+          observed += implicit_observed_sum(
+              exec, *b.train, kfactor::detail::observed_dots(exec, *p.predictions, *b.train, s.X, Y), p.confidence);
+      });
   Kokkos::View<T**, Kokkos::LayoutRight, MemorySpace> gx, gy;
   factor_gram(exec, s.X, gx);
   factor_gram(exec, s.Y, gy);
@@ -1014,7 +1021,7 @@ Metrics metrics(const ExecutionSpace& exec, const Plan<T, MemorySpace>& p, const
   double v[11] = {0};
   auto add = [&](const CsrMatrix<T, MemorySpace>* M, const DenseMatrix<T, MemorySpace>& Y, int at) {
     if (!M || M->nnz() == 0) return;
-    const auto e = rating_errors(exec, *M, s.X, Y);
+    const auto e = rating_errors(exec, *M, kfactor::detail::observed_dots(exec, *p.predictions, *M, s.X, Y));
     v[at] += e.rmse * e.rmse * double(e.count);
     v[at + 1] += double(e.count);
   };
@@ -1146,7 +1153,8 @@ double loss(const ExecutionSpace& exec, const Problem<T, MemorySpace>& problem, 
     const detail::EvaluationSets<T, MemorySpace> sets{&problem.train};
     return detail::implicit_metrics(exec, p, s, sets, comm).get("loss");
   }
-  const auto e = rating_errors(exec, problem.train, s.X, s.Y);
+  const auto e =
+      rating_errors(exec, problem.train, kfactor::detail::observed_dots(exec, *p.predictions, problem.train, s.X, s.Y));
   const double sq = e.rmse * e.rmse * double(e.count);
   return sq + double(p.lambda) * (detail::weighted_norm2(exec, s.X, p.user_count, p.weight_nnz) +
                                   detail::weighted_norm2(exec, s.Y, p.item_count, p.weight_nnz));

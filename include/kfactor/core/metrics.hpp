@@ -112,30 +112,30 @@ double relative_error(const ExecutionSpace& exec, const CsrMatrix<T, MemorySpace
   return std::sqrt(Kokkos::max(num, 0.0) / den);
 }
 
-/// Root-mean-square and mean absolute error of the predictions W_i . Ht_j at
-/// the stored entries of a rating matrix R.
+/// Root-mean-square and mean absolute error of the predictions at the
+/// stored entries of a rating matrix R.
 struct RatingErrors {
   double rmse = 0.0;
   double mae = 0.0;
   std::size_t count = 0;
 };
 
-template <class ExecutionSpace, class T, class MemorySpace, class WView, class HView>
-RatingErrors rating_errors(const ExecutionSpace& exec, const CsrMatrix<T, MemorySpace>& R, const WView& W,
-                           const HView& Ht) {
-  detail::check_factor_shapes(R.num_rows(), R.num_cols, W, Ht);
-  auto row_map = R.row_map;
-  auto entries = R.entries;
+/// `predictions`: one per stored entry of R, in R's order (the solvers
+/// compute them with an SDDMM on R's pattern, kfactor::sddmm_unscaled).
+template <class ExecutionSpace, class T, class MemorySpace>
+RatingErrors rating_errors(const ExecutionSpace& exec, const CsrMatrix<T, MemorySpace>& R,
+                           const Kokkos::View<T*, MemorySpace>& predictions) {
+  if (predictions.extent(0) != R.nnz())
+    throw UsageError("rating_errors: " + std::to_string(predictions.extent(0)) + " predictions for " +
+                     std::to_string(R.nnz()) + " ratings");
   auto values = R.values;
   double sq = 0.0, ab = 0.0;
   Kokkos::parallel_reduce(
-      "kfactor::rating_errors", Kokkos::RangePolicy<ExecutionSpace>(exec, 0, R.num_rows()),
-      KOKKOS_LAMBDA(ordinal_t i, double& s, double& a) {
-        for (auto e = row_map(i); e < row_map(i + 1); ++e) {
-          const double r = double(values(e)) - detail::row_dot(W, i, Ht, entries(e));
-          s += r * r;
-          a += Kokkos::abs(r);
-        }
+      "kfactor::rating_errors", Kokkos::RangePolicy<ExecutionSpace>(exec, 0, R.nnz()),
+      KOKKOS_LAMBDA(std::size_t e, double& s, double& a) {
+        const double r = double(values(e)) - double(predictions(e));
+        s += r * r;
+        a += Kokkos::abs(r);
       },
       sq, ab);
   RatingErrors out;

@@ -55,6 +55,7 @@
 #include <kfactor/core/solver.hpp>
 #include <kfactor/core/spaces.hpp>
 #include <kfactor/mnmf/detail/sweep.hpp>
+#include <kfactor/sddmm/detail/plan_cache.hpp>
 
 #include <Kokkos_Core.hpp>
 
@@ -62,6 +63,7 @@
 #include <array>
 #include <cmath>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <utility>
 
@@ -167,6 +169,9 @@ struct State {
   /// allocates them when empty.
   struct Workspace {
     DenseMatrix<T, MemorySpace> W_next, H_next;
+    /// The SDDMM plans of the rating sets the metrics predict on.
+    std::shared_ptr<kfactor::detail::SddmmPlanCache<T, MemorySpace>> predictions =
+        std::make_shared<kfactor::detail::SddmmPlanCache<T, MemorySpace>>();
   } workspace;
 
   void reset_workspace() { workspace = Workspace{}; }
@@ -412,16 +417,25 @@ inline double objective_of(const Options& options, double data, double rough_w, 
   return data + reg;
 }
 
+/// The predictions w_i . h_j at this process's ratings (R's order), by the
+/// SDDMM plan of R's pattern; H_all: the whole H.
+template <class ExecutionSpace, class T, class MemorySpace>
+Kokkos::View<T*, MemorySpace> predictions(const ExecutionSpace& exec, const CsrMatrix<T, MemorySpace>& R,
+                                          const State<T, MemorySpace>& s, const DenseMatrix<T, MemorySpace>& H_all) {
+  return kfactor::detail::observed_dots(exec, *s.workspace.predictions, R, s.W, H_all);
+}
+
 /// This process's parts of the objective's sums: the data term over its
-/// rows of R, and each graph term over its rows of the graph (0 when its
-/// lambda is 0).
+/// rows of R (`train_dots`: their predictions), and each graph term over
+/// its rows of the graph (0 when its lambda is 0).
 template <class ExecutionSpace, class T, class MemorySpace, class Comm>
 std::array<double, 3> objective_sums(const ExecutionSpace& exec, const Problem<T, MemorySpace>& problem,
-                                     const Options& options, const State<T, MemorySpace>& s, const Comm& comm) {
+                                     const Options& options, const State<T, MemorySpace>& s, const Comm& comm,
+                                     const Kokkos::View<T*, MemorySpace>& train_dots) {
   const DenseMatrix<T, MemorySpace> W_all = comm.whole(exec, s.W, Factor::w);
   const DenseMatrix<T, MemorySpace> H_all = comm.whole(exec, s.H, Factor::h);
   std::array<double, 3> sums{};
-  sums[0] = data_term(exec, options.objective, problem.ratings, s.W, H_all, options.kl_floor);
+  sums[0] = data_term(exec, options.objective, problem.ratings, train_dots, options.kl_floor);
   if (options.lambda_w > 0) sums[1] = roughness(exec, problem.user_graph, W_all, comm.first_row(Factor::w));
   if (options.lambda_h > 0) sums[2] = roughness(exec, problem.item_graph, H_all, comm.first_row(Factor::h));
   return sums;
@@ -433,9 +447,10 @@ template <class ExecutionSpace, class T, class MemorySpace, class Comm>
 Metrics evaluate_on(const ExecutionSpace& exec, const Problem<T, MemorySpace>& problem, const Options& options,
                     const State<T, MemorySpace>& s, const Comm& comm, bool test) {
   const DenseMatrix<T, MemorySpace> H_all = comm.whole(exec, s.H, Factor::h);
-  RatingErrors held, train = rating_errors(exec, problem.ratings, s.W, H_all);
-  if (test) held = rating_errors(exec, problem.test, s.W, H_all);
-  auto sums = objective_sums(exec, problem, options, s, comm);
+  const auto train_dots = predictions(exec, problem.ratings, s, H_all);
+  RatingErrors held, train = rating_errors(exec, problem.ratings, train_dots);
+  if (test) held = rating_errors(exec, problem.test, predictions(exec, problem.test, s, H_all));
+  auto sums = objective_sums(exec, problem, options, s, comm, train_dots);
   if (!comm.one_process()) {
     // RMSE and MAE of the whole rating set from the parts' sums and counts.
     double v[8] = {held.rmse * held.rmse * double(held.count),
@@ -532,7 +547,8 @@ void step(const ExecutionSpace& exec, const Problem<T, MemorySpace>& problem, co
 template <class ExecutionSpace, class T, class MemorySpace>
 double objective(const ExecutionSpace& exec, const Problem<T, MemorySpace>& problem, const Options& options,
                  const State<T, MemorySpace>& s) {
-  const auto sums = detail::objective_sums(exec, problem, options, s, detail::SingleProcess{});
+  const auto sums = detail::objective_sums(exec, problem, options, s, detail::SingleProcess{},
+                                           detail::predictions(exec, problem.ratings, s, s.H));
   return detail::objective_of(options, sums[0], sums[1], sums[2]);
 }
 

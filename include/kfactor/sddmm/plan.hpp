@@ -252,7 +252,7 @@ SddmmPlan<ExecutionSpace, T, TI>::SddmmPlan(const ExecutionSpace& exec, const cs
   const double per_staged_row = double(nnz) / double(std::max<ordinal_t>(info_.transposed ? n : m, 1));
   // Automatic plans take panels over nzsplit on long rows (64 or more per
   // staged row) when each of nzsplit's 8 lanes holds 4 to 8 packs of K (fp32
-  // K = 128 to 256, bf16 256 to 512). On the H100 (2026-11-24, kernel time)
+  // K = 128 to 256, bf16 256 to 512). On the H100 (kernel time)
   // M1 (230 per row) ran at fp32 K = 128 at 5046 GFLOP/s against 4348, and
   // bf16 K = 512 at 8258 against 6855. With fewer packs per lane the panel
   // order's per-nonzero work outweighs the L2 traffic it saves (fp32 K = 32:
@@ -303,7 +303,7 @@ SddmmPlan<ExecutionSpace, T, TI>::SddmmPlan(const ExecutionSpace& exec, const cs
   info_.tile_cols = static_cast<ordinal_t>(tj);
   info_.tiles = tile_count(C, tj);
 
-  // L2 hints (nzsplit's 32-lane form on CUDA). On the H100 (2026-11-24) they
+  // L2 hints (nzsplit's 32-lane form on CUDA). On the H100 they
   // took M2 (1.9 GB of streamed rows at fp32 K = 512, 36x the L2, one tile)
   // from 1682 to 1964 GFLOP/s at K = 512, and at K = 128 from 1855 to 2130
   // (against 1841 for 8 lanes without hints), so automatic plans with hints

@@ -21,13 +21,13 @@
 #include <kfactor/core/metrics.hpp>
 #include <kfactor/kernels/gemm.hpp>
 #include <kfactor/kernels/spmm.hpp>
+#include <kfactor/sddmm/detail/plan_cache.hpp>
 #include <kfactor/sddmm/plan.hpp>
 
 #include <Kokkos_Core.hpp>
 
 #include <memory>
 #include <string>
-#include <typeindex>
 #include <vector>
 
 namespace kfactor::als::detail {
@@ -121,38 +121,22 @@ void gram_from_host(const ExecutionSpace& exec, const std::vector<double>& sum,
   exec.fence();
 }
 
-/// sum over the observed entries (ratings R, rows of X against Y) of
-/// c (1 - x.y)^2 - (x.y)^2 for ratings r > 0 (preference 1); entries with
-/// r = 0 (preference 0, confidence 1) add c (x.y)^2 - (x.y)^2 = 0. With the
-/// sum over all entries of (x.y)^2 (gram_trace) this is the data term of the
-/// implicit objective. Double accumulation, one entry per work item (its
-/// row found by bisection of the row offsets): a thread per row left the
-/// device waiting on the longest rows of skewed data (a Zipf item's column
-/// holds a few percent of all interactions).
+/// sum over the observed entries of R of c (1 - d)^2 - d^2 for ratings
+/// r > 0 (preference 1), d = x_u . y_i given in `dots` (R's order, an SDDMM
+/// on R's pattern); entries with r = 0 (preference 0, confidence 1) add
+/// c d^2 - d^2 = 0. With the sum over all entries of d^2 (gram_trace) this
+/// is the data term of the implicit objective. Double accumulation.
 template <class ExecutionSpace, class T, class MemorySpace>
 double implicit_observed_sum(const ExecutionSpace& exec, const CsrMatrix<T, MemorySpace>& R,
-                             const DenseMatrix<T, MemorySpace>& X, const DenseMatrix<T, MemorySpace>& Y,
-                             ConfidenceWeight cw) {
-  kfactor::detail::check_factor_shapes(R.num_rows(), R.num_cols, X, Y);
-  auto row_map = R.row_map;
-  auto entries = R.entries;
+                             const Kokkos::View<T*, MemorySpace>& dots, ConfidenceWeight cw) {
   auto values = R.values;
-  const ordinal_t m = R.num_rows();
   double out = 0.0;
   Kokkos::parallel_reduce(
       "kfactor::als::implicit_observed", Kokkos::RangePolicy<ExecutionSpace>(exec, 0, R.nnz()),
       KOKKOS_LAMBDA(std::size_t e, double& s) {
         const double r = double(values(e));
         if (!(r > 0.0)) return;
-        ordinal_t lo = 0, hi = m;  // row_map(lo) <= e < row_map(hi)
-        while (hi - lo > 1) {
-          const ordinal_t mid = lo + (hi - lo) / 2;
-          if (row_map(mid) <= e)
-            lo = mid;
-          else
-            hi = mid;
-        }
-        const double d = kfactor::detail::row_dot(X, lo, Y, entries(e));
+        const double d = double(dots(e));
         const double c = 1.0 + cw(r);
         s += c * (1.0 - d) * (1.0 - d) - d * d;
       },
@@ -168,28 +152,7 @@ inline double gram_trace(const std::vector<double>& gx, const std::vector<double
   return t;
 }
 
-/// An SddmmPlan built for one execution space, kept where only the memory
-/// space is known (the ALS plan): the space is checked on every use.
-struct ErasedSddmmPlan {
-  std::shared_ptr<const void> plan;
-  std::type_index space = typeid(void);
-  template <class ExecutionSpace, class T>
-  static ErasedSddmmPlan make(const ExecutionSpace& exec, const CsrMatrix<T, typename ExecutionSpace::memory_space>& W,
-                              int f) {
-    return {std::make_shared<const SddmmPlan<ExecutionSpace, T>>(exec, W, f, options()), typeid(ExecutionSpace)};
-  }
-  /// No finiteness pass over the factors per product: the solver's metrics
-  /// catch a factor that overflowed.
-  static SddmmOptions options() {
-    SddmmOptions o;
-    o.check_inputs = false;
-    return o;
-  }
-  template <class ExecutionSpace, class T>
-  [[nodiscard]] const SddmmPlan<ExecutionSpace, T>* get() const {
-    return space == typeid(ExecutionSpace) ? static_cast<const SddmmPlan<ExecutionSpace, T>*>(plan.get()) : nullptr;
-  }
-};
+using kfactor::detail::ErasedSddmmPlan;
 
 /// One CG half-step: X_u <- cg_steps conjugate-gradient steps on
 /// (G + lambda_u I + Y^T W_u Y) x = sum_{i in u, w_ui > 0} (1 + w_ui) y_i

@@ -14,9 +14,9 @@
 /// in one row (the common case on long rows; the plan marks those batches,
 /// sddmm_one_row_bit), per slot otherwise: reloading
 /// it only where the row changes (a predicated load) serialised the slots'
-/// loads and cost up to 35% on M2 (H100, 2026-11-24).
+/// loads and cost up to 35% on M2 (H100).
 ///
-/// Cache policies on CUDA (H100, 2026-11-24). Every form reads the layout's
+/// Cache policies on CUDA (H100). Every form reads the layout's
 /// index streams, and the values and output where they run in layout order,
 /// to leave the caches first (read or written once): that took M2 fp32 from
 /// 2233 to 2278 GFLOP/s at K = 128 and from 2062 to 2080 at K = 512. Every
@@ -27,7 +27,7 @@
 /// L2 and the others to leave first; normal priority instead of evict-first
 /// for those cold rows or for the staged rows lost 7-14%.
 ///
-/// Load order in the hinted form (H100, 2026-11-25). A batch of several rows
+/// Load order in the hinted form (H100). A batch of several rows
 /// loads a staged pack per position besides the streamed one, 64 loads of 16
 /// bytes per lane, more than its 255 registers hold at once. Left to the
 /// compiler, streamed and staged loads interleave, so the last streamed rows
@@ -40,7 +40,7 @@
 /// before the streamed loads 30%, and even the first position's staged pack
 /// loaded before them 16%.
 ///
-/// L1 priorities in the hinted form (H100, 2026-11-25). Its streamed rows
+/// L1 priorities in the hinted form (H100). Its streamed rows
 /// are loaded not to allocate in L1 (.L1::no_allocate: few are read twice by
 /// one multiprocessor before L1 would drop them), and its staged rows to
 /// stay (.L1::evict_last: a row serves consecutive positions). The streamed
@@ -335,7 +335,7 @@ void sddmm_nzsplit_kernel(const ExecutionSpace& exec, Kokkos::View<const ordinal
                 // read them again instead (L1 hits): held rows spilled 48
                 // bytes there against 20, and took M1 bf16 at K = 128 from
                 // 7398 to 6408 GFLOP/s, while holding them took fp32 at
-                // K = 32 from 3808 to 3878 (H100, 2026-11-24).
+                // K = 32 from 3808 to 3878 (H100).
                 constexpr bool reread_rows = !warp_group && MinTeams > 2 && Pack::width > 4;
                 ordinal_t rs[held] = {}, cs[held];
                 if (!warp_group) {

@@ -230,29 +230,23 @@ Kokkos::View<T*, MemorySpace> degrees(const ExecutionSpace& exec, const CsrMatri
 
 /// Data term of the objective over the stored entries, in double:
 /// euclid sum (v - vt)^2; kl sum v log(v / vt) - v + vt (v = 0 gives vt;
-/// vt floored at kl_floor inside the logarithm).
+/// vt floored at kl_floor inside the logarithm); vt = w_i . h_j given in
+/// `dots` (R's order, an SDDMM on R's pattern).
 template <class ExecutionSpace, class T, class MemorySpace>
 double data_term(const ExecutionSpace& exec, Objective objective, const CsrMatrix<T, MemorySpace>& R,
-                 const DenseMatrix<T, MemorySpace>& W, const DenseMatrix<T, MemorySpace>& H, double kl_floor) {
-  auto row_map = R.row_map;
-  auto cols = R.entries;
+                 const Kokkos::View<T*, MemorySpace>& dots, double kl_floor) {
   auto vals = R.values;
   const bool kl = objective == Objective::kl;
-  const int r = static_cast<int>(W.extent(1));
   double total = 0.0;
   Kokkos::parallel_reduce(
-      "kfactor::mnmf::data_term", Kokkos::RangePolicy<ExecutionSpace>(exec, 0, R.num_rows()),
-      KOKKOS_LAMBDA(ordinal_t i, double& acc) {
-        for (offset_t e = row_map(i); e < row_map(i + 1); ++e) {
-          const ordinal_t j = cols(e);
-          double vt = 0.0;
-          for (int k = 0; k < r; ++k) vt += double(W(i, k)) * double(H(j, k));
-          const double v = vals(e);
-          if (kl) {
-            acc += (v > 0.0 ? v * Kokkos::log(v / Kokkos::max(vt, kl_floor)) - v : 0.0) + vt;
-          } else {
-            acc += (v - vt) * (v - vt);
-          }
+      "kfactor::mnmf::data_term", Kokkos::RangePolicy<ExecutionSpace>(exec, 0, R.nnz()),
+      KOKKOS_LAMBDA(std::size_t e, double& acc) {
+        const double vt = dots(e);
+        const double v = vals(e);
+        if (kl) {
+          acc += (v > 0.0 ? v * Kokkos::log(v / Kokkos::max(vt, kl_floor)) - v : 0.0) + vt;
+        } else {
+          acc += (v - vt) * (v - vt);
         }
       },
       total);

@@ -9,13 +9,14 @@
 #include <kfactor/kernels/spmm.hpp>
 #include <kfactor/nmf/detail/eigen.hpp>
 #include <kfactor/nmf/detail/sweep.hpp>
-#include <kfactor/sddmm/sddmm.hpp>
+#include <kfactor/sddmm/detail/plan_cache.hpp>
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <memory>
 #include <string>
 #include <tuple>
 #include <type_traits>
@@ -167,6 +168,10 @@ struct Workspace {
   int S_iteration = -1;                           ///< S = W^T W is valid for this state.iteration
   int error_iteration = -1;                       ///< scal holds the error of this state.iteration
   double t_products = 0.0, t_h = 0.0, t_w = 0.0;  ///< Options::timing_breakdown
+  /// The SDDMM plans of A's patterns (rows and columns) for the model on
+  /// the stored entries, each built at its first use.
+  std::shared_ptr<kfactor::detail::SddmmPlanCache<T, MemorySpace>> sddmm_plans =
+      std::make_shared<kfactor::detail::SddmmPlanCache<T, MemorySpace>>();
 };
 
 template <class ExecutionSpace, class T, class... P>
@@ -902,12 +907,12 @@ void ensure_values(Kokkos::View<T*, Mem>& v, std::size_t n, const char* name) {
 }
 
 /// y = the model W Ht^T at every stored entry of the CSR `pattern` (rows of
-/// L, columns of R), by kfactor::sddmm.
+/// L, columns of R), by the SDDMM plan of the pattern kept in `ws`.
 template <class ExecutionSpace, class T, class Mem>
 void model_on_pattern(const ExecutionSpace& exec, const CsrMatrix<T, Mem>& pattern, const DenseMatrix<T, Mem>& L,
-                      const DenseMatrix<T, Mem>& R, Kokkos::View<T*, Mem>& y) {
+                      const DenseMatrix<T, Mem>& R, Kokkos::View<T*, Mem>& y, Workspace<T, Mem>& ws) {
   ensure_values(y, pattern.nnz(), "model_values");
-  kfactor::sddmm_unscaled(exec, pattern, L, R, y);
+  if (pattern.nnz() > 0) ws.sddmm_plans->get(exec, pattern, int(L.extent(1)))(exec, L, R, y, false);
 }
 
 /// The squared error of the element-wise and masked rules into ws.scal[0]:
@@ -924,7 +929,7 @@ void divergence_error(const ExecutionSpace& exec, const Matrix& Arow, const Opti
   const double eps = double(resolve_epsilon<T>(options));
   double div = 0.0;
   if constexpr (MatrixTraits<Matrix>::sparse) {
-    model_on_pattern(exec, Arow, W, Ht, ws.ev1);
+    model_on_pattern(exec, Arow, W, Ht, ws.ev1, ws);
     const bool zeros_kl = beta == 1 && options.missing == Missing::zero;
     const auto a = Arow.values;
     const auto y = ws.ev1;
@@ -975,7 +980,7 @@ void elementwise_half(const ExecutionSpace& exec, const Matrix& pattern, bool x_
   constexpr bool sparse = MatrixTraits<Matrix>::sparse;
   const bool pattern_den = beta != 1 || (sparse && options.missing == Missing::absent);
   if constexpr (sparse) {
-    model_on_pattern(exec, pattern, X, F, ws.ev1);
+    model_on_pattern(exec, pattern, X, F, ws.ev1, ws);
     ensure_values(ws.ev2, pattern.nnz(), "den_values");
     const auto a = pattern.values;
     const auto y = ws.ev1, d = ws.ev2;
@@ -1035,11 +1040,11 @@ void other_epoch(const ExecutionSpace& exec, const Matrix& Arow, const Matrix& A
   if (masked_rules(options, sparse)) {
     if constexpr (sparse) {
       const T eps = resolve_epsilon<T>(options);
-      model_on_pattern(exec, Acol, Ht, W, ws.ev2);
+      model_on_pattern(exec, Acol, Ht, W, ws.ev2, ws);
       residual_of(exec, Acol.values, ws.ev2);
       masked_cd_rows(exec, Acol.row_map, Acol.entries, Ht, W, ws.ev2, eps, pen.l1_h, pen.l2_h);
       if (!options.fix_w) {
-        model_on_pattern(exec, Arow, W, Ht, ws.ev1);
+        model_on_pattern(exec, Arow, W, Ht, ws.ev1, ws);
         residual_of(exec, Arow.values, ws.ev1);
         masked_cd_rows(exec, Arow.row_map, Arow.entries, W, Ht, ws.ev1, eps, pen.l1_w, pen.l2_w);
       }
