@@ -5,6 +5,7 @@
 
 #include <kfactor/kernels/detail/sddmm_nzsplit.hpp>
 #include <kfactor/sddmm/detail/plan_build.hpp>
+#include <kfactor/sddmm/detail/plan_cache.hpp>
 #include <kfactor/sddmm/generate.hpp>
 
 #include <algorithm>
@@ -186,6 +187,34 @@ TYPED_TEST(SddmmTest, EveryKernelMatchesFloat64Reference) {
 }
 
 // Checklist 8: at K = 512 every T_k in {32, ..., 512} gives the same P.
+TYPED_TEST(SddmmTest, PlanCacheBuildsOncePerPatternAndRank) {
+  using Space = typename TypeParam::space;
+  using T = typename TypeParam::scalar;
+  using Mem = typename Space::memory_space;
+  const Space exec;
+  const auto S = random_sddmm_csr<T>(exec, 40, 30, 5, 21);
+  const auto other = random_sddmm_csr<T>(exec, 40, 30, 5, 22);
+  // The same pattern with other values (as ALS's confidence weights share R's).
+  const CsrMatrix<T, Mem> same(S.row_map, S.entries, Kokkos::View<T*, Mem>("v", S.nnz()), S.num_cols);
+  detail::SddmmPlanCache<T, Mem> cache;
+  const auto* first = &cache.get(exec, S, 8);
+  EXPECT_EQ(&cache.get(exec, S, 8), first);
+  EXPECT_EQ(&cache.get(exec, same, 8), first);
+  EXPECT_NE(&cache.get(exec, other, 8), first);
+  EXPECT_NE(&cache.get(exec, S, 16), first);
+  // A plan added for the pattern is the one found.
+  detail::SddmmPlanCache<T, Mem> seeded;
+  const auto plan = detail::ErasedSddmmPlan::make(exec, S, 8);
+  seeded.add(S, 8, plan);
+  const auto* built = plan.template get<Space, T>();
+  EXPECT_EQ(&seeded.get(exec, same, 8), built);
+  // observed_dots: the unscaled products at S's entries, in S's order.
+  const auto A = random_dense<T>(exec, S.num_rows(), 8, 31);
+  const auto B = random_dense<T>(exec, S.num_cols, 8, 32);
+  const auto dots = detail::observed_dots(exec, cache, S, A, B);
+  EXPECT_LE(scaled_error(dots, host_reference(S, A, B, false), 8, std::numeric_limits<T>::epsilon()), 1.0);
+}
+
 TYPED_TEST(SddmmTest, EveryKSliceGivesTheSameResult) {
   using Space = typename TypeParam::space;
   using T = typename TypeParam::scalar;
