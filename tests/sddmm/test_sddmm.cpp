@@ -186,7 +186,6 @@ TYPED_TEST(SddmmTest, EveryKernelMatchesFloat64Reference) {
   }
 }
 
-// Checklist 8: at K = 512 every T_k in {32, ..., 512} gives the same P.
 TYPED_TEST(SddmmTest, PlanCacheBuildsOncePerPatternAndRank) {
   using Space = typename TypeParam::space;
   using T = typename TypeParam::scalar;
@@ -202,12 +201,6 @@ TYPED_TEST(SddmmTest, PlanCacheBuildsOncePerPatternAndRank) {
   EXPECT_EQ(&cache.get(exec, same, 8), first);
   EXPECT_NE(&cache.get(exec, other, 8), first);
   EXPECT_NE(&cache.get(exec, S, 16), first);
-  // A plan added for the pattern is the one found.
-  detail::SddmmPlanCache<T, Mem> seeded;
-  const auto plan = detail::ErasedSddmmPlan::make(exec, S, 8);
-  seeded.add(S, 8, plan);
-  const auto* built = plan.template get<Space, T>();
-  EXPECT_EQ(&seeded.get(exec, same, 8), built);
   // observed_dots: the unscaled products at S's entries, in S's order.
   const auto A = random_dense<T>(exec, S.num_rows(), 8, 31);
   const auto B = random_dense<T>(exec, S.num_cols, 8, 32);
@@ -215,6 +208,7 @@ TYPED_TEST(SddmmTest, PlanCacheBuildsOncePerPatternAndRank) {
   EXPECT_LE(scaled_error(dots, host_reference(S, A, B, false), 8, std::numeric_limits<T>::epsilon()), 1.0);
 }
 
+// Checklist 8: at K = 512 every T_k in {32, ..., 512} gives the same P.
 TYPED_TEST(SddmmTest, EveryKSliceGivesTheSameResult) {
   using Space = typename TypeParam::space;
   using T = typename TypeParam::scalar;

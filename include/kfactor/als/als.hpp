@@ -341,13 +341,13 @@ struct Plan {
   bool cg = false;                      ///< implicit: CG half-steps
   int cg_steps = 0;
   int eval_k = 0;  ///< implicit with a held-out set: K of the ranking metrics
-  /// cg: the confidence weights of R and R^T (original ids) and their SDDMM plans.
+  /// cg: the confidence weights of R and R^T (original ids).
   CsrMatrix<T, MemorySpace> cg_users, cg_items;
-  detail::ErasedSddmmPlan sddmm_users, sddmm_items;
-  /// The SDDMM plans of the sets the metrics predict on (training, test,
-  /// ring blocks), each built at its first evaluation; cg's user plan is
-  /// the training set's.
-  std::shared_ptr<kfactor::detail::SddmmPlanCache<T, MemorySpace>> predictions =
+  /// The SDDMM plans of every pattern the iteration and the metrics multiply
+  /// on: cg's weights of R and R^T (built with the plan; the user side's is
+  /// also the training set's) and the evaluation sets (test, ring blocks),
+  /// each built at its first evaluation.
+  std::shared_ptr<kfactor::detail::SddmmPlanCache<T, MemorySpace>> sddmm_plans =
       std::make_shared<kfactor::detail::SddmmPlanCache<T, MemorySpace>>();
 };
 
@@ -745,9 +745,8 @@ void cg_parts(const ExecutionSpace& exec, const CsrMatrix<T, MemorySpace>& Wu, c
   if (!plan.cg) return;
   plan.cg_users = Wu;
   plan.cg_items = Wi;
-  plan.sddmm_users = ErasedSddmmPlan::make(exec, Wu, plan.rank);
-  plan.sddmm_items = ErasedSddmmPlan::make(exec, Wi, plan.rank);
-  plan.predictions->add(Wu, plan.rank, plan.sddmm_users);  // Wu has the training set's pattern
+  (void)plan.sddmm_plans->get(exec, Wu, plan.rank);
+  (void)plan.sddmm_plans->get(exec, Wi, plan.rank);
 }
 
 /// The options the traversal structures are built under: cg half-steps run
@@ -879,8 +878,8 @@ void plan_half_step(const ExecutionSpace& exec, Side side, const Plan<T, MemoryS
   }
   factor_gram(exec, other, ws.gram);
   if (p.cg)
-    cg_half_step(exec, users ? p.cg_users : p.cg_items, users ? p.sddmm_users : p.sddmm_items,
-                 users ? p.user_count : p.item_count, other, out, ws.gram, p.lambda, p.weight_nnz, p.cg_steps, ws);
+    cg_half_step(exec, users ? p.cg_users : p.cg_items, *p.sddmm_plans, users ? p.user_count : p.item_count, other, out,
+                 ws.gram, p.lambda, p.weight_nnz, p.cg_steps, ws);
   else
     half_step(exec, S, other, out, p.rank, p.lambda, p.weight_nnz, p.batch_rows, p.max_batch_bytes, &ws,
               ImplicitGram<T, MemorySpace>{ws.gram});
@@ -954,7 +953,7 @@ Metrics implicit_metrics(const ExecutionSpace& exec, const Plan<T, MemorySpace>&
       exec, s.Y, sets, [&](const EvaluationSets<T, MemorySpace>& b, const DenseMatrix<T, MemorySpace>& Y) {
         if (b.train && b.train->nnz() > 0)
           observed += implicit_observed_sum(
-              exec, *b.train, kfactor::detail::observed_dots(exec, *p.predictions, *b.train, s.X, Y), p.confidence);
+              exec, *b.train, kfactor::detail::observed_dots(exec, *p.sddmm_plans, *b.train, s.X, Y), p.confidence);
       });
   Kokkos::View<T**, Kokkos::LayoutRight, MemorySpace> gx, gy;
   factor_gram(exec, s.X, gx);
@@ -1021,7 +1020,7 @@ Metrics metrics(const ExecutionSpace& exec, const Plan<T, MemorySpace>& p, const
   double v[11] = {0};
   auto add = [&](const CsrMatrix<T, MemorySpace>* M, const DenseMatrix<T, MemorySpace>& Y, int at) {
     if (!M || M->nnz() == 0) return;
-    const auto e = rating_errors(exec, *M, kfactor::detail::observed_dots(exec, *p.predictions, *M, s.X, Y));
+    const auto e = rating_errors(exec, *M, kfactor::detail::observed_dots(exec, *p.sddmm_plans, *M, s.X, Y));
     v[at] += e.rmse * e.rmse * double(e.count);
     v[at + 1] += double(e.count);
   };
@@ -1154,7 +1153,7 @@ double loss(const ExecutionSpace& exec, const Problem<T, MemorySpace>& problem, 
     return detail::implicit_metrics(exec, p, s, sets, comm).get("loss");
   }
   const auto e =
-      rating_errors(exec, problem.train, kfactor::detail::observed_dots(exec, *p.predictions, problem.train, s.X, s.Y));
+      rating_errors(exec, problem.train, kfactor::detail::observed_dots(exec, *p.sddmm_plans, problem.train, s.X, s.Y));
   const double sq = e.rmse * e.rmse * double(e.count);
   return sq + double(p.lambda) * (detail::weighted_norm2(exec, s.X, p.user_count, p.weight_nnz) +
                                   detail::weighted_norm2(exec, s.Y, p.item_count, p.weight_nnz));

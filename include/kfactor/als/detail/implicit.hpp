@@ -26,7 +26,6 @@
 
 #include <Kokkos_Core.hpp>
 
-#include <memory>
 #include <string>
 #include <vector>
 
@@ -152,8 +151,6 @@ inline double gram_trace(const std::vector<double>& gx, const std::vector<double
   return t;
 }
 
-using kfactor::detail::ErasedSddmmPlan;
-
 /// One CG half-step: X_u <- cg_steps conjugate-gradient steps on
 /// (G + lambda_u I + Y^T W_u Y) x = sum_{i in u, w_ui > 0} (1 + w_ui) y_i
 /// from the current X_u, every row at once. W: this side's confidence
@@ -164,18 +161,14 @@ using kfactor::detail::ErasedSddmmPlan;
 /// multiply-adds each) and O(m f) vector work; it never forms an f x f
 /// matrix per row.
 template <class ExecutionSpace, class T, class MemorySpace>
-void cg_half_step(const ExecutionSpace& exec, const CsrMatrix<T, MemorySpace>& W, const ErasedSddmmPlan& erased,
-                  const Kokkos::View<int*, MemorySpace>& count, const DenseMatrix<T, MemorySpace>& Y,
-                  const DenseMatrix<T, MemorySpace>& X, const Kokkos::View<T**, Kokkos::LayoutRight, MemorySpace>& G,
-                  T lambda, bool weight_nnz, int steps, Workspace<T, MemorySpace>& ws) {
+void cg_half_step(const ExecutionSpace& exec, const CsrMatrix<T, MemorySpace>& W,
+                  kfactor::detail::SddmmPlanCache<T, MemorySpace>& plans, const Kokkos::View<int*, MemorySpace>& count,
+                  const DenseMatrix<T, MemorySpace>& Y, const DenseMatrix<T, MemorySpace>& X,
+                  const Kokkos::View<T**, Kokkos::LayoutRight, MemorySpace>& G, T lambda, bool weight_nnz, int steps,
+                  Workspace<T, MemorySpace>& ws) {
   const std::size_t m = X.extent(0), f = X.extent(1), nnz = W.nnz();
   if (m == 0) return;
-  const SddmmPlan<ExecutionSpace, T>* plan = erased.get<ExecutionSpace, T>();
-  std::unique_ptr<SddmmPlan<ExecutionSpace, T>> local;
-  if (!plan) {  // a plan made for another space
-    local = std::make_unique<SddmmPlan<ExecutionSpace, T>>(exec, W, int(f), ErasedSddmmPlan::options());
-    plan = local.get();
-  }
+  const SddmmPlan<ExecutionSpace, T>* plan = &plans.get(exec, W, int(f));
   auto grow = [&](Kokkos::View<T*, MemorySpace>& v, std::size_t n, const char* label) {
     if (v.extent(0) < n) {
       v = {};

@@ -2,7 +2,7 @@
 /// \file
 /// SDDMM plans kept by solvers that compute dot products on observed
 /// entries: ALS's conjugate-gradient product and its metrics (RMSE, the
-/// implicit objective), MNMF's metrics. A plan is built once per pattern
+/// implicit objective), MNMF's metrics, NMF's masked and beta-loss model. A plan is built once per pattern
 /// (its first use) and reused by every later product on that pattern.
 
 #include <kfactor/core/matrix.hpp>
@@ -47,12 +47,6 @@ struct ErasedSddmmPlan {
 template <class T, class MemorySpace>
 class SddmmPlanCache {
  public:
-  /// Records `plan`, built for S's pattern and inner dimension k.
-  void add(const CsrMatrix<T, MemorySpace>& S, int k, ErasedSddmmPlan plan) {
-    const std::lock_guard<std::mutex> lock(mutex_);
-    entries_.push_back({S, k, std::move(plan)});
-  }
-
   /// The plan for S's pattern and inner dimension k on this space, built on
   /// first use.
   template <class ExecutionSpace>
