@@ -1,0 +1,269 @@
+#!/usr/bin/env python3
+"""Implicit-feedback ALS: kfactor against a plain torch implementation on real ratings.
+
+The peer (--peer, default ../shared/peers/torch_implicit_als.py) is the
+implicit-feedback ALS of the `implicit` library written in torch: conjugate-
+gradient half-steps batched over all rows. Its own main only makes synthetic
+data on CUDA, so this script loads the peer's half_step() and loss() and
+feeds them a ratings file on --device (cpu or cuda). For each rank f it runs
+
+  kfactor als --implicit --solver S --cg-steps N --alpha A --lambda L
+              --lambda-weighting plain --precision P --json    (S in --solvers)
+  X = half_step(X, Y, users' CSR), Y = half_step(Y, X, items' CSR), --iters times
+
+and prints the time per iteration and the final loss of each side, and the
+speed-up of kfactor's cg over the peer (torch ms / kfactor ms; cholesky, the
+exact solve, is kfactor's reference for the loss).
+
+The objective is the same on both sides (include/kfactor/als/als.hpp and the
+peer's loss()): L = sum over ALL (u, i) of c (p - x_u . y_i)^2 + lambda
+(|X|^2 + |Y|^2), p = 1 and c = 1 + alpha r on the observed pairs (the
+rating r itself, as kfactor's linear confidence; the peer's own main has
+r = 1), p = 0 and c = 1 elsewhere; both evaluate it as the observed pairs'
+correction plus trace(X^T X Y^T Y) plus the regularizer. kfactor runs with
+--lambda-weighting plain (its default, nnz, is lambda n_u |x_u|^2 as ALS-WR)
+and accumulates its loss in double; the peer's loss() is evaluated here on
+float64 copies of its factors, so both numbers are the same sum in the same
+precision. Both sides compute in --precision (the peer's tensors float32 or
+float64). kfactor counts a rating of 0 as unobserved (p = 0), the peer would
+give it p = 1: such entries are dropped before either side sees them (none
+in MovieLens, whose ratings are 0.5 to 5); negative ratings are refused, as
+kfactor refuses them. The starts differ: kfactor's own (Y uniform in
+[0, 1/sqrt f) from --seed, X computed first), the peer's (X and Y uniform in
+[0, 0.01) from a torch Generator seeded with --seed); kfactor takes no start
+from a file, so the losses are values of one objective after N iterations
+from two starts. --check-loss has kfactor write its factors and evaluates
+the peer's loss() on them, against kfactor's reported loss.
+
+Input: a ratings file, `user,item,rating[,timestamp]` CSV with or without a
+header (MovieLens ratings.csv), whitespace triplets `user item [rating]`, or
+a Matrix Market coordinate file. Ids are mapped to 0..n-1 in ascending order
+of the original id (as kfactor's ratings reader maps them), users and items
+without a nonzero rating dropped; duplicate (user, item) pairs are summed.
+The result is written once as Matrix Market for kfactor, so both sides
+factor the same matrix (kfactor's read is outside its timings anyway).
+
+Times. kfactor: the report's timings.per_iteration, its loop time divided
+by the iterations (each iteration fenced; the read, preprocessing, autotune,
+loss evaluations and the process start-up are outside it; the command runs
+with CUDA_MODULE_LOADING=EAGER, so that CUDA loads its kernels at start-up,
+not in the first iterations). The report has no per-iteration times, so this is a mean
+that includes the first iteration. torch: the wall time of each iteration's
+two half-steps, synchronized on cuda (loss outside), as the median over the
+iterations after the first (a warm-up: allocations, kernel loading) when
+there are at least 3; all the values are printed too. On CPU torch uses
+OMP_NUM_THREADS threads, as kfactor's OpenMP backend does.
+
+On a machine shared with other work, set OMP_WAIT_POLICY=passive: spinning
+OpenMP threads that lose their core make kfactor's times meaningless.
+
+Examples:
+  OMP_NUM_THREADS=2 OMP_WAIT_POLICY=passive perf/bench_implicit_torch.py --kfactor build/kfactor
+  perf/bench_implicit_torch.py --kfactor build-cuda/kfactor --device cuda --f 64,128 --iters 10
+"""
+import argparse
+import importlib.util
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+import scipy.io
+import scipy.sparse as sp
+import torch
+
+SHARED = Path(__file__).resolve().parents[1] / ".." / "shared"
+
+
+def load_peer(path):
+    spec = importlib.util.spec_from_file_location("torch_implicit_als", path)
+    peer = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(peer)
+    return peer
+
+
+def read_ratings(path):
+    """The ratings as a canonical CSR (float64, ids mapped densely in
+    ascending order, duplicates summed, zeros dropped)."""
+    if path.endswith(".mtx"):
+        A = scipy.io.mmread(path).tocoo()
+        users, items, vals = A.row.astype(np.int64), A.col.astype(np.int64), A.data.astype(np.float64)
+    else:
+        with open(path) as f:
+            first = next(line for line in f if line.strip() and not line.startswith(("#", "%")))
+        sep = "," if "," in first else None
+        try:
+            float(first.split(sep)[0])
+            header = 0
+        except ValueError:
+            header = 1
+        T = np.loadtxt(path, delimiter=sep, comments=("#", "%"), skiprows=header, ndmin=2)
+        users, items = T[:, 0].astype(np.int64), T[:, 1].astype(np.int64)
+        vals = T[:, 2] if T.shape[1] > 2 else np.ones(len(T))
+    if (vals < 0).any():
+        sys.exit(f"{path}: {int((vals < 0).sum())} negative ratings; implicit feedback needs ratings >= 0")
+    keep = vals > 0
+    user_ids, rows = np.unique(users[keep], return_inverse=True)
+    item_ids, cols = np.unique(items[keep], return_inverse=True)
+    R = sp.coo_matrix((vals[keep], (rows, cols)), shape=(len(user_ids), len(item_ids))).tocsr()
+    R.sum_duplicates()
+    R.sort_indices()
+    return R
+
+
+def torch_csr(R, alpha, dtype, device):
+    """(rows, cols, conf, C) of R as the peer's half_step and loss take them:
+    the entries in row order, C a sparse CSR tensor holding c = 1 + alpha r."""
+    rows = np.repeat(np.arange(R.shape[0]), np.diff(R.indptr))
+
+    def t(a, dt=torch.int64):
+        return torch.as_tensor(a, device=device).to(dt)
+
+    conf = t(1.0 + alpha * R.data, dtype)
+    cols = t(R.indices)
+    return t(rows), cols, conf, torch.sparse_csr_tensor(t(R.indptr), cols, conf, R.shape)
+
+
+def peer_loss(peer, X, Y, side, reg):
+    """The peer's loss() in float64, as kfactor accumulates its own."""
+    rows, cols, conf, _ = side
+    return peer.loss(X.double(), Y.double(), rows, cols, conf.double(), reg)
+
+
+def per_iteration(ms):
+    """Median after the first (warm-up) iteration when there are >= 3."""
+    return statistics.median(ms[1:] if len(ms) >= 3 else ms)
+
+
+def run_peer(peer, users, items, f, args, dtype):
+    m, n = users[3].shape
+    on_cuda = torch.device(args.device).type == "cuda"
+    sync = torch.cuda.synchronize if on_cuda else (lambda: None)
+    g = torch.Generator(device=args.device).manual_seed(args.seed)
+    X = torch.rand(m, f, device=args.device, generator=g, dtype=dtype) * 0.01
+    Y = torch.rand(n, f, device=args.device, generator=g, dtype=dtype) * 0.01
+    ms, losses = [], []
+    for _ in range(args.iters):
+        sync()
+        t0 = time.perf_counter()
+        X = peer.half_step(X, Y, *users, args.lam, args.cg_steps)
+        Y = peer.half_step(Y, X, *items, args.lam, args.cg_steps)
+        sync()
+        ms.append(1e3 * (time.perf_counter() - t0))
+        losses.append(peer_loss(peer, X, Y, users, args.lam))
+    return {"ms_per_iter": per_iteration(ms), "ms": ms, "loss": losses[-1], "loss_history": losses}
+
+
+def read_factor(path):
+    """A factor written by `kfactor als --output` (a set line, a header, then
+    `id,f0,...`; ids are the rows of our Matrix Market file) in row order."""
+    F = np.loadtxt(path, delimiter=",", comments="#", skiprows=2, ndmin=2)
+    F = F[np.argsort(F[:, 0])]
+    assert (F[:, 0] == np.arange(len(F))).all(), f"{path}: rows missing"
+    return torch.as_tensor(F[:, 1:])
+
+
+def run_kfactor(args, path, f, solver, out_prefix):
+    cmd = [args.kfactor, "als", "--implicit", "--input", path, "--rank", str(f), "--solver", solver,
+           "--cg-steps", str(args.cg_steps), "--iters", str(args.iters), "--alpha", str(args.alpha),
+           "--lambda", str(args.lam), "--lambda-weighting", "plain", "--precision", args.precision,
+           "--seed", str(args.seed), "--json", "--quiet"]
+    if out_prefix:
+        cmd += ["--output", out_prefix]
+    # CUDA loads a kernel at its first launch by default: about 70 ms of a
+    # fresh process's first iterations, a start-up cost. Eager loading moves
+    # it before the loop (a no-op for a host build).
+    env = dict(os.environ, CUDA_MODULE_LOADING="EAGER")
+    rep = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True, env=env).stdout)
+    return rep, {"ms_per_iter": 1e3 * rep["timings"]["per_iteration"], "loss": rep["loss"],
+                 "loss_history": rep["history"]["loss"]}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("ratings", nargs="?", default=str(SHARED / "data" / "movielens-latest-small" / "ratings.csv"))
+    ap.add_argument("--kfactor", default="build/kfactor")
+    ap.add_argument("--peer", default=str(SHARED / "peers" / "torch_implicit_als.py"))
+    ap.add_argument("--device", default="cpu",
+                    help="cpu or cuda: where the peer runs (kfactor runs on its build's backend)")
+    ap.add_argument("--f", default="64,128", help="ranks, comma-separated")
+    ap.add_argument("--solvers", default="cg,cholesky", help="kfactor solvers, comma-separated (cg, cholesky)")
+    ap.add_argument("--cg-steps", type=int, default=3)
+    ap.add_argument("--iters", type=int, default=10)
+    ap.add_argument("--alpha", type=float, default=40.0)
+    ap.add_argument("--lambda", dest="lam", type=float, default=0.1)
+    ap.add_argument("--precision", default="float", choices=["float", "double"])
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--check-loss", action="store_true",
+                    help="also evaluate the peer's loss() on kfactor's written factors against kfactor's loss")
+    ap.add_argument("--json", action="store_true", help="one JSON object per f instead of a table")
+    args = ap.parse_args()
+    solvers = args.solvers.split(",")
+    dtype = torch.float32 if args.precision == "float" else torch.float64
+    torch.backends.cuda.matmul.allow_tf32 = False  # as the peer: full fp32 GEMMs, like kfactor's
+    threads = None
+    if torch.device(args.device).type == "cpu" and "OMP_NUM_THREADS" in os.environ:
+        threads = int(os.environ["OMP_NUM_THREADS"])
+        torch.set_num_threads(threads)
+    # torch warns once that CSR tensors are beta and unchecked; ours are canonical by construction.
+    warnings.filterwarnings("ignore", message="Sparse (CSR tensor support|invariant checks)")
+    peer = load_peer(args.peer)
+
+    R = read_ratings(args.ratings)
+    users = torch_csr(R, args.alpha, dtype, args.device)
+    items = torch_csr(R.T.tocsr(), args.alpha, dtype, args.device)
+    if not args.json:
+        print(f"{os.path.basename(args.ratings)}: {R.shape[0]} users, {R.shape[1]} items, {R.nnz} ratings; "
+              f"iters={args.iters} cg_steps={args.cg_steps} alpha={args.alpha} lambda={args.lam} "
+              f"precision={args.precision} torch device={args.device} threads={torch.get_num_threads()}")
+        print(f"{'f':>5} | {'kfactor cg ms/it (loss)':>28} | {'kfactor cholesky ms/it (loss)':>29} | "
+              f"{'torch cg ms/it (loss)':>28} | speed-up cg")
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "R.mtx")
+        scipy.io.mmwrite(path, R, precision=17)
+        for f in (int(x) for x in args.f.split(",")):
+            row = {"f": f, "users": R.shape[0], "items": R.shape[1], "nnz": R.nnz, "iterations": args.iters,
+                   "cg_steps": args.cg_steps, "alpha": args.alpha, "lambda": args.lam, "precision": args.precision,
+                   "device": args.device, "threads": threads}
+            for solver in solvers:
+                prefix = os.path.join(tmp, f"kf_{f}_{solver}") if args.check_loss else None
+                rep, res = run_kfactor(args, path, f, solver, prefix)
+                row["kfactor_backend"] = rep["backend"]
+                if prefix:
+                    check = peer_loss(peer, read_factor(prefix + "_X.csv").to(args.device),
+                                      read_factor(prefix + "_Y.csv").to(args.device), users, args.lam)
+                    res["peer_loss_of_kfactor_factors"] = check
+                    res["loss_relative_difference"] = abs(check - res["loss"]) / abs(res["loss"])
+                row[f"kfactor_{solver}"] = res
+            row["torch_cg"] = run_peer(peer, users, items, f, args, dtype)
+            if "kfactor_cg" in row:
+                row["speedup_cg"] = row["torch_cg"]["ms_per_iter"] / row["kfactor_cg"]["ms_per_iter"]
+            if args.json:
+                print(json.dumps(row), flush=True)
+                continue
+
+            def cell(r):
+                return f"{r['ms_per_iter']:10.2f} ({r['loss']:.6e})" if r else "-"
+
+            speedup = f"{row['speedup_cg']:.2f}" if "speedup_cg" in row else "-"
+            print(f"{f:>5} | {cell(row.get('kfactor_cg')):>28} | {cell(row.get('kfactor_cholesky')):>29} | "
+                  f"{cell(row['torch_cg']):>28} | {speedup:>11}")
+            print(f"      torch ms per iteration: {' '.join(f'{t:.2f}' for t in row['torch_cg']['ms'])}")
+            for name in [f"kfactor_{s}" for s in solvers] + ["torch_cg"]:
+                print(f"      {name} loss per iteration: "
+                      f"{' '.join(f'{v:.6e}' for v in row[name]['loss_history'])}")
+                if "peer_loss_of_kfactor_factors" in row[name]:
+                    print(f"      {name} loss {row[name]['loss']:.9e}, peer loss() of its factors "
+                          f"{row[name]['peer_loss_of_kfactor_factors']:.9e} (relative difference "
+                          f"{row[name]['loss_relative_difference']:.1e})")
+            sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()
