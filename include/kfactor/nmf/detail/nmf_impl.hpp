@@ -264,11 +264,14 @@ T resolve_epsilon(const Options& o) {
   return o.epsilon > 0.0 ? static_cast<T>(o.epsilon) : std::numeric_limits<T>::epsilon();
 }
 
+/// A rows x cols matrix, zero-filled: the fill maps its pages at allocation,
+/// in parallel. Left to a first touch inside the first epoch, the page faults
+/// made that epoch several times as long as a later one where a fault is
+/// slow (a virtual machine: about 12 us per 4 KiB page).
 template <class T, class MemorySpace>
 DenseMatrix<T, MemorySpace> alloc(const std::string& name, std::int64_t rows, std::int64_t cols) {
   try {
-    return DenseMatrix<T, MemorySpace>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kfactor::nmf::" + name), rows,
-                                       cols);
+    return DenseMatrix<T, MemorySpace>("kfactor::nmf::" + name, rows, cols);
   } catch (const std::exception& e) {
     throw OutOfMemory("nmf: cannot allocate " + name + " (" + std::to_string(rows) + " x " + std::to_string(cols) +
                       " of " + std::to_string(sizeof(T)) + "-byte values): " + e.what());
@@ -306,10 +309,8 @@ std::shared_ptr<Workspace<T, Mem>> allocate_workspace(std::int64_t V, std::int64
   if (options.algorithm == Algorithm::alo) ws->N = alloc<T, Mem>("N", K, K);
   if (tile_cols > 0) {
     const std::int64_t tile_values = std::max(V, D) * tile_cols;
-    ws->Acc = Kokkos::View<T*, Mem>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kfactor::nmf::Acc"), tile_values);
-    if (host)
-      ws->Tile =
-          Kokkos::View<T*, Mem>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kfactor::nmf::Tile"), tile_values);
+    ws->Acc = Kokkos::View<T*, Mem>("kfactor::nmf::Acc", tile_values);  // zero-filled: see alloc
+    if (host) ws->Tile = Kokkos::View<T*, Mem>("kfactor::nmf::Tile", tile_values);
   }
   if (sweep_host)
     ws->partials = Kokkos::View<double*, Mem>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kfactor::nmf::partials"),
