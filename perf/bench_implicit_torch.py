@@ -43,15 +43,21 @@ without a nonzero rating dropped; duplicate (user, item) pairs are summed.
 The result is written once as Matrix Market for kfactor, so both sides
 factor the same matrix (kfactor's read is outside its timings anyway).
 
-Times. kfactor: the report's timings.per_iteration, its loop time divided
-by the iterations (each iteration fenced; the read, preprocessing, autotune,
-loss evaluations and the process start-up are outside it; the command runs
-with CUDA_MODULE_LOADING=EAGER, so that CUDA loads its kernels at start-up,
-not in the first iterations). The report has no per-iteration times, so this is a mean
-that includes the first iteration. torch: the wall time of each iteration's
-two half-steps, synchronized on cuda (loss outside), as the median over the
-iterations after the first (a warm-up: allocations, kernel loading) when
-there are at least 3; all the values are printed too. On CPU torch uses
+Times. kfactor: the command runs --iters and then 2 x --iters iterations
+(the same seed: the same first iterations), and an iteration's time is the
+difference of the two reports' loop times over --iters. So what only the
+first iterations pay cancels: CUDA loads each kernel at its first launch
+(about 70 ms of a fresh process on a GPU; eager loading at start-up made
+the loop slower, not faster). The read, preprocessing, autotune and loss
+evaluations are outside the loop time. torch: the wall time of each
+iteration's two half-steps, synchronized on cuda (loss outside), as the
+median over the iterations after the first (a warm-up: allocations, kernel
+loading) when there are at least 3; all the values are printed too.
+
+Equal loss: the peer goes on past --iters (up to --peer-max-iters) until
+its loss reaches kfactor cg's after --iters; the line under each table row
+gives its iterations to get there and their time (at its median
+iteration), over kfactor's time for its --iters iterations. On CPU torch uses
 OMP_NUM_THREADS threads, as kfactor's OpenMP backend does.
 
 On a machine shared with other work, set OMP_WAIT_POLICY=passive: spinning
@@ -141,7 +147,7 @@ def per_iteration(ms):
     return statistics.median(ms[1:] if len(ms) >= 3 else ms)
 
 
-def run_peer(peer, users, items, f, args, dtype):
+def run_peer(peer, users, items, f, args, dtype, target=None):
     m, n = users[3].shape
     on_cuda = torch.device(args.device).type == "cuda"
     sync = torch.cuda.synchronize if on_cuda else (lambda: None)
@@ -149,7 +155,7 @@ def run_peer(peer, users, items, f, args, dtype):
     X = torch.rand(m, f, device=args.device, generator=g, dtype=dtype) * 0.01
     Y = torch.rand(n, f, device=args.device, generator=g, dtype=dtype) * 0.01
     ms, losses = [], []
-    for _ in range(args.iters):
+    while len(ms) < args.iters or (target is not None and losses[-1] > target and len(ms) < args.peer_max_iters):
         sync()
         t0 = time.perf_counter()
         X = peer.half_step(X, Y, *users, args.lam, args.cg_steps)
@@ -157,7 +163,16 @@ def run_peer(peer, users, items, f, args, dtype):
         sync()
         ms.append(1e3 * (time.perf_counter() - t0))
         losses.append(peer_loss(peer, X, Y, users, args.lam))
-    return {"ms_per_iter": per_iteration(ms), "ms": ms, "loss": losses[-1], "loss_history": losses}
+    n = args.iters
+    out = {"ms_per_iter": per_iteration(ms[:n]), "ms": ms[:n], "loss": losses[n - 1], "loss_history": losses[:n]}
+    if target is not None:
+        # Iterations until the peer's loss first reaches the target (None
+        # when --peer-max-iters did not suffice), timed at the median
+        # iteration's time, as ms_per_iter leaves the warm-up out.
+        reached = next((i for i, v in enumerate(losses) if v <= target), None)
+        out["iters_to_target"] = None if reached is None else reached + 1
+        out["ms_to_target"] = None if reached is None else (reached + 1) * per_iteration(ms)
+    return out
 
 
 def read_factor(path):
@@ -170,19 +185,24 @@ def read_factor(path):
 
 
 def run_kfactor(args, path, f, solver, out_prefix):
-    cmd = [args.kfactor, "als", "--implicit", "--input", path, "--rank", str(f), "--solver", solver,
-           "--cg-steps", str(args.cg_steps), "--iters", str(args.iters), "--alpha", str(args.alpha),
-           "--lambda", str(args.lam), "--lambda-weighting", "plain", "--precision", args.precision,
-           "--seed", str(args.seed), "--json", "--quiet"]
-    if out_prefix:
-        cmd += ["--output", out_prefix]
-    # CUDA loads a kernel at its first launch by default: about 70 ms of a
-    # fresh process's first iterations, a start-up cost. Eager loading moves
-    # it before the loop (a no-op for a host build).
-    env = dict(os.environ, CUDA_MODULE_LOADING="EAGER")
-    rep = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True, env=env).stdout)
-    return rep, {"ms_per_iter": 1e3 * rep["timings"]["per_iteration"], "loss": rep["loss"],
-                 "loss_history": rep["history"]["loss"]}
+    """kfactor at --iters and at twice as many iterations (the same seed, so
+    the first --iters iterations are the same): the time per iteration is
+    the difference of the two loop times over --iters, which cancels what
+    only the first iterations pay (CUDA loads each kernel at its first
+    launch: about 70 ms of a fresh process on a GPU)."""
+    def run(iters, prefix):
+        cmd = [args.kfactor, "als", "--implicit", "--input", path, "--rank", str(f), "--solver", solver,
+               "--cg-steps", str(args.cg_steps), "--iters", str(iters), "--alpha", str(args.alpha),
+               "--lambda", str(args.lam), "--lambda-weighting", "plain", "--precision", args.precision,
+               "--seed", str(args.seed), "--json", "--quiet"]
+        if prefix:
+            cmd += ["--output", prefix]
+        return json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
+
+    short, long = run(args.iters, out_prefix), run(2 * args.iters, None)
+    ms = 1e3 * (long["timings"]["iterations"] - short["timings"]["iterations"]) / args.iters
+    return short, {"ms_per_iter": ms, "first_iters_ms_per_iter": 1e3 * short["timings"]["per_iteration"],
+                   "loss": short["loss"], "loss_history": short["history"]["loss"]}
 
 
 def main():
@@ -196,6 +216,8 @@ def main():
     ap.add_argument("--solvers", default="cg,cholesky", help="kfactor solvers, comma-separated (cg, cholesky)")
     ap.add_argument("--cg-steps", type=int, default=3)
     ap.add_argument("--iters", type=int, default=10)
+    ap.add_argument("--peer-max-iters", type=int, default=200,
+                    help="the most iterations the peer runs to reach kfactor cg's loss")
     ap.add_argument("--alpha", type=float, default=40.0)
     ap.add_argument("--lambda", dest="lam", type=float, default=0.1)
     ap.add_argument("--precision", default="float", choices=["float", "double"])
@@ -241,9 +263,15 @@ def main():
                     res["peer_loss_of_kfactor_factors"] = check
                     res["loss_relative_difference"] = abs(check - res["loss"]) / abs(res["loss"])
                 row[f"kfactor_{solver}"] = res
-            row["torch_cg"] = run_peer(peer, users, items, f, args, dtype)
+            target = row["kfactor_cg"]["loss"] if "kfactor_cg" in row else None
+            row["torch_cg"] = run_peer(peer, users, items, f, args, dtype, target)
             if "kfactor_cg" in row:
-                row["speedup_cg"] = row["torch_cg"]["ms_per_iter"] / row["kfactor_cg"]["ms_per_iter"]
+                kf = row["kfactor_cg"]
+                row["speedup_cg"] = row["torch_cg"]["ms_per_iter"] / kf["ms_per_iter"]
+                # At equal loss: the peer's time to kfactor cg's loss after
+                # --iters over kfactor's time for those iterations.
+                if row["torch_cg"]["ms_to_target"] is not None:
+                    row["speedup_cg_equal_loss"] = row["torch_cg"]["ms_to_target"] / (args.iters * kf["ms_per_iter"])
             if args.json:
                 print(json.dumps(row), flush=True)
                 continue
@@ -254,6 +282,14 @@ def main():
             speedup = f"{row['speedup_cg']:.2f}" if "speedup_cg" in row else "-"
             print(f"{f:>5} | {cell(row.get('kfactor_cg')):>28} | {cell(row.get('kfactor_cholesky')):>29} | "
                   f"{cell(row['torch_cg']):>28} | {speedup:>11}")
+            if target is not None:
+                t = row["torch_cg"]
+                if t["iters_to_target"] is None:
+                    print(f"      torch did not reach kfactor cg's loss in {args.peer_max_iters} iterations")
+                else:
+                    print(f"      torch reached kfactor cg's loss after {t['iters_to_target']} iterations, "
+                          f"{t['ms_to_target']:.1f} ms: {row['speedup_cg_equal_loss']:.2f}x kfactor's "
+                          f"{args.iters} iterations")
             print(f"      torch ms per iteration: {' '.join(f'{t:.2f}' for t in row['torch_cg']['ms'])}")
             for name in [f"kfactor_{s}" for s in solvers] + ["torch_cg"]:
                 print(f"      {name} loss per iteration: "
