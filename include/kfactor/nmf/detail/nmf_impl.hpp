@@ -267,7 +267,7 @@ T resolve_epsilon(const Options& o) {
 /// A rows x cols matrix, zero-filled: the fill maps its pages at allocation,
 /// in parallel. Left to a first touch inside the first epoch, the page faults
 /// made that epoch several times as long as a later one where a fault is
-/// slow (a virtual machine: about 12 us per 4 KiB page).
+/// slow (virtual machines).
 template <class T, class MemorySpace>
 DenseMatrix<T, MemorySpace> alloc(const std::string& name, std::int64_t rows, std::int64_t cols) {
   try {

@@ -216,9 +216,8 @@ inline constexpr int sweep_chunk = 256;
 /// values: every column of a chunk reads the whole chunk of Xt, so it is
 /// held to 32 KiB (an L1 data cache), in multiples of the 64-row blocks of
 /// the sweep: 256 rows at K = 16 in double, 64 at K = 64, where 256 rows
-/// (128 KiB) made each column stream the chunk from L2 and the sweep took
-/// 7 to 13% longer. Chunks only group rows, so the result does not depend on
-/// them.
+/// (128 KiB) made each column stream the chunk from L2. Chunks only group
+/// rows, so the result does not depend on them.
 KOKKOS_INLINE_FUNCTION int sweep_chunk_rows(int w, int bytes) {
   const int rows = (32768 / (w * bytes)) / 64 * 64;
   return rows < 64 ? 64 : rows > sweep_chunk ? sweep_chunk : rows;
@@ -238,9 +237,8 @@ KOKKOS_INLINE_FUNCTION void rank4_row(double* KOKKOS_RESTRICT part, const T* KOK
 }
 
 /// xg[c] = sum over l in [0, K) of x[l] G(l, c) for c in [c0, c0 + N), the
-/// N sums in registers: accumulated in xg they were a load and a store per
-/// multiply-add, a chain through memory that took a quarter of an MU sweep
-/// at K = 16. Returns c0 + N.
+/// N sums in registers: accumulated in xg they cost a load and a store per
+/// multiply-add, a dependency chain through memory. Returns c0 + N.
 template <int N, class T, class GV>
 KOKKOS_INLINE_FUNCTION int mu_row_block(const T* KOKKOS_RESTRICT x, const GV& G, int K, T* KOKKOS_RESTRICT xg, int c0) {
   T acc[N];
@@ -263,11 +261,11 @@ template <class T, class GV>
 KOKKOS_INLINE_FUNCTION void mu_row(T* KOKKOS_RESTRICT x, const T* KOKKOS_RESTRICT b, const GV& G, int K,
                                    T* KOKKOS_RESTRICT xg, T l1, T l2, T eps) {
   constexpr int block = 256 / int(sizeof(T));
-  int c = 0;
-  while (c + block <= K) c = mu_row_block<block>(x, G, K, xg, c);
-  if (c + block / 2 <= K) c = mu_row_block<block / 2>(x, G, K, xg, c);
-  if (c + block / 4 <= K) c = mu_row_block<block / 4>(x, G, K, xg, c);
-  while (c < K) c = mu_row_block<1>(x, G, K, xg, c);
+  int c0 = 0;
+  while (c0 + block <= K) c0 = mu_row_block<block>(x, G, K, xg, c0);
+  if (c0 + block / 2 <= K) c0 = mu_row_block<block / 2>(x, G, K, xg, c0);
+  if (c0 + block / 4 <= K) c0 = mu_row_block<block / 4>(x, G, K, xg, c0);
+  while (c0 < K) c0 = mu_row_block<1>(x, G, K, xg, c0);
   for (int c = 0; c < K; ++c) {
     const T bc = b[c] > T(0) ? b[c] : T(0);
     const T den = xg[c] + (l1 + l2 * x[c]) + eps;
