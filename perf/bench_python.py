@@ -56,6 +56,7 @@ import scipy.sparse as sp
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_nmf_sklearn import read_edges, relative_error  # noqa: E402
+from ratings import read_ratings  # noqa: E402
 
 import kfactor  # noqa: E402
 from kfactor._base import canonical_csr, csr_parts  # noqa: E402
@@ -202,17 +203,7 @@ def bench_cli(A, label, args, tmp):
 
 
 def bench_als(args, tmp):
-    import csv
-
-    rows, cols, vals = [], [], []
-    with open(args.ratings) as f:
-        for rec in csv.DictReader(f):
-            rows.append(int(rec["userId"]))
-            cols.append(int(rec["movieId"]))
-            vals.append(float(rec["rating"]))
-    users, rows = np.unique(rows, return_inverse=True)
-    items, cols = np.unique(cols, return_inverse=True)
-    R = sp.csr_matrix((np.asarray(vals, dtype=np.float32), (rows, cols)), shape=(len(users), len(items)))
+    R = read_ratings(args.ratings).astype(np.float32)
     path = os.path.join(tmp, "R.mtx")
     scipy.io.mmwrite(path, R, precision=9)
     R = canonical_csr(scipy.io.mmread(path), dtype=np.float32)
