@@ -50,6 +50,7 @@ TYPED_TEST(SpmmTest, MatchesFloat64Reference) {
     fill_uniform(exec, C0, 12 + k, RngStream::user, T(-1), T(1));
     auto hB = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, B);
     auto hC0 = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, C0);
+    const SpmmPlan<T, Mem> plan(exec, A, k);
     for (auto [alpha, beta] : {std::pair<T, T>{T(1), T(0)}, {T(-0.75), T(1)}, {T(2), T(-0.5)}}) {
       auto check = [&](auto&& run, const char* path) {
         DenseMatrix<T, Mem> C("C", m, k);
@@ -69,6 +70,7 @@ TYPED_TEST(SpmmTest, MatchesFloat64Reference) {
           }
       };
       check([&](auto& C) { spmm(exec, alpha, A, B, beta, C); }, "dispatch");
+      check([&](auto& C) { spmm(exec, plan, alpha, A, B, beta, C); }, "plan");
       check([&](auto& C) { detail::spmm_portable(exec, alpha, A, B, beta, C); }, "portable");
       // Column-major operands take the Kokkos Kernels path where it exists.
       Kokkos::View<T**, Kokkos::LayoutLeft, Mem> BL("BL", n, k), CL("CL", m, k);
@@ -123,6 +125,12 @@ TYPED_TEST(SpmmTest, HeavyRowChunksMatchFloat64Reference) {
     const T alpha = T(-0.75), beta = T(0.5);
     detail::spmm_heavy_rows(exec, alpha, A, B, beta, C, threads, vlen);
     auto hC = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, C);
+    // The chunks and scratch of a plan give the same sums.
+    const SpmmPlan<T, Mem> plan(exec, A, k);
+    DenseMatrix<T, Mem> Cp("Cp", m, k);
+    Kokkos::deep_copy(Cp, C0);
+    detail::spmm_heavy_rows(exec, alpha, A, B, beta, Cp, threads, vlen, plan.heavy_rows(), plan.partial_sums());
+    auto hCp = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, Cp);
     for (int i = 0; i < m; ++i)
       for (int c = 0; c < k; ++c) {
         if (lengths[i] <= limit) {
@@ -136,8 +144,29 @@ TYPED_TEST(SpmmTest, HeavyRowChunksMatchFloat64Reference) {
         }
         const double ref = double(alpha) * s + double(beta) * double(hC0(i, c));
         ASSERT_NEAR(double(hC(i, c)), ref, tol * (1 + sa + std::abs(ref))) << "k=" << k << " i=" << i << " c=" << c;
+        ASSERT_EQ(hCp(i, c), hC(i, c)) << "plan, k=" << k << " i=" << i << " c=" << c;
       }
   }
+}
+
+// A plan serves its own pattern at its own width: another pattern (even one
+// of the same shape) or another width of C is a usage error.
+TEST(Spmm, PlanOfAnotherPatternOrWidthIsAUsageError) {
+  using Space = Kokkos::DefaultExecutionSpace;
+  using Mem = Space::memory_space;
+  const Space exec;
+  CooMatrix<double> coo;
+  coo.num_rows = 3;
+  coo.num_cols = 4;
+  coo.rows = {0, 2};
+  coo.cols = {1, 3};
+  coo.values = {1.0, 2.0};
+  const auto A = to_csr(exec, coo), A2 = to_csr(exec, coo);
+  const SpmmPlan<double, Mem> plan(exec, A, 2);
+  DenseMatrix<double, Mem> B("B", 4, 2), C("C", 3, 2), B3("B3", 4, 3), C3("C3", 3, 3);
+  EXPECT_NO_THROW(spmm(exec, plan, 1.0, A, B, 0.0, C));
+  EXPECT_THROW(spmm(exec, plan, 1.0, A2, B, 0.0, C), UsageError);
+  EXPECT_THROW(spmm(exec, plan, 1.0, A, B3, 0.0, C3), UsageError);
 }
 
 TEST(Spmm, ShapeMismatchIsAUsageError) {

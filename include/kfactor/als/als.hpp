@@ -341,8 +341,10 @@ struct Plan {
   bool cg = false;                      ///< implicit: CG half-steps
   int cg_steps = 0;
   int eval_k = 0;  ///< implicit with a held-out set: K of the ranking metrics
-  /// cg: the confidence weights of R and R^T (original ids).
+  /// cg: the confidence weights of R and R^T (original ids), and the SpMM
+  /// plans of their patterns at width rank.
   CsrMatrix<T, MemorySpace> cg_users, cg_items;
+  kfactor::SpmmPlan<T, MemorySpace> spmm_users, spmm_items;
   /// The SDDMM plans of every pattern the iteration and the metrics multiply
   /// on: cg's weights of R and R^T (built with the plan; the user side's is
   /// also the training set's) and the evaluation sets (test, ring blocks),
@@ -738,13 +740,15 @@ CsrMatrix<T, MemorySpace> half_step_values(const ExecutionSpace& exec, const Csr
   return confidence_weights(exec, R, plan.confidence);
 }
 
-/// cg: the weights of both sides and their SDDMM plans, built once.
+/// cg: the weights of both sides and their SDDMM and SpMM plans, built once.
 template <class ExecutionSpace, class T, class MemorySpace>
 void cg_parts(const ExecutionSpace& exec, const CsrMatrix<T, MemorySpace>& Wu, const CsrMatrix<T, MemorySpace>& Wi,
               Plan<T, MemorySpace>& plan) {
   if (!plan.cg) return;
   plan.cg_users = Wu;
   plan.cg_items = Wi;
+  plan.spmm_users = kfactor::SpmmPlan<T, MemorySpace>(exec, Wu, plan.rank);
+  plan.spmm_items = kfactor::SpmmPlan<T, MemorySpace>(exec, Wi, plan.rank);
   (void)plan.sddmm_plans->get(exec, Wu, plan.rank);
   (void)plan.sddmm_plans->get(exec, Wi, plan.rank);
 }
@@ -878,8 +882,8 @@ void plan_half_step(const ExecutionSpace& exec, Side side, const Plan<T, MemoryS
   }
   factor_gram(exec, other, ws.gram);
   if (p.cg)
-    cg_half_step(exec, users ? p.cg_users : p.cg_items, *p.sddmm_plans, users ? p.user_count : p.item_count, other, out,
-                 ws.gram, p.lambda, p.weight_nnz, p.cg_steps, ws);
+    cg_half_step(exec, users ? p.cg_users : p.cg_items, *p.sddmm_plans, users ? p.spmm_users : p.spmm_items,
+                 users ? p.user_count : p.item_count, other, out, ws.gram, p.lambda, p.weight_nnz, p.cg_steps, ws);
   else
     half_step(exec, S, other, out, p.rank, p.lambda, p.weight_nnz, p.batch_rows, p.max_batch_bytes, &ws,
               ImplicitGram<T, MemorySpace>{ws.gram});

@@ -156,13 +156,15 @@ inline double gram_trace(const std::vector<double>& gx, const std::vector<double
 /// from the current X_u, every row at once. W: this side's confidence
 /// weights (rows of X, columns of Y, original ids); count: ratings per row
 /// (lambda_u = lambda count_u under nnz weighting; rows without any get the
-/// zero vector, as in the exact half-step); G = Y^T Y. One step costs a GEMM
-/// (m x f by f x f), an SDDMM and an SpMM on W's pattern (2 nnz f
-/// multiply-adds each) and O(m f) vector work; it never forms an f x f
-/// matrix per row.
+/// zero vector, as in the exact half-step); G = Y^T Y; spmm_plan: W's SpMM
+/// plan at width f. One step costs a GEMM (m x f by f x f), an SDDMM and an
+/// SpMM on W's pattern (2 nnz f multiply-adds each) and O(m f) vector work
+/// in one kernel; it never forms an f x f matrix per row. On small inputs a
+/// step is bound by its launches, so none of them waits for the host.
 template <class ExecutionSpace, class T, class MemorySpace>
 void cg_half_step(const ExecutionSpace& exec, const CsrMatrix<T, MemorySpace>& W,
-                  kfactor::detail::SddmmPlanCache<T, MemorySpace>& plans, const Kokkos::View<int*, MemorySpace>& count,
+                  kfactor::detail::SddmmPlanCache<T, MemorySpace>& plans,
+                  const kfactor::SpmmPlan<T, MemorySpace>& spmm_plan, const Kokkos::View<int*, MemorySpace>& count,
                   const DenseMatrix<T, MemorySpace>& Y, const DenseMatrix<T, MemorySpace>& X,
                   const Kokkos::View<T**, Kokkos::LayoutRight, MemorySpace>& G, T lambda, bool weight_nnz, int steps,
                   Workspace<T, MemorySpace>& ws) {
@@ -194,16 +196,11 @@ void cg_half_step(const ExecutionSpace& exec, const CsrMatrix<T, MemorySpace>& W
   const int team = is_host_space_v<ExecutionSpace> ? 1 : 32;
   const int fi = int(f);
 
-  // AP = (G + lambda_u I) P + W o (P Y^T) Y.
+  // AP = G P + W o (P Y^T) Y; the update kernel adds lambda_u P.
   auto apply = [&](const DenseMatrix<T, MemorySpace>& Pin, const DenseMatrix<T, MemorySpace>& out) {
     (*plan)(exec, Pin, Y, d, true);
     kfactor::gemm(exec, Trans::none, Trans::none, T(1), Pin, G, T(0), out);
-    kfactor::spmm(exec, T(1), D, Y, T(1), out);
-    Kokkos::parallel_for(
-        "kfactor::als::cg_shift", Kokkos::MDRangePolicy<ExecutionSpace, Kokkos::Rank<2>>(exec, {0, 0}, {m, f}),
-        KOKKOS_LAMBDA(std::size_t u, std::size_t k) {
-          out(u, k) += (weight_nnz ? lambda * T(count(u)) : lambda) * Pin(u, k);
-        });
+    kfactor::spmm(exec, spmm_plan, T(1), D, Y, T(1), out);
   };
 
   // Rows without ratings: the zero vector. Then R = b - A X with
@@ -220,7 +217,7 @@ void cg_half_step(const ExecutionSpace& exec, const CsrMatrix<T, MemorySpace>& W
         const T we = w(e);
         d(e) = (we > T(0) ? T(1) + we : T(0)) - d(e);
       });
-  kfactor::spmm(exec, T(1), D, Y, T(0), R);
+  kfactor::spmm(exec, spmm_plan, T(1), D, Y, T(0), R);
   kfactor::gemm(exec, Trans::none, Trans::none, T(-1), X, G, T(1), R);
   Kokkos::parallel_for(
       "kfactor::als::cg_start", Policy(exec, std::int64_t(m), team), KOKKOS_LAMBDA(const Team& tm) {
@@ -240,14 +237,16 @@ void cg_half_step(const ExecutionSpace& exec, const CsrMatrix<T, MemorySpace>& W
       });
   for (int step = 0; step < steps; ++step) {
     apply(P, AP);
-    // Per row: alpha = r.r / p.Ap; x += alpha p; r -= alpha Ap; p = r + beta p.
-    // A row that has converged (r.r = 0, or p.Ap <= 0 from rounding) stays.
+    // Per row, with Ap = AP + lambda_u p: alpha = r.r / p.Ap; x += alpha p;
+    // r -= alpha Ap; p = r + beta p. A row that has converged (r.r = 0, or
+    // p.Ap <= 0 from rounding) stays.
     Kokkos::parallel_for(
         "kfactor::als::cg_update", Policy(exec, std::int64_t(m), team), KOKKOS_LAMBDA(const Team& tm) {
           const std::size_t u = std::size_t(tm.league_rank());
+          const T lu = weight_nnz ? lambda * T(count(u)) : lambda;
           T pap = T(0);
           Kokkos::parallel_reduce(
-              Kokkos::TeamThreadRange(tm, fi), [&](int k, T& acc) { acc += P(u, k) * AP(u, k); }, pap);
+              Kokkos::TeamThreadRange(tm, fi), [&](int k, T& acc) { acc += P(u, k) * (AP(u, k) + lu * P(u, k)); }, pap);
           const T rs_old = rs(u);
           if (!(pap > T(0)) || !(rs_old > T(0))) return;
           const T a = rs_old / pap;
@@ -256,7 +255,7 @@ void cg_half_step(const ExecutionSpace& exec, const CsrMatrix<T, MemorySpace>& W
               Kokkos::TeamThreadRange(tm, fi),
               [&](int k, T& acc) {
                 X(u, k) += a * P(u, k);
-                const T rk = R(u, k) - a * AP(u, k);
+                const T rk = R(u, k) - a * (AP(u, k) + lu * P(u, k));
                 R(u, k) = rk;
                 acc += rk * rk;
               },

@@ -50,13 +50,18 @@ struct RowTeamShape {
   }
 };
 
-/// Rows with more nonzeros than this get whole teams in the device SpMM.
-inline constexpr int heavy_row_nnz = 512;
-/// Nonzeros per team in the heavy-row kernel. A Zipf column of implicit
-/// feedback (a popular item) holds a few percent of all nonzeros: one team
-/// walking it alone bounded the whole product while the other multiprocessors
-/// idled.
-inline constexpr int heavy_chunk_nnz = 4096;
+/// Rows with more nonzeros than this get whole teams in the device SpMM. A
+/// thread walks its row's nonzeros one after another, a chain of dependent
+/// loads (column index, then the row of B): on a small input (MovieLens
+/// latest-small, 100K ratings, its 610 users' rows 20 to 2,698 long) a limit
+/// of 512 left 570 rows to single threads, and the product took about
+/// 100 us, bound by that latency.
+inline constexpr int heavy_row_nnz = 64;
+/// Nonzeros per team in the heavy-row kernel: 32 per thread of a team of 16.
+/// A Zipf column of implicit feedback (a popular item) holds a few percent of
+/// all nonzeros: one team walking it alone bounded the whole product while
+/// the other multiprocessors idled.
+inline constexpr int heavy_chunk_nnz = 512;
 /// Team threads on one heavy chunk (1024 device threads per team at most).
 inline int heavy_row_team_threads(int vector_length) { return 512 / vector_length > 0 ? 512 / vector_length : 1; }
 
@@ -122,13 +127,16 @@ HeavyRowChunks<MemorySpace> heavy_row_chunks(const ExecutionSpace& exec, const C
 /// teams of `threads` x `vlen` over the chunks, each chunk's sum in scratch
 /// (threads' strided shares added in thread order), then each row's chunk
 /// sums added in chunk order.
+/// `heavy`: A's heavy_row_chunks; `partial`: at least heavy.chunks x k
+/// (C's width) of scratch for the chunks' sums.
 template <class ExecutionSpace, class T, class MemorySpace, class BV, class CV>
-void spmm_heavy_rows(const ExecutionSpace& exec, typename CV::non_const_value_type alpha,
-                     const CsrMatrix<T, MemorySpace>& A, const BV& B, typename CV::non_const_value_type beta,
-                     const CV& C, int threads, int vlen) {
+void spmm_heavy_rows(
+    const ExecutionSpace& exec, typename CV::non_const_value_type alpha, const CsrMatrix<T, MemorySpace>& A,
+    const BV& B, typename CV::non_const_value_type beta, const CV& C, int threads, int vlen,
+    const HeavyRowChunks<MemorySpace>& heavy,
+    const Kokkos::View<typename CV::non_const_value_type**, Kokkos::LayoutRight, MemorySpace>& partial) {
   using S = typename CV::non_const_value_type;
   using Policy = Kokkos::TeamPolicy<ExecutionSpace>;
-  const auto heavy = heavy_row_chunks(exec, A);
   if (heavy.chunks == 0) return;
   const int k = static_cast<int>(C.extent(1));
   auto row_map = A.row_map;
@@ -137,8 +145,6 @@ void spmm_heavy_rows(const ExecutionSpace& exec, typename CV::non_const_value_ty
   auto rows = heavy.rows;
   auto first = heavy.first;
   auto chunk_row = heavy.chunk_row;
-  Kokkos::View<S**, Kokkos::LayoutRight, MemorySpace> partial(
-      Kokkos::view_alloc(exec, Kokkos::WithoutInitializing, "kfactor::spmm_heavy_partial"), heavy.chunks, k);
   using Scratch = Kokkos::View<S**, typename ExecutionSpace::scratch_memory_space, Kokkos::MemoryUnmanaged>;
   const auto bytes = Scratch::shmem_size(threads, vlen);
   Kokkos::parallel_for(
@@ -187,6 +193,21 @@ void spmm_heavy_rows(const ExecutionSpace& exec, typename CV::non_const_value_ty
       });
 }
 
+/// The same, with A's chunks and the scratch derived here (three reductions
+/// read back on the host and four allocations per call; kfactor::SpmmPlan
+/// keeps them across products on one pattern).
+template <class ExecutionSpace, class T, class MemorySpace, class BV, class CV>
+void spmm_heavy_rows(const ExecutionSpace& exec, typename CV::non_const_value_type alpha,
+                     const CsrMatrix<T, MemorySpace>& A, const BV& B, typename CV::non_const_value_type beta,
+                     const CV& C, int threads, int vlen) {
+  using S = typename CV::non_const_value_type;
+  const auto heavy = heavy_row_chunks(exec, A);
+  if (heavy.chunks == 0) return;
+  const Kokkos::View<S**, Kokkos::LayoutRight, MemorySpace> partial(
+      Kokkos::view_alloc(exec, Kokkos::WithoutInitializing, "kfactor::spmm_heavy_partial"), heavy.chunks, C.extent(1));
+  spmm_heavy_rows(exec, alpha, A, B, beta, C, threads, vlen, heavy, partial);
+}
+
 /// Host SpMM, row i: C(i, c0 + [0, N)) for each whole chunk of N columns from
 /// c0 on, in N accumulators that the compiler keeps in vector registers (one
 /// load of B per multiply-add), written to C once; returns the first column
@@ -231,10 +252,14 @@ KOKKOS_INLINE_FUNCTION void spmm_host_row(int i, int k, S alpha, S beta, const R
   spmm_host_row_chunks<1>(i, c, k, alpha, beta, row_map, entries, values, B, C);
 }
 
+/// `heavy`, `partial`: A's heavy-row chunks and their scratch (see
+/// spmm_heavy_rows), derived per call when `heavy` is null.
 template <class ExecutionSpace, class T, class MemorySpace, class BV, class CV>
-void spmm_portable(const ExecutionSpace& exec, typename CV::non_const_value_type alpha,
-                   const CsrMatrix<T, MemorySpace>& A, const BV& B, typename CV::non_const_value_type beta,
-                   const CV& C) {
+void spmm_portable(
+    const ExecutionSpace& exec, typename CV::non_const_value_type alpha, const CsrMatrix<T, MemorySpace>& A,
+    const BV& B, typename CV::non_const_value_type beta, const CV& C,
+    const HeavyRowChunks<MemorySpace>* heavy = nullptr,
+    const Kokkos::View<typename CV::non_const_value_type**, Kokkos::LayoutRight, MemorySpace>& partial = {}) {
   using S = typename CV::non_const_value_type;
   using Policy = Kokkos::TeamPolicy<ExecutionSpace>;
   using Shape = RowTeamShape<ExecutionSpace>;
@@ -271,7 +296,10 @@ void spmm_portable(const ExecutionSpace& exec, typename CV::non_const_value_type
             });
           });
         });
-    spmm_heavy_rows(exec, alpha, A, B, beta, C, heavy_row_team_threads(vlen), vlen);
+    if (heavy)
+      spmm_heavy_rows(exec, alpha, A, B, beta, C, heavy_row_team_threads(vlen), vlen, *heavy, partial);
+    else
+      spmm_heavy_rows(exec, alpha, A, B, beta, C, heavy_row_team_threads(vlen), vlen);
   }
 }
 
