@@ -47,9 +47,10 @@ Times. kfactor: the command runs --iters and then 2 x --iters iterations
 (the same seed: the same first iterations), and an iteration's time is the
 difference of the two reports' loop times over --iters. So what only the
 first iterations pay cancels: CUDA loads each kernel at its first launch
-(about 70 ms of a fresh process on a GPU; eager loading at start-up made
-the loop slower, not faster). The read, preprocessing, autotune and loss
-evaluations are outside the loop time. torch: the wall time of each
+(about 70 ms of a fresh process on a GPU). Each loop time is the least of
+--repeats runs, after an untimed run that warms the driver and the file
+cache (a cold first process pays more than ten iterations take). The read,
+preprocessing, autotune and loss evaluations are outside the loop time. torch: the wall time of each
 iteration's two half-steps, synchronized on cuda (loss outside), as the
 median over the iterations after the first (a warm-up: allocations, kernel
 loading) when there are at least 3; all the values are printed too.
@@ -162,7 +163,9 @@ def run_kfactor(args, path, f, solver, out_prefix):
     the first --iters iterations are the same): the time per iteration is
     the difference of the two loop times over --iters, which cancels what
     only the first iterations pay (CUDA loads each kernel at its first
-    launch: about 70 ms of a fresh process on a GPU)."""
+    launch: about 70 ms of a fresh process on a GPU). Each loop time is the
+    least of --repeats runs, after one untimed run (the first process of a
+    call also warms the driver and the file cache)."""
     def run(iters, prefix):
         cmd = [args.kfactor, "als", "--implicit", "--input", path, "--rank", str(f), "--solver", solver,
                "--cg-steps", str(args.cg_steps), "--iters", str(iters), "--alpha", str(args.alpha),
@@ -172,8 +175,13 @@ def run_kfactor(args, path, f, solver, out_prefix):
             cmd += ["--output", prefix]
         return json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
 
+    run(1, None)
     short, long = run(args.iters, out_prefix), run(2 * args.iters, None)
-    ms = 1e3 * (long["timings"]["iterations"] - short["timings"]["iterations"]) / args.iters
+    short_s, long_s = short["timings"]["iterations"], long["timings"]["iterations"]
+    for _ in range(args.repeats - 1):
+        short_s = min(short_s, run(args.iters, None)["timings"]["iterations"])
+        long_s = min(long_s, run(2 * args.iters, None)["timings"]["iterations"])
+    ms = 1e3 * (long_s - short_s) / args.iters
     return short, {"ms_per_iter": ms, "first_iters_ms_per_iter": 1e3 * short["timings"]["per_iteration"],
                    "loss": short["loss"], "loss_history": short["history"]["loss"]}
 
@@ -189,6 +197,7 @@ def main():
     ap.add_argument("--solvers", default="cg,cholesky", help="kfactor solvers, comma-separated (cg, cholesky)")
     ap.add_argument("--cg-steps", type=int, default=3)
     ap.add_argument("--iters", type=int, default=10)
+    ap.add_argument("--repeats", type=int, default=3, help="kfactor runs per loop time (the least is taken)")
     ap.add_argument("--peer-max-iters", type=int, default=200,
                     help="the most iterations the peer runs to reach kfactor cg's loss")
     ap.add_argument("--alpha", type=float, default=40.0)
