@@ -43,9 +43,11 @@ without a nonzero rating dropped; duplicate (user, item) pairs are summed.
 The result is written once as Matrix Market for kfactor, so both sides
 factor the same matrix (kfactor's read is outside its timings anyway).
 
-Times. kfactor: the command runs --iters and then 2 x --iters iterations
-(the same seed: the same first iterations), and an iteration's time is the
-difference of the two reports' loop times over --iters. So what only the
+Times. kfactor: the command runs --iters and then --iters + --timing-iters
+iterations (the same seed: the same first iterations), and an iteration's
+time is the difference of the two reports' loop times over --timing-iters
+(default --iters; on a GPU, where ten iterations take a few milliseconds,
+100 keeps run-to-run noise out of the difference). So what only the
 first iterations pay cancels: CUDA loads each kernel at its first launch
 (about 70 ms of a fresh process on a GPU). Each loop time is the least of
 --repeats runs, after an untimed run that warms the driver and the file
@@ -66,7 +68,7 @@ OpenMP threads that lose their core make kfactor's times meaningless.
 
 Examples:
   OMP_NUM_THREADS=2 OMP_WAIT_POLICY=passive perf/bench_implicit_torch.py --kfactor build/kfactor
-  perf/bench_implicit_torch.py --kfactor build-cuda/kfactor --device cuda --f 64,128 --iters 10
+  perf/bench_implicit_torch.py --kfactor build-cuda/kfactor --device cuda --f 64,128 --iters 10 --timing-iters 100
 """
 import argparse
 import importlib.util
@@ -159,9 +161,9 @@ def read_factor(path):
 
 
 def run_kfactor(args, path, f, solver, out_prefix):
-    """kfactor at --iters and at twice as many iterations (the same seed, so
-    the first --iters iterations are the same): the time per iteration is
-    the difference of the two loop times over --iters, which cancels what
+    """kfactor at --iters and at --iters + --timing-iters iterations (the same
+    seed, so the first --iters iterations are the same): the time per
+    iteration is the difference of the two loop times over --timing-iters, which cancels what
     only the first iterations pay (CUDA loads each kernel at its first
     launch: about 70 ms of a fresh process on a GPU). Each loop time is the
     least of --repeats runs, after one untimed run (the first process of a
@@ -176,12 +178,13 @@ def run_kfactor(args, path, f, solver, out_prefix):
         return json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
 
     run(1, None)
-    short, long = run(args.iters, out_prefix), run(2 * args.iters, None)
+    extra = args.timing_iters or args.iters
+    short, long = run(args.iters, out_prefix), run(args.iters + extra, None)
     short_s, long_s = short["timings"]["iterations"], long["timings"]["iterations"]
     for _ in range(args.repeats - 1):
         short_s = min(short_s, run(args.iters, None)["timings"]["iterations"])
-        long_s = min(long_s, run(2 * args.iters, None)["timings"]["iterations"])
-    ms = 1e3 * (long_s - short_s) / args.iters
+        long_s = min(long_s, run(args.iters + extra, None)["timings"]["iterations"])
+    ms = 1e3 * (long_s - short_s) / extra
     return short, {"ms_per_iter": ms, "first_iters_ms_per_iter": 1e3 * short["timings"]["per_iteration"],
                    "loss": short["loss"], "loss_history": short["history"]["loss"]}
 
@@ -197,6 +200,8 @@ def main():
     ap.add_argument("--solvers", default="cg,cholesky", help="kfactor solvers, comma-separated (cg, cholesky)")
     ap.add_argument("--cg-steps", type=int, default=3)
     ap.add_argument("--iters", type=int, default=10)
+    ap.add_argument("--timing-iters", type=int, default=0,
+                    help="iterations whose time is measured, past --iters (default: --iters)")
     ap.add_argument("--repeats", type=int, default=3, help="kfactor runs per loop time (the least is taken)")
     ap.add_argument("--peer-max-iters", type=int, default=200,
                     help="the most iterations the peer runs to reach kfactor cg's loss")

@@ -77,50 +77,127 @@ struct HeavyRowChunks {
   int chunks = 0;
 };
 
-template <class ExecutionSpace, class T, class MemorySpace>
-HeavyRowChunks<MemorySpace> heavy_row_chunks(const ExecutionSpace& exec, const CsrMatrix<T, MemorySpace>& A) {
-  const int m = A.num_rows();
-  auto row_map = A.row_map;
+/// The four passes of heavy_row_chunks, one work tag each (a named functor:
+/// see SpmmHeavyChunkSums).
+template <class MemorySpace>
+struct HeavyRowLister {
+  struct CountRows {};
+  struct ListRows {};
+  struct CountChunks {};
+  struct ListChunks {};
+  Kokkos::View<offset_t*, MemorySpace> row_map;
   HeavyRowChunks<MemorySpace> out;
   int count = 0;
-  Kokkos::parallel_reduce(
-      "kfactor::spmm_count_heavy_rows", Kokkos::RangePolicy<ExecutionSpace>(exec, 0, m),
-      KOKKOS_LAMBDA(int i, int& n) { n += row_map(i + 1) - row_map(i) > heavy_row_nnz ? 1 : 0; }, count);
-  if (count == 0) return out;
-  auto rows = Kokkos::View<int*, MemorySpace>(
-      Kokkos::view_alloc(exec, Kokkos::WithoutInitializing, "kfactor::heavy_rows"), count);
-  auto first = Kokkos::View<int*, MemorySpace>(
-      Kokkos::view_alloc(exec, Kokkos::WithoutInitializing, "kfactor::heavy_row_chunks"), count + 1);
-  Kokkos::parallel_scan(
-      "kfactor::spmm_list_heavy_rows", Kokkos::RangePolicy<ExecutionSpace>(exec, 0, m),
-      KOKKOS_LAMBDA(int i, int& offset, bool final) {
-        const bool heavy = row_map(i + 1) - row_map(i) > heavy_row_nnz;
-        if (final && heavy) rows(offset) = i;
-        offset += heavy ? 1 : 0;
-      });
-  int chunks = 0;
-  Kokkos::parallel_scan(
-      "kfactor::spmm_count_heavy_chunks", Kokkos::RangePolicy<ExecutionSpace>(exec, 0, count + 1),
-      KOKKOS_LAMBDA(int h, int& offset, bool final) {
-        if (final) first(h) = offset;
-        if (h < count) {
-          const auto n = row_map(rows(h) + 1) - row_map(rows(h));
-          offset += int((n + heavy_chunk_nnz - 1) / heavy_chunk_nnz);
-        }
-      },
-      chunks);
-  auto chunk_row = Kokkos::View<int*, MemorySpace>(
-      Kokkos::view_alloc(exec, Kokkos::WithoutInitializing, "kfactor::heavy_chunk_row"), chunks);
-  Kokkos::parallel_for(
-      "kfactor::spmm_list_heavy_chunks", Kokkos::RangePolicy<ExecutionSpace>(exec, 0, count), KOKKOS_LAMBDA(int h) {
-        for (int q = first(h); q < first(h + 1); ++q) chunk_row(q) = h;
-      });
-  out.rows = rows;
-  out.first = first;
-  out.chunk_row = chunk_row;
-  out.chunks = chunks;
-  return out;
+
+  KOKKOS_INLINE_FUNCTION bool heavy(int i) const { return row_map(i + 1) - row_map(i) > offset_t(heavy_row_nnz); }
+  KOKKOS_INLINE_FUNCTION void operator()(CountRows, int i, int& n) const { n += heavy(i) ? 1 : 0; }
+  KOKKOS_INLINE_FUNCTION void operator()(ListRows, int i, int& offset, bool final) const {
+    if (final && heavy(i)) out.rows(offset) = i;
+    offset += heavy(i) ? 1 : 0;
+  }
+  KOKKOS_INLINE_FUNCTION void operator()(CountChunks, int h, int& offset, bool final) const {
+    if (final) out.first(h) = offset;
+    if (h < count) {
+      const auto n = row_map(out.rows(h) + 1) - row_map(out.rows(h));
+      offset += int((n + heavy_chunk_nnz - 1) / heavy_chunk_nnz);
+    }
+  }
+  KOKKOS_INLINE_FUNCTION void operator()(ListChunks, int h) const {
+    for (int q = out.first(h); q < out.first(h + 1); ++q) out.chunk_row(q) = h;
+  }
+};
+
+template <class ExecutionSpace, class T, class MemorySpace>
+HeavyRowChunks<MemorySpace> heavy_row_chunks(const ExecutionSpace& exec, const CsrMatrix<T, MemorySpace>& A) {
+  using Lister = HeavyRowLister<MemorySpace>;
+  using CountRows = Kokkos::RangePolicy<ExecutionSpace, typename Lister::CountRows>;
+  using ListRows = Kokkos::RangePolicy<ExecutionSpace, typename Lister::ListRows>;
+  using CountChunks = Kokkos::RangePolicy<ExecutionSpace, typename Lister::CountChunks>;
+  using ListChunks = Kokkos::RangePolicy<ExecutionSpace, typename Lister::ListChunks>;
+  Lister f{A.row_map, {}, 0};
+  const int m = A.num_rows();
+  Kokkos::parallel_reduce("kfactor::spmm_count_heavy_rows", CountRows(exec, 0, m), f, f.count);
+  if (f.count == 0) return {};
+  f.out.rows = Kokkos::View<int*, MemorySpace>(
+      Kokkos::view_alloc(exec, Kokkos::WithoutInitializing, "kfactor::heavy_rows"), f.count);
+  f.out.first = Kokkos::View<int*, MemorySpace>(
+      Kokkos::view_alloc(exec, Kokkos::WithoutInitializing, "kfactor::heavy_row_chunks"), f.count + 1);
+  Kokkos::parallel_scan("kfactor::spmm_list_heavy_rows", ListRows(exec, 0, m), f);
+  Kokkos::parallel_scan("kfactor::spmm_count_heavy_chunks", CountChunks(exec, 0, f.count + 1), f, f.out.chunks);
+  f.out.chunk_row = Kokkos::View<int*, MemorySpace>(
+      Kokkos::view_alloc(exec, Kokkos::WithoutInitializing, "kfactor::heavy_chunk_row"), f.out.chunks);
+  Kokkos::parallel_for("kfactor::spmm_list_heavy_chunks", ListChunks(exec, 0, f.count), f);
+  return f.out;
 }
+
+/// The kernels below are named functors, not KOKKOS_LAMBDAs: nvcc keeps the
+/// host-side helpers of an extended lambda private to each translation unit,
+/// and when a template that holds one is instantiated in several (the library
+/// and the Python module both instantiate these) the linker may keep a copy of
+/// the template whose helper was never set: a host SpMM jumped to address 0.
+
+/// One team per heavy chunk q: its threads' strided shares of the chunk,
+/// added in thread order through scratch, into partial(q, :).
+template <class Member, class S, class MemorySpace, class Matrix, class BV>
+struct SpmmHeavyChunkSums {
+  using Scratch = Kokkos::View<S**, typename Member::scratch_memory_space, Kokkos::MemoryUnmanaged>;
+  int k, threads, vlen;
+  Matrix A;
+  BV B;
+  HeavyRowChunks<MemorySpace> heavy;
+  Kokkos::View<S**, Kokkos::LayoutRight, MemorySpace> partial;
+
+  KOKKOS_INLINE_FUNCTION void operator()(const Member& team) const {
+    const int q = team.league_rank();
+    const int h = heavy.chunk_row(q);
+    const int i = heavy.rows(h);
+    const auto e0 = A.row_map(i) + offset_t(q - heavy.first(h)) * offset_t(heavy_chunk_nnz);
+    const auto e1 =
+        e0 + offset_t(heavy_chunk_nnz) < A.row_map(i + 1) ? e0 + offset_t(heavy_chunk_nnz) : A.row_map(i + 1);
+    Scratch part(team.team_scratch(0), threads, vlen);
+    for (int c0 = 0; c0 < k; c0 += vlen) {
+      const int cn = k - c0 < vlen ? k - c0 : vlen;
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(team, threads), [&](int t) {
+        Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, cn), [&](int c) {
+          S acc = S(0);
+          for (auto e = e0 + offset_t(t); e < e1; e += offset_t(threads))
+            acc += S(A.values(e)) * S(B(A.entries(e), c0 + c));
+          part(t, c) = acc;
+        });
+      });
+      team.team_barrier();
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(team, threads), [&](int t) {
+        if (t != 0) return;
+        Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, cn), [&](int c) {
+          S acc = S(0);
+          for (int u = 0; u < threads; ++u) acc += part(u, c);
+          partial(q, c0 + c) = acc;
+        });
+      });
+      team.team_barrier();
+    }
+  }
+};
+
+/// One team per heavy row h: C(rows(h), :) from its chunks' sums, in chunk order.
+template <class Member, class S, class MemorySpace, class CV>
+struct SpmmHeavyRowSums {
+  int k;
+  S alpha, beta;
+  CV C;
+  HeavyRowChunks<MemorySpace> heavy;
+  Kokkos::View<S**, Kokkos::LayoutRight, MemorySpace> partial;
+
+  KOKKOS_INLINE_FUNCTION void operator()(const Member& team) const {
+    const int h = team.league_rank();
+    const int i = heavy.rows(h);
+    Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, k), [&](int c) {
+      S acc = S(0);
+      for (int q = heavy.first(h); q < heavy.first(h + 1); ++q) acc += partial(q, c);
+      C(i, c) = alpha * acc + (beta == S(0) ? S(0) : beta * C(i, c));
+    });
+  }
+};
 
 /// C(i, :) = alpha A(i, :) B + beta C(i, :) for the heavy rows i of A only
 /// (the device SpMM's second kernel; any space runs it, the tests on a host):
@@ -137,60 +214,16 @@ void spmm_heavy_rows(
     const Kokkos::View<typename CV::non_const_value_type**, Kokkos::LayoutRight, MemorySpace>& partial) {
   using S = typename CV::non_const_value_type;
   using Policy = Kokkos::TeamPolicy<ExecutionSpace>;
+  using Member = typename Policy::member_type;
   if (heavy.chunks == 0) return;
   const int k = static_cast<int>(C.extent(1));
-  auto row_map = A.row_map;
-  auto entries = A.entries;
-  auto values = A.values;
-  auto rows = heavy.rows;
-  auto first = heavy.first;
-  auto chunk_row = heavy.chunk_row;
-  using Scratch = Kokkos::View<S**, typename ExecutionSpace::scratch_memory_space, Kokkos::MemoryUnmanaged>;
-  const auto bytes = Scratch::shmem_size(threads, vlen);
-  Kokkos::parallel_for(
-      "kfactor::spmm_portable_heavy_chunks",
-      Policy(exec, heavy.chunks, threads, vlen).set_scratch_size(0, Kokkos::PerTeam(bytes)),
-      KOKKOS_LAMBDA(const typename Policy::member_type& team) {
-        const int q = team.league_rank();
-        const int h = chunk_row(q);
-        const int i = rows(h);
-        const auto e0 = row_map(i) + offset_t(q - first(h)) * offset_t(heavy_chunk_nnz);
-        const auto e1 =
-            e0 + offset_t(heavy_chunk_nnz) < row_map(i + 1) ? e0 + offset_t(heavy_chunk_nnz) : row_map(i + 1);
-        Scratch part(team.team_scratch(0), threads, vlen);
-        for (int c0 = 0; c0 < k; c0 += vlen) {
-          const int cn = k - c0 < vlen ? k - c0 : vlen;
-          Kokkos::parallel_for(Kokkos::TeamThreadRange(team, threads), [&](int t) {
-            Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, cn), [&](int c) {
-              S acc = S(0);
-              for (auto e = e0 + offset_t(t); e < e1; e += offset_t(threads))
-                acc += S(values(e)) * S(B(entries(e), c0 + c));
-              part(t, c) = acc;
-            });
-          });
-          team.team_barrier();
-          Kokkos::parallel_for(Kokkos::TeamThreadRange(team, threads), [&](int t) {
-            if (t != 0) return;
-            Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, cn), [&](int c) {
-              S acc = S(0);
-              for (int u = 0; u < threads; ++u) acc += part(u, c);
-              partial(q, c0 + c) = acc;
-            });
-          });
-          team.team_barrier();
-        }
-      });
-  Kokkos::parallel_for(
-      "kfactor::spmm_portable_heavy_rows", Policy(exec, int(rows.extent(0)), 1, vlen),
-      KOKKOS_LAMBDA(const typename Policy::member_type& team) {
-        const int h = team.league_rank();
-        const int i = rows(h);
-        Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, k), [&](int c) {
-          S acc = S(0);
-          for (int q = first(h); q < first(h + 1); ++q) acc += partial(q, c);
-          C(i, c) = alpha * acc + (beta == S(0) ? S(0) : beta * C(i, c));
-        });
-      });
+  using ChunkSums = SpmmHeavyChunkSums<Member, S, MemorySpace, CsrMatrix<T, MemorySpace>, BV>;
+  const auto bytes = ChunkSums::Scratch::shmem_size(threads, vlen);
+  Kokkos::parallel_for("kfactor::spmm_portable_heavy_chunks",
+                       Policy(exec, heavy.chunks, threads, vlen).set_scratch_size(0, Kokkos::PerTeam(bytes)),
+                       ChunkSums{k, threads, vlen, A, B, heavy, partial});
+  Kokkos::parallel_for("kfactor::spmm_portable_heavy_rows", Policy(exec, int(heavy.rows.extent(0)), 1, vlen),
+                       SpmmHeavyRowSums<Member, S, MemorySpace, CV>{k, alpha, beta, C, heavy, partial});
 }
 
 /// The same, with A's chunks and the scratch derived here (three reductions
@@ -252,6 +285,45 @@ KOKKOS_INLINE_FUNCTION void spmm_host_row(int i, int k, S alpha, S beta, const R
   spmm_host_row_chunks<1>(i, c, k, alpha, beta, row_map, entries, values, B, C);
 }
 
+/// Host rows of spmm_portable: one row per call (a named functor: see
+/// SpmmHeavyChunkSums).
+template <class S, class Matrix, class BV, class CV>
+struct SpmmHostRows {
+  int k;
+  S alpha, beta;
+  Matrix A;
+  BV B;
+  CV C;
+  KOKKOS_INLINE_FUNCTION void operator()(int i) const {
+    spmm_host_row(i, k, alpha, beta, A.row_map, A.entries, A.values, B, C);
+  }
+};
+
+/// Device light rows of spmm_portable: a team thread per row, vector lanes
+/// over the k columns, each lane accumulating its columns in a register;
+/// rows of more than heavy_row_nnz nonzeros are left to spmm_heavy_rows.
+template <class Member, class S, class Matrix, class BV, class CV>
+struct SpmmLightRows {
+  int m, k, rows_per_team;
+  S alpha, beta;
+  Matrix A;
+  BV B;
+  CV C;
+  KOKKOS_INLINE_FUNCTION void operator()(const Member& team) const {
+    const int r0 = team.league_rank() * rows_per_team;
+    const int r1 = r0 + rows_per_team < m ? r0 + rows_per_team : m;
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, r0, r1), [&](int i) {
+      const auto e0 = A.row_map(i), e1 = A.row_map(i + 1);
+      if (e1 - e0 > offset_t(heavy_row_nnz)) return;
+      Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, k), [&](int c) {
+        S acc = S(0);
+        for (auto e = e0; e < e1; ++e) acc += S(A.values(e)) * S(B(A.entries(e), c));
+        C(i, c) = alpha * acc + (beta == S(0) ? S(0) : beta * C(i, c));
+      });
+    });
+  }
+};
+
 /// `heavy`, `partial`: A's heavy-row chunks and their scratch (see
 /// spmm_heavy_rows), derived per call when `heavy` is null.
 template <class ExecutionSpace, class T, class MemorySpace, class BV, class CV>
@@ -261,41 +333,23 @@ void spmm_portable(
     const HeavyRowChunks<MemorySpace>* heavy = nullptr,
     const Kokkos::View<typename CV::non_const_value_type**, Kokkos::LayoutRight, MemorySpace>& partial = {}) {
   using S = typename CV::non_const_value_type;
-  using Policy = Kokkos::TeamPolicy<ExecutionSpace>;
   using Shape = RowTeamShape<ExecutionSpace>;
+  using Matrix = CsrMatrix<T, MemorySpace>;
   const int m = A.num_rows();
   const int k = static_cast<int>(C.extent(1));
   if (m == 0 || k == 0) return;
-  const int vlen = Shape::vector_length(k);
-  const int rpt = Shape::rows_per_team(k);
-  const int league = (m + rpt - 1) / rpt;
-  auto row_map = A.row_map;
-  auto entries = A.entries;
-  auto values = A.values;
-  const Policy policy = Shape::host ? Policy(exec, league, 1, 1) : Policy(exec, league, rpt, vlen);
   if constexpr (Shape::host) {
-    Kokkos::parallel_for(
-        "kfactor::spmm_portable_host",
-        Kokkos::RangePolicy<ExecutionSpace, Kokkos::Schedule<Kokkos::Dynamic>>(exec, 0, m),
-        KOKKOS_LAMBDA(int i) { spmm_host_row(i, k, alpha, beta, row_map, entries, values, B, C); });
+    Kokkos::parallel_for("kfactor::spmm_portable_host",
+                         Kokkos::RangePolicy<ExecutionSpace, Kokkos::Schedule<Kokkos::Dynamic>>(exec, 0, m),
+                         SpmmHostRows<S, Matrix, BV, CV>{k, alpha, beta, A, B, C});
   } else {
-    // Device, light rows: a team thread per row, vector lanes over the k
-    // columns, each lane accumulating its columns in a register.
-    const auto limit = heavy_row_nnz;
+    using Policy = Kokkos::TeamPolicy<ExecutionSpace>;
+    const int vlen = Shape::vector_length(k);
+    const int rpt = Shape::rows_per_team(k);
+    const int league = (m + rpt - 1) / rpt;
     Kokkos::parallel_for(
-        "kfactor::spmm_portable", policy, KOKKOS_LAMBDA(const typename Policy::member_type& team) {
-          const int r0 = team.league_rank() * rpt;
-          const int r1 = r0 + rpt < m ? r0 + rpt : m;
-          Kokkos::parallel_for(Kokkos::TeamThreadRange(team, r0, r1), [&](int i) {
-            const auto e0 = row_map(i), e1 = row_map(i + 1);
-            if (e1 - e0 > limit) return;  // a heavy row: the kernel below
-            Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, k), [&](int c) {
-              S acc = S(0);
-              for (auto e = e0; e < e1; ++e) acc += S(values(e)) * S(B(entries(e), c));
-              C(i, c) = alpha * acc + (beta == S(0) ? S(0) : beta * C(i, c));
-            });
-          });
-        });
+        "kfactor::spmm_portable", Policy(exec, league, rpt, vlen),
+        SpmmLightRows<typename Policy::member_type, S, Matrix, BV, CV>{m, k, rpt, alpha, beta, A, B, C});
     if (heavy)
       spmm_heavy_rows(exec, alpha, A, B, beta, C, heavy_row_team_threads(vlen), vlen, *heavy, partial);
     else
