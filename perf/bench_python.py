@@ -23,8 +23,9 @@ the command also each side's fastest run.
            layout, Cholesky, plain lambda, no held-out split): the loop's
            time per iteration (the reports' timings.iterations), as for cli,
            and the same final loss (checked).
-  sklearn  kfactor.NMF(algorithm=hals) and sklearn.decomposition.NMF(solver=cd)
-           from the same start (scikit-learn's own, _initialize_nmf with
+  sklearn  kfactor.NMF(algorithm=A) for each A of --algorithms and
+           sklearn.decomposition.NMF with the solver that runs the same rule
+           (cd for hals and alo, mu for mu), from the same start (scikit-learn's own, _initialize_nmf with
            nndsvda, given to both as init='custom'), the same K and
            iterations, tol=0: the final relative error of each and their
            ratio (kfactor / scikit-learn, below 1 a better fit), the median
@@ -115,14 +116,15 @@ def timings(p):
             "python_min_ms_per_iter": 1e3 * p.a_min, "cli_min_ms_per_iter": 1e3 * p.b_min}
 
 
-def bench_sklearn(A, label, args):
+def bench_sklearn(A, label, args, algorithm):
     from sklearn.decomposition import NMF
     from sklearn.decomposition._nmf import _initialize_nmf
 
     W0, H0 = _initialize_nmf(A, args.rank, init="nndsvda", random_state=args.seed)
     X = A.astype(np.float64)
-    kf = kfactor.NMF(args.rank, algorithm="hals", init="custom", max_iter=args.iters, tol=0)
-    sk = NMF(args.rank, init="custom", solver="cd", max_iter=args.iters, tol=0.0)
+    kf = kfactor.NMF(args.rank, algorithm=algorithm, init="custom", max_iter=args.iters, tol=0)
+    solver = "mu" if algorithm == "mu" else "cd"
+    sk = NMF(args.rank, init="custom", solver=solver, max_iter=args.iters, tol=0.0)
 
     W = {}
 
@@ -136,7 +138,8 @@ def bench_sklearn(A, label, args):
     p = Pairs(timed(kf), timed(sk), args.repeats)
     kf_err = relative_error(X, W[kf], kf.components_)
     sk_err = relative_error(X, W[sk], sk.components_)
-    return {"bench": "sklearn", "input": label, "rank": args.rank, "iterations": args.iters,
+    return {"bench": "sklearn", "input": label, "algorithm": algorithm, "sklearn_solver": solver,
+            "rank": args.rank, "iterations": args.iters,
             "repeats": args.repeats, "kfactor_error": kf_err, "sklearn_error": sk_err,
             "error_ratio": kf_err / sk_err, "kfactor_ms_per_iter": 1e3 * p.a, "sklearn_ms_per_iter": 1e3 * p.b,
             "time_ratio": p.ratio}
@@ -237,6 +240,9 @@ def main():
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--repeats", type=int, default=5, help="counted pairs of each comparison (median of them)")
     ap.add_argument("--no-sklearn", dest="sklearn", action="store_false", help="skip the scikit-learn comparison")
+    ap.add_argument("--no-cli", dest="cli", action="store_false", help="skip the command comparison")
+    ap.add_argument("--algorithms", default="hals",
+                    help="kfactor algorithms of the scikit-learn comparison, comma-separated (hals, alo, mu)")
     ap.add_argument("--ratings", default=os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                                       "../../shared/data/movielens-latest-small/ratings.csv"),
                     help="MovieLens ratings.csv for the als comparison ('' skips it)")
@@ -252,9 +258,11 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         for name in args.inputs:
             A, label = load(name, args.seed)
-            print(json.dumps(bench_cli(A, label, args, tmp)), flush=True)
+            if args.cli:
+                print(json.dumps(bench_cli(A, label, args, tmp)), flush=True)
             if args.sklearn:
-                print(json.dumps(bench_sklearn(A, label, args)), flush=True)
+                for algorithm in args.algorithms.split(","):
+                    print(json.dumps(bench_sklearn(A, label, args, algorithm)), flush=True)
         if args.ratings:
             print(json.dumps(bench_als(args, tmp)), flush=True)
 
