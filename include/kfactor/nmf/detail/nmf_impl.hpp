@@ -699,11 +699,10 @@ void column_sums_host(const ExecutionSpace& exec, const DenseMatrix<T, Mem>& X,
 
 /// out(k) (every row r of out) = sum_i X(i, k): the denominator of the KL
 /// rule over all entries, 1 X, without a dense product. On a host one pass
-/// reads X row by row and one writes out row by row: a team per column read
-/// and wrote with a stride of K, and at K = 16 on p2p-Gnutella08 (6,301 rows)
-/// a call took 0.2 ms on 2 threads, longer than an SpMM on the graph. On a
-/// device a team per column sums it in a tree (an array reduction of K
-/// values would hold K values per thread in shared memory).
+/// reads X row by row and one writes out row by row (a team per column reads
+/// and writes with a stride of K, and took longer than an SpMM on a SNAP
+/// graph). On a device a team per column sums it in a tree (an array
+/// reduction of K values would hold K values per thread in shared memory).
 template <class ExecutionSpace, class T, class Mem>
 void column_sums_rows(const ExecutionSpace& exec, const DenseMatrix<T, Mem>& X, const DenseMatrix<T, Mem>& out) {
   if constexpr (SweepTraits<ExecutionSpace>::host) {
