@@ -971,7 +971,7 @@ void model_on_pattern(const ExecutionSpace& exec, const CsrMatrix<T, Mem>& patte
 /// (y_e = X_i . F_j), the element-wise factors (beta_factors), the numerator
 /// num_i = sum_e n_e F_j and, with a pattern denominator, den_i =
 /// sum_e d_e F_j, accumulated in the rows of num and den, then the row's MU
-/// update (mu_update's arithmetic); each model value is the host SDDMM's dot
+/// update (mu_entry); each model value is the host SDDMM's dot
 /// (sddmm_host_dots). Without a pattern denominator (KL with
 /// absent entries read as zeros) den is F's column sums, `colsum`. Rows are
 /// independent, so this is the SDDMM, factors, SpMM and update sequence of
@@ -1007,11 +1007,8 @@ void elementwise_rows_host(const ExecutionSpace& exec, const CsrMatrix<T, Mem>& 
                              for (int k = 0; k < K; ++k) de[k] += d * f[k];
                          }
                          T* xw = &X(i, 0);
-                         for (int k = 0; k < K; ++k) {
-                           const T b = nu[k] > T(0) ? nu[k] : T(0);
-                           const T dk = (pattern_den ? de[k] : T(colsum(k))) + (tl1 + tl2 * xw[k]) + eps;
-                           xw[k] = root ? T(xw[k] * std::sqrt(b / dk)) : T(xw[k] * b / dk);
-                         }
+                         for (int k = 0; k < K; ++k)
+                           xw[k] = mu_entry(xw[k], nu[k], pattern_den ? de[k] : T(colsum(k)), tl1, tl2, eps, root);
                        });
 }
 

@@ -252,6 +252,17 @@ KOKKOS_INLINE_FUNCTION int mu_row_block(const T* KOKKOS_RESTRICT x, const GV& G,
   return c0 + N;
 }
 
+/// One entry of the Lee-Seung update: x max(b, 0) / (xg + l1 + l2 x + eps),
+/// or its square root with `root` (scikit-learn's exponent 1/2 for
+/// Itakura-Saito). The one formula of mu_row, mu_update and the host
+/// beta-loss rows.
+template <class T>
+KOKKOS_INLINE_FUNCTION T mu_entry(T x, T b, T xg, T l1, T l2, T eps, bool root) {
+  const T bp = b > T(0) ? b : T(0);
+  const T den = xg + (l1 + l2 * x) + eps;
+  return root ? T(x * Kokkos::sqrt(bp / den)) : T(x * bp / den);
+}
+
 /// The Lee-Seung update of one row x (K values) in place, mu_update's
 /// arithmetic: x_c <- x_c max(b_c, 0) / ((x G)_c + l1 + l2 x_c + eps), with
 /// x G summed into xg (K values) from the old row first, in blocks of 256
@@ -266,11 +277,7 @@ KOKKOS_INLINE_FUNCTION void mu_row(T* KOKKOS_RESTRICT x, const T* KOKKOS_RESTRIC
   if (c0 + block / 2 <= K) c0 = mu_row_block<block / 2>(x, G, K, xg, c0);
   if (c0 + block / 4 <= K) c0 = mu_row_block<block / 4>(x, G, K, xg, c0);
   while (c0 < K) c0 = mu_row_block<1>(x, G, K, xg, c0);
-  for (int c = 0; c < K; ++c) {
-    const T bc = b[c] > T(0) ? b[c] : T(0);
-    const T den = xg[c] + (l1 + l2 * x[c]) + eps;
-    x[c] = x[c] * bc / den;
-  }
+  for (int c = 0; c < K; ++c) x[c] = mu_entry(x[c], b[c], xg[c], l1, l2, eps, false);
 }
 
 /// lanes[l] += sum of x[j] y[j] over j = l mod 8, j < w: a dot product in
@@ -617,9 +624,7 @@ void mu_update(const ExecutionSpace& exec, const XV& X, const BV& B, const XV& X
   Kokkos::parallel_for(
       "kfactor::nmf::mu_update", row_major_policy(exec, X.extent(0), X.extent(1)),
       KOKKOS_LAMBDA(std::size_t r, std::size_t j) {
-        const T b = B(r, j) > T(0) ? T(B(r, j)) : T(0);
-        const T den = XG(r, j) + (tl1 + tl2 * X(r, j)) + eps;
-        X(r, j) = root ? T(X(r, j) * Kokkos::sqrt(b / den)) : T(X(r, j) * b / den);
+        X(r, j) = mu_entry(T(X(r, j)), T(B(r, j)), T(XG(r, j)), tl1, tl2, eps, root);
       });
 }
 
