@@ -162,7 +162,7 @@ void run_case(const Exec& exec, const Args& args, const Matrix& input, const std
       o.rank = K;
       o.seed = args.seed;
       const Timing t = time_epochs(exec, A, o, args.iters);
-      record(alg, K, nmf::resolve_tile(K, 0), t, "epoch");
+      record(alg, K, nmf::resolve_tile(K, 0, kfactor::is_host_space_v<Exec>), t, "epoch");
     }
   }
   const int tk = args.tile_k > 0 ? args.tile_k : args.ks.back();

@@ -394,8 +394,9 @@ const Registrar nmf_command{Command{
                  "stop once the relative error is <= target. Default none: --iters alone decides",
                  nmf::Options::target_range);
       add_number(cmd, "--tile", o->tile,
-                 "ALO tile size T, at most --rank. Default 0: the paper's 8/16/16/32/64 for K = 64..1024, else "
-                 "the power of two nearest its section-5 model (GEMM depth vs. cache reuse)",
+                 "ALO tile size T, at most --rank. Default 0: on a CPU up to --rank 64 the rank (one tile: "
+                 "the sweep of hals, one launch per half); otherwise the paper's 8/16/16/32/64 for "
+                 "K = 64..1024, else the power of two nearest its section-5 model (GEMM depth vs. cache reuse)",
                  nmf::Options::tile_range);
       add_number(cmd, "--eps", o->eps,
                  "floor of W and H (hals, alo) and MU denominator guard. Default 0: machine epsilon of "

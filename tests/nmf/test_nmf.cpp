@@ -212,7 +212,7 @@ TYPED_TEST(NmfTest, AloEpochEqualsHalsEpoch) {
   auto run = [&](const auto& A) {
     auto ref = nmf::init(exec, A, options(nmf::Algorithm::hals, K));
     nmf::step(exec, A, options(nmf::Algorithm::hals, K), ref);
-    for (int T : {1, K, 4, 5}) {
+    for (int T : {0, 1, K, 4, 5}) {
       const auto o = options(nmf::Algorithm::alo, K, T);
       auto s = nmf::init(exec, A, o);
       nmf::step(exec, A, o, s);
@@ -576,7 +576,8 @@ TEST(NmfOptions, EveryNumericOptionHasARange) {
 }
 
 // Options::visit lists what decides the iterates: the tile only for alo and
-// resolved (0 and the default tile are the same run), not the stop rule.
+// as given (0, the space's default, differs from an explicit tile: a host
+// resolves it to K, a device to default_tile), not the stop rule.
 TEST(NmfOptions, VisitListsWhatDecidesTheIterates) {
   nmf::Options o;
   o.rank = 128;
@@ -584,12 +585,13 @@ TEST(NmfOptions, VisitListsWhatDecidesTheIterates) {
   auto v = option_values(o);
   EXPECT_EQ(v.at("algorithm"), "alo");
   EXPECT_EQ(v.at("rank"), "128");
-  EXPECT_EQ(v.at("tile"), "16");
+  EXPECT_EQ(v.at("tile"), "0");
   EXPECT_EQ(v.at("seed"), "42");
   EXPECT_EQ(v.count("max_iterations") + v.count("stop.max_iterations"), 0u);
-  o.tile = 16;
   o.stop.max_iterations = 99;
   EXPECT_EQ(option_values(o), v);
+  o.tile = 16;
+  EXPECT_EQ(option_values(o).at("tile"), "16");
   o.algorithm = nmf::Algorithm::hals;
   EXPECT_EQ(option_values(o).count("tile"), 0u);
   EXPECT_EQ(option_values(o).at("algorithm"), "hals");
@@ -705,8 +707,12 @@ TEST(NmfModel, TileModelAndDataMovement) {
   EXPECT_EQ(nmf::default_tile(1024), 64);
   EXPECT_EQ(nmf::default_tile(16), 4);
   EXPECT_EQ(nmf::default_tile(3), 2);
-  EXPECT_EQ(nmf::resolve_tile(64, 5), 5);
-  EXPECT_EQ(nmf::resolve_tile(4, 9), 4);
+  EXPECT_EQ(nmf::resolve_tile(64, 5, false), 5);
+  EXPECT_EQ(nmf::resolve_tile(64, 5, true), 5);
+  EXPECT_EQ(nmf::resolve_tile(4, 9, false), 4);
+  EXPECT_EQ(nmf::resolve_tile(64, 0, false), 8);
+  EXPECT_EQ(nmf::resolve_tile(64, 0, true), 64);
+  EXPECT_EQ(nmf::resolve_tile(128, 0, true), 16);
   EXPECT_DOUBLE_EQ(nmf::hals_w_data_movement(11554, 256), 775015680.0);
   EXPECT_NEAR(nmf::alo_w_data_movement(11554, 256, 16, 33), 338840257.0, 2.0);
 }

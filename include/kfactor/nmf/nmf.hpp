@@ -62,7 +62,12 @@
 /// about 1e-3 (P and Q carry float rounding); in double it matches the
 /// explicit error to ~1e-10 (tests/nmf).
 ///
-/// **Tile size** (alo): Options::tile, else default_tile(K): the paper's
+/// **Tile size** (alo): Options::tile, else on a host with K <=
+/// host_one_tile_max_rank K (one tile: ALO is then HALS's one-launch sweep;
+/// there a tile's launch costs more than its GEMM saves: 2 threads,
+/// p2p-Gnutella08 at K = 16 2.5x faster than tiles of 4, a 26214 x 11314
+/// CSR with 1M nonzeros at K = 64 1.2x faster than tiles of 8, and at
+/// K = 128 1.5x slower than tiles of 16), else default_tile(K): the paper's
 /// 8/16/16/32/64 for K = 64/128/256/512/1024; for other K the power of two
 /// nearest (in log scale) to the section-5 model T = sqrt(K sqrt(C)/(sqrt(C)-2))
 /// with C = 33 (alo_tile_model). C = 33 is the paper's "33 MB cache" used as a
@@ -154,8 +159,12 @@ double alo_tile_model(int K, double cache_elements = 33.0);
 /// Default tile: 8/16/16/32/64 for K = 64/128/256/512/1024, else the power of
 /// two nearest alo_tile_model(K, 33), clamped to [1, K].
 int default_tile(int K);
-/// Options::tile resolved for rank K (0 -> default_tile, clamped to [1, K]).
-int resolve_tile(int K, int tile);
+/// Largest K at which a host's automatic ALO tile is all K columns.
+inline constexpr int host_one_tile_max_rank = 64;
+/// Options::tile resolved for rank K on a host (host = true) or a device
+/// space: 0 -> K on a host up to host_one_tile_max_rank, else
+/// default_tile(K); clamped to [1, K].
+int resolve_tile(int K, int tile, bool host);
 /// Data movement of Alg. 1's W loop, K (VK + K + 6V + 1) elements (digest: 775,015,680 for PIE, K=256).
 double hals_w_data_movement(double V, double K);
 /// Eq. 9: V (1/T + 2/sqrt(C)) (K^2 - KT) + KVT elements.
@@ -193,7 +202,7 @@ struct Options {
 
   Algorithm algorithm = Algorithm::alo;
   int rank = 10;         ///< K
-  int tile = 0;          ///< ALO tile size T; 0 = default_tile(K)
+  int tile = 0;          ///< ALO tile size T; 0 = automatic (resolve_tile)
   double epsilon = 0.0;  ///< floor of H and W (hals/alo), denominator guard (mu); 0 = machine epsilon of T
   std::uint64_t seed = 42;
   /// Epochs (max_iterations), relative change of the relative error
@@ -222,15 +231,15 @@ struct Options {
   [[nodiscard]] bool penalized() const { return alpha_w > 0.0 || alpha_h > 0.0; }
 
   /// The options that decide the iterates (checkpoints compare them on
-  /// restart): algorithm, rank, the resolved ALO tile (alo only: hals and mu
-  /// ignore it, and tile 0 and its default are the same run), epsilon,
+  /// restart): algorithm, rank, the ALO tile (alo only: hals and mu ignore
+  /// it; 0, the space's default, is its own value), epsilon,
   /// seed, init, the penalties, beta_loss, missing and fix_w. Not the stop
   /// rule (a restart may run further) nor timing_breakdown (fences only).
   template <class F>
   void visit(F&& f) const {
     f("algorithm", algorithm);
     f("rank", rank);
-    if (algorithm == Algorithm::alo) f("tile", resolve_tile(rank, tile));
+    if (algorithm == Algorithm::alo) f("tile", tile);
     f("epsilon", epsilon);
     f("seed", seed);
     f("init", init);

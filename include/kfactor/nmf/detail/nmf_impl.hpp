@@ -132,7 +132,21 @@ inline int default_tile(int K) {
   return std::clamp(1 << std::max(p, 0), 1, K);
 }
 
-inline int resolve_tile(int K, int tile) { return std::clamp(tile > 0 ? tile : default_tile(K), 1, std::max(K, 1)); }
+inline int resolve_tile(int K, int tile, bool host) {
+  const int automatic = host && K <= host_one_tile_max_rank ? K : default_tile(K);
+  return std::clamp(tile > 0 ? tile : automatic, 1, std::max(K, 1));
+}
+
+/// Whether a host runs this factor update as ONE sweep of all K columns
+/// (tile_sweep_host): HALS, MU, and ALO with a tile of all K columns, which
+/// is HALS's sweep (ALO's tiles regroup HALS's arithmetic to cut a GPU's data
+/// movement; on a host each tile is a launch that wakes the thread pool).
+inline bool host_sweeps_whole(Algorithm algorithm, int K, int tile, bool host) {
+  return host && (algorithm != Algorithm::alo || resolve_tile(K, tile, true) >= K);
+}
+inline bool host_sweeps_whole(const Options& o, bool host) {
+  return host_sweeps_whole(o.algorithm, o.rank, o.tile, host);
+}
 
 inline double hals_w_data_movement(double V, double K) { return K * (V * K + K + 6.0 * V + 1.0); }
 
@@ -287,27 +301,28 @@ std::shared_ptr<Workspace<T, Mem>> allocate_workspace(std::int64_t V, std::int64
   auto ws = std::make_shared<Workspace<T, Mem>>();
   ws->algorithm = options.algorithm;
   ws->rank = K;
-  ws->tile = resolve_tile(K, options.tile);
+  constexpr bool host = Kokkos::SpaceAccessibility<Kokkos::HostSpace, Mem>::accessible;
+  ws->tile = resolve_tile(K, options.tile, host);
   ws->fix_w = options.fix_w;
   ws->R = alloc<T, Mem>("R", D, K);
   ws->P = alloc<T, Mem>("P", V, K);
   ws->S = alloc<T, Mem>("S", K, K);
   ws->Q = alloc<T, Mem>("Q", K, K);
-  // HALS and MU on a host run in tile_sweep_host (HALS on a transposed copy
-  // of the factor in Acc and Tile, scaling its system there); ALO and devices
-  // form the scaled system (Gs and the right-hand sides in Wbuf, Hbuf), MU's
-  // products and element-wise rules take Wbuf, Hbuf.
-  constexpr bool host = Kokkos::SpaceAccessibility<Kokkos::HostSpace, Mem>::accessible;
-  const bool hals_host = options.algorithm == Algorithm::hals && host;
-  const bool sweep_host = options.algorithm != Algorithm::alo && host;
+  // HALS and MU on a host run in tile_sweep_host (HALS, and ALO with one tile,
+  // on a transposed copy of the factor in Acc and Tile, scaling its system
+  // there); ALO's tiles and devices form the scaled system (Gs and the
+  // right-hand sides in Wbuf, Hbuf), MU's products and element-wise rules
+  // take Wbuf, Hbuf.
+  const bool sweep_host = host_sweeps_whole(options, host);
+  const bool hals_host = sweep_host && options.algorithm != Algorithm::mu;
   if (options.algorithm == Algorithm::mu || !hals_host) {
     ws->Wbuf = alloc<T, Mem>("Wbuf", V, K);
     ws->Hbuf = alloc<T, Mem>("Hbuf", D, K);
   }
   if (options.algorithm != Algorithm::mu && !hals_host) ws->Gs = alloc<T, Mem>("Gs", K, K);
   // ALO's tiles, and on a host HALS's tile of all K columns (tile_sweep_host).
-  const int tile_cols = options.algorithm == Algorithm::alo ? resolve_tile(K, options.tile) : hals_host ? K : 0;
-  if (options.algorithm == Algorithm::alo) ws->N = alloc<T, Mem>("N", K, K);
+  const int tile_cols = hals_host ? K : options.algorithm == Algorithm::alo ? ws->tile : 0;
+  if (options.algorithm == Algorithm::alo && !hals_host) ws->N = alloc<T, Mem>("N", K, K);
   if (tile_cols > 0) {
     const std::int64_t tile_values = std::max(V, D) * tile_cols;
     ws->Acc = Kokkos::View<T*, Mem>("kfactor::nmf::Acc", tile_values);  // zero-filled: see alloc
@@ -812,7 +827,7 @@ void cd_update(const ExecutionSpace& exec, Algorithm algorithm, const DenseMatri
   const int K = static_cast<int>(G.extent(0));
   const int n = static_cast<int>(X.extent(0));
   if constexpr (SweepTraits<ExecutionSpace>::host) {
-    if (algorithm != Algorithm::alo) {
+    if (host_sweeps_whole(algorithm, K, tile, true)) {
       const bool mu = algorithm == Algorithm::mu;
       // MU reads neither buffer (tile_sweep_host), only their shape.
       const Buffer Xt(mu ? nullptr : ws.Tile.data(), K, n), At(mu ? nullptr : ws.Acc.data(), K, n);
@@ -1215,7 +1230,7 @@ void other_epoch(const ExecutionSpace& exec, const Matrix& Arow, const Matrix& A
 /// processes the policy gathers the factors for its products.
 template <class ExecutionSpace, class Comm>
 bool fuses_products(const Options& o, const Comm& comm) {
-  return SweepTraits<ExecutionSpace>::host && o.algorithm != Algorithm::alo && comm.one_process();
+  return host_sweeps_whole(o, SweepTraits<ExecutionSpace>::host) && comm.one_process();
 }
 
 /// S = W^T W (summed over processes) where no sweep produced it: a fresh or
@@ -1227,7 +1242,7 @@ template <class ExecutionSpace, class Matrix, class T, class Mem, class Comm>
 void w_gram(const ExecutionSpace& exec, const Matrix& Arow, const Options& options, const DenseMatrix<T, Mem>& W,
             const DenseMatrix<T, Mem>& Ht, Workspace<T, Mem>& ws, const Comm& comm) {
   if constexpr (SweepTraits<ExecutionSpace>::host) {
-    if (options.algorithm != Algorithm::alo) {
+    if (host_sweeps_whole(options, true)) {
       if (fuses_products<ExecutionSpace>(options, comm) && !options.fix_w)
         host_gram(exec, W, ws.partials, ws.S, RowProduct<Matrix, DenseMatrix<T, Mem>>{Arow, Ht});
       else
@@ -1256,7 +1271,7 @@ void epoch(const ExecutionSpace& exec, const Matrix& Arow, const Matrix& Acol, c
   const T eps = resolve_epsilon<T>(options);
   const bool timed = options.timing_breakdown;
   const Penalties pen = penalties(options, W.extent(0), Ht.extent(0));
-  const int tile = resolve_tile(options.rank, options.tile);
+  const int tile = resolve_tile(options.rank, options.tile, SweepTraits<ExecutionSpace>::host);
   // <S, Q> is summed with the new S where S is whole: on one process.
   const bool error_in_update = comm.one_process() && !options.fix_w;
   const bool fuse = fuses_products<ExecutionSpace>(options, comm);
@@ -1367,7 +1382,8 @@ Report report_header(const Options& options, std::int64_t rows, std::int64_t col
   r.nnz = nnz;
   r.rank = options.rank;
   r.info["algorithm"] = to_string(options.algorithm);
-  if (options.algorithm == Algorithm::alo) r.info["tile"] = std::to_string(resolve_tile(options.rank, options.tile));
+  if (options.algorithm == Algorithm::alo)
+    r.info["tile"] = std::to_string(resolve_tile(options.rank, options.tile, SweepTraits<ExecutionSpace>::host));
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.6g", double(resolve_epsilon<T>(options)));
   r.info["epsilon"] = buf;
@@ -1390,7 +1406,9 @@ Workspace<T, Mem>& ensure_workspace(State<T, Mem>& state, std::int64_t V_loc, st
                      std::to_string(options.rank));
   const auto& ws = state.ws;
   if (!ws || ws->algorithm != options.algorithm || ws->rank != options.rank ||
-      ws->tile != resolve_tile(options.rank, options.tile) || ws->fix_w != options.fix_w)
+      ws->tile !=
+          resolve_tile(options.rank, options.tile, Kokkos::SpaceAccessibility<Kokkos::HostSpace, Mem>::accessible) ||
+      ws->fix_w != options.fix_w)
     comm.agree([&] { state.ws = allocate_workspace<T, Mem>(V_loc, D_loc, options); });
   return *state.ws;
 }
