@@ -1,4 +1,4 @@
-// NMF solver tests: the ALO-NMF digest's checklist (items 1, 3-12), planted
+// NMF solver tests: the ALO-NMF digest's checklist (items 1-12), planted
 // recovery, input errors, float runs and exact continuation through visit().
 #include <kfactor/core/contract.hpp>
 #include <kfactor/core/convert.hpp>
@@ -222,6 +222,30 @@ TYPED_TEST(NmfTest, AloEpochEqualsHalsEpoch) {
   };
   run(Acsr);
   run(Adense);
+}
+
+// Checklist 2: the phase-1/3 GEMMs subtract. ALO's tile matrix N holds 1 on
+// the diagonal (the base X(r, i)), 0 for the other columns of i's tile (the
+// in-tile sweep applies them) and -Gs(i, j) for every column j outside it,
+// for a non-symmetric scaled Gram and a clamped last tile; with +Gs the
+// epoch would leave HALS (checklist 1's test).
+TYPED_TEST(NmfTest, AloTileMatrixSubtractsTheColumnsOutsideTheTile) {
+  using Space = TypeParam;
+  using Mem = typename Space::memory_space;
+  const Space exec;
+  const int K = 7;
+  Kokkos::View<double**, Kokkos::LayoutRight, Mem> Gs("Gs", K, K), N("N", K, K);
+  fill_uniform(exec, Gs, 31, RngStream::user, 0.5, 2.0);
+  const auto hG = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, Gs);
+  for (int tile : {1, 3, K}) {
+    nmf::detail::alo_tile_matrix(exec, Gs, tile, N);
+    const auto hN = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, N);
+    for (int j = 0; j < K; ++j)
+      for (int i = 0; i < K; ++i) {
+        const double want = j == i ? 1.0 : j / tile == i / tile ? 0.0 : -hG(i, j);
+        ASSERT_EQ(hN(j, i), want) << "tile " << tile << ", N(" << j << ", " << i << ")";
+      }
+  }
 }
 
 // Checklist 3 and 5: multi-epoch alo/hals error traces agree while no column
