@@ -464,8 +464,8 @@ void tile_sweep_host(const ExecutionSpace& exec, const XV& X, const BV& B, Base 
     double* part = gram ? out.partials.data() + std::size_t(p) * K * K : nullptr;
     if (gram)
       for (int e = 0; e < K * K; ++e) part[e] = 0.0;
-    // Rows [ra, rb) into Xt and At.
-    const auto load = [&](int ra, int rb) {
+    // Rows [ra, rb) into Xt and At, at their columns [buf, buf + rb - ra).
+    const auto load = [&](int ra, int rb, int buf) {
       if constexpr (!std::is_same_v<Prod, NoProduct>) product_rows(prod, B, ra, rb);
       if (base == Base::accumulated) {
         // At's rows r, columns [0, w), written through its transpose.
@@ -480,22 +480,23 @@ void tile_sweep_host(const ExecutionSpace& exec, const XV& X, const BV& B, Base 
           const int t = t0 + j;
           for (int r = rc; r < re; ++r) {
             const T x = X(r, t);
-            Xt(j, r) = x;
-            At(j, r) = (base == Base::accumulated ? At(j, r) : x) + (T(B(r, t)) - tl1) * invd[j];
+            const int b = r - ra + buf;
+            Xt(j, b) = x;
+            At(j, b) = (base == Base::accumulated ? At(j, b) : x) + (T(B(r, t)) - tl1) * invd[j];
           }
         }
       }
     };
-    // Rows [ra, rb) back into X.
-    const auto store = [&](int ra, int rb) {
+    // Rows [ra, rb) back into X from Xt's columns [buf, buf + rb - ra).
+    const auto store = [&](int ra, int rb, int buf) {
       for (int rc = ra; rc < rb; rc += transpose_rows) {
         const int re = rc + transpose_rows < rb ? rc + transpose_rows : rb;
         for (int r = rc; r < re; ++r)
-          for (int j = 0; j < w; ++j) X(r, t0 + j) = Xt(j, r);
+          for (int j = 0; j < w; ++j) X(r, t0 + j) = Xt(j, r - ra + buf);
       }
     };
-    // Column c of the rows [rc, rc + len), with g the row of the scaled
-    // Gram for it.
+    // Column c of the chunk held in Xt's and At's columns [rc, rc + len),
+    // with g the row of the scaled Gram for it.
     const auto column_chunk = [&](int c, int rc, int len, const T* g) {
       T s[chunk];
       // Blocks of `block` rows keep their sums in registers across the w
@@ -536,13 +537,18 @@ void tile_sweep_host(const ExecutionSpace& exec, const XV& X, const BV& B, Base 
         if constexpr (!std::is_same_v<Prod, NoProduct>) product_rows(prod, B, rc, rc + len);
         for (int r = rc; r < rc + len; ++r) mu_row(&X(r, 0), &B(r, 0), G, K, g, tl1, T(l2), eps);
       } else {
-        load(rc, rc + len);
+        // The chunk's columns of Xt and At: ALO's base is At at the rows'
+        // own columns; otherwise every chunk of the thread reuses the
+        // columns of its first, so that they stay in cache instead of
+        // streaming the whole transposed tile out and back per half.
+        const int buf = base == Base::accumulated ? rc : r0;
+        load(rc, rc + len, buf);
         for (int c = 0; c < w; ++c) {
           const int t = t0 + c;
           for (int j = 0; j < w; ++j) g[j] = j == c ? T(1) : T(G(t, t0 + j)) * invd[c];
-          column_chunk(c, rc, len, g);
+          column_chunk(c, buf, len, g);
         }
-        store(rc, rc + len);
+        store(rc, rc + len, buf);
       }
       if (gram) rows_gram(X, rc, rc + len, part);
       if (dot) dot_rows(rc, rc + len);
