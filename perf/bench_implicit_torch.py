@@ -46,8 +46,10 @@ factor the same matrix (kfactor's read is outside its timings anyway).
 Times. kfactor: the command runs --iters and then --iters + --timing-iters
 iterations (the same seed: the same first iterations), and an iteration's
 time is the difference of the two reports' loop times over --timing-iters
-(default --iters; on a GPU, where ten iterations take a few milliseconds,
-100 keeps run-to-run noise out of the difference). So what only the
+(default --iters; on a GPU, where an iteration on a small set takes under
+a millisecond, take 1000: with 100 the difference of two processes' loop
+times moved between 0.16 and 0.96 ms per iteration from call to call on
+MovieLens latest-small, with 1000 by 0.01 ms). So what only the
 first iterations pay cancels: CUDA loads each kernel at its first launch
 (about 70 ms of a fresh process on a GPU). Each loop time is the least of
 --repeats runs, after an untimed run that warms the driver and the file
@@ -68,7 +70,7 @@ OpenMP threads that lose their core make kfactor's times meaningless.
 
 Examples:
   OMP_NUM_THREADS=2 OMP_WAIT_POLICY=passive perf/bench_implicit_torch.py --kfactor build/kfactor
-  perf/bench_implicit_torch.py --kfactor build-cuda/kfactor --device cuda --f 64,128 --iters 10 --timing-iters 100
+  perf/bench_implicit_torch.py --kfactor build-cuda/kfactor --device cuda --f 64,128 --iters 10 --timing-iters 1000
 """
 import argparse
 import importlib.util

@@ -8,16 +8,17 @@
 ///      configured with it and B and C are column-major, the layout its
 ///      vendor (cuSPARSE) path takes;
 ///   2. the portable Kokkos kernel in detail/spmm_portable.hpp otherwise
-///      (team per chunk of rows, vector lanes over the k columns; teams on
-///      chunks of the rows of more than detail::heavy_row_nnz nonzeros,
-///      which one thread alone would serialise). For the
+///      (one launch on a device: a team thread per row, vector lanes over
+///      the k columns; teams on chunks of the rows of more than
+///      detail::heavy_row_nnz nonzeros, which one thread alone would
+///      serialise). For the
 ///      row-major factors kfactor uses, Kokkos Kernels 4.7 falls back to a
 ///      native kernel that ran at 28 GFLOP/s on the H100 (1M nonzeros,
 ///      k = 128), so the portable kernel is the faster choice there.
 /// A solver that multiplies on one pattern many times (implicit ALS's CG
 /// half-steps) builds a kfactor::SpmmPlan once and passes it: the portable device
 /// kernel's split of the long rows otherwise costs three reductions read back
-/// on the host and four allocations per product, more than the product itself
+/// on the host and five allocations per product, more than the product itself
 /// on inputs of a few hundred thousand nonzeros.
 /// A^T * B is not offered: the transposed product scatters (atomics on a GPU,
 /// nondeterministic sums); callers that need it store kfactor::transpose(A)
@@ -51,10 +52,11 @@ std::string spmm_path() {
 
 /// What kfactor::spmm derives from A's row offsets alone, kept across
 /// products on that pattern (any values) with C of the plan's width: the rows
-/// of more than detail::heavy_row_nnz nonzeros cut into chunks, and the
-/// chunks' partial sums. Holds A's row offsets, so that another pattern cannot
-/// take their address while the plan lives. Products with one plan share its
-/// partial sums: run them in order on one execution space instance.
+/// of more than detail::heavy_row_nnz nonzeros cut into chunks, the chunks'
+/// partial sums and a count of finished chunks per row. Holds A's row offsets,
+/// so that another pattern cannot take their address while the plan lives.
+/// Products with one plan share its partial sums and counts: run them in
+/// order on one execution space instance.
 template <class T, class MemorySpace>
 class SpmmPlan {
  public:
@@ -68,7 +70,8 @@ class SpmmPlan {
         width_(k),
         heavy_(detail::heavy_row_chunks(exec, A)),
         partial_(Kokkos::view_alloc(exec, Kokkos::WithoutInitializing, "kfactor::spmm_heavy_partial"),
-                 std::size_t(heavy_.chunks), std::size_t(k)) {}
+                 std::size_t(heavy_.chunks), std::size_t(k)),
+        chunks_done_(Kokkos::view_alloc(exec, "kfactor::spmm_chunks_done"), heavy_.rows.extent(0)) {}
 
   /// Whether products of A (C: `k` columns) may use this plan.
   [[nodiscard]] bool fits(const CsrMatrix<T, MemorySpace>& A, std::size_t k) const {
@@ -77,6 +80,7 @@ class SpmmPlan {
   }
   [[nodiscard]] const detail::HeavyRowChunks<MemorySpace>& heavy_rows() const { return heavy_; }
   [[nodiscard]] const Kokkos::View<T**, Kokkos::LayoutRight, MemorySpace>& partial_sums() const { return partial_; }
+  [[nodiscard]] const Kokkos::View<int*, MemorySpace>& chunks_done() const { return chunks_done_; }
 
  private:
   Kokkos::View<offset_t*, MemorySpace> row_map_;
@@ -84,6 +88,7 @@ class SpmmPlan {
   int width_ = 0;
   detail::HeavyRowChunks<MemorySpace> heavy_;
   Kokkos::View<T**, Kokkos::LayoutRight, MemorySpace> partial_;
+  Kokkos::View<int*, MemorySpace> chunks_done_;
 };
 
 namespace detail {
@@ -120,7 +125,7 @@ void spmm(const ExecutionSpace& exec, const SpmmPlan<T, MemorySpace>& plan, type
   if constexpr (spmm_uses_kokkoskernels_v<BV, CV>)
     detail::spmm_kokkoskernels(exec, alpha, A, B, beta, C);
   else if constexpr (std::is_same_v<typename CV::non_const_value_type, T>)
-    detail::spmm_portable(exec, alpha, A, B, beta, C, &plan.heavy_rows(), plan.partial_sums());
+    detail::spmm_portable(exec, alpha, A, B, beta, C, &plan.heavy_rows(), plan.partial_sums(), plan.chunks_done());
   else
     detail::spmm_portable(exec, alpha, A, B, beta, C);
 }

@@ -16,6 +16,7 @@
 
 #include <kfactor/als/detail/half_step.hpp>
 #include <kfactor/core/convert.hpp>
+#include <kfactor/core/detail/light_weight.hpp>
 #include <kfactor/core/error.hpp>
 #include <kfactor/core/matrix.hpp>
 #include <kfactor/core/metrics.hpp>
@@ -203,31 +204,31 @@ void cg_half_step(const ExecutionSpace& exec, const CsrMatrix<T, MemorySpace>& W
     kfactor::spmm(exec, spmm_plan, T(1), D, Y, T(1), out);
   };
 
-  // Rows without ratings: the zero vector. Then R = b - A X with
-  // b = sum (1 + w)[w > 0] y_i: the SDDMM's w (x.y) subtracted from
-  // (1 + w)[w > 0] at each entry, one SpMM, then - (G + lambda_u I) X.
-  Kokkos::parallel_for(
-      "kfactor::als::cg_empty", Kokkos::MDRangePolicy<ExecutionSpace, Kokkos::Rank<2>>(exec, {0, 0}, {m, f}),
-      KOKKOS_LAMBDA(std::size_t u, std::size_t k) {
-        if (count(u) == 0) X(u, k) = T(0);
-      });
+  // R = b - A X with b = sum (1 + w)[w > 0] y_i: the SDDMM's w (x.y)
+  // subtracted from (1 + w)[w > 0] at each entry, one SpMM, then
+  // - (G + lambda_u I) X. Rows without ratings (no entries, so the SDDMM and
+  // SpMM never read their X) get the zero vector and no steps.
   (*plan)(exec, X, Y, d, true);
   Kokkos::parallel_for(
-      "kfactor::als::cg_rhs", Kokkos::RangePolicy<ExecutionSpace>(exec, 0, nnz), KOKKOS_LAMBDA(std::size_t e) {
+      "kfactor::als::cg_rhs", kfactor::detail::light_weight(Kokkos::RangePolicy<ExecutionSpace>(exec, 0, nnz)),
+      KOKKOS_LAMBDA(std::size_t e) {
         const T we = w(e);
         d(e) = (we > T(0) ? T(1) + we : T(0)) - d(e);
       });
   kfactor::spmm(exec, spmm_plan, T(1), D, Y, T(0), R);
   kfactor::gemm(exec, Trans::none, Trans::none, T(-1), X, G, T(1), R);
   Kokkos::parallel_for(
-      "kfactor::als::cg_start", Policy(exec, std::int64_t(m), team), KOKKOS_LAMBDA(const Team& tm) {
+      "kfactor::als::cg_start", kfactor::detail::light_weight(Policy(exec, std::int64_t(m), team)),
+      KOKKOS_LAMBDA(const Team& tm) {
         const std::size_t u = std::size_t(tm.league_rank());
+        const bool rated = count(u) > 0;
         const T lu = weight_nnz ? lambda * T(count(u)) : lambda;
         T s = T(0);
         Kokkos::parallel_reduce(
             Kokkos::TeamThreadRange(tm, fi),
             [&](int k, T& acc) {
-              const T rk = R(u, k) - lu * X(u, k);
+              if (!rated) X(u, k) = T(0);
+              const T rk = rated ? R(u, k) - lu * X(u, k) : T(0);
               R(u, k) = rk;
               P(u, k) = rk;
               acc += rk * rk;
@@ -241,7 +242,8 @@ void cg_half_step(const ExecutionSpace& exec, const CsrMatrix<T, MemorySpace>& W
     // r -= alpha Ap; p = r + beta p. A row that has converged (r.r = 0, or
     // p.Ap <= 0 from rounding) stays.
     Kokkos::parallel_for(
-        "kfactor::als::cg_update", Policy(exec, std::int64_t(m), team), KOKKOS_LAMBDA(const Team& tm) {
+        "kfactor::als::cg_update", kfactor::detail::light_weight(Policy(exec, std::int64_t(m), team)),
+        KOKKOS_LAMBDA(const Team& tm) {
           const std::size_t u = std::size_t(tm.league_rank());
           const T lu = weight_nnz ? lambda * T(count(u)) : lambda;
           T pap = T(0);

@@ -55,6 +55,7 @@
 /// shuffles exist on devices only; host spaces run the same layout with one
 /// position per work item (tests; the plan prefers rowsplit there).
 
+#include <kfactor/core/detail/light_weight.hpp>
 #include <kfactor/core/error.hpp>
 #include <kfactor/core/matrix.hpp>
 #include <kfactor/core/spaces.hpp>
@@ -275,7 +276,7 @@ void sddmm_nzsplit_kernel(const ExecutionSpace& exec, Kokkos::View<const ordinal
     const std::int64_t per_team = std::int64_t(groups) * per_group;
     const std::int64_t league = (nbatches + per_team - 1) / per_team;
     Kokkos::parallel_for(
-        "kfactor::sddmm_nzsplit", Policy(exec, league, groups, V), KOKKOS_LAMBDA(const Member& team) {
+        "kfactor::sddmm_nzsplit", light_weight(Policy(exec, league, groups, V)), KOKKOS_LAMBDA(const Member& team) {
           const std::int64_t first = team.league_rank() * per_team;
           const SddmmL2Policy l2 = SddmmL2Policy::make();
           // Packs of staged row r and of streamed index c (its cold bit

@@ -19,6 +19,7 @@
 /// splits K in 16-byte packs and reduces its V dot products with nzsplit's
 /// transposed butterfly (sddmm_nzsplit.hpp).
 
+#include <kfactor/core/detail/light_weight.hpp>
 #include <kfactor/core/matrix.hpp>
 #include <kfactor/core/spaces.hpp>
 #include <kfactor/kernels/detail/sddmm_kernels.hpp>
@@ -95,7 +96,8 @@ void sddmm_panels_kernel(const ExecutionSpace& exec, Kokkos::View<const SddmmBlo
     const std::size_t staged = static_cast<std::size_t>(panel_rows) * npacks;
     Kokkos::parallel_for(
         "kfactor::sddmm_panels",
-        Policy(exec, nblocks, groups, V).set_scratch_size(0, Kokkos::PerTeam(Scratch::shmem_size(staged))),
+        light_weight(
+            Policy(exec, nblocks, groups, V).set_scratch_size(0, Kokkos::PerTeam(Scratch::shmem_size(staged)))),
         KOKKOS_LAMBDA(const Member& team) {
           const SddmmBlock blk = blocks(team.league_rank());
           Scratch sx(team.team_scratch(0), staged);

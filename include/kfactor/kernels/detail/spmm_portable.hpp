@@ -2,20 +2,24 @@
 /// \file
 /// Portable CSR x dense SpMM written once in Kokkos:
 ///   C = alpha * A * B + beta * C,  A: m x n CSR, B: n x k, C: m x k (row-major).
-/// On a device, one team handles `rows_per_team` rows (one team thread per
-/// row) and the vector lanes of that thread run over the k columns, so a
-/// nonzero's row of B is read contiguously (coalesced). Rows with more than
-/// `heavy_row_nnz` nonzeros (power-law inputs: a popular column of a document
-/// matrix holds ~all rows) would leave one thread looping while the device
-/// idles, so they are cut into chunks of at most `heavy_chunk_nnz` nonzeros
-/// with a whole team each: its threads take strided shares of the chunk, their
-/// partial sums are added in thread order through team scratch, and a second
-/// kernel adds each row's chunk sums in chunk order. On a host space one thread owns a row (dynamic schedule) and
-/// adds alpha*a_ij*B(j,:) nonzero by nonzero, a chunk of C's row at a time in
-/// registers (spmm_host_row_chunks). Every sum is in a fixed order, so the
-/// result is deterministic on a backend; light and heavy rows sum in different
-/// orders (rounding only).
+/// On a device, one launch: most teams handle a row per team thread, the
+/// vector lanes of that thread running over the k columns, so a nonzero's row
+/// of B is read contiguously (coalesced). Rows with more than `heavy_row_nnz`
+/// nonzeros (power-law inputs: a popular column of a document matrix holds
+/// ~all rows) would leave one thread looping while the device idles, so they
+/// are cut into chunks of at most `heavy_chunk_nnz` nonzeros with a whole team
+/// each: its threads take strided shares of the chunk, their partial sums are
+/// added in thread order through team scratch, and the team that finishes a
+/// row's last chunk adds the row's chunk sums in chunk order. Implicit ALS
+/// runs a few hundred thousand nonzeros through the SpMM eight times an
+/// iteration, where every launch counts: one launch instead of a kernel each
+/// for light rows, chunks and chunk sums. On a host space one thread owns a
+/// row (dynamic schedule) and adds alpha*a_ij*B(j,:) nonzero by nonzero, a
+/// chunk of C's row at a time in registers (spmm_host_row_chunks). Every sum
+/// is in a fixed order, so the result is deterministic on a backend; light
+/// and heavy rows sum in different orders (rounding only).
 
+#include <kfactor/core/detail/light_weight.hpp>
 #include <kfactor/core/matrix.hpp>
 #include <kfactor/core/spaces.hpp>
 
@@ -39,15 +43,6 @@ struct RowTeamShape {
       return v;
     }
   }
-  /// Rows per team (= team threads on a device; a serial chunk on a host).
-  static int rows_per_team(int k) {
-    if constexpr (host) {
-      (void)k;
-      return 16;
-    } else {
-      return 256 / vector_length(k) > 0 ? 256 / vector_length(k) : 1;
-    }
-  }
 };
 
 /// Rows with more nonzeros than this get whole teams in the device SpMM. A
@@ -62,8 +57,9 @@ inline constexpr int heavy_row_nnz = 64;
 /// all nonzeros: one team walking it alone bounded the whole product while
 /// the other multiprocessors idled.
 inline constexpr int heavy_chunk_nnz = 512;
-/// Team threads on one heavy chunk (1024 device threads per team at most).
-inline int heavy_row_team_threads(int vector_length) { return 512 / vector_length > 0 ? 512 / vector_length : 1; }
+/// Team threads of the device SpMM: on a heavy chunk, or a row each (1024
+/// device threads per team at most).
+inline int spmm_team_threads(int vector_length) { return 512 / vector_length > 0 ? 512 / vector_length : 1; }
 
 /// The rows of A with more than heavy_row_nnz nonzeros (in order), cut into
 /// chunks of at most heavy_chunk_nnz nonzeros: rows(h)'s chunks are
@@ -136,19 +132,47 @@ HeavyRowChunks<MemorySpace> heavy_row_chunks(const ExecutionSpace& exec, const C
 /// and the Python module both instantiate these) the linker may keep a copy of
 /// the template whose helper was never set: a host SpMM jumped to address 0.
 
-/// One team per heavy chunk q: its threads' strided shares of the chunk,
-/// added in thread order through scratch, into partial(q, :).
-template <class Member, class S, class MemorySpace, class Matrix, class BV>
-struct SpmmHeavyChunkSums {
+/// The device SpMM in one launch of teams of `threads` x `vlen` (any space
+/// runs it, the tests on a host). Teams [0, heavy.chunks) take the heavy
+/// chunks: chunk q's sum (the threads' strided shares, added in thread order
+/// through scratch) goes to partial(q, :), and the team that counts a row's
+/// last chunk done (chunks_done, a counter per heavy row that it resets for
+/// the next product) sets C's row from the row's chunk sums in chunk order.
+/// The other teams take `threads` rows each, a thread per row at or below
+/// heavy_row_nnz, lanes over the columns, each lane accumulating in a register.
+template <class Member, class S, class MemorySpace, class Matrix, class BV, class CV>
+struct SpmmTeamRows {
   using Scratch = Kokkos::View<S**, typename Member::scratch_memory_space, Kokkos::MemoryUnmanaged>;
-  int k, threads, vlen;
+  int m, k, threads, vlen;
+  S alpha, beta;
   Matrix A;
   BV B;
+  CV C;
   HeavyRowChunks<MemorySpace> heavy;
   Kokkos::View<S**, Kokkos::LayoutRight, MemorySpace> partial;
+  Kokkos::View<int*, MemorySpace> chunks_done;
 
   KOKKOS_INLINE_FUNCTION void operator()(const Member& team) const {
-    const int q = team.league_rank();
+    if (team.league_rank() < heavy.chunks)
+      chunk(team, team.league_rank());
+    else
+      light_rows(team, (team.league_rank() - heavy.chunks) * threads);
+  }
+
+  KOKKOS_INLINE_FUNCTION void light_rows(const Member& team, int r0) const {
+    const int r1 = r0 + threads < m ? r0 + threads : m;
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, r0, r1), [&](int i) {
+      const auto e0 = A.row_map(i), e1 = A.row_map(i + 1);
+      if (e1 - e0 > offset_t(heavy_row_nnz)) return;
+      Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, k), [&](int c) {
+        S acc = S(0);
+        for (auto e = e0; e < e1; ++e) acc += S(A.values(e)) * S(B(A.entries(e), c));
+        C(i, c) = alpha * acc + (beta == S(0) ? S(0) : beta * C(i, c));
+      });
+    });
+  }
+
+  KOKKOS_INLINE_FUNCTION void chunk(const Member& team, int q) const {
     const int h = heavy.chunk_row(q);
     const int i = heavy.rows(h);
     const auto e0 = A.row_map(i) + offset_t(q - heavy.first(h)) * offset_t(heavy_chunk_nnz);
@@ -176,69 +200,65 @@ struct SpmmHeavyChunkSums {
       });
       team.team_barrier();
     }
-  }
-};
-
-/// One team per heavy row h: C(rows(h), :) from its chunks' sums, in chunk order.
-template <class Member, class S, class MemorySpace, class CV>
-struct SpmmHeavyRowSums {
-  int k;
-  S alpha, beta;
-  CV C;
-  HeavyRowChunks<MemorySpace> heavy;
-  Kokkos::View<S**, Kokkos::LayoutRight, MemorySpace> partial;
-
-  KOKKOS_INLINE_FUNCTION void operator()(const Member& team) const {
-    const int h = team.league_rank();
-    const int i = heavy.rows(h);
-    Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, k), [&](int c) {
+    // The fence orders this chunk's sums before its count; the team that
+    // counts last reads the others' sums through atomic (uncached) loads.
+    const int chunks = heavy.first(h + 1) - heavy.first(h);
+    int last = 0;
+    Kokkos::single(
+        Kokkos::PerTeam(team),
+        [&](int& is_last) {
+          Kokkos::memory_fence();
+          is_last = Kokkos::atomic_fetch_add(&chunks_done(h), 1) == chunks - 1 ? 1 : 0;
+          if (is_last) {
+            Kokkos::memory_fence();
+            Kokkos::atomic_store(&chunks_done(h), 0);
+          }
+        },
+        last);
+    if (!last) return;
+    Kokkos::parallel_for(Kokkos::TeamVectorRange(team, k), [&](int c) {
       S acc = S(0);
-      for (int q = heavy.first(h); q < heavy.first(h + 1); ++q) acc += partial(q, c);
+      for (int p = heavy.first(h); p < heavy.first(h + 1); ++p) acc += Kokkos::atomic_load(&partial(p, c));
       C(i, c) = alpha * acc + (beta == S(0) ? S(0) : beta * C(i, c));
     });
   }
 };
 
-/// C(i, :) = alpha A(i, :) B + beta C(i, :) for the heavy rows i of A only
-/// (the device SpMM's second kernel; any space runs it, the tests on a host):
-/// teams of `threads` x `vlen` over the chunks, each chunk's sum in scratch
-/// (threads' strided shares added in thread order), then each row's chunk
-/// sums added in chunk order.
-/// `heavy`: A's heavy_row_chunks; `partial`: at least heavy.chunks x k
-/// (C's width) of scratch for the chunks' sums.
+/// C = alpha A B + beta C by SpmmTeamRows. `heavy`: A's heavy_row_chunks;
+/// `partial`: at least heavy.chunks x k (C's width) of scratch for the
+/// chunks' sums; `chunks_done`: a zero per heavy row, left zero.
 template <class ExecutionSpace, class T, class MemorySpace, class BV, class CV>
-void spmm_heavy_rows(
-    const ExecutionSpace& exec, typename CV::non_const_value_type alpha, const CsrMatrix<T, MemorySpace>& A,
-    const BV& B, typename CV::non_const_value_type beta, const CV& C, int threads, int vlen,
-    const HeavyRowChunks<MemorySpace>& heavy,
-    const Kokkos::View<typename CV::non_const_value_type**, Kokkos::LayoutRight, MemorySpace>& partial) {
+void spmm_team_rows(const ExecutionSpace& exec, typename CV::non_const_value_type alpha,
+                    const CsrMatrix<T, MemorySpace>& A, const BV& B, typename CV::non_const_value_type beta,
+                    const CV& C, int threads, int vlen, const HeavyRowChunks<MemorySpace>& heavy,
+                    const Kokkos::View<typename CV::non_const_value_type**, Kokkos::LayoutRight, MemorySpace>& partial,
+                    const Kokkos::View<int*, MemorySpace>& chunks_done) {
   using S = typename CV::non_const_value_type;
   using Policy = Kokkos::TeamPolicy<ExecutionSpace>;
-  using Member = typename Policy::member_type;
-  if (heavy.chunks == 0) return;
-  const int k = static_cast<int>(C.extent(1));
-  using ChunkSums = SpmmHeavyChunkSums<Member, S, MemorySpace, CsrMatrix<T, MemorySpace>, BV>;
-  const auto bytes = ChunkSums::Scratch::shmem_size(threads, vlen);
-  Kokkos::parallel_for("kfactor::spmm_portable_heavy_chunks",
-                       Policy(exec, heavy.chunks, threads, vlen).set_scratch_size(0, Kokkos::PerTeam(bytes)),
-                       ChunkSums{k, threads, vlen, A, B, heavy, partial});
-  Kokkos::parallel_for("kfactor::spmm_portable_heavy_rows", Policy(exec, int(heavy.rows.extent(0)), 1, vlen),
-                       SpmmHeavyRowSums<Member, S, MemorySpace, CV>{k, alpha, beta, C, heavy, partial});
+  using Rows = SpmmTeamRows<typename Policy::member_type, S, MemorySpace, CsrMatrix<T, MemorySpace>, BV, CV>;
+  const int m = A.num_rows(), k = static_cast<int>(C.extent(1));
+  if (m == 0 || k == 0) return;
+  const int league = heavy.chunks + (m + threads - 1) / threads;
+  const auto bytes = Rows::Scratch::shmem_size(threads, vlen);
+  Kokkos::parallel_for("kfactor::spmm_portable",
+                       light_weight(Policy(exec, league, threads, vlen).set_scratch_size(0, Kokkos::PerTeam(bytes))),
+                       Rows{m, k, threads, vlen, alpha, beta, A, B, C, heavy, partial, chunks_done});
 }
 
-/// The same, with A's chunks and the scratch derived here (three reductions
-/// read back on the host and four allocations per call; kfactor::SpmmPlan
-/// keeps them across products on one pattern).
+/// The same, with A's chunks, their scratch and counters derived here (three
+/// reductions read back on the host and five allocations per call;
+/// kfactor::SpmmPlan keeps them across products on one pattern).
 template <class ExecutionSpace, class T, class MemorySpace, class BV, class CV>
-void spmm_heavy_rows(const ExecutionSpace& exec, typename CV::non_const_value_type alpha,
-                     const CsrMatrix<T, MemorySpace>& A, const BV& B, typename CV::non_const_value_type beta,
-                     const CV& C, int threads, int vlen) {
+void spmm_team_rows(const ExecutionSpace& exec, typename CV::non_const_value_type alpha,
+                    const CsrMatrix<T, MemorySpace>& A, const BV& B, typename CV::non_const_value_type beta,
+                    const CV& C, int threads, int vlen) {
   using S = typename CV::non_const_value_type;
   const auto heavy = heavy_row_chunks(exec, A);
-  if (heavy.chunks == 0) return;
   const Kokkos::View<S**, Kokkos::LayoutRight, MemorySpace> partial(
       Kokkos::view_alloc(exec, Kokkos::WithoutInitializing, "kfactor::spmm_heavy_partial"), heavy.chunks, C.extent(1));
-  spmm_heavy_rows(exec, alpha, A, B, beta, C, threads, vlen, heavy, partial);
+  const Kokkos::View<int*, MemorySpace> chunks_done(Kokkos::view_alloc(exec, "kfactor::spmm_chunks_done"),
+                                                    heavy.rows.extent(0));
+  spmm_team_rows(exec, alpha, A, B, beta, C, threads, vlen, heavy, partial, chunks_done);
 }
 
 /// Host SpMM, row i: C(i, c0 + [0, N)) for each whole chunk of N columns from
@@ -299,39 +319,15 @@ struct SpmmHostRows {
   }
 };
 
-/// Device light rows of spmm_portable: a team thread per row, vector lanes
-/// over the k columns, each lane accumulating its columns in a register;
-/// rows of more than heavy_row_nnz nonzeros are left to spmm_heavy_rows.
-template <class Member, class S, class Matrix, class BV, class CV>
-struct SpmmLightRows {
-  int m, k, rows_per_team;
-  S alpha, beta;
-  Matrix A;
-  BV B;
-  CV C;
-  KOKKOS_INLINE_FUNCTION void operator()(const Member& team) const {
-    const int r0 = team.league_rank() * rows_per_team;
-    const int r1 = r0 + rows_per_team < m ? r0 + rows_per_team : m;
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, r0, r1), [&](int i) {
-      const auto e0 = A.row_map(i), e1 = A.row_map(i + 1);
-      if (e1 - e0 > offset_t(heavy_row_nnz)) return;
-      Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, k), [&](int c) {
-        S acc = S(0);
-        for (auto e = e0; e < e1; ++e) acc += S(A.values(e)) * S(B(A.entries(e), c));
-        C(i, c) = alpha * acc + (beta == S(0) ? S(0) : beta * C(i, c));
-      });
-    });
-  }
-};
-
-/// `heavy`, `partial`: A's heavy-row chunks and their scratch (see
-/// spmm_heavy_rows), derived per call when `heavy` is null.
+/// `heavy`, `partial`, `chunks_done`: A's heavy-row chunks, their scratch
+/// and counters (see spmm_team_rows), derived per call when `heavy` is null.
 template <class ExecutionSpace, class T, class MemorySpace, class BV, class CV>
 void spmm_portable(
     const ExecutionSpace& exec, typename CV::non_const_value_type alpha, const CsrMatrix<T, MemorySpace>& A,
     const BV& B, typename CV::non_const_value_type beta, const CV& C,
     const HeavyRowChunks<MemorySpace>* heavy = nullptr,
-    const Kokkos::View<typename CV::non_const_value_type**, Kokkos::LayoutRight, MemorySpace>& partial = {}) {
+    const Kokkos::View<typename CV::non_const_value_type**, Kokkos::LayoutRight, MemorySpace>& partial = {},
+    const Kokkos::View<int*, MemorySpace>& chunks_done = {}) {
   using S = typename CV::non_const_value_type;
   using Shape = RowTeamShape<ExecutionSpace>;
   using Matrix = CsrMatrix<T, MemorySpace>;
@@ -343,17 +339,12 @@ void spmm_portable(
                          Kokkos::RangePolicy<ExecutionSpace, Kokkos::Schedule<Kokkos::Dynamic>>(exec, 0, m),
                          SpmmHostRows<S, Matrix, BV, CV>{k, alpha, beta, A, B, C});
   } else {
-    using Policy = Kokkos::TeamPolicy<ExecutionSpace>;
     const int vlen = Shape::vector_length(k);
-    const int rpt = Shape::rows_per_team(k);
-    const int league = (m + rpt - 1) / rpt;
-    Kokkos::parallel_for(
-        "kfactor::spmm_portable", Policy(exec, league, rpt, vlen),
-        SpmmLightRows<typename Policy::member_type, S, Matrix, BV, CV>{m, k, rpt, alpha, beta, A, B, C});
+    const int threads = spmm_team_threads(vlen);
     if (heavy)
-      spmm_heavy_rows(exec, alpha, A, B, beta, C, heavy_row_team_threads(vlen), vlen, *heavy, partial);
+      spmm_team_rows(exec, alpha, A, B, beta, C, threads, vlen, *heavy, partial, chunks_done);
     else
-      spmm_heavy_rows(exec, alpha, A, B, beta, C, heavy_row_team_threads(vlen), vlen);
+      spmm_team_rows(exec, alpha, A, B, beta, C, threads, vlen);
   }
 }
 

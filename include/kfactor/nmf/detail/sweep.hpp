@@ -28,8 +28,9 @@
 /// On a device row_sweep first copies each team's rows of the tile into team
 /// scratch (ScratchRows) when they fit, and sweeps them there.
 ///
-/// These launches must stay asynchronous: see light_weight.
+/// These launches must stay asynchronous: see core/detail/light_weight.hpp.
 
+#include <kfactor/core/detail/light_weight.hpp>
 #include <kfactor/core/matrix.hpp>
 #include <kfactor/kernels/detail/gemm_skinny.hpp>
 #include <kfactor/kernels/detail/spmm_portable.hpp>
@@ -42,6 +43,7 @@
 
 namespace kfactor::nmf::detail {
 
+using kfactor::detail::light_weight;
 using kfactor::detail::RowTeamShape;
 
 /// Tuning traits of the sweeps, keyed on the execution space type: whether
@@ -51,18 +53,6 @@ template <class ExecutionSpace>
 struct SweepTraits {
   static constexpr bool host = RowTeamShape<ExecutionSpace>::host;
 };
-
-/// The policy with the light-weight hint. On CUDA, Kokkos stages a kernel
-/// whose closure has 512 bytes or more (the former team-policy column_step
-/// had 520) through constant memory, and each such launch first waits on the
-/// host for the previous one to finish: a host round trip per column on top
-/// of the kernel (the W update took about 36 us per column on the H100). With
-/// the hint the closure travels as a kernel argument (up to 4 KiB) and the K
-/// launches queue without a host synchronisation. A no-op on host backends.
-template <class Policy>
-auto light_weight(const Policy& policy) {
-  return Kokkos::Experimental::require(policy, Kokkos::Experimental::WorkItemProperty::HintLightWeight);
-}
 
 /// sum_{j0 <= j < j1} X(r, j) G(t, j) in four partial sums: the terms of one
 /// sum are a chain of dependent additions (an FMA latency each), four chains
