@@ -9,7 +9,6 @@ from ._base import (
     BaseEstimator,
     NonNegativeInput,
     TransformerMixin,
-    array_library,
     check_device,
     check_is_fitted,
     check_X,
@@ -165,7 +164,14 @@ class NMF(NonNegativeInput, TransformerMixin, BaseEstimator):
         device = check_device(self.device)
         continuing = self.warm_start and hasattr(self, "components_")
         dtype = resolve_dtype(self.dtype, X)
-        X = check_X(self, X, reset=not continuing, dtype=dtype, non_negative=True)
+        X = check_X(self, X, reset=not continuing, dtype=dtype, non_negative=True, values_in_extension=True)
+        try:
+            return self._fit_checked(X, W, H, device, continuing, dtype)
+        except ValueError:
+            check_X(self, X, reset=False, dtype=dtype, non_negative=True)
+            raise
+
+    def _fit_checked(self, X, W, H, device, continuing, dtype):
         n_samples, n_features = X.shape
         if continuing:
             n_components, state = self.n_components_, self._state
@@ -211,8 +217,8 @@ class NMF(NonNegativeInput, TransformerMixin, BaseEstimator):
         metrics = report["metrics"]
         self.relative_error_ = float(metrics.get("relative_error", np.nan))
         if options["beta_loss"] == "frobenius":
-            norm = _frobenius(X)
-            self.reconstruction_err_ = self.relative_error_ * norm
+            # ||X||_F from the extension's own pass over X's values.
+            self.reconstruction_err_ = self.relative_error_ * float(np.sqrt(out["norm2"]))
         else:
             self.reconstruction_err_ = float(np.sqrt(2.0 * metrics.get("divergence", np.nan)))
 
@@ -293,17 +299,3 @@ class NMF(NonNegativeInput, TransformerMixin, BaseEstimator):
         values = out["history"]["values"]
         est.relative_error_ = float(values[-1, names.index("relative_error")]) if len(values) else np.nan
         return est
-
-
-def _frobenius(X):
-    if is_sparse(X):
-        return float(np.sqrt(np.dot(X.data.astype(np.float64), X.data.astype(np.float64))))
-    if on_cuda(X):
-        if array_library(X) == "cupy":
-            import cupy
-
-            return float(cupy.linalg.norm(X.astype(cupy.float64, copy=False)))
-        import torch
-
-        return float(torch.linalg.norm(X.double()))
-    return float(np.linalg.norm(X.astype(np.float64, copy=False)))

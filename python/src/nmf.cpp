@@ -91,8 +91,10 @@ nb::dict fit(const Exec& exec, const Matrix& A, const nmf::Options& opt, const S
   InputFingerprint fp;
   nmf::StateFor<Matrix> state;
   Report report;
+  double norm2 = 0.0;
   without_gil(bridge, [&] {
     const auto problem = nmf::make_problem(exec, A);
+    norm2 = problem.norm2;
     if constexpr (nmf::Problem<Matrix>::sparse)
       record_input(problem.A.values.data());
     else
@@ -123,6 +125,7 @@ nb::dict fit(const Exec& exec, const Matrix& A, const nmf::Options& opt, const S
   out["history"] = history_dict(state.history);
   out["report"] = report_dict(report);
   out["fingerprint"] = fingerprint_tuple(fp);
+  out["norm2"] = norm2;
   return out;
 }
 
@@ -163,6 +166,7 @@ nb::dict fit_distributed(const In<T, 2>& X, const nmf::Options& opt, MPI_Comm co
   std::uint64_t seed = 0;
   MetricHistory history;
   Report report;
+  double norm2 = 0.0;
   const Observer local = bridge.observer();
   const Observer agreed = [&](const IterationEvent& e) {
     int stop = local(e) == ObserverAction::stop ? 1 : 0;
@@ -173,6 +177,7 @@ nb::dict fit_distributed(const In<T, 2>& X, const nmf::Options& opt, MPI_Comm co
     fp = fingerprint(exec, A);
     distributed::require_same(comm, fp.checksum, "the checksum of X");
     const auto problem = distributed::agree(comm, [&] { return dn::make_problem(exec, comm, A); });
+    norm2 = problem.norm2;
     auto state = distributed::agree(comm, [&] { return dn::init(exec, problem, opt); });
     report = dn::resume(exec, problem, opt, state, agreed);
     W = dn::gather_W(exec, state);
@@ -189,6 +194,7 @@ nb::dict fit_distributed(const In<T, 2>& X, const nmf::Options& opt, MPI_Comm co
   out["history"] = history_dict(history);
   out["report"] = report_dict(report);
   out["fingerprint"] = fingerprint_tuple(fp);
+  out["norm2"] = norm2;
   return out;
 }
 #endif

@@ -550,6 +550,46 @@ TYPED_TEST(NmfTest, BadInputsAreRejected) {
   EXPECT_THROW(nmf::parse_algorithm("bpp"), UsageError);
 }
 
+// make_problem's one pass over the values (8 lanes, long blocks on a host)
+// against a float64 reference: ||A||^2, the sum and the zeros of a dense
+// input whose rows end in a partial block and a partial lane group, and of a
+// CSR input with a partial last block; a bad value in the last column (a
+// tail lane) is counted like any other.
+TYPED_TEST(NmfTest, ProblemStatisticsMatchFloat64Reference) {
+  using Space = TypeParam;
+  const Space exec;
+  const auto coo = random_sparse<double>(13, 1037, 0.6, 41);
+  const auto hA = coo_to_host_dense(coo);
+  double norm2 = 0, sum = 0;
+  std::int64_t zeros = 0;
+  for (int i = 0; i < 13; ++i)
+    for (int j = 0; j < 1037; ++j) {
+      norm2 += hA(i, j) * hA(i, j);
+      sum += hA(i, j);
+      zeros += hA(i, j) == 0.0;
+    }
+  ASSERT_GT(zeros, 0);
+  const auto dense = nmf::make_problem(exec, to_space<Space>(hA));
+  EXPECT_NEAR(dense.norm2, norm2, 1e-12 * norm2);
+  EXPECT_NEAR(dense.sum, sum, 1e-12 * sum);
+  EXPECT_EQ(dense.zeros, zeros);
+  const auto csr = nmf::make_problem(exec, to_csr(exec, coo));
+  EXPECT_NEAR(csr.norm2, norm2, 1e-12 * norm2);
+  EXPECT_NEAR(csr.sum, sum, 1e-12 * sum);
+  EXPECT_EQ(csr.zeros, 0);  // random_sparse stores no zeros
+  for (double bad : {-1.0, std::nan(""), std::numeric_limits<double>::infinity()}) {
+    HostMatrix<double> c("c", 13, 1037);
+    Kokkos::deep_copy(c, hA);
+    c(12, 1036) = bad;
+    try {
+      nmf::make_problem(exec, to_space<Space>(c));
+      ADD_FAILURE() << "no error for " << bad;
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find("1 negative, NaN or infinite"), std::string::npos) << e.what();
+    }
+  }
+}
+
 // Every numeric option has a declared range: 0, -1, NaN, Inf and an absurdly
 // large value are refused where they make no sense, with the field named;
 // the edges of each range pass.

@@ -370,9 +370,9 @@ void finish_problem(const ExecutionSpace& exec, Problem<Matrix>& b) {
   }
   double sums[2] = {0.0, 0.0};
   if (b.global_rows > 0 && b.global_cols > 0) {
-    const auto [norm2, bad] = nd::check_values(exec, b.rows);
-    sums[0] = norm2;
-    sums[1] = double(bad);
+    const auto v = nd::value_stats(exec, b.rows);
+    sums[0] = v.norm2;
+    sums[1] = double(v.bad);
   }
   b.coll->allreduce_sum_host(sums, 2);
   b.norm2 = sums[0];

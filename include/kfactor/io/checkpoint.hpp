@@ -254,13 +254,17 @@ InputFingerprint fingerprint(const ExecutionSpace& exec, const View& D) {
   Kokkos::parallel_reduce(
       "kfactor::fingerprint_dense", Kokkos::RangePolicy<ExecutionSpace>(exec, 0, D.extent(0)),
       KOKKOS_LAMBDA(std::size_t r, std::uint64_t& s, std::int64_t& c) {
-        for (std::size_t j = 0; j < D.extent(1); ++j) {
+        // Local sums and selects, not a branch, so that the row's loop is
+        // vector code (the reduction's references may alias each other).
+        std::uint64_t hashes = 0;
+        std::int64_t nonzeros = 0;
+        for (std::size_t j = 0; j < ncols; ++j) {
           const double v = static_cast<double>(D(r, j));
-          if (v != 0.0) {
-            s += detail::entry_hash(r * ncols + j, v);
-            ++c;
-          }
+          hashes += v != 0.0 ? detail::entry_hash(r * ncols + j, v) : 0;
+          nonzeros += v != 0.0 ? 1 : 0;
         }
+        s += hashes;
+        c += nonzeros;
       },
       sum, count);
   InputFingerprint f;
