@@ -29,7 +29,7 @@ inline constexpr int skinny_max_columns = 64;
 /// so that the compiler keeps them in vector registers (a 2-D array was
 /// partly kept on the stack). Eight rows, not four: each row of B read from
 /// cache then feeds twice as many multiply-adds (K = 64 on 2 cores of the
-/// dense 20000 x 10000 NMF input: 160 against 125 GFLOP/s). A block of
+/// dense 20000 x 10000 NMF input: 144-162 against 101-133 GFLOP/s). A block of
 /// fewer rows repeats its first row in the unused slots and stores only its
 /// own rows.
 template <int NB, class BV, class CV, class T = typename CV::non_const_value_type>
