@@ -27,8 +27,11 @@
 // BMF (--bmf ROWSxCOLSxDENSITY) runs bench_bmf's planted case: a Boolean C
 // of 20 planted blocks at that density with 2% noise (bmf::make_planted,
 // factor density sqrt(DENSITY / 20)), factorized at k = --bmf-k from the
-// cover start, L = 4000, C stored as --dense-c auto decides; its model is
-// the two all-reductions of an iteration, 8 (2 min(L, COLS) + 3) bytes.
+// cover start, L = 4000, C stored as --bmf-dense says (auto: dense bits
+// when both orientations fit in 1 GiB per rank, which can differ between 1
+// and P ranks; on or off gives every rank count the same storage); its
+// model is the two all-reductions of an iteration, 8 (2 min(L, COLS) + 3)
+// bytes, summed in host memory.
 // MNMF (--mnmf USERSxITEMSxDRAWS) runs bench_mnmf's ratings
 // (bench::power_law_ratings, perf/common/mnmf_data.hpp) with random
 // symmetric graphs of 15 neighbours (a kNN graph's structure, not its build
@@ -39,7 +42,8 @@
 //   mpiexec -n P bench_distributed [--nmf VxDxNNZ|none] [--k K] [--algs hals,alo,mu]
 //       [--grid 1d,auto,PRxPC] [--als MxNxNNZ|none] [--f F] [--als-layout csr|bals]
 //       [--factor-layout replicated|blocked|both]
-//       [--bmf ROWSxCOLSxDENSITY|none] [--bmf-k K] [--mnmf USERSxITEMSxDRAWS|none] [--mnmf-r R]
+//       [--bmf ROWSxCOLSxDENSITY|none] [--bmf-k K] [--bmf-dense auto|on|off]
+//       [--mnmf USERSxITEMSxDRAWS|none] [--mnmf-r R]
 //       [--max-batch-mb MB] [--iters N] [--precision float|double]
 //       [--weak 1|0] [--strong 1|0] [--split 1|0] [--dense 1|0] [--seed S]
 //
@@ -111,6 +115,7 @@ struct Args {
   /// bench_bmf's largest case, its planted 100000 x 100000 C at density 1e-5.
   std::string bmf = "100000x100000x1e-5";
   int bmf_k = 20;
+  bmf::DenseC bmf_dense = bmf::DenseC::automatic;
   /// bench_mnmf's largest case, its Netflix-shaped preset.
   std::string mnmf = "480189x17770x99072112";
   int mnmf_r = 32;
@@ -184,6 +189,8 @@ Args parse(int argc, char** argv) {
       a.bmf = v;
     else if (k == "--bmf-k")
       a.bmf_k = std::stoi(v);
+    else if (k == "--bmf-dense")
+      a.bmf_dense = bmf::parse_dense_c(v);
     else if (k == "--mnmf")
       a.mnmf = v;
     else if (k == "--mnmf-r")
@@ -256,9 +263,17 @@ double allreduce(MPI_Comm c, double v, MPI_Op op) {
 ///             over payloads of 8 B .. 512 KB (the Grams are 8 KB .. 2 MB);
 ///   L_g, beta all-gather of rows: least-squares intercept and slope of the
 ///             time against the bytes received, over factors of 1 .. 32 MB
-///             (the solvers' factors are 2.5 .. 40 MB);
+///             (the solvers' factors are 2.5 .. 40 MB), each size timed as
+///             four calls back to back after one barrier, as a solver's
+///             gathers follow each other without one (with a barrier before
+///             every call the fitted per-call cost was 68-129 us on two
+///             H200s and the model twice the solvers' measured transfer on
+///             iterations of a few milliseconds);
 ///   L_s, beta_s the same for one ring shift (MPI_Sendrecv to the
-///             neighbours) over blocks of 0.5 .. 16 MB.
+///             neighbours) over blocks of 0.5 .. 16 MB;
+///   host_alpha, host_gamma an all-reduce of values in host memory (BMF's
+///             proposal counts): the time of one int64 and the slope over
+///             payloads of 8 B .. 64 KB.
 /// A sweep over the sizes the solvers use, not one size: a single 16 MB
 /// all-gather folded its per-call cost into beta and alpha did not cover
 /// the per-call cost of large messages.
@@ -274,10 +289,14 @@ double allreduce(MPI_Comm c, double v, MPI_Op op) {
 struct Calibration {
   double alpha = 0, gamma = 0, gather_latency = 0, beta = 0, shift_latency = 0, shift_beta = 0;
   double alpha_enqueued = 0;  ///< 0 unless the engine enqueues one-value all-reductions
+  double host_alpha = 0, host_gamma = 0;
   /// Modelled seconds of `calls` calls of each kind moving `bytes` (received,
   /// or all-reduce payload).
   [[nodiscard]] double reduce(double calls, double payload, int p) const {
     return calls * alpha * std::ceil(std::log2(double(p))) + payload * gamma;
+  }
+  [[nodiscard]] double reduce_host(double calls, double payload) const {
+    return calls * host_alpha + payload * host_gamma;
   }
   [[nodiscard]] double gather(double calls, double bytes_in) const { return calls * gather_latency + bytes_in * beta; }
   [[nodiscard]] double shift(double calls, double bytes_in) const {
@@ -348,7 +367,12 @@ Calibration calibrate(MPI_Comm c, const Exec& exec) {
     std::vector<ordinal_t> bounds(p + 1);
     for (int q = 0; q <= p; ++q) bounds[q] = ordinal_t(std::int64_t(rows) * q / p);
     DenseMatrix<T, Mem> mine("mine", bounds[me + 1] - bounds[me], K), all("all", rows, K);
-    const double tg = time(9, [&] { coll.allgather_rows(exec, mine, all, bounds); });
+    constexpr int calls = 4;
+    const double tg = time(9,
+                           [&] {
+                             for (int i = 0; i < calls; ++i) coll.allgather_rows(exec, mine, all, bounds);
+                           }) /
+                      calls;
     // mean bytes received per rank
     x.push_back(double(rows) * (p - 1) / p * K * sizeof(T));
     t.push_back(tg);
@@ -366,6 +390,16 @@ Calibration calibrate(MPI_Comm c, const Exec& exec) {
   }
   std::tie(cal.shift_latency, cal.shift_beta) = fit_line(x, t);
   cal.shift_latency = std::max(cal.shift_latency, cal.alpha);
+  x.clear();
+  t.clear();
+  for (const std::size_t n : {std::size_t(1), std::size_t(1024), std::size_t(8192)}) {
+    std::vector<std::int64_t> v(n, 1);
+    const double th = time(n == 1 ? 300 : 31, [&] { coll.allreduce_sum_host(v.data(), int(n)); }, false);
+    if (n == 1) cal.host_alpha = th;
+    x.push_back(8.0 * double(n));
+    t.push_back(th);
+  }
+  cal.host_gamma = std::max(0.0, fit_line(x, t).second);
   if (coll.engine_name<Exec, Mem>() == "nccl") {
     // A communicator without a call log: the path the solvers' sweeps take.
     distributed::detail::Collectives quiet(c);
@@ -542,6 +576,8 @@ void emit(MPI_Comm c, const std::string& solver, const std::string& scaling, con
       {"model_gather_s", model.gather_s},
       {"model_shift_s", model.shift_s},
       {"alpha_enqueued_s", cal.alpha_enqueued},
+      {"host_alpha_s", cal.host_alpha},
+      {"host_gamma_s_per_byte", cal.host_gamma},
       {"model_enqueued_s", model.enqueued_s},
       {"calls_reduce_gather_shift", {m.reduce_calls, m.gather_calls, m.shift_calls}},
       {"undisturbed_call_fraction", m.undisturbed_fraction},
@@ -711,6 +747,7 @@ void run_bmf(MPI_Comm c, const Exec& exec, const Args& a, const std::string& sca
   const auto pl = bmf::make_planted(shape.rows, shape.cols, 20, std::sqrt(shape.density / 20.0), 0.02, 7);
   bmf::Options o;
   o.rank = a.bmf_k;
+  o.dense_c = a.bmf_dense;
   o.seed = a.seed;
   o.init = bmf::Init::cover;  // random starts do not find lines this sparse (bench_bmf)
   o.every_line_changed = 0;
@@ -728,7 +765,7 @@ void run_bmf(MPI_Comm c, const Exec& exec, const Args& a, const std::string& sca
   // B's proposals' (dFP, dFN) and A's accepted (dFP, dFN, count), as int64.
   const double payload = 8.0 * (2.0 * double(std::min<std::int64_t>(o.batch, pl.cols)) + 3.0);
   Model model;
-  if (P > 1) model.reduce_s = cal.reduce(2, payload, P);
+  if (P > 1) model.reduce_s = cal.reduce_host(2, payload);  // the counts are summed in host memory
   emit(c, "bmf", scaling, problem.local.dense ? "dense" : "sparse", "", problem.coll->template engine_name<Exec, Mem>(),
        "bits", pl.rows, pl.cols, std::int64_t(problem.layout.ones), o.rank, a.iters, m, P > 1 ? payload : 0.0, model,
        cal);
@@ -773,10 +810,10 @@ void run_all(MPI_Comm c, const Exec& exec, const Args& a) {
   if (rank_of(c) == 0 && p > 1)
     std::fprintf(stderr,
                  "p=%d: alpha %.2f us per step, all-reduce %.3f ns per payload byte; all-gather %.1f us + %.3f ns/byte "
-                 "(%.2f GB/s); shift %.1f us + %.3f ns/byte (%.2f GB/s)\n",
+                 "(%.2f GB/s); shift %.1f us + %.3f ns/byte (%.2f GB/s); host all-reduce %.1f us + %.3f ns/byte\n",
                  p, 1e6 * ab.alpha, 1e9 * ab.gamma, 1e6 * ab.gather_latency, 1e9 * ab.beta,
                  ab.beta > 0 ? 1e-9 / ab.beta : 0.0, 1e6 * ab.shift_latency, 1e9 * ab.shift_beta,
-                 ab.shift_beta > 0 ? 1e-9 / ab.shift_beta : 0.0);
+                 ab.shift_beta > 0 ? 1e-9 / ab.shift_beta : 0.0, 1e6 * ab.host_alpha, 1e9 * ab.host_gamma);
   // "none" skips a solver.
   const bool do_nmf = a.nmf != "none", do_als = a.als != "none";
   const bool do_bmf = a.bmf != "none", do_mnmf = a.mnmf != "none";

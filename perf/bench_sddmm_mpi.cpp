@@ -11,13 +11,17 @@
 //   ranks   each rank's own median apply, nonzeros and columns: a rank that
 //           waits for the slowest shows the split's imbalance;
 //   scaling the strong-scaling efficiency t(1) / (p t(p)) against p = 1 of
-//           the same order and K.
+//           the same order and K; with --weak 1 also the weak-scaling
+//           efficiency t(1) / t(p), where p ranks multiply the first
+//           columns of S that hold p / P of its nonzeros (P = the job's
+//           ranks; the balanced split only).
 // One JSON record per (order, split, K, p) on rank 0 through
 // perf/common/bench.hpp, a table on stderr.
 //
 //   mpiexec -n P bench_sddmm_mpi [--matrix m1|m2|m3] [--k 32,128,512]
 //       [--orders generated,degree] [--splits balanced,timed,equal] [--reps 20]
 //       [--precision float|bf16] [--bin-dir DIR] [--facebook FILE] [--scale F]
+//       [--weak 0|1]
 //
 // With CUDA, map one GPU per rank: --kokkos-map-device-id-by=mpi_rank.
 #include "common/bench.hpp"
@@ -58,6 +62,7 @@ struct Args {
   std::vector<std::string> splits = {"balanced", "timed", "equal"};
   int reps = 20;
   std::string precision = "float";
+  bool weak = false;
   bench::SddmmMatrixSource source;
 };
 
@@ -70,7 +75,7 @@ Args parse(int argc, char** argv) {
       std::puts(
           "mpiexec -n P bench_sddmm_mpi [--matrix m1|m2|m3] [--k 32,128,512] [--orders generated,degree]\n"
           "    [--splits balanced,timed,equal] [--reps 20] [--precision float|bf16] [--bin-dir DIR]\n"
-          "    [--facebook FILE] [--scale F]");
+          "    [--facebook FILE] [--scale F] [--weak 0|1]");
       std::exit(0);
     }
     if (i + 1 >= argc) throw UsageError("bench_sddmm_mpi: missing value after " + k);
@@ -94,6 +99,8 @@ Args parse(int argc, char** argv) {
       a.source.facebook = v;
     else if (k == "--scale")
       a.source.scale = std::stod(v);
+    else if (k == "--weak")
+      a.weak = v != "0";
     else
       throw UsageError("bench_sddmm_mpi: unknown option " + k);
   }
@@ -132,22 +139,49 @@ Timing time_apply(MPI_Comm comm, const Space& exec, Fn&& apply, int reps) {
   return {slowest[slowest.size() / 2], own[own.size() / 2]};
 }
 
+/// The first columns of c that hold `share` of its nonzeros (all of them
+/// for share >= 1), as a matrix of that many columns.
+CooMatrix<float> first_columns(const CooMatrix<float>& c, double share) {
+  if (share >= 1.0) return c;
+  std::vector<std::int64_t> count(static_cast<std::size_t>(c.num_cols), 0);
+  for (auto j : c.cols) ++count[static_cast<std::size_t>(j)];
+  const double want = share * double(c.nnz());
+  std::int64_t end = 0, held = 0;
+  while (end < c.num_cols && double(held) < want) held += count[static_cast<std::size_t>(end++)];
+  CooMatrix<float> out;
+  out.num_rows = c.num_rows;
+  out.num_cols = std::max<std::int64_t>(end, 1);
+  for (std::size_t e = 0; e < c.nnz(); ++e)
+    if (c.cols[e] < out.num_cols) {
+      out.rows.push_back(c.rows[e]);
+      out.cols.push_back(c.cols[e]);
+      out.values.push_back(c.values[e]);
+    }
+  return out;
+}
+
+/// S_of[p - 1] is the matrix that p ranks multiply: S itself for strong
+/// scaling, first_columns(S, p / P) for weak scaling.
 template <class TI>
-void run_order(const Args& a, const CsrMatrix<float, Mem>& S, const std::string& order, const std::string& source,
-               std::map<std::tuple<std::string, int>, double>& t_one) {
+void run_order(const Args& a, const std::vector<CsrMatrix<float, Mem>>& S_of, const std::string& order,
+               const std::string& scaling, const std::string& source,
+               std::map<std::tuple<std::string, std::string, int>, double>& t_one) {
   const Space exec;
   int world = 1, me = 0;
   MPI_Comm_size(MPI_COMM_WORLD, &world);
   MPI_Comm_rank(MPI_COMM_WORLD, &me);
+  const bool weak = scaling == "weak";
   for (int K : a.ks) {
-    const auto A = bench::random_sddmm_factor<TI>(exec, S.num_rows(), K, RngStream::factor_w);
-    const auto B = bench::random_sddmm_factor<TI>(exec, S.num_cols, K, RngStream::factor_h);
+    const auto A = bench::random_sddmm_factor<TI>(exec, S_of.back().num_rows(), K, RngStream::factor_w);
+    const auto B = bench::random_sddmm_factor<TI>(exec, S_of.back().num_cols, K, RngStream::factor_h);
     for (int p = 1; p <= world; ++p) {
+      const auto& S = S_of[static_cast<std::size_t>(p - 1)];
       MPI_Comm comm;
       MPI_Comm_split(MPI_COMM_WORLD, me < p ? 0 : MPI_UNDEFINED, me, &comm);
       if (comm != MPI_COMM_NULL) {
         for (const auto& split_name : a.splits) {
           if (p == 1 && split_name != a.splits.front()) continue;  // one rank: every split is the whole matrix
+          if (weak && split_name != "balanced") continue;
           const auto split = parse_column_split(split_name);
           SddmmOptions opt;
           opt.check_inputs = false;
@@ -164,9 +198,9 @@ void run_order(const Args& a, const CsrMatrix<float, Mem>& S, const std::string&
           double build_max = 0;
           MPI_Reduce(&build, &build_max, 1, MPI_DOUBLE, MPI_MAX, 0, comm);
           if (me == 0) {
-            if (p == 1) t_one[{order, K}] = t.slowest;
-            const double t1 = t_one.count({order, K}) ? t_one[{order, K}] : 0.0;
-            const double efficiency = t1 > 0 ? t1 / (p * t.slowest) : 0.0;
+            if (p == 1) t_one[{scaling, order, K}] = t.slowest;
+            const double t1 = t_one.count({scaling, order, K}) ? t_one[{scaling, order, K}] : 0.0;
+            const double efficiency = t1 > 0 ? t1 / ((weak ? 1 : p) * t.slowest) : 0.0;
             double most = 0;
             nlohmann::json ranks = nlohmann::json::array();
             std::string shares;
@@ -191,7 +225,7 @@ void run_order(const Args& a, const CsrMatrix<float, Mem>& S, const std::string&
             r.seconds = t.slowest;
             r.metrics.set("gflops", gflops);
             r.metrics.set("apply_seconds", t.slowest);
-            r.metrics.set("strong_scaling_efficiency", efficiency);
+            r.metrics.set(scaling + "_scaling_efficiency", efficiency);
             r.metrics.set("nnz_imbalance", most / (double(S.nnz()) / p));
             r.timings.set("plan_build_max", build_max);
             r.info["matrix"] = a.matrix;
@@ -199,11 +233,16 @@ void run_order(const Args& a, const CsrMatrix<float, Mem>& S, const std::string&
             r.info["column_order"] = order;
             r.info["column_split"] = split_name;
             r.info["ranks"] = std::to_string(p);
-            bench::emit(r, {{"ranks", ranks}, {"column_order", order}, {"column_split", split_name}, {"p", p}});
+            r.info["scaling"] = scaling;
+            bench::emit(r, {{"ranks", ranks},
+                            {"column_order", order},
+                            {"column_split", split_name},
+                            {"p", p},
+                            {"scaling", scaling}});
             std::fprintf(stderr,
-                         "%s %-9s K=%-4d p=%d %-8s %9.1f GFLOP/s %8.3f ms  efficiency %.2f  (%s)  build %.2f s\n",
-                         a.matrix.c_str(), order.c_str(), K, p, split_name.c_str(), gflops, 1e3 * t.slowest, efficiency,
-                         shares.c_str(), build_max);
+                         "%s %-9s %-6s K=%-4d p=%d %-8s %9.1f GFLOP/s %8.3f ms  efficiency %.2f  (%s)  build %.2f s\n",
+                         a.matrix.c_str(), order.c_str(), scaling.c_str(), K, p, split_name.c_str(), gflops,
+                         1e3 * t.slowest, efficiency, shares.c_str(), build_max);
           }
         }
         MPI_Comm_free(&comm);
@@ -219,7 +258,9 @@ int run(int argc, char** argv) {
   try {
     const Args a = parse(argc, argv);
     const Space exec;
-    std::map<std::tuple<std::string, int>, double> t_one;
+    std::map<std::tuple<std::string, std::string, int>, double> t_one;
+    int world = 1;
+    MPI_Comm_size(MPI_COMM_WORLD, &world);
     for (const auto& order : a.orders) {
       // Every rank builds the same S (the generator is counter-based).
       const auto t0 = std::chrono::steady_clock::now();
@@ -231,10 +272,19 @@ int run(int argc, char** argv) {
         std::fprintf(stderr, "%s (%s columns): %lld x %d, %zu nnz from %s (%.1f s)\n", a.matrix.c_str(), order.c_str(),
                      static_cast<long long>(S.num_rows()), S.num_cols, S.nnz(), source.c_str(),
                      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-      if (a.precision == "bf16")
-        run_order<Kokkos::Experimental::bhalf_t>(a, S, order, source, t_one);
-      else
-        run_order<float>(a, S, order, source, t_one);
+      std::vector<std::pair<std::string, std::vector<CsrMatrix<float, Mem>>>> cases = {
+          {"strong", std::vector<CsrMatrix<float, Mem>>(static_cast<std::size_t>(world), S)}};
+      if (a.weak) {
+        std::vector<CsrMatrix<float, Mem>> grown;
+        for (int p = 1; p <= world; ++p) grown.push_back(to_csr(exec, first_columns(coo, double(p) / world)));
+        cases.emplace_back("weak", std::move(grown));
+      }
+      for (const auto& [scaling, S_of] : cases) {
+        if (a.precision == "bf16")
+          run_order<Kokkos::Experimental::bhalf_t>(a, S_of, order, scaling, source, t_one);
+        else
+          run_order<float>(a, S_of, order, scaling, source, t_one);
+      }
     }
   } catch (const kfactor::Error& e) {
     std::fprintf(stderr, "bench_sddmm_mpi (rank %d): %s\n", me, e.what());
