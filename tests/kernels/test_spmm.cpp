@@ -124,15 +124,15 @@ TYPED_TEST(SpmmTest, HeavyRowChunksMatchFloat64Reference) {
     auto hB = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, B);
     auto hC0 = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, C0);
     const T alpha = T(-0.75), beta = T(0.5);
-    detail::spmm_team_rows(exec, alpha, A, B, beta, C, threads, vlen);
+    detail::spmm_team_rows(exec, alpha, A, B, beta, C, threads, vlen,
+                           detail::heavy_row_work<T>(exec, A, std::size_t(k)));
     auto hC = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, C);
     const SpmmPlan<T, Mem> plan(exec, A, k);
     DenseMatrix<T, Mem> Cp("Cp", m, k);
     std::vector<decltype(hC)> planned;
     for (int run = 0; run < 2; ++run) {
       Kokkos::deep_copy(Cp, C0);
-      detail::spmm_team_rows(exec, alpha, A, B, beta, Cp, threads, vlen, plan.heavy_rows(), plan.partial_sums(),
-                             plan.chunks_done());
+      detail::spmm_team_rows(exec, alpha, A, B, beta, Cp, threads, vlen, plan.work());
       planned.push_back(Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, Cp));
     }
     for (int i = 0; i < m; ++i)

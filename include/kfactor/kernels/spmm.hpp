@@ -68,27 +68,21 @@ class SpmmPlan {
         rows_(A.num_rows()),
         cols_(A.num_cols),
         width_(k),
-        heavy_(detail::heavy_row_chunks(exec, A)),
-        partial_(Kokkos::view_alloc(exec, Kokkos::WithoutInitializing, "kfactor::spmm_heavy_partial"),
-                 std::size_t(heavy_.chunks), std::size_t(k)),
-        chunks_done_(Kokkos::view_alloc(exec, "kfactor::spmm_chunks_done"), heavy_.rows.extent(0)) {}
+        work_(detail::heavy_row_work<T>(exec, A, std::size_t(k))) {}
 
   /// Whether products of A (C: `k` columns) may use this plan.
   [[nodiscard]] bool fits(const CsrMatrix<T, MemorySpace>& A, std::size_t k) const {
     return row_map_.data() == A.row_map.data() && rows_ == A.num_rows() && cols_ == A.num_cols &&
            std::size_t(width_) == k;
   }
-  [[nodiscard]] const detail::HeavyRowChunks<MemorySpace>& heavy_rows() const { return heavy_; }
-  [[nodiscard]] const Kokkos::View<T**, Kokkos::LayoutRight, MemorySpace>& partial_sums() const { return partial_; }
-  [[nodiscard]] const Kokkos::View<int*, MemorySpace>& chunks_done() const { return chunks_done_; }
+  /// A's heavy-row chunks, their partial sums and counts.
+  [[nodiscard]] const detail::HeavyRowWork<T, MemorySpace>& work() const { return work_; }
 
  private:
   Kokkos::View<offset_t*, MemorySpace> row_map_;
   ordinal_t rows_ = 0, cols_ = 0;
   int width_ = 0;
-  detail::HeavyRowChunks<MemorySpace> heavy_;
-  Kokkos::View<T**, Kokkos::LayoutRight, MemorySpace> partial_;
-  Kokkos::View<int*, MemorySpace> chunks_done_;
+  detail::HeavyRowWork<T, MemorySpace> work_;
 };
 
 namespace detail {
@@ -125,7 +119,7 @@ void spmm(const ExecutionSpace& exec, const SpmmPlan<T, MemorySpace>& plan, type
   if constexpr (spmm_uses_kokkoskernels_v<BV, CV>)
     detail::spmm_kokkoskernels(exec, alpha, A, B, beta, C);
   else if constexpr (std::is_same_v<typename CV::non_const_value_type, T>)
-    detail::spmm_portable(exec, alpha, A, B, beta, C, &plan.heavy_rows(), plan.partial_sums(), plan.chunks_done());
+    detail::spmm_portable(exec, alpha, A, B, beta, C, &plan.work());
   else
     detail::spmm_portable(exec, alpha, A, B, beta, C);
 }

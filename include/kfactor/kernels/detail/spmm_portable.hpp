@@ -224,41 +224,49 @@ struct SpmmTeamRows {
   }
 };
 
-/// C = alpha A B + beta C by SpmmTeamRows. `heavy`: A's heavy_row_chunks;
-/// `partial`: at least heavy.chunks x k (C's width) of scratch for the
-/// chunks' sums; `chunks_done`: a zero per heavy row, left zero.
+/// What SpmmTeamRows needs of A's pattern beside the operands: its heavy-row
+/// chunks, scratch for the chunks' sums (chunks x k, k = C's width) and a
+/// zero per heavy row (the count of its finished chunks, left zero).
+template <class S, class MemorySpace>
+struct HeavyRowWork {
+  HeavyRowChunks<MemorySpace> heavy;
+  Kokkos::View<S**, Kokkos::LayoutRight, MemorySpace> partial;
+  Kokkos::View<int*, MemorySpace> chunks_done;
+};
+
+/// HeavyRowWork of A for products k columns wide (three reductions read back
+/// on the host and five allocations: kfactor::SpmmPlan keeps it across
+/// products on one pattern).
+template <class S, class ExecutionSpace, class T, class MemorySpace>
+HeavyRowWork<S, MemorySpace> heavy_row_work(const ExecutionSpace& exec, const CsrMatrix<T, MemorySpace>& A,
+                                            std::size_t k) {
+  HeavyRowWork<S, MemorySpace> w;
+  w.heavy = heavy_row_chunks(exec, A);
+  w.partial = Kokkos::View<S**, Kokkos::LayoutRight, MemorySpace>(
+      Kokkos::view_alloc(exec, Kokkos::WithoutInitializing, "kfactor::spmm_heavy_partial"), std::size_t(w.heavy.chunks),
+      k);
+  w.chunks_done =
+      Kokkos::View<int*, MemorySpace>(Kokkos::view_alloc(exec, "kfactor::spmm_chunks_done"), w.heavy.rows.extent(0));
+  return w;
+}
+
+/// C = alpha A B + beta C by SpmmTeamRows, with A's HeavyRowWork for C's
+/// width.
 template <class ExecutionSpace, class T, class MemorySpace, class BV, class CV>
 void spmm_team_rows(const ExecutionSpace& exec, typename CV::non_const_value_type alpha,
                     const CsrMatrix<T, MemorySpace>& A, const BV& B, typename CV::non_const_value_type beta,
-                    const CV& C, int threads, int vlen, const HeavyRowChunks<MemorySpace>& heavy,
-                    const Kokkos::View<typename CV::non_const_value_type**, Kokkos::LayoutRight, MemorySpace>& partial,
-                    const Kokkos::View<int*, MemorySpace>& chunks_done) {
+                    const CV& C, int threads, int vlen,
+                    const HeavyRowWork<typename CV::non_const_value_type, MemorySpace>& work) {
   using S = typename CV::non_const_value_type;
   using Policy = Kokkos::TeamPolicy<ExecutionSpace>;
   using Rows = SpmmTeamRows<typename Policy::member_type, S, MemorySpace, CsrMatrix<T, MemorySpace>, BV, CV>;
   const int m = A.num_rows(), k = static_cast<int>(C.extent(1));
   if (m == 0 || k == 0) return;
-  const int league = heavy.chunks + (m + threads - 1) / threads;
+  const int league = work.heavy.chunks + (m + threads - 1) / threads;
   const auto bytes = Rows::Scratch::shmem_size(threads, vlen);
   Kokkos::parallel_for("kfactor::spmm_portable",
                        light_weight(Policy(exec, league, threads, vlen).set_scratch_size(0, Kokkos::PerTeam(bytes))),
-                       Rows{m, k, threads, vlen, alpha, beta, A, B, C, heavy, partial, chunks_done});
-}
-
-/// The same, with A's chunks, their scratch and counters derived here (three
-/// reductions read back on the host and five allocations per call;
-/// kfactor::SpmmPlan keeps them across products on one pattern).
-template <class ExecutionSpace, class T, class MemorySpace, class BV, class CV>
-void spmm_team_rows(const ExecutionSpace& exec, typename CV::non_const_value_type alpha,
-                    const CsrMatrix<T, MemorySpace>& A, const BV& B, typename CV::non_const_value_type beta,
-                    const CV& C, int threads, int vlen) {
-  using S = typename CV::non_const_value_type;
-  const auto heavy = heavy_row_chunks(exec, A);
-  const Kokkos::View<S**, Kokkos::LayoutRight, MemorySpace> partial(
-      Kokkos::view_alloc(exec, Kokkos::WithoutInitializing, "kfactor::spmm_heavy_partial"), heavy.chunks, C.extent(1));
-  const Kokkos::View<int*, MemorySpace> chunks_done(Kokkos::view_alloc(exec, "kfactor::spmm_chunks_done"),
-                                                    heavy.rows.extent(0));
-  spmm_team_rows(exec, alpha, A, B, beta, C, threads, vlen, heavy, partial, chunks_done);
+                       Rows{m, k, threads, vlen, alpha, beta, A, B, C, work.heavy, work.partial, work.chunks_done});
 }
 
 /// Host SpMM, row i: C(i, c0 + [0, N)) for each whole chunk of N columns from
@@ -319,15 +327,11 @@ struct SpmmHostRows {
   }
 };
 
-/// `heavy`, `partial`, `chunks_done`: A's heavy-row chunks, their scratch
-/// and counters (see spmm_team_rows), derived per call when `heavy` is null.
+/// `work`: A's HeavyRowWork for C's width, derived per call when null.
 template <class ExecutionSpace, class T, class MemorySpace, class BV, class CV>
-void spmm_portable(
-    const ExecutionSpace& exec, typename CV::non_const_value_type alpha, const CsrMatrix<T, MemorySpace>& A,
-    const BV& B, typename CV::non_const_value_type beta, const CV& C,
-    const HeavyRowChunks<MemorySpace>* heavy = nullptr,
-    const Kokkos::View<typename CV::non_const_value_type**, Kokkos::LayoutRight, MemorySpace>& partial = {},
-    const Kokkos::View<int*, MemorySpace>& chunks_done = {}) {
+void spmm_portable(const ExecutionSpace& exec, typename CV::non_const_value_type alpha,
+                   const CsrMatrix<T, MemorySpace>& A, const BV& B, typename CV::non_const_value_type beta, const CV& C,
+                   const HeavyRowWork<typename CV::non_const_value_type, MemorySpace>* work = nullptr) {
   using S = typename CV::non_const_value_type;
   using Shape = RowTeamShape<ExecutionSpace>;
   using Matrix = CsrMatrix<T, MemorySpace>;
@@ -341,10 +345,7 @@ void spmm_portable(
   } else {
     const int vlen = Shape::vector_length(k);
     const int threads = spmm_team_threads(vlen);
-    if (heavy)
-      spmm_team_rows(exec, alpha, A, B, beta, C, threads, vlen, *heavy, partial, chunks_done);
-    else
-      spmm_team_rows(exec, alpha, A, B, beta, C, threads, vlen);
+    spmm_team_rows(exec, alpha, A, B, beta, C, threads, vlen, work ? *work : heavy_row_work<S>(exec, A, C.extent(1)));
   }
 }
 
