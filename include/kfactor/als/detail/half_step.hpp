@@ -33,7 +33,9 @@
 /// confidence weights w = c - 1, and a row's Gram is that of the rows
 /// [w y_k, (1 + w)[w > 0]] against [y_k, *]: S1 = sum w y y^T (started from
 /// Y^T Y when stored), S2 = sum c p y (p = [r > 0]). The same kernel, the
-/// same order of sums.
+/// same order of sums; the weighting is a template parameter, so that the
+/// explicit kernel carries none of its code (registers are what bounds the
+/// register tiles of a row's Gram).
 /// A row's sums may also be built in parts, one column block at a time
 /// (NormalEquationPart: later parts continue the sums stored in the batch
 /// buffers): the distributed blocked layout, where the other factor arrives
@@ -304,7 +306,7 @@ enum class BuildKind { whole, segment, reduce };
 /// S.schedule (longest first, so they do not trail behind the rest); the
 /// batch-local index of row rho of position g0 + k is k xb + rho. Y
 /// (LayoutRight) is indexed by S.tile_colidx.
-template <bool Tiled, class ExecutionSpace, class T, class MemorySpace, class YView>
+template <bool Tiled, bool Weighted = false, class ExecutionSpace, class T, class MemorySpace, class YView>
 void build_normal_equations(const ExecutionSpace& exec, const HalfStepStructure<T, MemorySpace>& S, const YView& Y,
                             int f, T lambda, bool weight_nnz, ordinal_t g0, ordinal_t g1,
                             const Kokkos::View<T***, Kokkos::LayoutRight, MemorySpace>& A,
@@ -357,7 +359,8 @@ void build_normal_equations(const ExecutionSpace& exec, const HalfStepStructure<
   const ordinal_t ntc = Tiled ? S.ntc : 1;
   const ordinal_t rows = S.rows;
   const bool continue_sums = part.accumulate, add_lambda = part.add_lambda;
-  const bool weighted = implicit.on();
+  if (implicit.on() != Weighted)
+    throw RuntimeFailure("ALS: normal equations built with an instantiation for the other kind of feedback");
   auto gram = implicit.G;
   const std::size_t tile_elems = std::size_t(B) * B;
 
@@ -433,11 +436,11 @@ void build_normal_equations(const ExecutionSpace& exec, const HalfStepStructure<
             T a0[B], c0[B], a1[B], c1[B];
             load_piece<B>(y0, bi_of[s] * B, valid, v0, a0);
             load_piece<B>(y0, bj_of[s] * B, valid, v0, c0);
-            if (weighted) implicit_piece<B>(a0, bi_of[s] * B, f, v0);
+            if (Weighted) implicit_piece<B>(a0, bi_of[s] * B, f, v0);
             if (two) {
               load_piece<B>(y1, bi_of[s] * B, valid, v1, a1);
               load_piece<B>(y1, bj_of[s] * B, valid, v1, c1);
-              if (weighted) implicit_piece<B>(a1, bi_of[s] * B, f, v1);
+              if (Weighted) implicit_piece<B>(a1, bi_of[s] * B, f, v1);
             }
             for (int r = 0; r < B; ++r)
               for (int cc = 0; cc < B; ++cc) acc[s][r][cc] = madd(a0[r], c0[cc], acc[s][r][cc]);
@@ -452,7 +455,7 @@ void build_normal_equations(const ExecutionSpace& exec, const HalfStepStructure<
               a[r] = reinterpret_cast<const Piece<T, V>*>(y + bi_of[s] * B)[r];
               c[r] = reinterpret_cast<const Piece<T, V>*>(y + bj_of[s] * B)[r];
             }
-            if (weighted) {
+            if (Weighted) {
               T w[B];
               for (int r = 0; r < B; ++r) w[r] = a[r / V].v[r % V];
               implicit_piece<B>(w, bi_of[s] * B, f, y[f]);
@@ -573,7 +576,7 @@ void build_normal_equations(const ExecutionSpace& exec, const HalfStepStructure<
                 const int i = bi_of[s] * B + rr, j = bj_of[s] * B + cc;
                 if (j <= i && i < f)
                   A(lb, i, j) =
-                      (weighted && add_lambda ? acc[s][rr][cc] + gram(i, j) : acc[s][rr][cc]) + (i == j ? lam : T(0));
+                      (Weighted && add_lambda ? acc[s][rr][cc] + gram(i, j) : acc[s][rr][cc]) + (i == j ? lam : T(0));
                 if (i == f && j < f) b(lb, j) = acc[s][rr][cc];
               }
           }
@@ -786,10 +789,14 @@ void build_batch(const ExecutionSpace& exec, const HalfStepStructure<T, MemorySp
                  const Kokkos::View<T***, Kokkos::LayoutRight, MemorySpace>& A,
                  const Kokkos::View<T**, Kokkos::LayoutRight, MemorySpace>& b, NormalEquationPart part = {},
                  const ImplicitGram<T, MemorySpace>& implicit = {}) {
-  if (S.tiled)
-    build_normal_equations<true>(exec, S, Y, f, lambda, weight_nnz, g0, g1, A, b, part, implicit);
+  if (S.tiled && implicit.on())
+    build_normal_equations<true, true>(exec, S, Y, f, lambda, weight_nnz, g0, g1, A, b, part, implicit);
+  else if (S.tiled)
+    build_normal_equations<true>(exec, S, Y, f, lambda, weight_nnz, g0, g1, A, b, part);
+  else if (implicit.on())
+    build_normal_equations<false, true>(exec, S, Y, f, lambda, weight_nnz, g0, g1, A, b, part, implicit);
   else
-    build_normal_equations<false>(exec, S, Y, f, lambda, weight_nnz, g0, g1, A, b, part, implicit);
+    build_normal_equations<false>(exec, S, Y, f, lambda, weight_nnz, g0, g1, A, b, part);
 }
 
 /// X = argmin over the half-step objective, row by row, in batches
