@@ -49,10 +49,10 @@ SUITE = [
     dict(name="als", program="bench_als",
          args={"cpu": ["--users", "20000", "--items", "2000", "--distinct", "1000000", "--ranks", "32", "--iters", "2"],
                "gpu": ["--users", "480189", "--items", "17770", "--distinct", "99000000", "--ranks", "100,32",
-                       "--iters", "2", "--variants", "plain,tiled,reorder"]}),
+                       "--iters", "2", "--variants", "csr,bals,reorder"]}),
     # YahooMusic-like (bench_als --preset yahoo): the f = 128 must fit in the GPU's memory.
     dict(name="als_yahoo", program="bench_als",
-         args={"gpu": ["--preset", "yahoo", "--ranks", "128,100", "--iters", "2", "--variants", "plain,tiled,reorder"]}),
+         args={"gpu": ["--preset", "yahoo", "--ranks", "128,100", "--iters", "2", "--variants", "csr,bals,reorder"]}),
     dict(name="bmf", program="bench_bmf",
          args={"cpu": ["--data", "{shared}/data", "--seeds", "1", "--iters", "1000", "--planted", "20000",
                        "--only", "files,movielens"],
