@@ -31,7 +31,7 @@
 // when both orientations fit in 1 GiB per rank, which can differ between 1
 // and P ranks; on or off gives every rank count the same storage); its
 // model is the two all-reductions of an iteration, 8 (2 min(L, COLS) + 3)
-// bytes, summed in host memory.
+// bytes.
 // MNMF (--mnmf USERSxITEMSxDRAWS) runs bench_mnmf's ratings
 // (bench::power_law_ratings, perf/common/mnmf_data.hpp) with random
 // symmetric graphs of 15 neighbours (a kNN graph's structure, not its build
@@ -270,10 +270,7 @@ double allreduce(MPI_Comm c, double v, MPI_Op op) {
 ///             H200s and the model twice the solvers' measured transfer on
 ///             iterations of a few milliseconds);
 ///   L_s, beta_s the same for one ring shift (MPI_Sendrecv to the
-///             neighbours) over blocks of 0.5 .. 16 MB;
-///   host_alpha, host_gamma an all-reduce of values in host memory (BMF's
-///             proposal counts): the time of one int64 and the slope over
-///             payloads of 8 B .. 64 KB.
+///             neighbours) over blocks of 0.5 .. 16 MB.
 /// A sweep over the sizes the solvers use, not one size: a single 16 MB
 /// all-gather folded its per-call cost into beta and alpha did not cover
 /// the per-call cost of large messages.
@@ -289,14 +286,10 @@ double allreduce(MPI_Comm c, double v, MPI_Op op) {
 struct Calibration {
   double alpha = 0, gamma = 0, gather_latency = 0, beta = 0, shift_latency = 0, shift_beta = 0;
   double alpha_enqueued = 0;  ///< 0 unless the engine enqueues one-value all-reductions
-  double host_alpha = 0, host_gamma = 0;
   /// Modelled seconds of `calls` calls of each kind moving `bytes` (received,
   /// or all-reduce payload).
   [[nodiscard]] double reduce(double calls, double payload, int p) const {
     return calls * alpha * std::ceil(std::log2(double(p))) + payload * gamma;
-  }
-  [[nodiscard]] double reduce_host(double calls, double payload) const {
-    return calls * host_alpha + payload * host_gamma;
   }
   [[nodiscard]] double gather(double calls, double bytes_in) const { return calls * gather_latency + bytes_in * beta; }
   [[nodiscard]] double shift(double calls, double bytes_in) const {
@@ -390,16 +383,6 @@ Calibration calibrate(MPI_Comm c, const Exec& exec) {
   }
   std::tie(cal.shift_latency, cal.shift_beta) = fit_line(x, t);
   cal.shift_latency = std::max(cal.shift_latency, cal.alpha);
-  x.clear();
-  t.clear();
-  for (const std::size_t n : {std::size_t(1), std::size_t(1024), std::size_t(8192)}) {
-    std::vector<std::int64_t> v(n, 1);
-    const double th = time(n == 1 ? 300 : 31, [&] { coll.allreduce_sum_host(v.data(), int(n)); }, false);
-    if (n == 1) cal.host_alpha = th;
-    x.push_back(8.0 * double(n));
-    t.push_back(th);
-  }
-  cal.host_gamma = std::max(0.0, fit_line(x, t).second);
   if (coll.engine_name<Exec, Mem>() == "nccl") {
     // A communicator without a call log: the path the solvers' sweeps take.
     distributed::detail::Collectives quiet(c);
@@ -576,8 +559,6 @@ void emit(MPI_Comm c, const std::string& solver, const std::string& scaling, con
       {"model_gather_s", model.gather_s},
       {"model_shift_s", model.shift_s},
       {"alpha_enqueued_s", cal.alpha_enqueued},
-      {"host_alpha_s", cal.host_alpha},
-      {"host_gamma_s_per_byte", cal.host_gamma},
       {"model_enqueued_s", model.enqueued_s},
       {"calls_reduce_gather_shift", {m.reduce_calls, m.gather_calls, m.shift_calls}},
       {"undisturbed_call_fraction", m.undisturbed_fraction},
@@ -765,7 +746,7 @@ void run_bmf(MPI_Comm c, const Exec& exec, const Args& a, const std::string& sca
   // B's proposals' (dFP, dFN) and A's accepted (dFP, dFN, count), as int64.
   const double payload = 8.0 * (2.0 * double(std::min<std::int64_t>(o.batch, pl.cols)) + 3.0);
   Model model;
-  if (P > 1) model.reduce_s = cal.reduce_host(2, payload);  // the counts are summed in host memory
+  if (P > 1) model.reduce_s = cal.reduce(2, payload, P);
   emit(c, "bmf", scaling, problem.local.dense ? "dense" : "sparse", "", problem.coll->template engine_name<Exec, Mem>(),
        "bits", pl.rows, pl.cols, std::int64_t(problem.layout.ones), o.rank, a.iters, m, P > 1 ? payload : 0.0, model,
        cal);
@@ -810,10 +791,10 @@ void run_all(MPI_Comm c, const Exec& exec, const Args& a) {
   if (rank_of(c) == 0 && p > 1)
     std::fprintf(stderr,
                  "p=%d: alpha %.2f us per step, all-reduce %.3f ns per payload byte; all-gather %.1f us + %.3f ns/byte "
-                 "(%.2f GB/s); shift %.1f us + %.3f ns/byte (%.2f GB/s); host all-reduce %.1f us + %.3f ns/byte\n",
+                 "(%.2f GB/s); shift %.1f us + %.3f ns/byte (%.2f GB/s)\n",
                  p, 1e6 * ab.alpha, 1e9 * ab.gamma, 1e6 * ab.gather_latency, 1e9 * ab.beta,
                  ab.beta > 0 ? 1e-9 / ab.beta : 0.0, 1e6 * ab.shift_latency, 1e9 * ab.shift_beta,
-                 ab.shift_beta > 0 ? 1e-9 / ab.shift_beta : 0.0, 1e6 * ab.host_alpha, 1e9 * ab.host_gamma);
+                 ab.shift_beta > 0 ? 1e-9 / ab.shift_beta : 0.0);
   // "none" skips a solver.
   const bool do_nmf = a.nmf != "none", do_als = a.als != "none";
   const bool do_bmf = a.bmf != "none", do_mnmf = a.mnmf != "none";
