@@ -8,11 +8,7 @@
 // line per record on stderr with ms/iteration and, for auto, the structure
 // it chose per half-step.
 //
-//   bench_als [--datasets movielens,synthetic] [--movielens FILE]
-//             [--preset netflix|yahoo] [--users 480189] [--items 17770] [--distinct 99000000]
-//             [--ranks 32,64,100,128] [--iters 3] [--variants auto,csr,bals]
-//             [--precision float|double] [--alpha-users 0.6] [--shift-users 0] [--alpha-items 0.9]
-//             [--input FILE [--format auto|ratings|mm]] [--export DIR]
+//   bench_als --help prints the options.
 //
 // --movielens defaults to ../shared/data/movielens-latest-small/ratings.csv
 // (run from the project root; a missing file skips that data set).
@@ -363,7 +359,16 @@ void run(const Args& a) {
 
 }  // namespace
 
+/// The options (--help).
+constexpr const char* usage = R"(bench_als [--datasets movielens,synthetic] [--movielens FILE]
+          [--preset netflix|yahoo] [--users 480189] [--items 17770] [--distinct 99000000]
+          [--ranks 32,64,100,128] [--iters 3] [--variants auto,csr,bals]
+          [--precision float|double] [--alpha-users 0.6] [--shift-users 0] [--alpha-items 0.9]
+          [--input FILE [--format auto|ratings|mm]] [--export DIR]
+)";
+
 int main(int argc, char** argv) {
+  kfactor::bench::exit_on_help(argc, argv, usage);
   Kokkos::ScopeGuard guard(argc, argv);
   Args a;
   for (int i = 1; i + 1 < argc; i += 2) {

@@ -3,10 +3,7 @@
 // cuBool's peer case), time per iteration against k (20, 64, 256), and a
 // planted N x N sparse matrix at 0.001% density through the sparse-C path.
 //
-//   bench_bmf [--data DIR] [--seeds 5] [--only files,movielens,ksweep,planted] [--files NAME,...]
-//             [--planted N] [--planted-density d] [--planted-ks 20,64,256]
-//             [--batch L] [--flip-prob p] [--temperature T0] [--temp-step s] [--temp-factor f]
-//             [--every-line-changed e] [--iters N] [--init mode,...]
+//   bench_bmf --help prints the options.
 //
 // Data sets run with CuBin's start (density100) and the cover start unless
 // --init names a comma list of starts (dost,density100,density,rows,cover);
@@ -85,7 +82,16 @@ bool wanted(const Args& a, const std::string& what) { return a.only.find(what) !
 
 }  // namespace
 
+/// The options (--help).
+constexpr const char* usage =
+    R"(bench_bmf [--data DIR] [--seeds 5] [--only files,movielens,ksweep,planted] [--files NAME,...]
+          [--planted N] [--planted-density d] [--planted-ks 20,64,256]
+          [--batch L] [--flip-prob p] [--temperature T0] [--temp-step s] [--temp-factor f]
+          [--every-line-changed e] [--iters N] [--init mode,...]
+)";
+
 int main(int argc, char** argv) {
+  kfactor::bench::exit_on_help(argc, argv, usage);
   Kokkos::ScopeGuard guard(argc, argv);
   Args a;
   a.o.rank = 20;

@@ -1,7 +1,7 @@
 // bench_checkpoint: save/load throughput of HDF5 checkpoints (device factors
 // copied through host mirrors, written atomically with fsync) and of the
 // input fingerprint, for float and double factors in the default space.
-//   bench_checkpoint [--rows M] [--rank K] [--reps R] [--dir DIR]
+//   bench_checkpoint --help prints the options.
 #include "common/bench.hpp"
 
 #include <kfactor/core/random.hpp>
@@ -83,7 +83,12 @@ void run(std::int64_t rows, int rank, int reps, const std::string& dir) {
 
 }  // namespace
 
+/// The options (--help).
+constexpr const char* usage = R"(bench_checkpoint [--rows M] [--rank K] [--reps R] [--dir DIR]
+)";
+
 int main(int argc, char** argv) {
+  kfactor::bench::exit_on_help(argc, argv, usage);
   std::int64_t rows = 200000;
   int rank = 32, reps = 5;
   std::string dir = std::filesystem::temp_directory_path().string();

@@ -39,13 +39,7 @@
 // all-gathers of the factors, (P - 1) / P (USERS + ITEMS) r values received.
 // Weak scaling grows ROWS (USERS) and, for MNMF, DRAWS with p.
 //
-//   mpiexec -n P bench_distributed [--nmf VxDxNNZ|none] [--k K] [--algs hals,alo,mu]
-//       [--grid 1d,auto,PRxPC] [--als MxNxNNZ|none] [--f F] [--als-layout csr|bals]
-//       [--factor-layout replicated|blocked|both]
-//       [--bmf ROWSxCOLSxDENSITY|none] [--bmf-k K] [--bmf-dense auto|on|off]
-//       [--mnmf USERSxITEMSxDRAWS|none] [--mnmf-r R]
-//       [--max-batch-mb MB] [--iters N] [--precision float|double]
-//       [--weak 1|0] [--strong 1|0] [--split 1|0] [--dense 1|0] [--seed S]
+//   bench_distributed --help prints the options.
 //
 // The benchmark sets Collectives::measure_wait: a timed barrier before each
 // collective separates waiting for slower ranks ("wait": imbalance, or here
@@ -819,7 +813,18 @@ void run_all(MPI_Comm c, const Exec& exec, const Args& a) {
 
 }  // namespace
 
+/// The options (--help).
+constexpr const char* usage = R"(mpiexec -n P bench_distributed [--nmf VxDxNNZ|none] [--k K] [--algs hals,alo,mu]
+    [--grid 1d,auto,PRxPC] [--als MxNxNNZ|none] [--f F] [--als-layout csr|bals]
+    [--factor-layout replicated|blocked|both]
+    [--bmf ROWSxCOLSxDENSITY|none] [--bmf-k K] [--bmf-dense auto|on|off]
+    [--mnmf USERSxITEMSxDRAWS|none] [--mnmf-r R]
+    [--max-batch-mb MB] [--iters N] [--precision float|double]
+    [--weak 1|0] [--strong 1|0] [--split 1|0] [--dense 1|0] [--seed S]
+)";
+
 int main(int argc, char** argv) {
+  kfactor::bench::exit_on_help(argc, argv, usage);
   MPI_Init(&argc, &argv);
   Kokkos::initialize(argc, argv);
   {

@@ -14,9 +14,7 @@
 // [0, 1/sqrt(f)) and computes X first, so the first iterations' losses
 // differ while both descend the same objective.
 //
-//   bench_implicit [--users 138493] [--items 26744] [--nnz 20000000] [--ranks 64,128]
-//                  [--solvers cholesky,cg] [--cg-steps 3] [--iters 3] [--alpha 40] [--lambda 0.1]
-//                  [--precision float|double] [--seed 0] [--eval-leave-k 0]
+//   bench_implicit --help prints the options.
 //
 // One JSON record per (f, solver) through common/bench.hpp (the loss after
 // each iteration in the record's history); a line per iteration on stderr.
@@ -194,7 +192,14 @@ std::vector<std::string> split_list(const std::string& s) { return bench::split(
 
 }  // namespace
 
+/// The options (--help).
+constexpr const char* usage = R"(bench_implicit [--users 138493] [--items 26744] [--nnz 20000000] [--ranks 64,128]
+               [--solvers cholesky,cg] [--cg-steps 3] [--iters 3] [--alpha 40] [--lambda 0.1]
+               [--precision float|double] [--seed 0] [--eval-leave-k 0]
+)";
+
 int main(int argc, char** argv) {
+  kfactor::bench::exit_on_help(argc, argv, usage);
   Kokkos::ScopeGuard guard(argc, argv);
   Args a;
   for (int i = 1; i + 1 < argc; i += 2) {

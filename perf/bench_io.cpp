@@ -3,8 +3,7 @@
 // rows, cols, nnz, metrics parse_seconds, mb_per_s, lines_per_s, and
 // timings read/parse/to_csr.
 //
-//   bench_io [--data DIR] [--reps N]   (DIR: $KFACTOR_DATA, else ../shared/data
-//                                       beside the source tree)
+//   bench_io --help prints the options.
 #include "common/bench.hpp"
 
 #include <kfactor/core/convert.hpp>
@@ -14,7 +13,13 @@
 #include <cstring>
 #include <filesystem>
 
+/// The options (--help).
+constexpr const char* usage = R"(bench_io [--data DIR] [--reps N]   (DIR: $KFACTOR_DATA, else ../shared/data
+                                    beside the source tree)
+)";
+
 int main(int argc, char** argv) {
+  kfactor::bench::exit_on_help(argc, argv, usage);
   Kokkos::ScopeGuard guard(argc, argv);
   // $KFACTOR_DATA, else ../shared/data beside this source tree.
   const char* env = std::getenv("KFACTOR_DATA");

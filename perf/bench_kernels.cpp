@@ -9,8 +9,7 @@
 // Time (median), GFLOP/s and GB/s (the least traffic: every operand read or
 // written once) per (kernel, shape, K, precision, layout).
 //
-//   bench_kernels [--gemm MxN[,MxN...]] [--spmm VxDxNNZ[,...]] [--ks 16,64,256]
-//                 [--precision float|double|both] [--reps 10]
+//   bench_kernels --help prints the options.
 #include "common/bench.hpp"
 #include "common/power_law.hpp"
 
@@ -158,7 +157,13 @@ void run_all(std::tuple<Spaces...>*, const Args& a) {
 
 }  // namespace
 
+/// The options (--help).
+constexpr const char* usage = R"(bench_kernels [--gemm MxN[,MxN...]] [--spmm VxDxNNZ[,...]] [--ks 16,64,256]
+              [--precision float|double|both] [--reps 10]
+)";
+
 int main(int argc, char** argv) {
+  kfactor::bench::exit_on_help(argc, argv, usage);
   Kokkos::ScopeGuard guard(argc, argv);
   const Args a = parse(argc, argv);
   run_all(static_cast<kfactor::EnabledExecutionSpaces*>(nullptr), a);

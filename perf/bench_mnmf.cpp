@@ -5,9 +5,7 @@
 // graph terms (lambda > 0) and without (lambda = 0); kNN graph build time is
 // reported separately.
 //
-//   bench_mnmf [--preset ml10m|netflix] [--m M --n N --nnz NNZ] [--ranks 32,128,512]
-//              [--objective euclid|kl|both] [--lambda 1] [--neighbors 15]
-//              [--knn all|items|none] [--serial-ranks 32] [--reps 3] [--precision double|float]
+//   bench_mnmf --help prints the options.
 //
 // Presets: ml10m = 71,567 x 10,681 with 10M draws; netflix = 480,189 x 17,770
 // with 99M draws (duplicates removed, so nnz is a little lower), drawn by
@@ -232,7 +230,14 @@ void run(const Args& a) {
 
 }  // namespace kfactor_bench_mnmf
 
+/// The options (--help).
+constexpr const char* usage = R"(bench_mnmf [--preset ml10m|netflix] [--m M --n N --nnz NNZ] [--ranks 32,128,512]
+           [--objective euclid|kl|both] [--lambda 1] [--neighbors 15]
+           [--knn all|items|none] [--serial-ranks 32] [--reps 3] [--precision double|float]
+)";
+
 int main(int argc, char** argv) {
+  kfactor::bench::exit_on_help(argc, argv, usage);
   Kokkos::ScopeGuard guard(argc, argv);
   try {
     using namespace kfactor_bench_mnmf;

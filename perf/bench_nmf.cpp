@@ -4,10 +4,7 @@
 // ALO tile sweep (the paper's Fig. 4). One JSON record per measurement through
 // perf/common/bench.hpp; a summary table on stderr.
 //
-//   bench_nmf [--dense VxD|none] [--sparse VxDxNNZ|none] [--ks 16,64,128,256]
-//             [--algs hals,alo,mu] [--precision float|double|both] [--iters N]
-//             [--tiles 4,8,16,32,64] [--tile-k K] [--seed S]
-//             [--input FILE [--format auto|mm|edges|ratings|bmf|dense]]
+//   bench_nmf --help prints the options.
 // --input adds a case on a real matrix read through kfactor::io (CSR).
 #include "common/bench.hpp"
 #include "common/power_law.hpp"
@@ -202,7 +199,15 @@ void run(const Exec& exec, const Args& args) {
 
 }  // namespace
 
+/// The options (--help).
+constexpr const char* usage = R"(bench_nmf [--dense VxD|none] [--sparse VxDxNNZ|none] [--ks 16,64,128,256]
+          [--algs hals,alo,mu] [--precision float|double|both] [--iters N]
+          [--tiles 4,8,16,32,64] [--tile-k K] [--seed S]
+          [--input FILE [--format auto|mm|edges|ratings|bmf|dense]]
+)";
+
 int main(int argc, char** argv) {
+  kfactor::bench::exit_on_help(argc, argv, usage);
   Kokkos::ScopeGuard guard(argc, argv);
   const Args args = parse(argc, argv);
   const Exec exec;

@@ -3,7 +3,7 @@
 // GEMM rate of kfactor::gemm (whatever vendor path it dispatches to), in
 // float and double. Every other benchmark's efficiency is a fraction of these.
 //
-//   bench_peaks [--mib N] [--gemm N]
+//   bench_peaks --help prints the options.
 #include <kfactor/core/random.hpp>
 #include <kfactor/core/spaces.hpp>
 #include <kfactor/kernels/gemm.hpp>
@@ -65,7 +65,12 @@ void measure_all(std::tuple<Spaces...>*, std::size_t mib, int n) {
 
 }  // namespace
 
+/// The options (--help).
+constexpr const char* usage = R"(bench_peaks [--mib N] [--gemm N]
+)";
+
 int main(int argc, char** argv) {
+  kfactor::bench::exit_on_help(argc, argv, usage);
   Kokkos::ScopeGuard guard(argc, argv);
   std::size_t mib = 512;
   int n = 2048;

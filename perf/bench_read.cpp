@@ -17,11 +17,7 @@
 // files are, item popularity skewed), and PREFIX.h5, the same matrix as HDF5
 // CSR with its ids (what `kfactor convert PREFIX.csv PREFIX.h5` writes).
 //
-//   bench_read --generate 100000000 /tmp/netflix      (about 2.6 GB of text)
-//   bench_read --case text --input /tmp/netflix.csv
-//   mpiexec -n 4 bench_read --case text-split --input /tmp/netflix.csv
-//   bench_read --case h5 --input /tmp/netflix.h5
-//   mpiexec -n 4 bench_read --case h5-split --input /tmp/netflix.h5
+//   bench_read --help prints the options.
 #include "common/bench.hpp"
 
 #include <kfactor/config.hpp>
@@ -143,7 +139,19 @@ void generate(std::int64_t n, const std::string& prefix) {
 
 }  // namespace
 
+/// The options (--help).
+constexpr const char* usage = R"(bench_read --generate N PREFIX
+[mpiexec -n P] bench_read --case text|text-split|h5|h5-split --input FILE
+
+bench_read --generate 100000000 /tmp/netflix      (about 2.6 GB of text)
+bench_read --case text --input /tmp/netflix.csv
+mpiexec -n 4 bench_read --case text-split --input /tmp/netflix.csv
+bench_read --case h5 --input /tmp/netflix.h5
+mpiexec -n 4 bench_read --case h5-split --input /tmp/netflix.h5
+)";
+
 int main(int argc, char** argv) {
+  kfactor::bench::exit_on_help(argc, argv, usage);
 #if defined(KFACTOR_HAVE_MPI)
   MPI_Init(&argc, &argv);
 #endif

@@ -125,18 +125,7 @@ Args parse(int argc, char** argv) {
       a.reference = false;
     else if (k == "--no-cusparse")
       a.cusparse = false;
-    else if (k == "--help") {
-      std::puts(
-          "bench_sddmm [--matrices m1,m2,m3] [--k 32,128,512] [--precisions float,bf16] [--reps 20]\n"
-          "            [--scale F] [--bin-dir DIR] [--facebook FILE] [--mech-k 128] [--dump-matrices DIR]\n"
-          "            [--variants kfactor,nzsplit-lanes*,...] (only these; * = prefix)\n"
-          "            [--hints 0.25,0.5] (nzsplit with L2 hints, fractions of the cache kept)\n"
-          "            [--panels 0,64,128] [--panel-bytes B] [--panel-nnz N] [--panel-lanes V]\n"
-          "            [--panel-wide] (panels kernel: rows per panel, scratch, nonzeros per item, lanes,\n"
-          "            wide indices)\n"
-          "            [--no-mechanisms] [--no-sweep] [--no-reference] [--no-cusparse]");
-      std::exit(0);
-    } else
+    else
       throw UsageError("unknown argument " + k);
   }
   return a;
@@ -438,7 +427,20 @@ void run_precision(const Context& ctx, const CsrMatrix<float, Mem>& S, int K, co
 
 using namespace bench_sddmm_detail;
 
+/// The options (--help).
+constexpr const char* usage =
+    R"(bench_sddmm [--matrices m1,m2,m3] [--k 32,128,512] [--precisions float,bf16] [--reps 20]
+            [--scale F] [--bin-dir DIR] [--facebook FILE] [--mech-k 128] [--dump-matrices DIR]
+            [--variants kfactor,nzsplit-lanes*,...] (only these; * = prefix)
+            [--hints 0.25,0.5] (nzsplit with L2 hints, fractions of the cache kept)
+            [--panels 0,64,128] [--panel-bytes B] [--panel-nnz N] [--panel-lanes V]
+            [--panel-wide] (panels kernel: rows per panel, scratch, nonzeros per item, lanes,
+            wide indices)
+            [--no-mechanisms] [--no-sweep] [--no-reference] [--no-cusparse]
+)";
+
 int main(int argc, char** argv) {
+  kfactor::bench::exit_on_help(argc, argv, usage);
   Kokkos::ScopeGuard guard(argc, argv);
   try {
     Context ctx;

@@ -18,10 +18,7 @@
 // One JSON record per (order, split, K, p) on rank 0 through
 // perf/common/bench.hpp, a table on stderr.
 //
-//   mpiexec -n P bench_sddmm_mpi [--matrix m1|m2|m3] [--k 32,128,512]
-//       [--orders generated,degree] [--splits balanced,timed,equal] [--reps 20]
-//       [--precision float|bf16] [--bin-dir DIR] [--facebook FILE] [--scale F]
-//       [--weak 0|1]
+//   bench_sddmm_mpi --help prints the options.
 //
 // With CUDA, map one GPU per rank: --kokkos-map-device-id-by=mpi_rank.
 #include "common/bench.hpp"
@@ -71,13 +68,6 @@ Args parse(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string k = argv[i];
     if (k.rfind("--kokkos", 0) == 0) continue;
-    if (k == "--help") {
-      std::puts(
-          "mpiexec -n P bench_sddmm_mpi [--matrix m1|m2|m3] [--k 32,128,512] [--orders generated,degree]\n"
-          "    [--splits balanced,timed,equal] [--reps 20] [--precision float|bf16] [--bin-dir DIR]\n"
-          "    [--facebook FILE] [--scale F] [--weak 0|1]");
-      std::exit(0);
-    }
     if (i + 1 >= argc) throw UsageError("bench_sddmm_mpi: missing value after " + k);
     const std::string v = argv[++i];
     if (k == "--matrix")
@@ -295,7 +285,15 @@ int run(int argc, char** argv) {
 
 }  // namespace bench_sddmm_mpi_detail
 
+/// The options (--help).
+constexpr const char* usage = R"(mpiexec -n P bench_sddmm_mpi [--matrix m1|m2|m3] [--k 32,128,512]
+    [--orders generated,degree] [--splits balanced,timed,equal] [--reps 20]
+    [--precision float|bf16] [--bin-dir DIR] [--facebook FILE] [--scale F]
+    [--weak 0|1]
+)";
+
 int main(int argc, char** argv) {
+  kfactor::bench::exit_on_help(argc, argv, usage);
   MPI_Init(&argc, &argv);
   Kokkos::initialize(argc, argv);
   const int rc = bench_sddmm_mpi_detail::run(argc, argv);

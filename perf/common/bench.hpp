@@ -12,6 +12,7 @@
 #include <unistd.h>
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -25,6 +26,19 @@ namespace kfactor::bench {
 
 /// The non-empty items of `s` between separators ("32,128" -> {"32", "128"};
 /// "4000x3000x150000" with 'x'): the benchmarks' list options.
+/// Prints `usage` and exits with 0 when the arguments ask for help (--help
+/// or -h). Called first in main: Kokkos would print its own options for
+/// --help and go on.
+inline void exit_on_help(int argc, char** argv, const char* usage) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--help" || a == "-h") {
+      std::fputs(usage, stdout);
+      std::exit(0);
+    }
+  }
+}
+
 inline std::vector<std::string> split(const std::string& s, char sep = ',') {
   std::vector<std::string> out;
   std::stringstream ss(s);
