@@ -36,7 +36,7 @@ def records(path):
 
 
 def case_of(r):
-    """(benchmark, solver, variant, grid, K, scaling) and the rank count."""
+    """(solver, variant, K, scaling), the P-rank layout (NMF grid, SDDMM split) and the rank count."""
     info = r.get("info", {})
     if r.get("benchmark") == "distributed" or r.get("command") == "bench_distributed":
         solver, variant = r.get("solver", info.get("solver", "")), info.get("variant", "")
@@ -46,12 +46,11 @@ def case_of(r):
         # 1-rank runs report grid 1d; P-rank runs name theirs.
         return (solver, variant, r.get("rank"), scaling), grid, p
     if r.get("command") == "bench_sddmm_mpi":
+        # One rank runs the whole S whatever the split: the split names the P-rank run only.
         p = int(r.get("p", info.get("ranks", 1)))
-        variant = "%s/%s" % (info.get("column_order", ""), info.get("column_split", ""))
-        if p == 1:
-            variant = info.get("column_order", "")
         scaling = r.get("scaling", info.get("scaling", "strong"))
-        return ("sddmm " + info.get("matrix", ""), variant, r.get("rank"), scaling), "", p
+        key = ("sddmm " + info.get("matrix", ""), info.get("column_order", ""), r.get("rank"), scaling)
+        return key, info.get("column_split", ""), p
     return None, "", 0
 
 
@@ -73,12 +72,9 @@ def main(paths):
     print("| case | scaling | P | rows, nnz at P | 1 rank ms | P ranks ms | speed-up / efficiency |")
     print("| --- | --- | --- | --- | --- | --- | --- |")
     for one, key, grid, p, t, rows, nnz in many:
-        base = key
-        if key[0].startswith("sddmm") and key not in one:
-            base = (key[0], key[1].split("/")[0], key[2], key[3])
-        if base not in one:
+        if key not in one:
             continue
-        t1 = one[base][0]
+        t1 = one[key][0]
         solver, variant, k, scaling = key
         name = " ".join(str(x) for x in (solver, variant, grid, "K=%s" % k) if x)
         print("| %s | %s | %d | %s, %s | %.3f | %.3f | %.2f |" % (name, scaling, p, rows, nnz, 1e3 * t1, 1e3 * t, t1 / t))
