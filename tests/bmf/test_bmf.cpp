@@ -1,4 +1,4 @@
-// CuBin BMF solver: exact incremental error (dense and sparse C), greedy
+// CuBin BMF solver: the window's held lines, exact incremental error (dense and sparse C), greedy
 // monotonicity, planted recovery, k = 1 / 33 / 200, all-zero and all-ones C,
 // dense/sparse and thread-count determinism, options and stop rules, the
 // solver contract, exact restarts of Metropolis runs that keep the best
@@ -80,6 +80,38 @@ void check_tracking(const bmf::Problem<typename Space::memory_space>& prob, cons
     prev = s.false_pos + s.false_neg;
   }
   EXPECT_GT(s.accepted, 0u);
+}
+
+// The window's lines held in [lo, hi), from window_runs' runs, against the
+// lines listed one by one: each held line once, at its own slot; and every
+// line of the window distinct.
+TEST(BmfWindow, RunsListTheHeldLinesOfTheSpreadWindow) {
+  for (std::int64_t num_lines : {1, 7, 90, 97, 1000})
+    for (std::int64_t count : {std::int64_t(1), std::int64_t(3), num_lines / 3 + 1, num_lines / 2, num_lines})
+      for (std::int64_t start = 0; start < num_lines; start += std::max<std::int64_t>(1, num_lines / 13))
+        for (std::int64_t lo : {std::int64_t(0), num_lines / 4, num_lines / 2 + 1})
+          for (std::int64_t hi : {lo + 1, num_lines * 3 / 4 + 1, num_lines}) {
+            if (count < 1 || count > num_lines || lo >= hi || hi > num_lines) continue;
+            const std::int64_t stride = bmf::detail::window_stride(count, num_lines);
+            std::vector<std::pair<std::int64_t, std::int64_t>> want;  // (line, slot)
+            std::vector<bool> seen(std::size_t(num_lines), false);
+            for (std::int64_t s = 0; s < count; ++s) {
+              const std::int64_t line = (start + s * stride) % num_lines;
+              ASSERT_FALSE(seen[line]) << "line " << line << " twice in a window of " << count;
+              seen[line] = true;
+              if (line >= lo && line < hi) want.emplace_back(line, s);
+            }
+            bmf::detail::WindowRun runs[2];
+            const int n = bmf::detail::window_runs(start, count, stride, num_lines, lo, hi, runs);
+            std::vector<std::pair<std::int64_t, std::int64_t>> got;
+            for (int r = 0; r < n; ++r)
+              for (std::int64_t j = 0; j < runs[r].count; ++j)
+                got.emplace_back(runs[r].first + j * stride, runs[r].slot + j);
+            std::sort(want.begin(), want.end());
+            std::sort(got.begin(), got.end());
+            EXPECT_EQ(got, want) << num_lines << " lines, " << count << " from " << start << ", held [" << lo << ", "
+                                 << hi << ")";
+          }
 }
 
 TYPED_TEST(BmfTest, TrackedErrorEqualsRecomputationDenseAndSparse) {
@@ -595,6 +627,7 @@ TYPED_TEST(BmfTest, MetropolisKeepBestRestartsExactly) {
   o.temp_factor = 0.9;
   o.every_line_changed = 0;  // only max_iterations stops the run
   o.stop.max_iterations = 24;
+  o.seed = 9;  // a run that ends above its best at 13 and at 24 iterations (asserted below)
   ASSERT_TRUE(o.keep_best);
   auto meta = checkpoint_meta<std::uint64_t, Space>("bmf", option_values(o), InputFingerprint{}, o.rank);
   meta.precision = "bits";

@@ -88,22 +88,24 @@ void expect_same_run(const bmf::Planted& p, const bmf::Options& o) {
 }
 
 TEST(DistributedBmf, GreedyEqualsSingleProcessDenseAndSparse) {
-  // A window of 50 lines over 90 rows and 70 columns: it wraps and crosses
-  // the ranks' boundaries.
+  // Windows of 50 lines over 90 rows and 70 columns (consecutive lines) and
+  // of 20 (every 4th row, every 3rd column): they wrap and cross the ranks'
+  // boundaries.
   const auto p = bmf::make_planted(90, 70, 6, 0.2, 0.05, 3);
   bmf::Options o;
   o.rank = 6;
-  o.batch = 50;
   o.stop.max_iterations = 25;
   o.init = bmf::Init::dost;
-  for (auto mode : {bmf::DenseC::on, bmf::DenseC::off})
-    for (auto order : {bmf::Order::columns_first, bmf::Order::rows_first}) {
-      SCOPED_TRACE(std::string("P = ") + std::to_string(world_size()) + ", " + bmf::to_string(mode) + ", " +
-                   bmf::to_string(order));
-      o.dense_c = mode;
-      o.order = order;
-      expect_same_run(p, o);
-    }
+  for (int batch : {50, 20})
+    for (auto mode : {bmf::DenseC::on, bmf::DenseC::off})
+      for (auto order : {bmf::Order::columns_first, bmf::Order::rows_first}) {
+        SCOPED_TRACE(std::string("P = ") + std::to_string(world_size()) + ", batch " + std::to_string(batch) + ", " +
+                     bmf::to_string(mode) + ", " + bmf::to_string(order));
+        o.batch = batch;
+        o.dense_c = mode;
+        o.order = order;
+        expect_same_run(p, o);
+      }
 }
 
 TEST(DistributedBmf, MetropolisEqualsSingleProcess) {

@@ -332,6 +332,7 @@ void run_one_phase(const ExecutionSpace& exec, const Problem<typename ExecutionS
   p.phase = columns ? 0 : 1;
   p.start = std::int64_t(CounterRng(iter_key, 2 + p.phase).bits(0) % std::uint64_t(p.num_lines));
   p.count = std::min<std::int64_t>(o.batch, p.num_lines);
+  p.stride = window_stride(p.count, p.num_lines);
   p.bits = o.rank;
   p.iter_key = iter_key;
   p.flip_threshold = std::uint32_t(std::lround(std::clamp(o.flip_prob, 0.0, 1.0) * 65536.0));

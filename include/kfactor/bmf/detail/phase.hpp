@@ -1,8 +1,9 @@
 #pragma once
 /// \file
 /// One half-iteration of CuBin: propose a random multi-bit flip for each of
-/// `count` consecutive lines (wrapping) of a factor X (the lines of A, or the
-/// columns of B stored as lines of Bt), with the other factor Y fixed, compute
+/// `count` lines of a factor X (the lines of A, or the columns of B stored as
+/// lines of Bt), spread evenly over X (every `stride`-th line from a random
+/// start, wrapping once), with the other factor Y fixed, compute
 /// each proposal's exact error change from its own line of C only, and accept
 /// it when it lowers the (weighted) error strictly, or by Metropolis.
 ///
@@ -24,8 +25,10 @@
 ///
 /// A process may hold only some lines of X and of C (PhaseArgs::x_begin:
 /// the rows of A and of C of one rank of the distributed solver): it takes
-/// the window's lines that it holds (window_runs). And a proposal's delta
-/// may be a sum over processes (B's columns when C's rows are split): then
+/// the window's lines that it holds (window_runs). CuBin's window is `count`
+/// consecutive lines; spread over X, every rank of a row-split run holds
+/// its share of the window instead of one rank holding all of it. And a
+/// proposal's delta may be a sum over processes (B's columns when C's rows are split): then
 /// run_phase only stores each proposal's partial (dFP, dFN) in
 /// PhaseArgs::deltas, the caller sums them over the processes, and
 /// decide_phase makes the decisions from the sums, the same on every process.
@@ -60,10 +63,12 @@ struct PhaseArgs {
   /// When allocated (2 count entries): run_phase stores the (dFP, dFN) of
   /// window slot s in deltas(2 s), deltas(2 s + 1) and decides nothing.
   Kokkos::View<std::int64_t*, MemorySpace> deltas;
-  std::int64_t num_lines = 0;         ///< lines of X in the whole problem (the window wraps around them)
-  std::int64_t x_begin = 0;           ///< line x_begin of the whole X is X(0) here (and C's line 0)
-  std::int64_t len = 0;               ///< lines of Y (= length of a C line)
-  std::int64_t start = 0, count = 0;  ///< the window: count lines from start on, wrapping
+  std::int64_t num_lines = 0;  ///< lines of X in the whole problem (the window wraps around them)
+  std::int64_t x_begin = 0;    ///< line x_begin of the whole X is X(0) here (and C's line 0)
+  std::int64_t len = 0;        ///< lines of Y (= length of a C line)
+  /// The window: slot s is line (start + s stride) mod num_lines, for s < count
+  /// (window_stride: distinct lines, wrapping once at most).
+  std::int64_t start = 0, count = 0, stride = 1;
   int bits = 0;
   std::uint64_t iter_key = 0;        ///< CounterRng key of (seed, iteration)
   std::uint64_t phase = 0;           ///< 0 columns of B, 1 rows of A
@@ -110,22 +115,31 @@ KOKKOS_INLINE_FUNCTION CounterRng line_stream(std::uint64_t iter_key, std::int64
   return CounterRng(iter_key, (std::uint64_t(line) << 2) | phase);
 }
 
-/// Lines [first, first + count) of the window (no wrap), window slots from
-/// `slot` on.
+/// The spacing of a window of `count` of `num_lines` lines: as wide as
+/// keeps its lines distinct.
+inline std::int64_t window_stride(std::int64_t count, std::int64_t num_lines) {
+  return count > 0 ? std::max<std::int64_t>(1, num_lines / count) : 1;
+}
+
+/// Lines first + j stride, j < count, of the window (no wrap): window slots
+/// from `slot` on.
 struct WindowRun {
   std::int64_t first = 0, count = 0, slot = 0;
 };
 
 /// The window's lines held here, lines [lo, hi) of the whole X, as at most
 /// two runs (the window wraps once at most).
-inline int window_runs(std::int64_t start, std::int64_t count, std::int64_t num_lines, std::int64_t lo, std::int64_t hi,
-                       WindowRun (&runs)[2]) {
-  const std::int64_t first_end = std::min(start + count, num_lines);
-  const WindowRun pieces[2] = {{start, first_end - start, 0}, {0, count - (first_end - start), first_end - start}};
+inline int window_runs(std::int64_t start, std::int64_t count, std::int64_t stride, std::int64_t num_lines,
+                       std::int64_t lo, std::int64_t hi, WindowRun (&runs)[2]) {
+  const auto ceil_div = [](std::int64_t a, std::int64_t b) { return a <= 0 ? std::int64_t(0) : (a + b - 1) / b; };
+  // Slots before the wrap: lines start + s stride < num_lines.
+  const std::int64_t before = std::min(count, ceil_div(num_lines - start, stride));
+  const WindowRun pieces[2] = {{start, before, 0}, {start + before * stride - num_lines, count - before, before}};
   int n = 0;
   for (const auto& piece : pieces) {
-    const std::int64_t a = std::max(piece.first, lo), b = std::min(piece.first + piece.count, hi);
-    if (b > a) runs[n++] = {a, b - a, piece.slot + (a - piece.first)};
+    const std::int64_t j0 = ceil_div(lo - piece.first, stride);
+    const std::int64_t j1 = std::min(piece.count, ceil_div(hi - piece.first, stride));
+    if (j1 > j0) runs[n++] = {piece.first + j0 * stride, j1 - j0, piece.slot + j0};
   }
   return n;
 }
@@ -144,7 +158,7 @@ void run_phase_impl(const ExecutionSpace& exec, const PhaseArgs<MemorySpace>& p,
   const bool only_deltas = p.deltas.extent(0) > 0;
   const auto offs = p.bit_offsets;
   const auto lists = p.bit_lists;
-  const std::int64_t first = run.first, slot0 = run.slot, x_begin = p.x_begin;
+  const std::int64_t first = run.first, slot0 = run.slot, x_begin = p.x_begin, stride = p.stride;
   const int bits = p.bits;
   const int W = bit_words(bits);
   const std::uint64_t iter_key = p.iter_key, phase = p.phase;
@@ -162,7 +176,7 @@ void run_phase_impl(const ExecutionSpace& exec, const PhaseArgs<MemorySpace>& p,
       is_host_space_v<ExecutionSpace> ? Policy(exec, run.count, 1) : Policy(exec, run.count, Kokkos::AUTO);
   Kokkos::parallel_for(
       "kfactor::bmf::phase", policy, KOKKOS_LAMBDA(const Team& team) {
-        const std::int64_t line = first + team.league_rank();
+        const std::int64_t line = first + team.league_rank() * stride;
         const std::int64_t x = line - x_begin;  // its line of X and of C here
         bit_word_t old[MaxW], nw[MaxW], flip[MaxW];
         if (proposal_mask(line_stream(iter_key, line / group, phase), bits, thr, flip) == 0)
@@ -274,7 +288,7 @@ void decide_phase_impl(const ExecutionSpace& exec, const PhaseArgs<MemorySpace>&
   const auto X = p.X;
   const auto totals = p.totals;
   const auto deltas = p.deltas;
-  const std::int64_t num_lines = p.num_lines, start = p.start;
+  const std::int64_t num_lines = p.num_lines, start = p.start, stride = p.stride;
   const int bits = p.bits;
   const int W = bit_words(bits);
   const std::uint64_t iter_key = p.iter_key, phase = p.phase;
@@ -284,7 +298,7 @@ void decide_phase_impl(const ExecutionSpace& exec, const PhaseArgs<MemorySpace>&
   const std::uint64_t accept_at = accept_counter;
   Kokkos::parallel_for(
       "kfactor::bmf::decide", Kokkos::RangePolicy<ExecutionSpace>(exec, 0, p.count), KOKKOS_LAMBDA(std::int64_t s) {
-        const std::int64_t line = (start + s) % num_lines;
+        const std::int64_t line = (start + s * stride) % num_lines;
         bit_word_t flip[MaxW];
         if (proposal_mask(line_stream(iter_key, line / group, phase), bits, thr, flip) == 0) return;
         const std::int64_t dfp = deltas(2 * s), dfn = deltas(2 * s + 1);
@@ -390,7 +404,8 @@ void with_max_words(int words, F&& f) {
 template <class ExecutionSpace, class MemorySpace>
 void run_phase(const ExecutionSpace& exec, const PhaseArgs<MemorySpace>& p) {
   WindowRun runs[2];
-  const int n = window_runs(p.start, p.count, p.num_lines, p.x_begin, p.x_begin + std::int64_t(p.X.extent(0)), runs);
+  const int n =
+      window_runs(p.start, p.count, p.stride, p.num_lines, p.x_begin, p.x_begin + std::int64_t(p.X.extent(0)), runs);
   with_max_words(bit_words(p.bits), [&](auto max_words) {
     for (int r = 0; r < n; ++r) run_phase_impl<decltype(max_words)::value>(exec, p, runs[r]);
   });

@@ -567,60 +567,52 @@ class Collectives {
   }
 #if defined(KFACTOR_HAVE_NCCL)
   /// MPI_Allgatherv's counts and displacements in values, on the device.
-  /// NCCL's all-gather takes equal blocks: blocks of unequal size travel
-  /// padded to the largest in a scratch buffer and are then packed into
-  /// place (device copies, far cheaper than the link).
+  /// NCCL's all-gather takes equal blocks; unequal ones go as one broadcast
+  /// per rank, grouped, each straight into its place (the blocks travel
+  /// concurrently as in the all-gather, with no padded copy to pack).
   template <class Exec, class T>
   void nccl_allgatherv(const Exec& exec, const T* local, T* full, const std::vector<int>& counts,
                        const std::vector<int>& displs) {
     const cudaStream_t stream = exec.cuda_stream();
-    const std::size_t block = static_cast<std::size_t>(*std::max_element(counts.begin(), counts.end()));
-    const bool equal = std::all_of(counts.begin(), counts.end(), [&](int c) { return std::size_t(c) == block; });
-    T* base = full;
-    if (!equal) {
-      if (nccl_scratch_.extent(0) < block * size_ * sizeof(T))
-        nccl_scratch_ = Kokkos::View<char*, Kokkos::CudaSpace>(
-            Kokkos::view_alloc(Kokkos::WithoutInitializing, "kfactor::nccl_gather"), block * size_ * sizeof(T));
-      base = reinterpret_cast<T*>(nccl_scratch_.data());
-    }
-    T* mine = base + (equal ? std::size_t(displs[rank_]) : block * rank_);
-    if (mine != local)
-      nccl_cuda(cudaMemcpyAsync(mine, local, counts[rank_] * sizeof(T), cudaMemcpyDeviceToDevice, stream));
-    nccl_->check(ncclAllGather(mine, base, block, nccl_type<T>(), nccl_->get(), stream), "all-gather");
-    if (!equal)
+    const int block = *std::max_element(counts.begin(), counts.end());
+    const bool equal = std::all_of(counts.begin(), counts.end(), [&](int c) { return c == block; });
+    if (equal) {
+      T* mine = full + displs[rank_];
+      if (mine != local)
+        nccl_cuda(cudaMemcpyAsync(mine, local, counts[rank_] * sizeof(T), cudaMemcpyDeviceToDevice, stream));
+      nccl_->check(ncclAllGather(mine, full, std::size_t(block), nccl_type<T>(), nccl_->get(), stream), "all-gather");
+    } else {
+      nccl_->check(ncclGroupStart(), "group start");
       for (int p = 0; p < size_; ++p)
-        nccl_cuda(cudaMemcpyAsync(full + displs[p], base + block * p, counts[p] * sizeof(T), cudaMemcpyDeviceToDevice,
-                                  stream));
+        nccl_->check(ncclBroadcast(p == rank_ ? local : full + displs[p], full + displs[p], std::size_t(counts[p]),
+                                   nccl_type<T>(), p, nccl_->get(), stream),
+                     "all-gather (broadcast)");
+      nccl_->check(ncclGroupEnd(), "all-gather");
+    }
     nccl_->wait(stream, "all-gather");
   }
   /// MPI_Reduce_scatter on the device: rank p gets the sum of the ranks'
   /// `counts[p]` values at the p-th place of `full`. NCCL's reduce-scatter
-  /// takes equal blocks: unequal ones travel padded to the largest (the
-  /// padding sums into places nobody reads).
+  /// takes equal blocks; unequal ones go as one reduction to each rank,
+  /// grouped, each from its place in `full`.
   template <class Exec, class T>
   void nccl_reduce_scatterv(const Exec& exec, const T* full, T* local, const std::vector<int>& counts) {
     const cudaStream_t stream = exec.cuda_stream();
-    const std::size_t block = static_cast<std::size_t>(*std::max_element(counts.begin(), counts.end()));
-    const bool equal = std::all_of(counts.begin(), counts.end(), [&](int c) { return std::size_t(c) == block; });
+    const int block = *std::max_element(counts.begin(), counts.end());
+    const bool equal = std::all_of(counts.begin(), counts.end(), [&](int c) { return c == block; });
     if (equal) {
-      nccl_->check(ncclReduceScatter(full, local, block, nccl_type<T>(), ncclSum, nccl_->get(), stream),
+      nccl_->check(ncclReduceScatter(full, local, std::size_t(block), nccl_type<T>(), ncclSum, nccl_->get(), stream),
                    "reduce-scatter");
     } else {
-      const std::size_t bytes = (block * size_ + block) * sizeof(T);
-      if (nccl_scratch_.extent(0) < bytes)
-        nccl_scratch_ = Kokkos::View<char*, Kokkos::CudaSpace>(
-            Kokkos::view_alloc(Kokkos::WithoutInitializing, "kfactor::nccl_gather"), bytes);
-      T* padded = reinterpret_cast<T*>(nccl_scratch_.data());
-      T* mine = padded + block * size_;
+      nccl_->check(ncclGroupStart(), "group start");
       std::size_t offset = 0;
       for (int p = 0; p < size_; ++p) {
-        nccl_cuda(cudaMemcpyAsync(padded + block * p, full + offset, counts[p] * sizeof(T), cudaMemcpyDeviceToDevice,
-                                  stream));
+        nccl_->check(ncclReduce(full + offset, p == rank_ ? local : nullptr, std::size_t(counts[p]), nccl_type<T>(),
+                                ncclSum, p, nccl_->get(), stream),
+                     "reduce-scatter (reduce)");
         offset += std::size_t(counts[p]);
       }
-      nccl_->check(ncclReduceScatter(padded, mine, block, nccl_type<T>(), ncclSum, nccl_->get(), stream),
-                   "reduce-scatter");
-      nccl_cuda(cudaMemcpyAsync(local, mine, counts[rank_] * sizeof(T), cudaMemcpyDeviceToDevice, stream));
+      nccl_->check(ncclGroupEnd(), "reduce-scatter");
     }
     nccl_->wait(stream, "reduce-scatter");
   }
@@ -630,7 +622,6 @@ class Collectives {
                            ": device copy for a collective failed: " + cudaGetErrorString(rc));
   }
   std::shared_ptr<NcclComm> nccl_;
-  Kokkos::View<char*, Kokkos::CudaSpace> nccl_scratch_;
 #endif
   std::shared_ptr<MPI_Comm> owned_;  ///< a communicator made by split(), freed with the last copy
   /// The pinned staging buffer, at least n values of T.
