@@ -19,7 +19,8 @@ TYPED_TEST_SUITE(SpmmTest, kfactor::test::SpacesAndScalars, kfactor::test::Space
 // spmm_host_row_chunks, 300 = 256 + 32 + 8 + 4 floats or 2 x 128 + 32 + 8 + 4
 // doubles, and single columns), with alpha and beta. Rows 0 and 1 are
 // heavy (more than detail::heavy_row_nnz nonzeros: a team each on a device),
-// row 2 sits exactly at the limit.
+// row 2 sits exactly at the limit; rows 0 and 3 are heavy without a plan too
+// (more than detail::heavy_row_nnz_unplanned).
 TYPED_TEST(SpmmTest, MatchesFloat64Reference) {
   using Space = typename TypeParam::space;
   using T = typename TypeParam::scalar;
@@ -31,12 +32,12 @@ TYPED_TEST(SpmmTest, MatchesFloat64Reference) {
   coo.num_rows = m;
   coo.num_cols = n;
   const CounterRng rng(7, RngStream::user);
-  const int limit = detail::heavy_row_nnz;
+  const int limit = detail::heavy_row_nnz, unplanned = detail::heavy_row_nnz_unplanned;
   for (int i = 0; i < m; ++i) {
     if (i % 9 == 4) continue;  // empty rows
     for (int j = 0; j < n; ++j)
-      if ((i == 0) || (i == 1 && j <= limit) || (i == 2 && j < limit) ||
-          (i > 2 && rng.uniform(std::uint64_t(i) * n + j) < 0.05)) {
+      if ((i == 0) || (i == 1 && j <= limit) || (i == 2 && j < limit) || (i == 3 && j <= unplanned) ||
+          (i > 3 && rng.uniform(std::uint64_t(i) * n + j) < 0.05)) {
         coo.rows.push_back(i);
         coo.cols.push_back(j);
         coo.values.push_back(T(rng.uniform(1000000 + std::uint64_t(i) * n + j) * 2 - 1));
@@ -89,8 +90,10 @@ TYPED_TEST(SpmmTest, MatchesFloat64Reference) {
 // The device kernel on its own (a host runs it here, with two threads a
 // team): rows cut into several chunks (one exactly three chunks less a few),
 // one chunk to the nonzero and one past it, the first heavy length, the limit
-// and an empty row, against a float64 reference. A plan's chunks, scratch and
-// counts give the same bits, and again on a second product: the team that
+// and an empty row, against a float64 reference, split at the planned limit
+// and at the limit of products without a plan (a chunk: rows of one chunk
+// stay a thread's). A plan's chunks, scratch and counts give the same bits
+// as the split at its limit, and again on a second product: the team that
 // finishes a row's chunks leaves its count at zero.
 TYPED_TEST(SpmmTest, HeavyRowChunksMatchFloat64Reference) {
   using Space = typename TypeParam::space;
@@ -124,16 +127,18 @@ TYPED_TEST(SpmmTest, HeavyRowChunksMatchFloat64Reference) {
     auto hB = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, B);
     auto hC0 = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, C0);
     const T alpha = T(-0.75), beta = T(0.5);
-    detail::spmm_team_rows(exec, alpha, A, B, beta, C, threads, vlen,
-                           detail::heavy_row_work<T>(exec, A, std::size_t(k)));
-    auto hC = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, C);
     const SpmmPlan<T, Mem> plan(exec, A, k);
-    DenseMatrix<T, Mem> Cp("Cp", m, k);
-    std::vector<decltype(hC)> planned;
+    std::vector<decltype(Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, C))> split, planned;
+    for (int min_nnz : {limit, detail::heavy_row_nnz_unplanned}) {
+      Kokkos::deep_copy(C, C0);
+      detail::spmm_team_rows(exec, alpha, A, B, beta, C, threads, vlen,
+                             detail::heavy_row_work<T>(exec, A, std::size_t(k), min_nnz));
+      split.push_back(Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, C));
+    }
     for (int run = 0; run < 2; ++run) {
-      Kokkos::deep_copy(Cp, C0);
-      detail::spmm_team_rows(exec, alpha, A, B, beta, Cp, threads, vlen, plan.work());
-      planned.push_back(Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, Cp));
+      Kokkos::deep_copy(C, C0);
+      detail::spmm_team_rows(exec, alpha, A, B, beta, C, threads, vlen, plan.work());
+      planned.push_back(Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, C));
     }
     for (int i = 0; i < m; ++i)
       for (int c = 0; c < k; ++c) {
@@ -143,9 +148,12 @@ TYPED_TEST(SpmmTest, HeavyRowChunksMatchFloat64Reference) {
           sa += std::abs(double(hA.values(e)) * double(hB(hA.entries(e), c)));
         }
         const double ref = double(alpha) * s + double(beta) * double(hC0(i, c));
-        ASSERT_NEAR(double(hC(i, c)), ref, tol * (1 + sa + std::abs(ref))) << "k=" << k << " i=" << i << " c=" << c;
+        for (std::size_t v = 0; v < split.size(); ++v)
+          ASSERT_NEAR(double(split[v](i, c)), ref, tol * (1 + sa + std::abs(ref)))
+              << "split " << v << ", k=" << k << " i=" << i << " c=" << c;
         for (int run = 0; run < 2; ++run)
-          ASSERT_EQ(planned[run](i, c), hC(i, c)) << "plan, product " << run << ", k=" << k << " i=" << i << " c=" << c;
+          ASSERT_EQ(planned[run](i, c), split[0](i, c))
+              << "plan, product " << run << ", k=" << k << " i=" << i << " c=" << c;
       }
   }
 }

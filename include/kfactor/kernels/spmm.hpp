@@ -19,7 +19,8 @@
 /// half-steps) builds a kfactor::SpmmPlan once and passes it: the portable device
 /// kernel's split of the long rows otherwise costs three reductions read back
 /// on the host and five allocations per product, more than the product itself
-/// on inputs of a few hundred thousand nonzeros.
+/// on inputs of a few hundred thousand nonzeros. Without a plan only rows of
+/// more than detail::heavy_row_nnz_unplanned nonzeros are split.
 /// A^T * B is not offered: the transposed product scatters (atomics on a GPU,
 /// nondeterministic sums); callers that need it store kfactor::transpose(A)
 /// once and call spmm on it (what kfactor::nmf does).
@@ -68,7 +69,7 @@ class SpmmPlan {
         rows_(A.num_rows()),
         cols_(A.num_cols),
         width_(k),
-        work_(detail::heavy_row_work<T>(exec, A, std::size_t(k))) {}
+        work_(detail::heavy_row_work<T>(exec, A, std::size_t(k), detail::heavy_row_nnz)) {}
 
   /// Whether products of A (C: `k` columns) may use this plan.
   [[nodiscard]] bool fits(const CsrMatrix<T, MemorySpace>& A, std::size_t k) const {

@@ -5,8 +5,9 @@
 /// On a device, one launch: most teams handle a row per team thread, the
 /// vector lanes of that thread running over the k columns, so a nonzero's row
 /// of B is read contiguously (coalesced). Rows with more than `heavy_row_nnz`
-/// nonzeros (power-law inputs: a popular column of a document matrix holds
-/// ~all rows) would leave one thread looping while the device idles, so they
+/// nonzeros (`heavy_row_nnz_unplanned` without a kfactor::SpmmPlan; power-law
+/// inputs: a popular column of a document matrix holds ~all rows) would
+/// leave one thread looping while the device idles, so they
 /// are cut into chunks of at most `heavy_chunk_nnz` nonzeros with a whole team
 /// each: its threads take strided shares of the chunk, their partial sums are
 /// added in thread order through team scratch, and the team that finishes a
@@ -52,6 +53,12 @@ struct RowTeamShape {
 /// of 512 left 570 rows to single threads, and the product took about
 /// 100 us, bound by that latency.
 inline constexpr int heavy_row_nnz = 64;
+/// The same limit for a product without a kfactor::SpmmPlan, which derives
+/// the split on every call (a reduction read back on the host; allocations
+/// and a partial sum per chunk when any row is split): it splits only rows
+/// longer than a chunk, and a typical sparse NMF input (100 to 200 nonzeros
+/// in every row) none, instead of all of its rows on every product.
+inline constexpr int heavy_row_nnz_unplanned = 512;
 /// Nonzeros per team in the heavy-row kernel: 32 per thread of a team of 16.
 /// A Zipf column of implicit feedback (a popular item) holds a few percent of
 /// all nonzeros: one team walking it alone bounded the whole product while
@@ -61,12 +68,13 @@ inline constexpr int heavy_chunk_nnz = 512;
 /// device threads per team at most).
 inline int spmm_team_threads(int vector_length) { return 512 / vector_length > 0 ? 512 / vector_length : 1; }
 
-/// The rows of A with more than heavy_row_nnz nonzeros (in order), cut into
+/// The rows of A with more than min_nnz nonzeros (in order), cut into
 /// chunks of at most heavy_chunk_nnz nonzeros: rows(h)'s chunks are
 /// first(h) .. first(h + 1) - 1, chunk q belongs to rows(chunk_row(q)) and
 /// starts (q - first(chunk_row(q))) * heavy_chunk_nnz nonzeros into it.
 template <class MemorySpace>
 struct HeavyRowChunks {
+  int min_nnz = heavy_row_nnz;  ///< rows of more nonzeros are heavy; the others a thread each
   Kokkos::View<int*, MemorySpace> rows;
   Kokkos::View<int*, MemorySpace> first;
   Kokkos::View<int*, MemorySpace> chunk_row;
@@ -85,7 +93,7 @@ struct HeavyRowLister {
   HeavyRowChunks<MemorySpace> out;
   int count = 0;
 
-  KOKKOS_INLINE_FUNCTION bool heavy(int i) const { return row_map(i + 1) - row_map(i) > offset_t(heavy_row_nnz); }
+  KOKKOS_INLINE_FUNCTION bool heavy(int i) const { return row_map(i + 1) - row_map(i) > offset_t(out.min_nnz); }
   KOKKOS_INLINE_FUNCTION void operator()(CountRows, int i, int& n) const { n += heavy(i) ? 1 : 0; }
   KOKKOS_INLINE_FUNCTION void operator()(ListRows, int i, int& offset, bool final) const {
     if (final && heavy(i)) out.rows(offset) = i;
@@ -104,16 +112,18 @@ struct HeavyRowLister {
 };
 
 template <class ExecutionSpace, class T, class MemorySpace>
-HeavyRowChunks<MemorySpace> heavy_row_chunks(const ExecutionSpace& exec, const CsrMatrix<T, MemorySpace>& A) {
+HeavyRowChunks<MemorySpace> heavy_row_chunks(const ExecutionSpace& exec, const CsrMatrix<T, MemorySpace>& A,
+                                             int min_nnz) {
   using Lister = HeavyRowLister<MemorySpace>;
   using CountRows = Kokkos::RangePolicy<ExecutionSpace, typename Lister::CountRows>;
   using ListRows = Kokkos::RangePolicy<ExecutionSpace, typename Lister::ListRows>;
   using CountChunks = Kokkos::RangePolicy<ExecutionSpace, typename Lister::CountChunks>;
   using ListChunks = Kokkos::RangePolicy<ExecutionSpace, typename Lister::ListChunks>;
   Lister f{A.row_map, {}, 0};
+  f.out.min_nnz = min_nnz;
   const int m = A.num_rows();
   Kokkos::parallel_reduce("kfactor::spmm_count_heavy_rows", CountRows(exec, 0, m), f, f.count);
-  if (f.count == 0) return {};
+  if (f.count == 0) return f.out;
   f.out.rows = Kokkos::View<int*, MemorySpace>(
       Kokkos::view_alloc(exec, Kokkos::WithoutInitializing, "kfactor::heavy_rows"), f.count);
   f.out.first = Kokkos::View<int*, MemorySpace>(
@@ -139,7 +149,7 @@ HeavyRowChunks<MemorySpace> heavy_row_chunks(const ExecutionSpace& exec, const C
 /// last chunk done (chunks_done, a counter per heavy row that it resets for
 /// the next product) sets C's row from the row's chunk sums in chunk order.
 /// The other teams take `threads` rows each, a thread per row at or below
-/// heavy_row_nnz, lanes over the columns, each lane accumulating in a register.
+/// heavy.min_nnz, lanes over the columns, each lane accumulating in a register.
 template <class Member, class S, class MemorySpace, class Matrix, class BV, class CV>
 struct SpmmTeamRows {
   using Scratch = Kokkos::View<S**, typename Member::scratch_memory_space, Kokkos::MemoryUnmanaged>;
@@ -163,7 +173,7 @@ struct SpmmTeamRows {
     const int r1 = r0 + threads < m ? r0 + threads : m;
     Kokkos::parallel_for(Kokkos::TeamThreadRange(team, r0, r1), [&](int i) {
       const auto e0 = A.row_map(i), e1 = A.row_map(i + 1);
-      if (e1 - e0 > offset_t(heavy_row_nnz)) return;
+      if (e1 - e0 > offset_t(heavy.min_nnz)) return;
       Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, k), [&](int c) {
         S acc = S(0);
         for (auto e = e0; e < e1; ++e) acc += S(A.values(e)) * S(B(A.entries(e), c));
@@ -234,14 +244,14 @@ struct HeavyRowWork {
   Kokkos::View<int*, MemorySpace> chunks_done;
 };
 
-/// HeavyRowWork of A for products k columns wide (three reductions read back
-/// on the host and five allocations: kfactor::SpmmPlan keeps it across
-/// products on one pattern).
+/// HeavyRowWork of A for products k columns wide, rows of more than min_nnz
+/// nonzeros split (three reductions read back on the host and five
+/// allocations: kfactor::SpmmPlan keeps it across products on one pattern).
 template <class S, class ExecutionSpace, class T, class MemorySpace>
 HeavyRowWork<S, MemorySpace> heavy_row_work(const ExecutionSpace& exec, const CsrMatrix<T, MemorySpace>& A,
-                                            std::size_t k) {
+                                            std::size_t k, int min_nnz) {
   HeavyRowWork<S, MemorySpace> w;
-  w.heavy = heavy_row_chunks(exec, A);
+  w.heavy = heavy_row_chunks(exec, A, min_nnz);
   w.partial = Kokkos::View<S**, Kokkos::LayoutRight, MemorySpace>(
       Kokkos::view_alloc(exec, Kokkos::WithoutInitializing, "kfactor::spmm_heavy_partial"), std::size_t(w.heavy.chunks),
       k);
@@ -345,7 +355,8 @@ void spmm_portable(const ExecutionSpace& exec, typename CV::non_const_value_type
   } else {
     const int vlen = Shape::vector_length(k);
     const int threads = spmm_team_threads(vlen);
-    spmm_team_rows(exec, alpha, A, B, beta, C, threads, vlen, work ? *work : heavy_row_work<S>(exec, A, C.extent(1)));
+    spmm_team_rows(exec, alpha, A, B, beta, C, threads, vlen,
+                   work ? *work : heavy_row_work<S>(exec, A, C.extent(1), heavy_row_nnz_unplanned));
   }
 }
 
