@@ -370,7 +370,16 @@ KOKKOS_INLINE_FUNCTION void product_rows(const Prod& prod, const BV& B, int ra, 
     for (int r = ra; r < rb; ++r)
       kfactor::detail::spmm_host_row(r, K, T(1), T(0), prod.A.row_map, prod.A.entries, prod.A.values, prod.F, B);
   } else {
-    kfactor::detail::gemm_skinny_nn_rows(prod.A, prod.F, B, ra, rb);
+    // F in slices of its rows (kfactor::detail::skinny_block_bytes), each
+    // kept in L2 across the chunk's rows of A instead of the whole F being
+    // read again for every 8 of them.
+    const int k = static_cast<int>(prod.A.extent(1));
+    const int slice =
+        kfactor::detail::skinny_slice(k, static_cast<int>(B.extent(1)), sizeof(T), kfactor::detail::skinny_block_bytes);
+    const int slices = k > 0 ? (k + slice - 1) / slice : 1;
+    for (int q = 0; q < slices; ++q)
+      kfactor::detail::gemm_skinny_nn_rows(prod.A, prod.F, B, ra, rb, q * slice,
+                                           (q + 1) * slice < k ? (q + 1) * slice : k);
   }
 }
 
