@@ -191,6 +191,19 @@ TYPED_TEST(GemmTest, GramIsSymmetricAndMatchesReference) {
   EXPECT_THROW(gram(exec, Xb, Kokkos::View<T**, Kokkos::LayoutRight, Mem>("bad", K, K + 1)), UsageError);
 }
 
+// Entry (i, j) of op(A) B in float64 (A^T when ta), and the sum of its
+// terms' magnitudes (the scale of its rounding).
+template <class HA, class HB>
+std::pair<double, double> skinny_reference(const HA& hA, const HB& hB, bool ta, int i, int j) {
+  double ref = 0, mag = 0;
+  for (int l = 0; l < int(hB.extent(0)); ++l) {
+    const double p = double(ta ? hA(l, i) : hA(i, l)) * double(hB(l, j));
+    ref += p;
+    mag += std::abs(p);
+  }
+  return {ref, mag};
+}
+
 // kfactor::gemm_skinny (op(A) B with narrow B and C) against a float64
 // reference: widths below, at and past a 16-column block and past the
 // widest skinny shape (the BLAS then), row counts that leave partial blocks
@@ -216,12 +229,7 @@ TYPED_TEST(GemmTest, SkinnyProductsMatchFloat64Reference) {
       auto hC = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, C);
       for (int i = 0; i < m; ++i)
         for (int j = 0; j < n; ++j) {
-          double ref = 0, mag = 0;
-          for (int l = 0; l < k; ++l) {
-            const double p = double(ta ? hA(l, i) : hA(i, l)) * double(hB(l, j));
-            ref += p;
-            mag += std::abs(p);
-          }
+          const auto [ref, mag] = skinny_reference(hA, hB, ta, i, j);
           ASSERT_NEAR(hC(i, j), ref, tol * (1 + mag)) << "n=" << n << " ta=" << ta << " at " << i << "," << j;
         }
     }
@@ -265,12 +273,7 @@ TYPED_TEST(GemmTest, SkinnySlicesMatchFloat64Reference) {
           const auto C = product(lines * line), again = product(lines * line);
           for (int i = 0; i < m; ++i)
             for (int j = 0; j < n; ++j) {
-              double ref = 0, mag = 0;
-              for (int l = 0; l < k; ++l) {
-                const double p = double(ta ? hA(l, i) : hA(i, l)) * double(hB(l, j));
-                ref += p;
-                mag += std::abs(p);
-              }
+              const auto [ref, mag] = skinny_reference(hA, hB, ta, i, j);
               ASSERT_NEAR(C(i, j), ref, tol * (1 + mag))
                   << "n=" << n << " ta=" << ta << " slices of " << lines << " at " << i << "," << j;
               ASSERT_EQ(again(i, j), C(i, j)) << "repeated, n=" << n << " ta=" << ta << " at " << i << "," << j;
