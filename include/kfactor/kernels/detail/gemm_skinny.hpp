@@ -36,14 +36,20 @@ inline constexpr int skinny_max_columns = 64;
 /// current x86 servers.
 inline constexpr std::size_t skinny_block_bytes = std::size_t(512) << 10;
 
-/// Lines of `len` per slice of lines `width` values wide (at least 8): all of
-/// them when they fit block_bytes.
-inline int skinny_slice(int len, int width, std::size_t value_bytes, std::size_t block_bytes) {
-  const std::size_t line = std::size_t(width > 0 ? width : 1) * value_bytes;
-  if (std::size_t(len) * line <= block_bytes) return len > 0 ? len : 1;
-  const std::size_t lines = block_bytes / line;
-  return lines < 8 ? 8 : int(lines);
-}
+/// `len` lines of `width` values in slices of at most block_bytes (at
+/// least 8 lines; one slice when all fit, also when len is 0): slice q is
+/// lines [begin(q), end(q)), q < count.
+struct SkinnySlices {
+  int len = 0, size = 1, count = 1;
+  SkinnySlices(int len_, int width, std::size_t value_bytes, std::size_t block_bytes) : len(len_) {
+    const std::size_t line = std::size_t(width > 0 ? width : 1) * value_bytes;
+    const std::size_t fit = block_bytes / line;
+    size = std::size_t(len) * line <= block_bytes ? (len > 0 ? len : 1) : (fit < 8 ? 8 : int(fit));
+    count = len > 0 ? (len + size - 1) / size : 1;
+  }
+  KOKKOS_INLINE_FUNCTION int begin(int q) const { return q * size; }
+  KOKKOS_INLINE_FUNCTION int end(int q) const { return (q + 1) * size < len ? (q + 1) * size : len; }
+};
 
 /// Rows [i0, i0 + rows) (rows <= 8) and columns [c0, c0 + NB) of C = A B,
 /// the terms l0 <= l < l1 of each sum added in order in registers to 0
@@ -117,10 +123,9 @@ void gemm_skinny_nn(const ExecutionSpace& exec, const AV& A, const BV& B, const 
   using T = typename CV::non_const_value_type;
   const int m = static_cast<int>(C.extent(0)), n = static_cast<int>(C.extent(1));
   const int k = static_cast<int>(A.extent(1));
-  const int slice = skinny_slice(k, n, sizeof(T), block_bytes);
-  const int slices = k > 0 ? (k + slice - 1) / slice : 1;
-  for (int q = 0; q < slices; ++q) {
-    const int l0 = q * slice, l1 = l0 + slice < k ? l0 + slice : k;
+  const SkinnySlices slices(k, n, sizeof(T), block_bytes);
+  for (int q = 0; q < slices.count; ++q) {
+    const int l0 = slices.begin(q), l1 = slices.end(q);
     Kokkos::parallel_for(
         "kfactor::gemm_skinny_nn", Kokkos::RangePolicy<ExecutionSpace>(exec, 0, (m + 7) / 8),
         KOKKOS_LAMBDA(const int blk) {
@@ -160,14 +165,14 @@ void gemm_skinny_tn(const ExecutionSpace& exec, const AV& A, const BV& B, const 
   const int m = static_cast<int>(C.extent(0)), n = static_cast<int>(C.extent(1));
   const int k = static_cast<int>(A.extent(0));
   const std::size_t bytes = gemm_skinny_tn_bytes(exec, C);
-  const int slice = skinny_slice(m, n, sizeof(T), block_bytes);
+  const SkinnySlices slices(m, n, sizeof(T), block_bytes);
   const auto body = KOKKOS_LAMBDA(const typename Policy::member_type& team) {
     T* all = static_cast<T*>(team.team_scratch(1).get_shmem(bytes));
     const int p = team.team_rank(), threads = team.team_size();
     T* part = all + std::size_t(p) * m * n;
     const int ia = int(std::int64_t(k) * p / threads), ib = int(std::int64_t(k) * (p + 1) / threads);
-    for (int j0 = 0; j0 < m; j0 += slice) {
-      const int j1 = j0 + slice < m ? j0 + slice : m;
+    for (int q = 0; q < slices.count; ++q) {
+      const int j0 = slices.begin(q), j1 = slices.end(q);
       for (std::size_t e = std::size_t(j0) * n; e < std::size_t(j1) * n; ++e) part[e] = T(0);
       int i = ia;
       for (; i + IB <= ib; i += IB) {

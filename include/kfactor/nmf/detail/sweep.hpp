@@ -373,13 +373,10 @@ KOKKOS_INLINE_FUNCTION void product_rows(const Prod& prod, const BV& B, int ra, 
     // F in slices of its rows (kfactor::detail::skinny_block_bytes), each
     // kept in L2 across the chunk's rows of A instead of the whole F being
     // read again for every 8 of them.
-    const int k = static_cast<int>(prod.A.extent(1));
-    const int slice =
-        kfactor::detail::skinny_slice(k, static_cast<int>(B.extent(1)), sizeof(T), kfactor::detail::skinny_block_bytes);
-    const int slices = k > 0 ? (k + slice - 1) / slice : 1;
-    for (int q = 0; q < slices; ++q)
-      kfactor::detail::gemm_skinny_nn_rows(prod.A, prod.F, B, ra, rb, q * slice,
-                                           (q + 1) * slice < k ? (q + 1) * slice : k);
+    const kfactor::detail::SkinnySlices slices(static_cast<int>(prod.A.extent(1)), static_cast<int>(B.extent(1)),
+                                               sizeof(T), kfactor::detail::skinny_block_bytes);
+    for (int q = 0; q < slices.count; ++q)
+      kfactor::detail::gemm_skinny_nn_rows(prod.A, prod.F, B, ra, rb, slices.begin(q), slices.end(q));
   }
 }
 
