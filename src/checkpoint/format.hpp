@@ -75,7 +75,7 @@ inline h5::PropertyList file_access(h5::Mode mode) {
 }
 
 inline h5::PropertyList ordered_group_creation(h5::Mode mode) {
-  h5::PropertyList gcpl(H5Pcreate(H5P_GROUP_CREATE), mode, "creating group properties");
+  auto gcpl = h5::untimed_creation(H5P_GROUP_CREATE, mode);
   h5::check(H5Pset_link_creation_order(gcpl, H5P_CRT_ORDER_TRACKED | H5P_CRT_ORDER_INDEXED), mode,
             "tracking link creation order");
   return gcpl;

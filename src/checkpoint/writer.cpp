@@ -85,7 +85,7 @@ h5::PropertyList WriterCore::memory_access() {
 }
 
 void WriterCore::open_file(hid_t fapl) {
-  h5::PropertyList fcpl(H5Pcreate(H5P_FILE_CREATE), h5::Mode::write, "creating file creation properties");
+  auto fcpl = h5::untimed_creation(H5P_FILE_CREATE, h5::Mode::write);  // the root group's times
   h5::check(H5Pset_link_creation_order(fcpl, H5P_CRT_ORDER_TRACKED | H5P_CRT_ORDER_INDEXED), h5::Mode::write,
             "tracking link creation order");
   h5::check(H5Pset_userblock(fcpl, ckpt::seal_block), h5::Mode::write, "reserving the seal's user block");
@@ -114,7 +114,8 @@ void WriterCore::write_meta() {
   }
   write_attribute(file, "options", nlohmann::json(meta.options).dump());
   write_attribute(file, "kfactor_version", std::string(KFACTOR_VERSION_STRING));
-  h5::Group input(H5Gcreate2(file, "input", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), h5::Mode::write,
+  auto gcpl = h5::untimed_creation(H5P_GROUP_CREATE, h5::Mode::write);
+  h5::Group input(H5Gcreate2(file, "input", H5P_DEFAULT, gcpl, H5P_DEFAULT), h5::Mode::write,
                   "checkpoint: creating /input");
   write_attribute(input, "rows", meta.input.rows);
   write_attribute(input, "cols", meta.input.cols);
@@ -127,9 +128,9 @@ void WriterCore::write_dataset(hid_t group, const FieldBlock& b, std::uint64_t c
   if (b.rank >= 1) dims.push_back(static_cast<hsize_t>(b.global_rows));
   if (b.rank == 2) dims.push_back(static_cast<hsize_t>(b.cols));
   auto fspace = h5::dataspace(h5::Mode::write, dims);
-  h5::Dataset ds(
-      H5Dcreate2(group, b.name.c_str(), ckpt::file_type(b.type), fspace, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
-      h5::Mode::write, "checkpoint: creating dataset '" + b.name + "'");
+  auto dcpl = h5::untimed_creation(H5P_DATASET_CREATE, h5::Mode::write);
+  h5::Dataset ds(H5Dcreate2(group, b.name.c_str(), ckpt::file_type(b.type), fspace, H5P_DEFAULT, dcpl, H5P_DEFAULT),
+                 h5::Mode::write, "checkpoint: creating dataset '" + b.name + "'");
   h5::write_attribute(ds, "checksum", checksum);
   if (b.global_rows * b.cols == 0) return;
   if (collective) {

@@ -23,7 +23,8 @@ void write_column(hid_t file, const std::string& where, const char* name, hid_t 
                   const void* data, std::int64_t n) {
   const hsize_t dim = static_cast<hsize_t>(n);
   auto space = h5::dataspace(h5::Mode::write, {dim});
-  h5::Dataset ds(H5Dcreate2(file, name, file_type, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), h5::Mode::write,
+  auto dcpl = h5::untimed_creation(H5P_DATASET_CREATE, h5::Mode::write);
+  h5::Dataset ds(H5Dcreate2(file, name, file_type, space, H5P_DEFAULT, dcpl, H5P_DEFAULT), h5::Mode::write,
                  where + ": creating dataset /" + name);
   if (n > 0)
     h5::check(H5Dwrite(ds, mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data), h5::Mode::write,
@@ -65,7 +66,8 @@ void write_hdf5_csr(const std::string& path, const CooMatrix<T>& A, const std::v
     {
       h5::PropertyList fapl(H5Pcreate(H5P_FILE_ACCESS), h5::Mode::write, where + ": file access properties");
       h5::check(H5Pset_file_locking(fapl, false, true), h5::Mode::write, where + ": disabling file locking");
-      h5::File file(H5Fcreate(tmp.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl), h5::Mode::write,
+      auto fcpl = h5::untimed_creation(H5P_FILE_CREATE, h5::Mode::write);
+      h5::File file(H5Fcreate(tmp.c_str(), H5F_ACC_TRUNC, fcpl, fapl), h5::Mode::write,
                     where + ": cannot create " + tmp);
       {
         const hsize_t two = 2;

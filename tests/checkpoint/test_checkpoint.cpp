@@ -610,6 +610,14 @@ TEST(CheckpointTargets, EveryTargetKindEndsWithTheRightErrorAndNoDamage) {
   });
 }
 
+TEST(CheckpointTargets, TheSameStateWritesTheSameBytes) {
+  TempDir tmp;
+  Fixture fx(tmp);
+  ASSERT_GT(fx.state.history.size(), 0u);  // the /history group is covered too
+  test::expect_same_bytes_a_second_apart(tmp.dir,
+                                         [&](const std::string& path) { save_checkpoint(path, fx.state, fx.meta); });
+}
+
 TEST(CheckpointTargets, ASecondRunOnTheSameCheckpointIsRefused) {
   TempDir tmp;
   Fixture fx(tmp);

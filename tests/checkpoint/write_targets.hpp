@@ -15,6 +15,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -110,6 +111,21 @@ void expect_error(F&& f, const std::string& needle, const std::string& label) {
   } catch (const std::exception& e) {
     ADD_FAILURE() << label << ": wrong exception type: " << e.what();
   }
+}
+
+/// `write(path)` twice with the wall clock's second changing in between
+/// gives the same bytes (no time stamp in the file).
+inline void expect_same_bytes_a_second_apart(const fs::path& dir,
+                                             const std::function<void(const std::string&)>& write) {
+  const std::string first = (dir / "first").string(), second = (dir / "second").string();
+  const std::time_t t0 = std::time(nullptr);
+  write(first);
+  while (std::time(nullptr) <= t0) ::usleep(20000);
+  write(second);
+  EXPECT_FALSE(file_bytes(first).empty());
+  EXPECT_EQ(file_bytes(first), file_bytes(second)) << "the same data written a second apart differs";
+  fs::remove(first);
+  fs::remove(second);
 }
 
 /// Writes a small output to `path`; `inputs` are the run's inputs.

@@ -9,6 +9,7 @@
 #include <kfactor/io/read.hpp>
 #include <kfactor/io/write.hpp>
 
+#include "checkpoint/write_targets.hpp"
 #include "common/test_spaces.hpp"
 #include "io_test_util.hpp"
 
@@ -185,6 +186,14 @@ TEST(Hdf5CsrFile, WritesAtomicallyAndNeverOverTheInput) {
     EXPECT_EQ(e.path().filename().string().find(".tmp."), std::string::npos) << e.path();
   EXPECT_FALSE(io::is_hdf5_file(dir.file("d.h5")));
   EXPECT_FALSE(io::is_hdf5_file(dir.file("missing.h5")));
+}
+
+TEST(Hdf5CsrFile, TheSameMatrixWritesTheSameBytes) {
+  TempDir dir("h5csr_same");
+  const auto A = random_matrix<double>(20, 9, 0.3, 4);
+  kfactor::test::expect_same_bytes_a_second_apart(dir.path, [&](const std::string& path) {
+    io::write_hdf5_csr(path, A, ascending_ids(20, 1), ascending_ids(9, 2));
+  });
 }
 
 /// Whether python3 with h5py and scipy is there.

@@ -130,6 +130,15 @@ using Datatype = Handle<H5Tclose>;
 using Attribute = Handle<H5Aclose>;
 using PropertyList = Handle<H5Pclose>;
 
+/// Creation properties of class `cls` (H5P_FILE_CREATE for the root group,
+/// H5P_GROUP_CREATE, H5P_DATASET_CREATE) without object times: HDF5 stamps each object with the wall clock by
+/// default, and kfactor's files are to be the same bytes for the same data.
+inline PropertyList untimed_creation(hid_t cls, Mode mode) {
+  PropertyList plist(H5Pcreate(cls), mode, "creating object creation properties");
+  check(H5Pset_obj_track_times(plist, false), mode, "turning object times off");
+  return plist;
+}
+
 /// True when `name` exists as a link of `loc` (a path of one component).
 inline bool exists(hid_t loc, const std::string& name) { return H5Lexists(loc, name.c_str(), H5P_DEFAULT) > 0; }
 
