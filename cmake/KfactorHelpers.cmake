@@ -65,6 +65,14 @@ macro(kfactor_setup_host_arch)
     check_cxx_compiler_flag(-march=${KFACTOR_HOST_ARCH_RESOLVED} KFACTOR_HOST_ARCH_OK)
     if(KFACTOR_HOST_ARCH_OK)
       add_compile_options($<$<COMPILE_LANGUAGE:CXX>:-march=${KFACTOR_HOST_ARCH_RESOLVED}>)
+      # On AVX-512 CPUs GCC and Clang still prefer 256-bit vectors (older
+      # CPUs clocked down for 512-bit ones); the host kernels' register blocks
+      # are sized for the whole register file (gemm_skinny.hpp). A no-op
+      # without AVX-512; rejected, and left out, off x86.
+      check_cxx_compiler_flag(-mprefer-vector-width=512 KFACTOR_HOST_VECTOR_512_OK)
+      if(KFACTOR_HOST_VECTOR_512_OK)
+        add_compile_options($<$<COMPILE_LANGUAGE:CXX>:-mprefer-vector-width=512>)
+      endif()
     else()
       message(WARNING "kfactor: the compiler rejects -march=${KFACTOR_HOST_ARCH_RESOLVED}; host code stays generic")
       set(KFACTOR_HOST_ARCH_RESOLVED "")

@@ -51,11 +51,35 @@ struct SkinnySlices {
   KOKKOS_INLINE_FUNCTION int end(int q) const { return (q + 1) * size < len ? (q + 1) * size : len; }
 };
 
+/// Bytes of the vector register file kfactor's host code is compiled for:
+/// 32 registers of 64 bytes with AVX-512 (whose 512-bit vectors the build
+/// prefers where the CPU has them), 16 of 32 with AVX, 32 of 16 with NEON.
+inline constexpr std::size_t vector_register_bytes =
+#if defined(__AVX512F__)
+    32 * 64;
+#elif defined(__AVX__) || defined(__aarch64__)
+    512;
+#else
+    256;
+#endif
+
+/// The widest block of C's columns (16, 8 or 4) whose sums for 8 rows take at
+/// most half the vector registers: the other half holds a row of B and the
+/// broadcast values of A. Wider blocks spill the sums to the stack, where
+/// each multiply-add then waits on a store and a load (double at 16 columns
+/// with 256-bit vectors ran at less than half the speed of 8).
+template <class T>
+inline constexpr int skinny_block_columns = vector_register_bytes / 2 >= 8 * 16 * sizeof(T)  ? 16
+                                            : vector_register_bytes / 2 >= 8 * 8 * sizeof(T) ? 8
+                                                                                             : 4;
+
 /// Rows [i0, i0 + rows) (rows <= 8) and columns [c0, c0 + NB) of C = A B,
 /// the terms l0 <= l < l1 of each sum added in order in registers to 0
 /// (l0 = 0) or to C's value (the sum so far): eight arrays, one per row of A,
-/// so that the compiler keeps them in vector registers (a 2-D array was
-/// partly kept on the stack). Eight rows, not four: each row of B read from
+/// whose loops over the columns are unrolled whole so that the compiler
+/// keeps every sum in a vector register (an array reached through a pointer,
+/// or a loop left rolled, kept the sums on the stack and ran the dense
+/// 20000 x 10000 product at K = 64 in double 2.4 times as long). Eight rows, not four: each row of B read from
 /// cache then feeds twice as many multiply-adds (K = 64 on 2 cores of the
 /// dense 20000 x 10000 NMF input: 144-162 against 101-133 GFLOP/s). A block of
 /// fewer rows repeats its first row in the unused slots and stores only its
@@ -64,14 +88,23 @@ template <int NB, class BV, class CV, class T = typename CV::non_const_value_typ
 KOKKOS_INLINE_FUNCTION void gemm_skinny_rows8_block(const T* const* a, const BV& B, const CV& C, int i0, int rows,
                                                     int c0, int l0, int l1) {
   const T *a0 = a[0], *a1 = a[1], *a2 = a[2], *a3 = a[3], *a4 = a[4], *a5 = a[5], *a6 = a[6], *a7 = a[7];
-  T s0[NB] = {}, s1[NB] = {}, s2[NB] = {}, s3[NB] = {}, s4[NB] = {}, s5[NB] = {}, s6[NB] = {}, s7[NB] = {};
-  T* const s[8] = {s0, s1, s2, s3, s4, s5, s6, s7};
-  if (l0 > 0)
-    for (int r = 0; r < rows; ++r)
-      for (int c = 0; c < NB; ++c) s[r][c] = C(i0 + r, c0 + c);
+  T s0[NB], s1[NB], s2[NB], s3[NB], s4[NB], s5[NB], s6[NB], s7[NB];
+#pragma GCC unroll 16
+  for (int c = 0; c < NB; ++c) {
+    const bool sum = l0 > 0;
+    s0[c] = sum ? C(i0, c0 + c) : T(0);
+    s1[c] = sum && rows > 1 ? C(i0 + 1, c0 + c) : T(0);
+    s2[c] = sum && rows > 2 ? C(i0 + 2, c0 + c) : T(0);
+    s3[c] = sum && rows > 3 ? C(i0 + 3, c0 + c) : T(0);
+    s4[c] = sum && rows > 4 ? C(i0 + 4, c0 + c) : T(0);
+    s5[c] = sum && rows > 5 ? C(i0 + 5, c0 + c) : T(0);
+    s6[c] = sum && rows > 6 ? C(i0 + 6, c0 + c) : T(0);
+    s7[c] = sum && rows > 7 ? C(i0 + 7, c0 + c) : T(0);
+  }
   for (int l = l0; l < l1; ++l) {
     const T* b = &B(l, c0);
     const T x0 = a0[l], x1 = a1[l], x2 = a2[l], x3 = a3[l], x4 = a4[l], x5 = a5[l], x6 = a6[l], x7 = a7[l];
+#pragma GCC unroll 16
     for (int c = 0; c < NB; ++c) {
       s0[c] += x0 * b[c];
       s1[c] += x1 * b[c];
@@ -83,13 +116,22 @@ KOKKOS_INLINE_FUNCTION void gemm_skinny_rows8_block(const T* const* a, const BV&
       s7[c] += x7 * b[c];
     }
   }
-  for (int r = 0; r < rows; ++r)
-    for (int c = 0; c < NB; ++c) C(i0 + r, c0 + c) = s[r][c];
+#pragma GCC unroll 16
+  for (int c = 0; c < NB; ++c) {
+    C(i0, c0 + c) = s0[c];
+    if (rows > 1) C(i0 + 1, c0 + c) = s1[c];
+    if (rows > 2) C(i0 + 2, c0 + c) = s2[c];
+    if (rows > 3) C(i0 + 3, c0 + c) = s3[c];
+    if (rows > 4) C(i0 + 4, c0 + c) = s4[c];
+    if (rows > 5) C(i0 + 5, c0 + c) = s5[c];
+    if (rows > 6) C(i0 + 6, c0 + c) = s6[c];
+    if (rows > 7) C(i0 + 7, c0 + c) = s7[c];
+  }
 }
 
 /// Rows [i0, i1) of C (m x n) = A (m x k) B (k x n), in blocks of 8 rows of
-/// A, which stay in L1 while C's columns are summed over k in blocks of 16,
-/// then 8, 4 and 1 columns (gemm_skinny_rows8_block: a runtime-width loop
+/// A, which stay in L1 while C's columns are summed over k in blocks of
+/// skinny_block_columns, then 8, 4 and 1 (gemm_skinny_rows8_block: a runtime-width loop
 /// ran scalar). A's rows and B's rows must be contiguous; C may have any
 /// layout (a host sweep writes the transpose of its tile). Every C(i, c) is
 /// the sum over l in order, whatever the blocking. With [l0, l1) given, only
@@ -107,8 +149,10 @@ KOKKOS_INLINE_FUNCTION void gemm_skinny_nn_rows(const AV& A, const BV& B, const 
     const T* a[8];
     for (int r = 0; r < 8; ++r) a[r] = &A(i0 + (r < rows ? r : 0), 0);
     int c0 = 0;
-    for (; c0 + 16 <= n; c0 += 16) gemm_skinny_rows8_block<16>(a, B, C, i0, rows, c0, l0, k);
-    for (; c0 + 8 <= n; c0 += 8) gemm_skinny_rows8_block<8>(a, B, C, i0, rows, c0, l0, k);
+    if constexpr (skinny_block_columns<T> >= 16)
+      for (; c0 + 16 <= n; c0 += 16) gemm_skinny_rows8_block<16>(a, B, C, i0, rows, c0, l0, k);
+    if constexpr (skinny_block_columns<T> >= 8)
+      for (; c0 + 8 <= n; c0 += 8) gemm_skinny_rows8_block<8>(a, B, C, i0, rows, c0, l0, k);
     for (; c0 + 4 <= n; c0 += 4) gemm_skinny_rows8_block<4>(a, B, C, i0, rows, c0, l0, k);
     for (; c0 < n; ++c0) gemm_skinny_rows8_block<1>(a, B, C, i0, rows, c0, l0, k);
   }
@@ -161,7 +205,7 @@ void gemm_skinny_tn(const ExecutionSpace& exec, const AV& A, const BV& B, const 
                     std::size_t block_bytes = skinny_block_bytes) {
   using T = typename CV::non_const_value_type;
   using Policy = Kokkos::TeamPolicy<ExecutionSpace>;
-  constexpr int IB = 8, NB = 16;  // IB: the rows b0..b7 below
+  constexpr int IB = 8, NB = skinny_block_columns<T>;  // IB: the rows b0..b7 below
   const int m = static_cast<int>(C.extent(0)), n = static_cast<int>(C.extent(1));
   const int k = static_cast<int>(A.extent(0));
   const std::size_t bytes = gemm_skinny_tn_bytes(exec, C);
