@@ -22,6 +22,7 @@
 #include <Kokkos_Core.hpp>
 
 #include <cstdio>
+#include <cstdlib>
 #include <sstream>
 #include <string>
 #include <tuple>
@@ -37,16 +38,37 @@ struct Args {
   int reps = 10;
 };
 
+/// The shapes of a --gemm or --spmm list ("none": no case), each `parts`
+/// positive integers joined by 'x'.
+std::vector<std::string> shapes(const std::string& option, const std::string& v, std::size_t parts) {
+  if (v == "none") return {};
+  auto out = bench::split(v, ',');
+  for (const auto& shape : out) {
+    const auto d = bench::split(shape, 'x');
+    bool ok = d.size() == parts;
+    for (const auto& x : d) ok = ok && !x.empty() && x.find_first_not_of("0123456789") == std::string::npos;
+    if (!ok) {
+      std::fprintf(stderr, "bench_kernels: %s takes %s shapes (or none), got '%s'\n", option.c_str(),
+                   parts == 2 ? "MxN" : "VxDxNNZ", shape.c_str());
+      std::exit(2);
+    }
+  }
+  return out;
+}
+
 Args parse(int argc, char** argv) {
   Args a;
   for (int i = 1; i < argc; ++i) {
     const std::string k = argv[i];
-    if (i + 1 >= argc) break;
+    if (i + 1 >= argc) {
+      std::fprintf(stderr, "bench_kernels: %s needs a value\n", k.c_str());
+      std::exit(2);
+    }
     const std::string v = argv[++i];
     if (k == "--gemm")
-      a.gemm = bench::split(v, ',');
+      a.gemm = shapes(k, v, 2);
     else if (k == "--spmm")
-      a.spmm = bench::split(v, ',');
+      a.spmm = shapes(k, v, 3);
     else if (k == "--ks") {
       a.ks.clear();
       for (const auto& x : bench::split(v, ',')) a.ks.push_back(std::stoi(x));
@@ -54,6 +76,10 @@ Args parse(int argc, char** argv) {
       a.precision = v;
     else if (k == "--reps")
       a.reps = std::stoi(v);
+    else {
+      std::fprintf(stderr, "bench_kernels: unknown option %s\n", k.c_str());
+      std::exit(2);
+    }
   }
   return a;
 }
@@ -158,7 +184,7 @@ void run_all(std::tuple<Spaces...>*, const Args& a) {
 }  // namespace
 
 /// The options (--help).
-constexpr const char* usage = R"(bench_kernels [--gemm MxN[,MxN...]] [--spmm VxDxNNZ[,...]] [--ks 16,64,256]
+constexpr const char* usage = R"(bench_kernels [--gemm MxN[,MxN...]|none] [--spmm VxDxNNZ[,...]|none] [--ks 16,64,256]
               [--precision float|double|both] [--reps 10]
 )";
 
