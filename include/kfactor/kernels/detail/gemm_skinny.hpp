@@ -25,6 +25,14 @@
 #include <cstddef>
 #include <cstdint>
 
+// A loop unrolled whole by the host compiler (GCC and Clang read the
+// pragma); device passes, which never run these kernels, see nothing.
+#if defined(__CUDA_ARCH__) || defined(__HIP_DEVICE_COMPILE__)
+#define KFACTOR_UNROLL_WHOLE
+#else
+#define KFACTOR_UNROLL_WHOLE _Pragma("GCC unroll 16")
+#endif
+
 namespace kfactor::detail {
 
 /// C's widest shape that gemm_skinny sends to these kernels; wider products
@@ -89,7 +97,7 @@ KOKKOS_INLINE_FUNCTION void gemm_skinny_rows8_block(const T* const* a, const BV&
                                                     int c0, int l0, int l1) {
   const T *a0 = a[0], *a1 = a[1], *a2 = a[2], *a3 = a[3], *a4 = a[4], *a5 = a[5], *a6 = a[6], *a7 = a[7];
   T s0[NB], s1[NB], s2[NB], s3[NB], s4[NB], s5[NB], s6[NB], s7[NB];
-#pragma GCC unroll 16
+  KFACTOR_UNROLL_WHOLE
   for (int c = 0; c < NB; ++c) {
     const bool sum = l0 > 0;
     s0[c] = sum ? C(i0, c0 + c) : T(0);
@@ -104,7 +112,7 @@ KOKKOS_INLINE_FUNCTION void gemm_skinny_rows8_block(const T* const* a, const BV&
   for (int l = l0; l < l1; ++l) {
     const T* b = &B(l, c0);
     const T x0 = a0[l], x1 = a1[l], x2 = a2[l], x3 = a3[l], x4 = a4[l], x5 = a5[l], x6 = a6[l], x7 = a7[l];
-#pragma GCC unroll 16
+    KFACTOR_UNROLL_WHOLE
     for (int c = 0; c < NB; ++c) {
       s0[c] += x0 * b[c];
       s1[c] += x1 * b[c];
@@ -116,7 +124,7 @@ KOKKOS_INLINE_FUNCTION void gemm_skinny_rows8_block(const T* const* a, const BV&
       s7[c] += x7 * b[c];
     }
   }
-#pragma GCC unroll 16
+  KFACTOR_UNROLL_WHOLE
   for (int c = 0; c < NB; ++c) {
     C(i0, c0 + c) = s0[c];
     if (rows > 1) C(i0 + 1, c0 + c) = s1[c];
