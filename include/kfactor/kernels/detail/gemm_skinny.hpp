@@ -73,9 +73,10 @@ inline constexpr std::size_t vector_register_bytes =
 
 /// The widest block of C's columns (16, 8 or 4) whose sums for 8 rows take at
 /// most half the vector registers: the other half holds a row of B and the
-/// broadcast values of A. Wider blocks spill the sums to the stack, where
-/// each multiply-add then waits on a store and a load (double at 16 columns
-/// with 256-bit vectors ran at less than half the speed of 8).
+/// broadcast values of A. Wider blocks spill sums to the stack, where a
+/// multiply-add then waits on a store and a load: the dense 20000 x 10000
+/// product at K = 64 in double on two threads took 680-820 ms with 16 columns
+/// in 256-bit vectors, 590-640 with 8, and 440-490 with 16 in 512-bit ones.
 template <class T>
 inline constexpr int skinny_block_columns = vector_register_bytes / 2 >= 8 * 16 * sizeof(T)  ? 16
                                             : vector_register_bytes / 2 >= 8 * 8 * sizeof(T) ? 8
@@ -86,8 +87,8 @@ inline constexpr int skinny_block_columns = vector_register_bytes / 2 >= 8 * 16 
 /// (l0 = 0) or to C's value (the sum so far): eight arrays, one per row of A,
 /// whose loops over the columns are unrolled whole so that the compiler
 /// keeps every sum in a vector register (an array reached through a pointer,
-/// or a loop left rolled, kept the sums on the stack and ran the dense
-/// 20000 x 10000 product at K = 64 in double 2.4 times as long). Eight rows, not four: each row of B read from
+/// or a loop left rolled, kept the sums on the stack: 1090-1110 ms for the
+/// product above, against 440-490). Eight rows, not four: each row of B read from
 /// cache then feeds twice as many multiply-adds (K = 64 on 2 cores of the
 /// dense 20000 x 10000 NMF input: 144-162 against 101-133 GFLOP/s). A block of
 /// fewer rows repeats its first row in the unused slots and stores only its
